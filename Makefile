@@ -1,0 +1,31 @@
+# Every target bootstraps .venv itself, so a fresh clone needs one command per job.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.flowbaby-installed
+
+.PHONY: setup demo test test-fast bench clean
+
+setup: $(STAMP)
+
+# One pip call against the pinned set (constraints.txt): installing in steps resolves
+# versions that conflict (see COGNEE_NOTES). torch is pinned to the local CPU build.
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/flowbaby demo --workspace .flowbaby-demo --fresh
+
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests
+
+test-fast: setup
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
+
+bench: setup
+	$(PY) -m tests.bench.run --out bench-results.json
+
+clean:
+	rm -rf .flowbaby-demo bench-results.json

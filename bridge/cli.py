@@ -1,0 +1,35 @@
+"""The `flowbaby` command line: `flowbaby bridge` and `flowbaby demo`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+
+def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--workspace", required=True, help="workspace folder; state lives in <workspace>/.flowbaby/")
+    parser.add_argument("--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)")
+    parser.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running graph work may take to finish at shutdown")
+    return parser
+
+
+def run_bridge(args: argparse.Namespace) -> int:
+    from bridge.server import serve
+
+    return asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="flowbaby", description="Local-first memory service for coding agents")
+    commands = parser.add_subparsers(dest="command", required=True)
+    bridge_arguments(commands.add_parser("bridge", help="serve JSON-RPC 2.0 on stdin/stdout"))
+    demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
+    demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
+    demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
+    args = parser.parse_args(argv)
+    if args.command == "bridge":
+        sys.exit(run_bridge(args))
+    from bridge.demo import run_demo
+
+    sys.exit(run_demo(args.workspace, fresh=args.fresh))

@@ -1,0 +1,66 @@
+"""`make demo`: the main job end to end on the embedded default.
+
+Creates a demo workspace, starts the bridge as a subprocess, sends it the example
+summaries over JSON-RPC, shows progress while the graph builds in the background,
+then prints what was built.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from bridge.client import BridgeClient
+from bridge.demo_data import DEMO_SUMMARIES
+
+
+def _say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def run_demo(workspace: str, *, fresh: bool = False) -> int:
+    root = Path(workspace).resolve()
+    if fresh and (root / ".flowbaby").exists():
+        shutil.rmtree(root / ".flowbaby")
+    root.mkdir(parents=True, exist_ok=True)
+    _say(f"flowbaby demo: workspace {root}")
+    client = BridgeClient(root, stderr=sys.stderr)
+    try:
+        health = client.result("health", timeout=30)
+        _say(f"bridge up in {time.perf_counter() - client.started:.2f}s (pid {health['pid']}, {health['llm']})")
+        _say(f"\ningesting {len(DEMO_SUMMARIES)} summaries through ingestForAgent:")
+        for summary in DEMO_SUMMARIES:
+            while True:
+                started = time.perf_counter()
+                reply = client.result("ingestForAgent", summary)
+                if reply.get("errorCode") != "429_FLOWBABY_BACKLOG":
+                    break
+                _say(f"  backlog full, waiting: {reply['error']}")
+                time.sleep(2)
+            if not reply["success"]:
+                _say(f"  FAILED {summary['metadata']['topicId']}: {reply['errorCode']} {reply['error']}")
+                return 1
+            metrics = reply["ingestion_metrics"]
+            superseded = " (supersedes an earlier version)" if metrics["supersededMemoryId"] else ""
+            _say(f"  staged in {(time.perf_counter() - started) * 1000:6.1f} ms  v{metrics['version']} "
+                 f"{summary['metadata']['topicId']}: {summary['topic']}{superseded}")
+        _say("\nbuilding the graph in the background (cognee add + cognify, offline extractor):")
+        last = None
+        while True:
+            counts = client.result("backgroundStatus", {})["counts"]
+            if counts != last:
+                _say("  " + ", ".join(f"{state} {n}" for state, n in sorted(counts.items())))
+                last = counts
+            if not counts.get("pending") and not counts.get("running"):
+                break
+            time.sleep(1)
+        stats = client.result("graphStats")
+        _say(f"\ngraph: {stats['memories']} memories, {stats['entities']} entities, {stats['relations']} relations")
+        _say("top entities:")
+        for entity in stats["topEntities"]:
+            _say(f"  {entity['name']:<40} {entity['type']:<12} degree {entity['degree']:>3}, in {entity['memories']} memories")
+        return 1 if counts.get("failed") else 0
+    finally:
+        client.close()

@@ -1,0 +1,257 @@
+"""The ingest contract: request and response models shared by every front.
+
+INGEST_CONTRACT.md is the prose statement of these models; keep the two in step.
+Validation errors are turned into one message that names the faulty field, so an
+agent can fix its payload without reading a stack trace.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_PAYLOAD_CHARS = 100_000
+"""Upper bound on the summed length of every text field of one summary."""
+
+TEXT_LIST_FIELDS = ("decisions", "rationale", "openQuestions", "nextSteps", "references")
+
+
+class ErrorCode(str, Enum):
+    INVALID_PAYLOAD = "INVALID_PAYLOAD"
+    MISSING_API_KEY = "MISSING_API_KEY"
+    INVALID_WORKSPACE_PATH = "INVALID_WORKSPACE_PATH"
+    WORKSPACE_BUSY = "WORKSPACE_BUSY"
+    BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
+    FLOWBABY_ERROR = "FLOWBABY_ERROR"
+    BACKLOG = "429_FLOWBABY_BACKLOG"
+    # Background operation outcomes (reported by backgroundStatus, never as replies).
+    COGNIFY_FAILED = "COGNIFY_FAILED"
+    WORKER_CRASHED = "WORKER_CRASHED"
+
+
+class FlowbabyError(Exception):
+    """A failure with a contract error code; fronts render it as a failure response."""
+
+    def __init__(self, code: ErrorCode, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def to_response(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"success": False, "error": self.message, "errorCode": self.code.value}
+        body.update(self.details)
+        return body
+
+
+class MemoryStatus(str, Enum):
+    ACTIVE = "Active"
+    SUPERSEDED = "Superseded"
+    DECISION_RECORD = "DecisionRecord"
+
+
+def parse_timestamp(value: str) -> datetime:
+    """ISO-8601 to an aware UTC datetime; a naive stamp is taken as UTC."""
+    parsed = datetime.fromisoformat(value.strip())
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def format_timestamp(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_now() -> str:
+    return format_timestamp(datetime.now(timezone.utc))
+
+
+class _Strict(BaseModel):
+    """Unknown fields are ignored (documented); strings are never coerced from numbers."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
+
+
+def _check_utf8(value: str) -> str:
+    # Lone surrogates survive json.loads but cannot be stored or embedded.
+    value.encode("utf-8")
+    return value
+
+
+class IngestMetadata(_Strict):
+    topicId: str = Field(min_length=1, max_length=256)
+    createdAt: str
+    updatedAt: str
+    sessionId: str | None = Field(default=None, max_length=256)
+    planId: str | None = Field(default=None, max_length=256)
+    status: MemoryStatus = MemoryStatus.ACTIVE
+
+    @field_validator("topicId")
+    @classmethod
+    def _topic_id_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return _check_utf8(value.strip())
+
+    @field_validator("createdAt", "updatedAt")
+    @classmethod
+    def _iso(cls, value: str) -> str:
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        allowed = [s.value for s in MemoryStatus]
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return MemoryStatus(value)
+
+
+class SummaryFields(_Strict):
+    """The text of a summary, shared by ingestForAgent and storeMemory."""
+
+    topic: str
+    context: str
+    decisions: list[str] = Field(default_factory=list)
+    rationale: list[str] = Field(default_factory=list)
+    openQuestions: list[str] = Field(default_factory=list)
+    nextSteps: list[str] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    timeScope: str | None = None
+    agentName: str | None = Field(default=None, max_length=256)
+
+    @field_validator("topic", "context")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return _check_utf8(value)
+
+    @field_validator(*TEXT_LIST_FIELDS)
+    @classmethod
+    def _items(cls, value: list[str]) -> list[str]:
+        return [_check_utf8(item) for item in value]
+
+    def char_count(self) -> int:
+        total = len(self.topic) + len(self.context) + len(self.timeScope or "")
+        return total + sum(len(item) for name in TEXT_LIST_FIELDS for item in getattr(self, name))
+
+
+class FlowbabyIngestRequest(SummaryFields):
+    metadata: IngestMetadata
+
+
+class StoreMemoryMetadata(_Strict):
+    topicId: str | None = Field(default=None, max_length=256)
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    sessionId: str | None = None
+    planId: str | None = None
+    status: MemoryStatus | None = None
+
+
+class StoreMemoryRequest(SummaryFields):
+    """The LM-tool surface: metadata is optional and filled in by the service."""
+
+    metadata: StoreMemoryMetadata | None = None
+
+
+class BackgroundStatusRequest(_Strict):
+    operationId: str | None = None
+
+
+class ResponseMetadata(BaseModel):
+    topic_id: str
+    session_id: str | None
+    plan_id: str | None
+    status: MemoryStatus
+    created_at: str
+    updated_at: str
+
+
+class FlowbabyIngestResponse(BaseModel):
+    success: Literal[True] = True
+    staged: bool
+    operationId: str
+    ingested_chars: int
+    timestamp: str
+    metadata: ResponseMetadata
+    staging_duration_sec: float
+    ingestion_metrics: dict[str, Any]
+
+
+class StoreMemoryResponse(BaseModel):
+    success: Literal[True] = True
+    summary_id: str
+    operationId: str
+    ingested_chars: int
+    duration_ms: float
+
+
+OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]
+
+
+class OperationStatus(BaseModel):
+    operationId: str
+    status: OperationState
+    memoryIds: list[str]
+    topicIds: list[str]
+    createdAt: str
+    startedAt: str | None = None
+    finishedAt: str | None = None
+    errorCode: str | None = None
+    error: str | None = None
+    attempts: int = 0
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    field = ".".join(loc) if loc else "payload"
+    kind = error.get("type", "")
+    if kind == "missing":
+        expected = "an object" if field == "metadata" else "a non-empty string"
+        return f'Field "{field}" is required and must be {expected}'
+    if kind in {"string_type", "string_too_short"} or (kind == "value_error" and "non-empty" in error.get("msg", "")):
+        return f'Field "{field}" must be a non-empty string'
+    if kind == "list_type":
+        return f'Field "{field}" must be an array of strings'
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        return f'Field "{field}" must be an object'
+    if kind == "string_too_long":
+        limit = error.get("ctx", {}).get("max_length")
+        return f'Field "{field}" must be at most {limit} characters'
+    if kind == "unicode_error" or "surrogate" in error.get("msg", ""):
+        return f'Field "{field}" must be valid UTF-8 text (no lone surrogates)'
+    message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
+    return f'Field "{field}" {message}'
+
+
+def validate_request(model: type[_Strict], params: Any) -> Any:
+    """Validate params against a contract model or raise INVALID_PAYLOAD naming the field."""
+    if not isinstance(params, dict):
+        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "params" must be an object')
+    try:
+        request = model.model_validate(params)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD,
+            _describe(errors[0]),
+            fields=sorted({".".join(str(p) for p in e.get("loc", ())) or "payload" for e in errors}),
+        ) from None
+    except UnicodeEncodeError:
+        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "payload" must be valid UTF-8 text') from None
+    if isinstance(request, SummaryFields) and request.char_count() > MAX_PAYLOAD_CHARS:
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD,
+            f'Field "payload" is {request.char_count()} characters; the limit is {MAX_PAYLOAD_CHARS}',
+            fields=["payload"],
+        )
+    return request

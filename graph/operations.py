@@ -1,0 +1,132 @@
+"""Background operation manager: throttles, batches and runs graph building.
+
+Every staged memory gets one operation in the persisted ledger (graph.store). The
+manager admits at most `max_running + max_queued` unfinished operations (beyond
+that, 429_FLOWBABY_BACKLOG and nothing is staged), starts up to `max_running`
+pending operations together as one cognee batch (cognee's per-run overhead is
+large, and the worker serialises runs anyway), and reports each end through a
+callback so the bridge can notify the editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Awaitable, Callable
+
+from graph.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.store import MemoryStore
+from graph.worker_client import WorkerClient, WorkerFailure
+
+log = logging.getLogger("flowbaby.operations")
+
+BACKLOG_MESSAGE = "Background queue full (5 operations max). Wait 30-60s and retry."
+MAX_ATTEMPTS = 2
+"""A batch whose worker crashed is retried once before its operations fail."""
+
+Listener = Callable[[OperationStatus], Awaitable[None]]
+
+
+class OperationManager:
+    def __init__(
+        self,
+        store: MemoryStore,
+        worker: WorkerClient,
+        *,
+        max_running: int,
+        max_queued: int,
+        timeout_sec: float,
+        before_batch: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self._store = store
+        self._worker = worker
+        self._max_running = max_running
+        self._max_queued = max_queued
+        self._timeout = timeout_sec
+        self._before_batch = before_batch
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._listeners: list[Listener] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def capacity(self) -> int:
+        return self._max_running + self._max_queued
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def check_backlog(self) -> None:
+        """Raise 429_FLOWBABY_BACKLOG when admitting one more operation would exceed the limits."""
+        if self._store.count_active_operations() >= self.capacity:
+            raise FlowbabyError(ErrorCode.BACKLOG, BACKLOG_MESSAGE, retryAfterSec=30)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="flowbaby-operations")
+
+    def notify(self) -> None:
+        """A new operation is pending."""
+        self._idle.clear()
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            pending = self._store.operations(("pending",))
+            if not pending:
+                self._idle.set()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._idle.clear()
+            await self._run_batch(pending[: self._max_running])
+
+    async def _run_batch(self, batch: list[OperationStatus]) -> None:
+        op_ids = [op.operationId for op in batch]
+        memory_ids = [m for op in batch for m in op.memoryIds]
+        if self._before_batch is not None:
+            await self._before_batch()
+        self._store.mark_running(op_ids)
+        try:
+            metrics = await self._worker.run_batch(memory_ids, self._timeout)
+        except WorkerFailure as failure:
+            retry = failure.code == ErrorCode.WORKER_CRASHED.value and all(op.attempts + 1 < MAX_ATTEMPTS for op in batch)
+            log.warning("batch %s failed (%s): %s%s", op_ids, failure.code, failure.message, "; retrying" if retry else "")
+            if retry:
+                self._store.requeue(op_ids)
+                return
+            self._store.finish(op_ids, "failed", error_code=failure.code, error=failure.message)
+        except asyncio.CancelledError:
+            raise
+        else:
+            metrics = dict(metrics, batchOperations=len(op_ids))
+            self._store.finish(op_ids, "completed", metrics=metrics)
+            log.info("batch %s completed: %s", op_ids, metrics)
+        for op_id in op_ids:
+            status = self._store.operation(op_id)
+            if status is not None:
+                for listener in self._listeners:
+                    await listener(status)
+
+    async def stop(self, grace_sec: float) -> None:
+        """Start nothing new; let the running batch finish within the grace period, else
+        park it: its operations become terminated and their memories are queued again."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), grace_sec)
+        except asyncio.TimeoutError:
+            log.warning("shutdown: parking the running batch for re-run at next start")
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        await self._worker.stop()
+        self._store.recover_interrupted()

@@ -1,0 +1,299 @@
+"""FlowbabyService: the one engine API that the bridge and the HTTP API both call.
+
+It owns the workspace (lock, store, vectors, background operations) and turns
+contract requests into contract responses. Fronts only parse, call and frame.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import time
+from typing import Any, Awaitable, Callable
+
+from graph import __version__
+from graph.audit import AuditLog
+from graph.contract import (
+    BackgroundStatusRequest,
+    ErrorCode,
+    FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
+    MemoryStatus,
+    OperationStatus,
+    ResponseMetadata,
+    StoreMemoryRequest,
+    StoreMemoryResponse,
+    SummaryFields,
+    utc_now,
+    validate_request,
+)
+from graph.embedder import Embedder
+from graph.logs import configure_logging
+from graph.operations import OperationManager
+from graph.projection import graph_stats, load_projection
+from graph.settings import Settings, load_settings
+from graph.store import Memory, MemoryStore, new_operation_id
+from graph.vectors import VectorIndex, memory_chunks
+from graph.worker_client import WorkerClient
+from graph.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+
+log = logging.getLogger("flowbaby.service")
+
+OperationListener = Callable[[OperationStatus], Awaitable[None]]
+
+
+class FlowbabyService:
+    """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
+
+    def __init__(self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock) -> None:
+        self.paths = paths
+        self.settings = settings
+        self._lock = lock
+        self.store = MemoryStore(paths.store_db)
+        self.audit = AuditLog(paths.audit_log)
+        self.embedder = Embedder(settings.embedding_model)
+        self._vectors: VectorIndex | None = None
+        self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
+        self._embed_task: asyncio.Task[None] | None = None
+        self._warm_task: asyncio.Task[None] | None = None
+        self.worker = WorkerClient(paths.root, paths.logs / "worker.log", settings.worker_idle_sec)
+        self.operations = OperationManager(
+            self.store,
+            self.worker,
+            max_running=settings.max_running,
+            max_queued=settings.max_queued,
+            timeout_sec=settings.operation_timeout_sec,
+        )
+        self.started_at = time.monotonic()
+
+    # -- lifecycle -----------------------------------------------------------------
+    @classmethod
+    async def open(cls, workspace: str | os.PathLike[str] | None, *, log_to_stderr: bool = True) -> "FlowbabyService":
+        paths = resolve_workspace(workspace)
+        lock = WorkspaceLock(paths)
+        lock.acquire()
+        try:
+            settings = load_settings(paths)
+            configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
+            service = cls(paths, settings, lock)
+        except BaseException:
+            lock.release()
+            raise
+        requeued = service.store.recover_interrupted()
+        if requeued:
+            log.warning("re-queued %d operations interrupted by the previous process", len(requeued))
+        service._embed_task = asyncio.create_task(service._embed_loop(), name="flowbaby-embed")
+        service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
+        service.operations.start()
+        service.operations.notify()
+        log.info("workspace %s opened by pid %d", paths.root, os.getpid())
+        return service
+
+    async def _warm_up(self) -> None:
+        """Load MiniLM and LanceDB off the request path, then embed anything the last
+        process staged but did not get to embed."""
+        self._vectors = await asyncio.to_thread(VectorIndex, self.paths.vectors, self.embedder)
+        await asyncio.to_thread(self.embedder.load)
+        indexed = await asyncio.to_thread(self._vectors.indexed_memory_ids)
+        missing = [m for m in self.store.iter_memories() if m.memory_id not in indexed]
+        if missing:
+            log.info("embedding %d memories left without vectors", len(missing))
+            await asyncio.to_thread(self._vectors.add_memories, missing)
+
+    async def vectors(self) -> VectorIndex:
+        """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
+        if self._warm_task is not None:
+            await asyncio.shield(self._warm_task)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def _embed_loop(self) -> None:
+        while True:
+            memory = await self._embed_queue.get()
+            batch = [memory]
+            while not self._embed_queue.empty():
+                batch.append(self._embed_queue.get_nowait())
+            try:
+                index = await self.vectors()
+                await asyncio.to_thread(index.add_memories, batch)
+            except Exception:  # the next start re-embeds whatever is missing
+                log.exception("embedding %d memories failed", len(batch))
+            finally:
+                for _ in batch:
+                    self._embed_queue.task_done()
+
+    async def flush_vectors(self) -> None:
+        """Wait until every staged memory has its vectors (read-your-writes for search)."""
+        await self.vectors()
+        await self._embed_queue.join()
+
+    async def close(self, grace_sec: float = 30.0) -> None:
+        await self.operations.stop(grace_sec)
+        try:
+            await asyncio.wait_for(self.flush_vectors(), grace_sec)
+        except (asyncio.TimeoutError, Exception):
+            log.warning("closing with vectors still queued; the next start embeds them")
+        for task in (self._embed_task, self._warm_task):
+            if task is not None:
+                task.cancel()
+        self.store.close()
+        self._lock.release()
+        log.info("workspace %s closed", self.paths.root)
+
+    def add_operation_listener(self, listener: OperationListener) -> None:
+        self.operations.add_listener(listener)
+
+    # -- commands --------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        counts = self.store.counts()
+        return {
+            "success": True,
+            "status": "ready",
+            "version": __version__,
+            "workspace": str(self.paths.root),
+            "pid": os.getpid(),
+            "embedderLoaded": self._warm_task is not None and self._warm_task.done(),
+            "workerPid": self.worker.pid,
+            "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
+            "memories": counts["memories"],
+            "pendingOperations": self.store.count_active_operations(),
+            "uptimeSec": round(time.monotonic() - self.started_at, 3),
+        }
+
+    def _audited(self, command: str, params: Any, started: float, error: FlowbabyError | None) -> None:
+        params = params if isinstance(params, dict) else {}
+        topic = params.get("topic") if isinstance(params.get("topic"), str) else None
+        agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
+        self.audit.record(
+            command,
+            agent_name=agent,
+            topic=topic,
+            result="error" if error else "success",
+            error_code=error.code.value if error else None,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+        """Check the LLM key and backlog, then commit the memory and its operation.
+        Synchronous on purpose: the backlog check and the insert cannot interleave."""
+        self.settings.llm.require_key()
+        self.operations.check_backlog()
+        started = time.perf_counter()
+        memory = Memory(
+            memory_id="",
+            topic_id=meta["topicId"],
+            version=0,
+            status=MemoryStatus(meta["status"]),
+            topic=fields.topic,
+            context=fields.context,
+            decisions=fields.decisions,
+            rationale=fields.rationale,
+            open_questions=fields.openQuestions,
+            next_steps=fields.nextSteps,
+            references=fields.references,
+            time_scope=fields.timeScope,
+            agent_name=fields.agentName,
+            session_id=meta.get("sessionId"),
+            plan_id=meta.get("planId"),
+            created_at=meta["createdAt"],
+            updated_at=meta["updatedAt"],
+            staged_at=utc_now(),
+            char_count=fields.char_count(),
+        )
+        try:
+            memory = self.store.stage(memory, new_operation_id())
+        except Exception as exc:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
+        store_sec = time.perf_counter() - started
+        self._embed_queue.put_nowait(memory)
+        self.operations.notify()
+        return memory, store_sec
+
+    async def ingest(self, params: Any) -> dict[str, Any]:
+        """ingestForAgent: validate, stage durably, queue graph building; milliseconds."""
+        started = time.perf_counter()
+        try:
+            request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            memory, store_sec = self._stage(request, request.metadata.model_dump(mode="json"))
+        except FlowbabyError as error:
+            self._audited("ingestForAgent", params, started, error)
+            raise
+        response = FlowbabyIngestResponse(
+            staged=True,
+            operationId=memory.operation_id or "",
+            ingested_chars=memory.char_count,
+            timestamp=memory.staged_at,
+            metadata=ResponseMetadata(
+                topic_id=memory.topic_id,
+                session_id=memory.session_id,
+                plan_id=memory.plan_id,
+                status=memory.status,
+                created_at=memory.created_at,
+                updated_at=memory.updated_at,
+            ),
+            staging_duration_sec=round(time.perf_counter() - started, 6),
+            ingestion_metrics={
+                "memoryId": memory.memory_id,
+                "version": memory.version,
+                "supersededMemoryId": memory.supersedes,
+                "chunks": len(memory_chunks(memory)),
+                "storeSec": round(store_sec, 6),
+                "vectors": "queued",
+                "graph": "pending",
+            },
+        )
+        self._audited("ingestForAgent", params, started, None)
+        return response.model_dump(mode="json")
+
+    async def store_memory(self, params: Any) -> dict[str, Any]:
+        """storeMemory, the LM-tool surface: metadata is optional and filled in here."""
+        started = time.perf_counter()
+        try:
+            request: StoreMemoryRequest = validate_request(StoreMemoryRequest, params)
+            given = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else {}
+            now = utc_now()
+            meta = {
+                "topicId": given.get("topicId")
+                or hashlib.sha256((request.topic + now).encode("utf-8")).hexdigest()[:16],
+                "createdAt": given.get("createdAt", now),
+                "updatedAt": given.get("updatedAt", given.get("createdAt", now)),
+                "sessionId": given.get("sessionId"),
+                "planId": given.get("planId"),
+                "status": given.get("status", MemoryStatus.ACTIVE.value),
+            }
+            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
+            memory, _ = self._stage(full, full.metadata.model_dump(mode="json"))
+        except FlowbabyError as error:
+            self._audited("storeMemory", params, started, error)
+            raise
+        self._audited("storeMemory", params, started, None)
+        return StoreMemoryResponse(
+            summary_id=memory.topic_id,
+            operationId=memory.operation_id or "",
+            ingested_chars=memory.char_count,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        ).model_dump(mode="json")
+
+    async def background_status(self, params: Any) -> dict[str, Any]:
+        request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        if request.operationId:
+            status = self.store.operation(request.operationId)
+            if status is None:
+                return {"success": True, "operationId": request.operationId, "status": "unknown"}
+            return {"success": True, **status.model_dump(mode="json")}
+        operations = [op.model_dump(mode="json") for op in self.store.operations()]
+        counts: dict[str, int] = {}
+        for op in operations:
+            counts[op["status"]] = counts.get(op["status"], 0) + 1
+        return {"success": True, "operations": operations, "counts": counts}
+
+    def graph_summary(self, top: int = 10) -> dict[str, Any]:
+        """Counts and top entities of the persisted projection."""
+        return {"success": True, **graph_stats(load_projection(self.paths.projection), top)}
+
+    async def wait_idle(self) -> None:
+        """Until no operation is pending or running (tests, demo, bench)."""
+        await self.operations.wait_idle()

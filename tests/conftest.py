@@ -1,0 +1,59 @@
+"""Shared fixtures: real bridge subprocesses on temporary workspaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from bridge.client import BridgeClient
+
+
+def summary(topic_id: str = "redis-cache", **overrides: Any) -> dict[str, Any]:
+    """A valid ingestForAgent payload; keyword overrides replace top-level fields."""
+    payload: dict[str, Any] = {
+        "topic": "Redis caching decision",
+        "context": "We moved the session cache from Memcached to Redis because billing/reconcile.py "
+        "kept failing with E_LEDGER_LOCK.",
+        "decisions": ["Use Redis cache with a 15 minute TTL for session data"],
+        "rationale": ["Redis keeps sessions across restarts"],
+        "openQuestions": ["Do we need Redis Sentinel?"],
+        "nextSteps": ["Wrap auth/session_store.py with a cache-aside layer"],
+        "references": ["PR #482"],
+        "agentName": "architect",
+        "metadata": {
+            "topicId": topic_id,
+            "createdAt": "2025-03-01T10:00:00Z",
+            "updatedAt": "2025-03-01T10:00:00Z",
+            "planId": "plan-015",
+            "sessionId": "sess-1",
+            "status": "Active",
+        },
+    }
+    payload.update(overrides)
+    return payload
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
+    """Start bridges that are always stopped at the end of the test."""
+    clients: list[BridgeClient] = []
+
+    def start(workspace: Path, *args: str, env: dict[str, str] | None = None) -> BridgeClient:
+        log = open(tmp_path / f"bridge-{len(clients)}.stderr", "wb")
+        client = BridgeClient(workspace, extra_args=["--shutdown-grace", "2", *args], env=env, stderr=log)
+        clients.append(client)
+        return client
+
+    yield start
+    for client in clients:
+        if client.proc.poll() is None:
+            client.close(timeout=60)
