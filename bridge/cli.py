@@ -15,9 +15,15 @@ def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 
 def run_bridge(args: argparse.Namespace) -> int:
+    """Serve until shutdown, then leave at once: the stdin reader thread may still be
+    blocked in a read, and interpreter teardown must not race it."""
+    import os
+
     from bridge.server import serve
 
-    return asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace))
+    code = asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace))
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:

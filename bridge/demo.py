@@ -32,13 +32,18 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
         _say(f"bridge up in {time.perf_counter() - client.started:.2f}s (pid {health['pid']}, {health['llm']})")
         _say(f"\ningesting {len(DEMO_SUMMARIES)} summaries through ingestForAgent:")
         for summary in DEMO_SUMMARIES:
+            waited = 0.0
             while True:
                 started = time.perf_counter()
                 reply = client.result("ingestForAgent", summary)
                 if reply.get("errorCode") != "429_FLOWBABY_BACKLOG":
                     break
-                _say(f"  backlog full, waiting: {reply['error']}")
-                time.sleep(2)
+                if not waited:
+                    _say(f"  429_FLOWBABY_BACKLOG: {reply['error']}")
+                waited += 1.0
+                time.sleep(1.0)
+            if waited:
+                _say(f"  ... retried after {waited:.0f}s")
             if not reply["success"]:
                 _say(f"  FAILED {summary['metadata']['topicId']}: {reply['errorCode']} {reply['error']}")
                 return 1

@@ -25,7 +25,7 @@ log = logging.getLogger("flowbaby.bridge")
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
-EXIT_WORKSPACE_UNAVAILABLE = 2
+EXIT_WORKSPACE_UNAVAILABLE = 3
 
 
 class ProtocolWriter:
@@ -36,7 +36,10 @@ class ProtocolWriter:
         self._lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n"
+        # A lone surrogate echoed back (e.g. in an unknown method name) becomes its JSON
+        # escape \\udXXX, so the line stays valid UTF-8 and valid JSON.
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        data = text.encode("utf-8", "backslashreplace") + b"\n"
         with self._lock:
             self._stream.write(data)
             self._stream.flush()

@@ -38,12 +38,13 @@ class AuditLog:
         entry = {
             "timestamp": utc_now(),
             "command": command,
-            "agentName": agent_name,
+            "agentName": agent_name[:256] if agent_name else agent_name,
             "topicDigest": topic_digest(topic),
             "result": result,
             "errorCode": error_code,
             "durationMs": round(duration_ms, 3),
         }
         line = json.dumps(entry, ensure_ascii=False) + "\n"
-        with self._lock, open(self._path, "a", encoding="utf-8") as handle:
+        # A rejected request may carry a lone surrogate; it is written as its JSON escape.
+        with self._lock, open(self._path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(line)

@@ -75,10 +75,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
 
 
-def _check_utf8(value: str) -> str:
-    # Lone surrogates survive json.loads but cannot be stored or embedded.
-    value.encode("utf-8")
-    return value
+def _memory_status(value: Any) -> MemoryStatus:
+    allowed = [s.value for s in MemoryStatus]
+    if value not in allowed:
+        raise ValueError(f"must be one of {', '.join(allowed)}")
+    return MemoryStatus(value)
 
 
 class IngestMetadata(_Strict):
@@ -94,7 +95,7 @@ class IngestMetadata(_Strict):
     def _topic_id_text(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must be a non-empty string")
-        return _check_utf8(value.strip())
+        return value.strip()
 
     @field_validator("createdAt", "updatedAt")
     @classmethod
@@ -107,10 +108,7 @@ class IngestMetadata(_Strict):
     @field_validator("status", mode="before")
     @classmethod
     def _status(cls, value: Any) -> Any:
-        allowed = [s.value for s in MemoryStatus]
-        if value not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}")
-        return MemoryStatus(value)
+        return _memory_status(value)
 
 
 class SummaryFields(_Strict):
@@ -131,12 +129,7 @@ class SummaryFields(_Strict):
     def _non_empty(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must be a non-empty string")
-        return _check_utf8(value)
-
-    @field_validator(*TEXT_LIST_FIELDS)
-    @classmethod
-    def _items(cls, value: list[str]) -> list[str]:
-        return [_check_utf8(item) for item in value]
+        return value
 
     def char_count(self) -> int:
         total = len(self.topic) + len(self.context) + len(self.timeScope or "")
@@ -155,6 +148,11 @@ class StoreMemoryMetadata(_Strict):
     planId: str | None = None
     status: MemoryStatus | None = None
 
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return None if value is None else _memory_status(value)
+
 
 class StoreMemoryRequest(SummaryFields):
     """The LM-tool surface: metadata is optional and filled in by the service."""
@@ -163,7 +161,7 @@ class StoreMemoryRequest(SummaryFields):
 
 
 class BackgroundStatusRequest(_Strict):
-    operationId: str | None = None
+    operationId: str | None = Field(default=None, min_length=1, max_length=256)
 
 
 class ResponseMetadata(BaseModel):
@@ -220,6 +218,12 @@ def _describe(error: dict[str, Any]) -> str:
         return f'Field "{field}" is required and must be {expected}'
     if kind in {"string_type", "string_too_short"} or (kind == "value_error" and "non-empty" in error.get("msg", "")):
         return f'Field "{field}" must be a non-empty string'
+    if kind in {"int_type", "int_parsing", "float_type", "bool_type"}:
+        return f'Field "{field}" must be a {kind.split("_")[0].replace("int", "integer").replace("bool", "boolean").replace("float", "number")}'
+    if kind in {"greater_than_equal", "less_than_equal"}:
+        return f'Field "{field}" {error.get("msg", "is out of range")[0].lower()}{error.get("msg", "")[1:]}'
+    if kind == "too_long":
+        return f'Field "{field}" has too many items'
     if kind == "list_type":
         return f'Field "{field}" must be an array of strings'
     if kind in {"model_type", "model_attributes_type", "dict_type"}:
@@ -227,16 +231,39 @@ def _describe(error: dict[str, Any]) -> str:
     if kind == "string_too_long":
         limit = error.get("ctx", {}).get("max_length")
         return f'Field "{field}" must be at most {limit} characters'
-    if kind == "unicode_error" or "surrogate" in error.get("msg", ""):
-        return f'Field "{field}" must be valid UTF-8 text (no lone surrogates)'
     message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
     return f'Field "{field}" {message}'
+
+
+def _unencodable_field(value: Any, path: str = "") -> str | None:
+    """The path of the first string that is not valid UTF-8 (a lone surrogate from JSON)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "payload"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found = _unencodable_field(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unencodable_field(item, f"{path}.{index}")
+            if found:
+                return found
+    return None
 
 
 def validate_request(model: type[_Strict], params: Any) -> Any:
     """Validate params against a contract model or raise INVALID_PAYLOAD naming the field."""
     if not isinstance(params, dict):
         raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "params" must be an object')
+    bad = _unencodable_field(params)
+    if bad:
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" must be valid UTF-8 text (no lone surrogates)', fields=[bad]
+        )
     try:
         request = model.model_validate(params)
     except ValidationError as exc:
@@ -246,8 +273,6 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
             _describe(errors[0]),
             fields=sorted({".".join(str(p) for p in e.get("loc", ())) or "payload" for e in errors}),
         ) from None
-    except UnicodeEncodeError:
-        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "payload" must be valid UTF-8 text') from None
     if isinstance(request, SummaryFields) and request.char_count() > MAX_PAYLOAD_CHARS:
         raise FlowbabyError(
             ErrorCode.INVALID_PAYLOAD,
@@ -255,3 +280,102 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
             fields=["payload"],
         )
     return request
+
+
+# -- retrieval -------------------------------------------------------------------------
+
+MAX_QUERY_CHARS = 4_000
+DEFAULT_HALF_LIFE_DAYS = 90.0
+
+
+class RetrievalErrorCode(str, Enum):
+    INVALID_REQUEST = "INVALID_REQUEST"
+    RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
+    QUEUE_FULL = "QUEUE_FULL"
+    BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
+    NOT_INITIALIZED = "NOT_INITIALIZED"
+
+
+class RetrievalError(Exception):
+    """Retrieval failures use their own shape: `error` carries the code, `message` the text."""
+
+    def __init__(self, code: RetrievalErrorCode, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def to_response(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"success": False, "error": self.code.value, "errorCode": self.code.value,
+                                "message": self.message}
+        body.update(self.details)
+        return body
+
+
+class FlowbabyContextRequest(_Strict):
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    maxResults: int = Field(default=3, ge=1, le=50)
+    maxTokens: int = Field(default=2000, ge=1, le=200_000)
+    includeSuperseded: bool = False
+    halfLifeDays: float = Field(default=DEFAULT_HALF_LIFE_DAYS, ge=1, le=36_500)
+    contextHints: list[str] = Field(default_factory=list, max_length=20)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+    @field_validator("halfLifeDays", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        # strict mode refuses an int for a float; an agent writing 30 means 30.0
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("contextHints")
+    @classmethod
+    def _hints(cls, value: list[str]) -> list[str]:
+        return [hint for hint in value if hint.strip()]
+
+
+class RetrieveMemoryRequest(FlowbabyContextRequest):
+    """The LM-tool surface: at most 10 results."""
+
+    maxResults: int = Field(default=3, ge=1, le=10)
+
+
+class RetrievalEntry(BaseModel):
+    summaryText: str
+    topic: str
+    topicId: str
+    planId: str | None
+    sessionId: str | None
+    createdAt: str
+    updatedAt: str
+    status: MemoryStatus
+    version: int
+    memoryId: str
+    score: float
+    decisions: list[str]
+    lanes: list[str]
+    tokens: int
+
+
+class FlowbabyContextResponse(BaseModel):
+    success: Literal[True] = True
+    entries: list[RetrievalEntry]
+    totalResults: int
+    tokensUsed: int
+
+
+class RetrieveMemoryResponse(FlowbabyContextResponse):
+    markdown: str
+
+
+def validate_retrieval(model: type[FlowbabyContextRequest], params: Any) -> Any:
+    """Like validate_request, but failures are INVALID_REQUEST in the retrieval shape."""
+    try:
+        return validate_request(model, params)
+    except FlowbabyError as error:
+        raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, error.message, **error.details) from None

@@ -243,8 +243,7 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[^\sa-z])")
 class _Doc(NamedTuple):
     title: str | None
     headers: dict[str, str]
-    blocks: list[tuple[str, str]]
-    """(section, text) per paragraph or bullet item, in reading order; the title is section "title"."""
+    blocks: list[tuple[str, str]]  # (section, text) per paragraph or bullet; the title is section "title"
 
 
 def _parse(text: str) -> _Doc:
@@ -509,8 +508,7 @@ class _Token(NamedTuple):
     fold: str
     cap: bool
     at_start: bool
-    joined: bool
-    """Separated from the previous token by spaces only (so they can form one name)."""
+    joined: bool  # separated from the previous token by spaces only, so the two can form one name
 
 
 def _tokens(masked: str) -> list[_Token]:
@@ -551,8 +549,8 @@ def _demote_title_case(tokens: list[_Token], in_title: bool) -> list[_Token]:
     return [t._replace(cap=False) if t.cap and not _known_capital(t) else t for t in tokens]
 
 
-def _tech_span(tokens: list[_Token], i: int) -> tuple[int, str] | None:
-    """Longest lexicon technology starting at token i (plus a generic word after it), as (end, key)."""
+def _tech_span(tokens: list[_Token], i: int) -> int | None:
+    """End of the longest lexicon technology starting at token i (taking a generic word after it)."""
     longest = 3 if tokens[i].fold in _TECH_FIRST_WORDS else 1
     for length in range(min(longest, len(tokens) - i), 0, -1):
         if not all(tokens[k].joined for k in range(i + 1, i + length)):
@@ -567,7 +565,7 @@ def _tech_span(tokens: list[_Token], i: int) -> tuple[int, str] | None:
         end = i + length
         if end < len(tokens) and tokens[end].joined and _singular(tokens[end].fold) in _GENERIC:
             end += 1
-        return end, key
+        return end
     return None
 
 
@@ -586,7 +584,7 @@ def _proper_kind(run: list[_Token], cue: str) -> str | None:
             return "person"
         if joined in _PLACES or folds[-1] in _PLACE_SUFFIXES or folds[0] in _PLACE_PREFIXES or cue in _PLACE_CUES:
             return "place"
-        return "concept"
+        return "component" if _singular(folds[-1]) in _COMPONENT_HEADS else "concept"
     if joined in _ORGANIZATIONS:
         return "organization"
     if joined in _PLACES:
@@ -626,9 +624,8 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
     i, free = 0, 0
     while i < len(tokens):
         token = tokens[i]
-        tech = _tech_span(tokens, i)
-        if tech:
-            end, _ = tech
+        end = _tech_span(tokens, i)
+        if end:
             found.append(_mention(token.start, masked[token.start : tokens[end - 1].end], "technology"))
             i = free = end
             continue
@@ -654,12 +651,16 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
     return found
 
 
+_MAX_SURFACE = 300
+"""Longer "names" are runaway matches on degenerate input (a 100 KB word), not entities."""
+
+
 def _sentence_mentions(sentence: str, in_title: bool) -> tuple[str, list[_Mention]]:
     """All mentions in one sentence, by position, and the masked sentence relations are read from."""
     masked, found = _pattern_mentions(sentence)
     found.extend(_word_mentions(masked, in_title))
     found.sort(key=lambda m: (m.start, m.end))
-    return masked, [m for m in found if m.key]
+    return masked, [m for m in found if m.key and len(m.surface) <= _MAX_SURFACE]
 
 
 # --- stated relations ---------------------------------------------------------------
@@ -747,9 +748,6 @@ def _stated_relations(masked: str, mentions: list[_Mention]) -> list[tuple[str, 
 
 # --- graph assembly -----------------------------------------------------------------
 
-_SPECIFICITY_LOSERS = frozenset({"concept"})
-
-
 def _trim(text: str, limit: int) -> str:
     """Cut at a word boundary so names and evidence stay readable."""
     text = " ".join(text.split())
@@ -789,8 +787,8 @@ class _Graph:
         if node is None:
             display = _TECH.get(key) if kind == "technology" else None
             node = self.nodes[key] = _Node(key, kind, description, display)
-        elif node.kind in _SPECIFICITY_LOSERS and kind not in _SPECIFICITY_LOSERS:
-            node.kind = kind
+        elif node.kind == "concept":
+            node.kind = kind  # a later, more specific reading wins over the fallback type
         surface = " ".join(surface.split())
         node.surfaces[surface] = node.surfaces.get(surface, 0) + 1
         return key

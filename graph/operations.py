@@ -20,7 +20,6 @@ from graph.worker_client import WorkerClient, WorkerFailure
 
 log = logging.getLogger("flowbaby.operations")
 
-BACKLOG_MESSAGE = "Background queue full (5 operations max). Wait 30-60s and retry."
 MAX_ATTEMPTS = 2
 """A batch whose worker crashed is retried once before its operations fail."""
 
@@ -61,7 +60,11 @@ class OperationManager:
     def check_backlog(self) -> None:
         """Raise 429_FLOWBABY_BACKLOG when admitting one more operation would exceed the limits."""
         if self._store.count_active_operations() >= self.capacity:
-            raise FlowbabyError(ErrorCode.BACKLOG, BACKLOG_MESSAGE, retryAfterSec=30)
+            raise FlowbabyError(
+                ErrorCode.BACKLOG,
+                f"Background queue full ({self.capacity} operations max). Wait 30-60s and retry.",
+                retryAfterSec=30,
+            )
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="flowbaby-operations")
@@ -83,7 +86,15 @@ class OperationManager:
                 await self._wake.wait()
                 continue
             self._idle.clear()
-            await self._run_batch(pending[: self._max_running])
+            batch = pending[: self._max_running]
+            try:
+                await self._run_batch(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the manager alive; the ledger says what happened
+                log.exception("batch failed unexpectedly")
+                self._store.finish([op.operationId for op in batch], "failed",
+                                   error_code=ErrorCode.FLOWBABY_ERROR.value, error=f"{type(exc).__name__}: {exc}")
 
     async def _run_batch(self, batch: list[OperationStatus]) -> None:
         op_ids = [op.operationId for op in batch]
@@ -94,11 +105,11 @@ class OperationManager:
         try:
             metrics = await self._worker.run_batch(memory_ids, self._timeout)
         except WorkerFailure as failure:
-            retry = failure.code == ErrorCode.WORKER_CRASHED.value and all(op.attempts + 1 < MAX_ATTEMPTS for op in batch)
-            log.warning("batch %s failed (%s): %s%s", op_ids, failure.code, failure.message, "; retrying" if retry else "")
-            if retry:
-                self._store.requeue(op_ids)
-                return
+            log.warning("batch %s failed (%s): %s", op_ids, failure.code, failure.message)
+            crashed = failure.code == ErrorCode.WORKER_CRASHED.value
+            retry = [op.operationId for op in batch if crashed and op.attempts + 1 < MAX_ATTEMPTS]
+            self._store.requeue(retry)
+            op_ids = [op for op in op_ids if op not in retry]
             self._store.finish(op_ids, "failed", error_code=failure.code, error=failure.message)
         except asyncio.CancelledError:
             raise
@@ -114,7 +125,7 @@ class OperationManager:
 
     async def stop(self, grace_sec: float) -> None:
         """Start nothing new; let the running batch finish within the grace period, else
-        park it: its operations become terminated and their memories are queued again."""
+        park it: its operations go back to pending under the same ids and run at next start."""
         if self._task is None:
             return
         self._stopping = True
@@ -129,4 +140,4 @@ class OperationManager:
             except asyncio.CancelledError:
                 pass
         await self._worker.stop()
-        self._store.recover_interrupted()
+        self._store.requeue([op.operationId for op in self._store.operations(("running",))])

@@ -122,7 +122,11 @@ def graph_stats(graph: nx.MultiDiGraph, top: int = 10) -> dict[str, Any]:
     """Counts and the best-connected entities, for the demo and health reports."""
     entities = [n for n, d in graph.nodes(data=True) if d.get("kind") == "entity"]
     memories = [n for n, d in graph.nodes(data=True) if d.get("kind") == "memory"]
-    ranked = sorted(entities, key=lambda n: (-graph.degree(n), graph.nodes[n]["name"]))[:top]
+    # Entities shared by the most memories first: they are what links summaries together.
+    ranked = sorted(
+        entities,
+        key=lambda n: (-len(graph.nodes[n].get("sources", [])), -graph.degree(n), graph.nodes[n]["name"]),
+    )[:top]
     return {
         "memories": len(memories),
         "entities": len(entities),

@@ -155,7 +155,8 @@ class FlowbabyService:
             "version": __version__,
             "workspace": str(self.paths.root),
             "pid": os.getpid(),
-            "embedderLoaded": self._warm_task is not None and self._warm_task.done(),
+            "embedderLoaded": self._vectors is not None and self._warm_task is not None and self._warm_task.done()
+            and self._warm_task.exception() is None,
             "workerPid": self.worker.pid,
             "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
             "memories": counts["memories"],

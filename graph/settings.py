@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from dotenv import dotenv_values
 from pydantic import BaseModel
@@ -76,6 +77,19 @@ def load_settings(paths: WorkspacePaths) -> Settings:
     def get(key: str, default: str = "") -> str:
         return (values.get(key) or default).strip()
 
+    def number(key: str, default: str, kind: type[int] | type[float]) -> Any:
+        raw = get(key, default)
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{key} must be a number, got {raw!r}") from None
+        if value < 0:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{key} must not be negative, got {raw!r}")
+        return value
+
+    log_level = get("FLOWBABY_LOG_LEVEL", "INFO").upper()
+    if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_LOG_LEVEL is not a log level: {log_level!r}")
     model = get("FLOWBABY_EMBEDDING_MODEL") or _default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
@@ -87,9 +101,9 @@ def load_settings(paths: WorkspacePaths) -> Settings:
             endpoint=get("LLM_ENDPOINT"),
         ),
         embedding_model=model,
-        max_running=int(get("FLOWBABY_MAX_RUNNING", "2")),
-        max_queued=int(get("FLOWBABY_MAX_QUEUED", "3")),
-        worker_idle_sec=float(get("FLOWBABY_WORKER_IDLE_SEC", "60")),
-        operation_timeout_sec=float(get("FLOWBABY_OPERATION_TIMEOUT_SEC", "600")),
-        log_level=get("FLOWBABY_LOG_LEVEL", "INFO").upper(),
+        max_running=max(1, number("FLOWBABY_MAX_RUNNING", "2", int)),
+        max_queued=number("FLOWBABY_MAX_QUEUED", "3", int),
+        worker_idle_sec=number("FLOWBABY_WORKER_IDLE_SEC", "60", float),
+        operation_timeout_sec=number("FLOWBABY_OPERATION_TIMEOUT_SEC", "600", float),
+        log_level=log_level,
     )

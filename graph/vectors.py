@@ -61,10 +61,7 @@ class VectorIndex:
         self._db = lancedb.connect(str(path))
         self._embedder = embedder
         self._write_lock = threading.Lock()
-        if TABLE in self._db.table_names():
-            self._table = self._db.open_table(TABLE)
-        else:
-            self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
+        self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
 
     def add_memories(self, memories: list[Memory]) -> int:
         """Embed and store all chunks of these memories; returns the number of rows."""

@@ -91,9 +91,11 @@ class CogneeWorker:
             llm_calls_before = self.llm.calls if self.llm else 0
             embed_calls_before = self.embedding.calls
             started = time.perf_counter()
-            await cognee.add(items, dataset_name=self.dataset)
+            # One cognee run per batch, however large: its per-run overhead dominates.
+            per_batch = max(20, len(items))
+            await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
             added = time.perf_counter()
-            await cognee.cognify(datasets=[self.dataset])
+            await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
             cognified = time.perf_counter()
             nodes, edges = await (await get_graph_engine()).get_graph_data()
             projection = build_projection(nodes, edges, store.iter_memories())

@@ -63,7 +63,7 @@ def test_missing_workspace_fails_at_once(spawn, tmp_path: Path) -> None:
     notice = client.wait_notification(30)
     assert notice["method"] == "bridgeUnavailable"
     assert notice["params"]["errorCode"] == "INVALID_WORKSPACE_PATH"
-    assert client.proc.wait(30) == 2
+    assert client.proc.wait(30) == 3
 
 
 def test_unusable_embedding_model_is_flowbaby_error(spawn, workspace: Path) -> None:
@@ -71,7 +71,7 @@ def test_unusable_embedding_model_is_flowbaby_error(spawn, workspace: Path) -> N
     notice = client.wait_notification(30)
     assert notice["params"]["errorCode"] == "FLOWBABY_ERROR"
     assert "FLOWBABY_EMBEDDING_MODEL" in notice["params"]["error"]
-    assert client.proc.wait(30) == 2
+    assert client.proc.wait(30) == 3
 
 
 def test_second_process_gets_workspace_busy_with_owner_pid(spawn, workspace: Path) -> None:
@@ -82,7 +82,7 @@ def test_second_process_gets_workspace_busy_with_owner_pid(spawn, workspace: Pat
     assert notice["params"]["errorCode"] == "WORKSPACE_BUSY"
     assert notice["params"]["ownerPid"] == owner_pid
     assert str(owner_pid) in notice["params"]["error"]
-    assert second.proc.wait(30) == 2
+    assert second.proc.wait(30) == 3
     assert owner.result("health")["success"]
 
 

@@ -1,0 +1,140 @@
+"""Background graph building through the real bridge, cognee, LanceDB and MiniLM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from graph.projection import load_projection, memory_node
+from graph.store import MemoryStore, memory_uuid
+from graph.vectors import VectorIndex
+from graph.embedder import Embedder
+from graph.settings import load_settings
+from graph.workspace import resolve_workspace
+from tests.conftest import summary
+
+pytestmark = pytest.mark.slow
+
+
+def _entity_names(workspace: Path) -> dict[str, dict]:
+    graph = load_projection(workspace / ".flowbaby" / "graph" / "projection.json")
+    return {d["name"]: {"id": n, **d} for n, d in graph.nodes(data=True) if d.get("kind") == "entity"}
+
+
+def test_summary_becomes_an_entity_graph(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    reply = client.result("ingestForAgent", summary())
+    assert reply["success"] and reply["staged"]
+    notice = client.wait_notification(300)
+    assert notice["method"] == "backgroundOperationCompleted"
+    assert notice["params"] == {"operationId": reply["operationId"], "status": "completed"}
+    status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
+    assert status["status"] == "completed" and status["startedAt"] and status["finishedAt"]
+    assert status["metrics"]["llmCalls"] >= 1 and status["metrics"]["graphNodes"] > 5
+    client.close()
+
+    entities = _entity_names(workspace)
+    for expected in ("redis", "memcached", "billing/reconcile.py", "e_ledger_lock", "session cache", "plan-015"):
+        assert expected in entities, f"{expected} missing from {sorted(entities)}"
+    assert entities["redis"]["entity_type"] == "technology"
+    memory_id = reply["ingestion_metrics"]["memoryId"]
+    graph = load_projection(workspace / ".flowbaby" / "graph" / "projection.json")
+    mentioned = {graph.nodes[v]["name"] for _, v, k in graph.out_edges(memory_node(memory_id), keys=True) if k == "mentions"}
+    assert {"redis", "billing/reconcile.py"} <= mentioned
+    assert memory_id in entities["redis"]["sources"]
+
+
+def test_shared_component_links_two_summaries(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    first = client.result("ingestForAgent", summary("cache"))
+    second = client.result(
+        "ingestForAgent",
+        summary(
+            "limiter",
+            topic="API rate limiter",
+            context="The gateway rate limiter stores its sliding windows in the redis cluster.",
+            decisions=["Return HTTP 429 with Retry-After"],
+            references=[],
+        ),
+    )
+    client.wait_idle(300)
+    client.close()
+    redis = _entity_names(workspace)["redis"]
+    assert {first["ingestion_metrics"]["memoryId"], second["ingestion_metrics"]["memoryId"]} <= set(redis["sources"])
+
+
+def test_kill_9_after_staged_reply_loses_nothing(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    reply = client.result("ingestForAgent", summary())
+    assert reply["staged"]
+    os.kill(client.proc.pid, signal.SIGKILL)
+    client.proc.wait()
+
+    restarted = spawn(workspace)
+    assert restarted.result("health")["memories"] == 1
+    final = restarted.wait_idle(300)
+    memory_id = reply["ingestion_metrics"]["memoryId"]
+    ops = final["operations"]
+    assert any(op["status"] == "completed" and memory_id in op["memoryIds"] for op in ops), ops
+    assert {op["status"] for op in ops} <= {"completed", "terminated"}
+    restarted.close()
+
+    paths = resolve_workspace(workspace)
+    store = MemoryStore(paths.store_db)
+    [memory] = store.get_memories([memory_id])
+    store.close()
+    assert memory.topic == "Redis caching decision" and memory.graph_state == "indexed"
+    index = VectorIndex(paths.vectors, Embedder(load_settings(paths).embedding_model))
+    assert memory_id in index.indexed_memory_ids()
+
+
+def test_running_operation_interrupted_is_terminated_and_rerun(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    reply = client.result("ingestForAgent", summary())
+    deadline = time.monotonic() + 120
+    while client.result("backgroundStatus", {"operationId": reply["operationId"]})["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(client.proc.pid, signal.SIGKILL)
+    client.proc.wait()
+
+    restarted = spawn(workspace)
+    old = restarted.result("backgroundStatus", {"operationId": reply["operationId"]})
+    assert old["status"] == "terminated" and old["errorCode"] == "WORKER_CRASHED"
+    final = restarted.wait_idle(300)
+    rerun = [op for op in final["operations"] if op["operationId"] != reply["operationId"]]
+    assert [op["status"] for op in rerun] == ["completed"]
+    assert rerun[0]["memoryIds"] == old["memoryIds"]
+
+
+def test_batch_over_deadline_fails_with_bridge_timeout(spawn, workspace: Path) -> None:
+    env = {**os.environ, "FLOWBABY_OPERATION_TIMEOUT_SEC": "0.2"}
+    client = spawn(workspace, env=env)
+    reply = client.result("ingestForAgent", summary())
+    notice = client.wait_notification(300)
+    assert notice["params"] == {"operationId": reply["operationId"], "status": "failed", "errorCode": "BRIDGE_TIMEOUT"}
+    status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
+    assert "deadline" in status["error"]
+    assert client.result("health")["memories"] == 1  # the memory itself is kept
+
+
+def test_crashed_worker_is_retried(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    reply = client.result("ingestForAgent", summary())
+    deadline = time.monotonic() + 120
+    while not (pid := client.result("health")["workerPid"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    final = client.wait_idle(300)
+    [op] = final["operations"]
+    assert op["operationId"] == reply["operationId"]
+    assert op["status"] == "completed" and op["attempts"] == 2
+
+
+def test_memory_ids_are_stable_per_version() -> None:
+    assert memory_uuid("t", 1) == memory_uuid("t", 1) != memory_uuid("t", 2)
