@@ -11,6 +11,8 @@ def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--workspace", required=True, help="workspace folder; state lives in <workspace>/.flowbaby/")
     parser.add_argument("--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)")
     parser.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running graph work may take to finish at shutdown")
+    parser.add_argument("--rate-limit-per-minute", type=int, default=None,
+                        help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)")
     return parser
 
 
@@ -21,7 +23,7 @@ def run_bridge(args: argparse.Namespace) -> int:
 
     from bridge.server import serve
 
-    code = asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace))
+    code = asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute))
     sys.stderr.flush()
     os._exit(code)
 

@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, BinaryIO, Callable
 
-from graph.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -71,6 +71,8 @@ class Bridge:
             "ingestForAgent": service.ingest,
             "storeMemory": service.store_memory,
             "backgroundStatus": service.background_status,
+            "retrieveForAgent": service.retrieve,
+            "retrieveMemory": lambda params: service.retrieve(params, markdown=True),
             "graphStats": lambda params: service.graph_summary(),
             "shutdown": self._shutdown,
         }
@@ -141,7 +143,7 @@ class Bridge:
             return outcome
         except asyncio.TimeoutError:
             return FlowbabyError(ErrorCode.BRIDGE_TIMEOUT, f"{name} exceeded its {self.request_timeout:.0f}s deadline").to_response()
-        except FlowbabyError as error:
+        except (FlowbabyError, RetrievalError) as error:
             return error.to_response()
         except Exception as exc:  # never let one request take the bridge down
             log.exception("%s failed after %.1f ms", name, (time.perf_counter() - started) * 1000)
@@ -168,12 +170,14 @@ def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | No
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def serve(workspace: str, request_timeout_sec: float, shutdown_grace_sec: float) -> int:
+async def serve(workspace: str, request_timeout_sec: float, shutdown_grace_sec: float,
+                rate_limit_per_minute: int | None = None) -> int:
     writer = ProtocolWriter(take_stdout())
     from graph.service import FlowbabyService
 
     try:
-        service = await FlowbabyService.open(workspace)
+        service = await FlowbabyService.open(
+            workspace, rate_limit_per_minute=-1 if rate_limit_per_minute is None else rate_limit_per_minute)
     except FlowbabyError as error:
         writer.notify("bridgeUnavailable", error.to_response())
         print(f"flowbaby bridge: {error.code.value}: {error.message}", file=sys.stderr)

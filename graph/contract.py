@@ -348,6 +348,7 @@ class RetrieveMemoryRequest(FlowbabyContextRequest):
 class RetrievalEntry(BaseModel):
     summaryText: str
     topic: str
+    context: str
     topicId: str
     planId: str | None
     sessionId: str | None

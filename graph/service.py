@@ -17,6 +17,13 @@ from graph import __version__
 from graph.audit import AuditLog
 from graph.contract import (
     BackgroundStatusRequest,
+    FlowbabyContextRequest,
+    FlowbabyContextResponse,
+    RetrievalError,
+    RetrievalErrorCode,
+    RetrieveMemoryRequest,
+    RetrieveMemoryResponse,
+    validate_retrieval,
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
@@ -31,11 +38,14 @@ from graph.contract import (
     validate_request,
 )
 from graph.embedder import Embedder
+from graph.graph_lane import GraphLane
 from graph.logs import configure_logging
 from graph.operations import OperationManager
 from graph.projection import graph_stats, load_projection
+from graph.retrieval import Catalog, Retriever, render_markdown
 from graph.settings import Settings, load_settings
 from graph.store import Memory, MemoryStore, new_operation_id
+from graph.throttle import RetrievalThrottle
 from graph.vectors import VectorIndex, memory_chunks
 from graph.worker_client import WorkerClient
 from graph.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
@@ -43,12 +53,15 @@ from graph.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 log = logging.getLogger("flowbaby.service")
 
 OperationListener = Callable[[OperationStatus], Awaitable[None]]
+INIT_TIMEOUT_SEC = 45.0
+"""How long a retrieval may wait for the model and indexes to load after a cold start."""
 
 
 class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
-    def __init__(self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock) -> None:
+    def __init__(self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock,
+                 rate_limit_per_minute: int | None) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
@@ -56,6 +69,9 @@ class FlowbabyService:
         self.audit = AuditLog(paths.audit_log)
         self.embedder = Embedder(settings.embedding_model)
         self._vectors: VectorIndex | None = None
+        self._retriever: Retriever | None = None
+        self.graph_lane = GraphLane(paths.projection)
+        self.throttle = RetrievalThrottle(rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
         self._warm_task: asyncio.Task[None] | None = None
@@ -71,14 +87,17 @@ class FlowbabyService:
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
-    async def open(cls, workspace: str | os.PathLike[str] | None, *, log_to_stderr: bool = True) -> "FlowbabyService":
+    async def open(cls, workspace: str | os.PathLike[str] | None, *, log_to_stderr: bool = True,
+                   rate_limit_per_minute: int | None = -1) -> "FlowbabyService":
+        """rate_limit_per_minute: -1 keeps the workspace setting; 0 (operator only) switches it off."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
         try:
             settings = load_settings(paths)
             configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
-            service = cls(paths, settings, lock)
+            rate = settings.retrieval_rate_per_minute if rate_limit_per_minute == -1 else rate_limit_per_minute
+            service = cls(paths, settings, lock, rate or None)
         except BaseException:
             lock.release()
             raise
@@ -93,15 +112,19 @@ class FlowbabyService:
         return service
 
     async def _warm_up(self) -> None:
-        """Load MiniLM and LanceDB off the request path, then embed anything the last
-        process staged but did not get to embed."""
+        """Load MiniLM, LanceDB and the catalog off the request path, then embed anything
+        the last process staged but did not get to embed."""
         self._vectors = await asyncio.to_thread(VectorIndex, self.paths.vectors, self.embedder)
         await asyncio.to_thread(self.embedder.load)
+        memories = list(self.store.iter_memories())
+        catalog = await asyncio.to_thread(Catalog, memories)
         indexed = await asyncio.to_thread(self._vectors.indexed_memory_ids)
-        missing = [m for m in self.store.iter_memories() if m.memory_id not in indexed]
+        missing = [m for m in memories if m.memory_id not in indexed]
         if missing:
             log.info("embedding %d memories left without vectors", len(missing))
             await asyncio.to_thread(self._vectors.add_memories, missing)
+        await asyncio.to_thread(self.graph_lane.refresh)
+        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: self._vectors)
 
     async def vectors(self) -> VectorIndex:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
@@ -119,6 +142,8 @@ class FlowbabyService:
             try:
                 index = await self.vectors()
                 await asyncio.to_thread(index.add_memories, batch)
+                for memory in batch:
+                    self._retriever.catalog.add(memory)  # type: ignore[union-attr]
             except Exception:  # the next start re-embeds whatever is missing
                 log.exception("embedding %d memories failed", len(batch))
             finally:
@@ -290,6 +315,49 @@ class FlowbabyService:
         for op in operations:
             counts[op["status"]] = counts.get(op["status"], 0) + 1
         return {"success": True, "operations": operations, "counts": counts}
+
+    async def _ready_retriever(self) -> Retriever:
+        """The retriever once warm-up is done and every staged memory is searchable."""
+        try:
+            await self.flush_vectors()
+        except Exception as exc:
+            raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
+                                 f"The search index could not be loaded: {type(exc).__name__}: {exc}") from None
+        assert self._retriever is not None
+        return self._retriever
+
+    async def retrieve(self, params: Any, *, markdown: bool = False, lanes: frozenset[str] | None = None) -> dict[str, Any]:
+        """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
+        `lanes` narrows the workspace's lanes, for ablations."""
+        lanes = self.settings.retrieval_lanes if lanes is None else lanes
+        started = time.perf_counter()
+        command = "retrieveMemory" if markdown else "retrieveForAgent"
+        query = params.get("query") if isinstance(params, dict) and isinstance(params.get("query"), str) else None
+        try:
+            request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
+            async with self.throttle.admit():
+                # Loading the model on a cold start is not the search; it gets its own allowance.
+                try:
+                    retriever = await asyncio.wait_for(self._ready_retriever(), INIT_TIMEOUT_SEC)
+                except asyncio.TimeoutError:
+                    raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
+                                         f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s") from None
+                try:
+                    entries, used = await asyncio.wait_for(
+                        asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec)
+                except asyncio.TimeoutError:
+                    raise RetrievalError(RetrievalErrorCode.BRIDGE_TIMEOUT,
+                                         f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline") from None
+        except RetrievalError as error:
+            self.audit.record(command, agent_name=None, topic=query, result="error", error_code=error.code.value,
+                              duration_ms=(time.perf_counter() - started) * 1000)
+            raise
+        self.audit.record(command, agent_name=None, topic=query, result="success", error_code=None,
+                          duration_ms=(time.perf_counter() - started) * 1000)
+        if markdown:
+            return RetrieveMemoryResponse(entries=entries, totalResults=len(entries), tokensUsed=used,
+                                          markdown=render_markdown(entries)).model_dump(mode="json")
+        return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(mode="json")
 
     def graph_summary(self, top: int = 10) -> dict[str, Any]:
         """Counts and top entities of the persisted projection."""

@@ -58,6 +58,9 @@ class Settings(BaseModel):
     worker_idle_sec: float = 60.0
     operation_timeout_sec: float = 600.0
     log_level: str = "INFO"
+    retrieval_rate_per_minute: int = 10
+    retrieval_timeout_sec: float = 10.0
+    retrieval_lanes: frozenset[str] = frozenset({"vector", "lexical", "graph"})
 
 
 def _default_model_path() -> str:
@@ -87,6 +90,9 @@ def load_settings(paths: WorkspacePaths) -> Settings:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{key} must not be negative, got {raw!r}")
         return value
 
+    lanes = frozenset(part.strip() for part in get("FLOWBABY_RETRIEVAL_LANES", "vector,lexical,graph").split(",") if part.strip())
+    if not lanes or not lanes <= {"vector", "lexical", "graph"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, "FLOWBABY_RETRIEVAL_LANES takes vector, lexical and/or graph")
     log_level = get("FLOWBABY_LOG_LEVEL", "INFO").upper()
     if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_LOG_LEVEL is not a log level: {log_level!r}")
@@ -106,4 +112,8 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         worker_idle_sec=number("FLOWBABY_WORKER_IDLE_SEC", "60", float),
         operation_timeout_sec=number("FLOWBABY_OPERATION_TIMEOUT_SEC", "600", float),
         log_level=log_level,
+        # Agents may tighten the per-minute budget but not lift it past 30 (or switch it off).
+        retrieval_rate_per_minute=min(30, max(1, number("FLOWBABY_RETRIEVAL_RATE_PER_MINUTE", "10", int))),
+        retrieval_timeout_sec=number("FLOWBABY_RETRIEVAL_TIMEOUT_SEC", "10", float),
+        retrieval_lanes=lanes,
     )

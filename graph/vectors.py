@@ -84,6 +84,21 @@ class VectorIndex:
             self._table.add(rows)
         return len(rows)
 
+    def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
+        """The nearest chunks as (memory_id, cosine similarity), best first."""
+        if limit <= 0:
+            return []
+        rows = (
+            self._table.search(vector, vector_column_name="vector")
+            .distance_type("cosine")
+            .select(["memory_id", "_distance"])
+            .limit(limit)
+            .to_arrow()
+        )
+        ids = rows.column("memory_id").to_pylist()
+        distances = rows.column("_distance").to_pylist()
+        return [(memory_id, 1.0 - distance) for memory_id, distance in zip(ids, distances)]
+
     def indexed_memory_ids(self) -> set[str]:
         table = self._table.to_lance().to_table(columns=["memory_id"])
         return set(table.column("memory_id").to_pylist())

@@ -8,7 +8,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -153,14 +152,12 @@ def bench_idle_rss(root: Path) -> dict[str, Any]:
     return {"bridge_rss_at_start_mb": at_start, "bridge_rss_idle_after_work_mb": idle, "worker_exited_idle": True}
 
 
-def run_ingest_benchmarks() -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="flowbaby-bench-") as tmp:
-        root = Path(tmp)
-        for name in ("staging", "idle", "cognify", *(f"cold-{i}" for i in range(7))):
-            (root / name).mkdir()
-        return {
-            "cold_start": bench_cold_start(root),
-            "staging": bench_staging(root),
-            "cognify_offline": bench_cognify(root),
-            "idle_rss": bench_idle_rss(root),
-        }
+def run_ingest_benchmarks(root: Path) -> dict[str, Any]:
+    for name in ("staging", "idle", "cognify", *(f"cold-{i}" for i in range(7))):
+        (root / name).mkdir()
+    return {
+        "cold_start": bench_cold_start(root),
+        "staging": bench_staging(root),
+        "cognify_offline": bench_cognify(root),
+        "idle_rss": bench_idle_rss(root),
+    }

@@ -1,27 +1,71 @@
-"""`make bench`: runs every benchmark and writes one JSON report (and prints it)."""
+"""`make bench`: runs every benchmark and writes one JSON report, then prints the tables."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
-from tests.bench.ingest import run_ingest_benchmarks
+SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
+
+
+def section(name: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
+    def register(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        SECTIONS[name] = fn
+        return fn
+    return register
+
+
+@section("ingest")
+def _ingest(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.ingest import run_ingest_benchmarks
+
+    return run_ingest_benchmarks(root)
+
+
+@section("locomo")
+def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.locomo import run_locomo
+
+    if not Path(args.locomo).is_file():
+        return {"skipped": f"no data at {args.locomo}"}
+    return run_locomo(Path(args.locomo), root)
+
+
+def recall_table(recall: dict[str, dict[str, float]]) -> str:
+    columns = ["R@1", "R@3", "R@5", "R@10", "multi-hop R@5", "temporal R@5", "open-domain R@5", "single-hop R@5"]
+    lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, row in recall.items():
+        lines.append(f"| {name} | " + " | ".join(f"{row[c]:.1f}" for c in columns) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
+    from tests.bench.locomo import DEFAULT_DATA
+
     parser = argparse.ArgumentParser(prog="python -m tests.bench.run")
     parser.add_argument("--out", default="bench-results.json")
+    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections: " + ", ".join(SECTIONS))
+    parser.add_argument("--locomo", default=os.environ.get("FLOWBABY_LOCOMO", str(DEFAULT_DATA)))
     args = parser.parse_args()
-    report = {
+    report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
-        "ingest": run_ingest_benchmarks(),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
-    Path(args.out).write_text(json.dumps(report, indent=2))
+    for name in args.only.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"flowbaby-bench-{name}-") as tmp:
+            started = time.perf_counter()
+            report[name] = SECTIONS[name](Path(tmp), args)
+            report[name]["sectionSec"] = round(time.perf_counter() - started, 1)
+        Path(args.out).write_text(json.dumps(report, indent=2))
     print(json.dumps(report, indent=2))
+    if "recall" in report.get("locomo", {}):
+        print("\n" + recall_table(report["locomo"]["recall"]))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,248 @@
+"""Fused retrieval: vector, lexical and graph lanes, status and recency rules, token budget.
+
+The fusion is a calibrated sum of lane scores that are each already on a fixed
+0-1 scale (cosine, self-normalised BM25, entity-weight share), so no per-query
+rescaling is needed and the final score means the same across queries. Weights
+were chosen on the LoCoMo dev half with leave-one-conversation-out checks (see
+the retrieval issue's note); the round values were what every fold picked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable
+
+import numpy as np
+
+from graph.contract import FlowbabyContextRequest, MemoryStatus, RetrievalEntry, parse_timestamp
+from graph.embedder import Embedder
+from graph.graph_lane import GraphLane
+from graph.lexical import LexicalIndex
+from graph.store import Memory
+from graph.tokens import count_tokens, truncate_to_tokens
+from graph.vectors import VectorIndex
+
+LANES = frozenset({"vector", "lexical", "graph"})
+
+SECOND_CHUNK_WEIGHT = 0.5
+"""A memory's vector score is its best chunk plus half its second best: two facts
+matching beat one, which lifts multi-fact (multi-hop) answers."""
+LEXICAL_WEIGHT = 1.0
+VECTOR_WEIGHT = 1.0
+GRAPH_SEED_WEIGHT = 0.1
+GRAPH_EXPANSION_WEIGHT = 0.5
+HINT_WEIGHT = 0.25
+EXPANSION_SEEDS = 2
+DECISION_RECORD_BOOST = 0.02
+RECENCY_WEIGHT = 0.02
+"""The most recency can add: enough to order near-ties newest first, never enough to
+bury an older memory that is clearly the relevant one."""
+VECTOR_CANDIDATES = 1000
+MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
+"""Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
+
+
+@dataclass
+class Scored:
+    memory: Memory
+    lanes: dict[str, float] = field(default_factory=dict)
+    fused: float = 0.0
+    score: float = 0.0
+
+
+def summary_text(memory: Memory) -> str:
+    """The memory as an agent reads it: compact markdown-ish text, every field kept."""
+    parts = [memory.topic, memory.context]
+    for title, items in (("Decisions", memory.decisions), ("Rationale", memory.rationale),
+                         ("Open questions", memory.open_questions), ("Next steps", memory.next_steps),
+                         ("References", memory.references)):
+        if items:
+            parts.append(f"{title}:\n" + "\n".join(f"- {item}" for item in items))
+    return "\n\n".join(parts)
+
+
+def _strip_words(query: str, words: set[str]) -> str:
+    """The query without the given words (and their possessives); the query itself if nothing is left."""
+    if not words:
+        return query
+    tokens = re.findall(r"[\w'\-]+|[^\w\s]", query)
+    kept = [t for t in tokens if re.sub(r"('s|\u2019s)$", "", t.lower()) not in words]
+    text = re.sub(r"\s+([?.,!])", r"\1", " ".join(kept))
+    text = re.sub(r"\b(and|both)\s+(?=(and|both)\b)", "", text).strip()
+    return text or query
+
+
+class Catalog:
+    """Every stored memory version, in memory, with the lexical index over them."""
+
+    def __init__(self, memories: Iterable[Memory]) -> None:
+        self._lock = threading.Lock()
+        self.by_id: dict[str, Memory] = {}
+        self._topics: dict[str, list[str]] = defaultdict(list)
+        self.lexical = LexicalIndex()
+        for memory in memories:
+            self.add(memory)
+
+    def add(self, memory: Memory) -> None:
+        """A new version supersedes the older ones of its topic, as the store already did."""
+        with self._lock:
+            for older in self._topics[memory.topic_id]:
+                self.by_id[older].status = MemoryStatus.SUPERSEDED
+            self.by_id[memory.memory_id] = memory
+            self._topics[memory.topic_id].append(memory.memory_id)
+        self.lexical.add(memory.memory_id, summary_text(memory))
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+
+class Retriever:
+    def __init__(self, catalog: Catalog, embedder: Embedder, graph: GraphLane,
+                 vectors: Callable[[], VectorIndex]) -> None:
+        self.catalog = catalog
+        self.embedder = embedder
+        self.graph = graph
+        self._vectors = vectors
+
+    # -- lanes ----------------------------------------------------------------------
+    def _vector_lane(self, query: str, hints: str) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """(fused vector score, best chunk cosine, hint score) per memory."""
+        stripped = _strip_words(query, self.graph.ubiquitous_words())
+        texts = list(dict.fromkeys([query, stripped] + ([hints] if hints else [])))
+        vectors = dict(zip(texts, np.asarray(self.embedder.encode(texts), dtype=np.float32)))
+        # The question plus the question without names found everywhere (e.g. the two
+        # speakers of a conversation), which would otherwise dominate its embedding.
+        combined = vectors[query] + vectors[stripped]
+        combined /= max(float(np.linalg.norm(combined)), 1e-9)
+        index = self._vectors()
+        limit = min(VECTOR_CANDIDATES, index.count())
+        best: dict[str, list[float]] = defaultdict(list)
+        for memory_id, similarity in index.search(combined.tolist(), limit):
+            if len(best[memory_id]) < 2:
+                best[memory_id].append(similarity)
+        fused = {m: s[0] + SECOND_CHUNK_WEIGHT * (s[1] if len(s) > 1 else 0.0) for m, s in best.items()}
+        top = {m: s[0] for m, s in best.items()}
+        hint_scores: dict[str, float] = {}
+        if hints:
+            for memory_id, similarity in index.search(vectors[hints].tolist(), limit):
+                hint_scores.setdefault(memory_id, max(0.0, similarity))
+        return fused, top, hint_scores
+
+    # -- ranking ----------------------------------------------------------------------
+    def rank(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> list[Scored]:
+        """Every matching visible memory, best first, with its 0-1 score."""
+        hints = " ".join(request.contextHints)
+        visible = {m_id: m for m_id, m in self.catalog.by_id.items()
+                   if request.includeSuperseded or m.status is not MemoryStatus.SUPERSEDED}
+        if not visible:
+            return []
+        candidates: dict[str, Scored] = {}
+
+        def lane(name: str, scores: dict[str, float]) -> None:
+            for memory_id, value in scores.items():
+                if memory_id in visible and value > 0:
+                    candidates.setdefault(memory_id, Scored(visible[memory_id])).lanes[name] = value
+
+        best_chunk: dict[str, float] = {}
+        if "vector" in lanes:
+            vector, best_chunk, hinted = self._vector_lane(request.query, hints)
+            lane("vector", vector)
+            lane("hint", hinted)
+        if "lexical" in lanes:
+            lane("lexical", self.catalog.lexical.search(request.query + (" " + hints if hints else "")))
+        entities: dict[str, float] = {}
+        if "graph" in lanes:
+            self.graph.refresh()
+            entities = self.graph.query_entities(request.query)
+            for entity, weight in self.graph.query_entities(hints).items() if hints else ():
+                entities.setdefault(entity, weight * 0.5)
+            lane("graph_seed", self.graph.seed(entities))
+
+        total_weight = (LEXICAL_WEIGHT + VECTOR_WEIGHT * (1 + SECOND_CHUNK_WEIGHT) + GRAPH_SEED_WEIGHT
+                        + GRAPH_EXPANSION_WEIGHT + (HINT_WEIGHT if hints else 0.0))
+        for item in candidates.values():
+            item.fused = (LEXICAL_WEIGHT * item.lanes.get("lexical", 0.0) + VECTOR_WEIGHT * item.lanes.get("vector", 0.0)
+                          + GRAPH_SEED_WEIGHT * item.lanes.get("graph_seed", 0.0) + HINT_WEIGHT * item.lanes.get("hint", 0.0))
+        matches = [s for s in candidates.values() if self._is_match(s, best_chunk)]
+        if "graph" in lanes and matches:
+            # Two hops from the best direct matches: memory -> rare entity -> memory.
+            first_pass = sorted(matches, key=lambda s: -s.fused)[:EXPANSION_SEEDS]
+            seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass}
+            lane("graph_expansion", self.graph.expand(seeds, exclude=set(entities)))
+            matched = {s.memory.memory_id for s in matches}
+            matches = [s for s in candidates.values() if s.memory.memory_id in matched or "graph_expansion" in s.lanes]
+            for item in matches:
+                item.fused += GRAPH_EXPANSION_WEIGHT * item.lanes.get("graph_expansion", 0.0)
+
+        newest = max((parse_timestamp(s.memory.created_at) for s in matches), default=None)
+        for item in matches:
+            item.score = self._final_score(item, total_weight, newest, request.halfLifeDays)
+        matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
+        return matches
+
+    @staticmethod
+    def _is_match(item: Scored, best_chunk: dict[str, float]) -> bool:
+        return (best_chunk.get(item.memory.memory_id, 0.0) >= MATCH_FLOOR["vector"]
+                or item.lanes.get("lexical", 0.0) >= MATCH_FLOOR["lexical"]
+                or item.lanes.get("graph_seed", 0.0) >= MATCH_FLOOR["graph"])
+
+    @staticmethod
+    def _final_score(item: Scored, total_weight: float, newest: datetime | None, half_life_days: float) -> float:
+        """Relevance share, plus a DecisionRecord nudge and a bounded recency tie-break.
+        Recency is additive and capped (never a multiplier), relative to the newest match."""
+        score = item.fused / total_weight
+        if item.memory.status is MemoryStatus.DECISION_RECORD:
+            score += DECISION_RECORD_BOOST
+        if newest is not None:
+            age_days = (newest - parse_timestamp(item.memory.created_at)).total_seconds() / 86400
+            score += RECENCY_WEIGHT * math.pow(0.5, max(0.0, age_days) / half_life_days)
+        return round(min(1.0, max(0.0, score)), 6)
+
+    # -- packing ----------------------------------------------------------------------
+    def retrieve(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> tuple[list[RetrievalEntry], int]:
+        """Entries packed into maxResults and maxTokens, and the tokens they use."""
+        entries: list[RetrievalEntry] = []
+        used = 0
+        for item in self.rank(request, lanes):
+            if len(entries) >= request.maxResults:
+                break
+            text = summary_text(item.memory)
+            tokens = count_tokens(text)
+            if used + tokens > request.maxTokens:
+                if entries:
+                    continue  # a smaller, lower-ranked memory may still fit
+                text = truncate_to_tokens(text, request.maxTokens)
+                tokens = count_tokens(text)
+                if not text:
+                    break
+            used += tokens
+            memory = item.memory
+            entries.append(RetrievalEntry(
+                summaryText=text, topic=memory.topic, context=memory.context, topicId=memory.topic_id, planId=memory.plan_id,
+                sessionId=memory.session_id, createdAt=memory.created_at, updatedAt=memory.updated_at,
+                status=memory.status, version=memory.version, memoryId=memory.memory_id, score=item.score,
+                decisions=memory.decisions, tokens=tokens,
+                lanes=sorted({name.split("_")[0] for name in item.lanes if name != "hint"} | ({"hints"} if "hint" in item.lanes else set())),
+            ))
+        return entries, used
+
+
+def render_markdown(entries: list[RetrievalEntry]) -> str:
+    """The narrative an agent quotes: one section per memory."""
+    lines = [f"# Retrieved Memories ({len(entries)} results)"]
+    for rank, entry in enumerate(entries, 1):
+        lines += ["", f"## {rank}. {entry.topic}", ""]
+        lines.append(f"**Context:** {entry.context}")
+        if entry.decisions:
+            lines += ["", "**Decisions:**"] + [f"- {d}" for d in entry.decisions]
+        meta = [f"topicId `{entry.topicId}`", f"status {entry.status.value}", f"created {entry.createdAt}",
+                f"version {entry.version}"]
+        if entry.planId:
+            meta.insert(1, f"plan `{entry.planId}`")
+        lines += ["", f"**Metadata:** {', '.join(meta)}", f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})"]
+    return "\n".join(lines) + "\n"
