@@ -7,11 +7,18 @@ import asyncio
 import sys
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (off) or a positive number per minute")
+    return value
+
+
 def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--workspace", required=True, help="workspace folder; state lives in <workspace>/.flowbaby/")
     parser.add_argument("--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)")
     parser.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running graph work may take to finish at shutdown")
-    parser.add_argument("--rate-limit-per-minute", type=int, default=None,
+    parser.add_argument("--rate-limit-per-minute", type=_non_negative, default=None,
                         help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)")
     return parser
 

@@ -140,7 +140,7 @@ class BridgeClient:
         self.proc.kill()
         self.proc.wait()
 
-    def __enter__(self) -> "BridgeClient":
+    def __enter__(self) -> BridgeClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from bridge.client import BridgeClient
-from bridge.demo_data import DEMO_SUMMARIES
+from bridge.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
 
 
 def _say(text: str = "") -> None:
@@ -26,7 +26,8 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
         shutil.rmtree(root / ".flowbaby")
     root.mkdir(parents=True, exist_ok=True)
     _say(f"flowbaby demo: workspace {root}")
-    client = BridgeClient(root, stderr=sys.stderr)
+    # The demo asks its questions in a burst; the operator switch lifts the per-minute limit.
+    client = BridgeClient(root, stderr=sys.stderr, extra_args=["--rate-limit-per-minute", "0"])
     try:
         health = client.result("health", timeout=30)
         _say(f"bridge up in {time.perf_counter() - client.started:.2f}s (pid {health['pid']}, {health['llm']})")
@@ -66,6 +67,15 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
         _say("top entities:")
         for entity in stats["topEntities"]:
             _say(f"  {entity['name']:<40} {entity['type']:<12} degree {entity['degree']:>3}, in {entity['memories']} memories")
+        for question, why in DEMO_QUESTIONS:
+            _say(f"\n{'=' * 78}\nQ: {question}\n   ({why})")
+            started = time.perf_counter()
+            reply = client.result("retrieveMemory", {"query": question, "maxResults": 3, "maxTokens": 1500})
+            if not reply["success"]:
+                _say(f"  FAILED: {reply['errorCode']} {reply['message']}")
+                return 1
+            _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
+            _say(reply["markdown"])
         return 1 if counts.get("failed") else 0
     finally:
         client.close()

@@ -50,19 +50,19 @@ DEMO_SUMMARIES: list[dict[str, Any]] = [
         "ledger-lock-incident", "03-12", "Incident: E_LEDGER_LOCK during invoice export",
         "Invoice exports failed for 40 minutes with E_LEDGER_LOCK while the nightly reconciliation job held table locks on the ledger.",
         plan="plan-015",
-        decisions=["Raise the export retry budget to 5 attempts until advisory locks ship"],
+        decisions=["Raise the export retry budget to 5 attempts", "Track the permanent fix as PLAT-2291"],
         rationale=["Exports are idempotent, so retries are safe"],
         nextSteps=["Add an alert on E_LEDGER_LOCK rate"],
         references=["PR #482", "billing/export.py"],
         agent="oncall",
     ),
     _summary(
-        "advisory-locks-rollout", "03-19", "Advisory locks rollout in billing/ledger.py",
-        "The prototype of Postgres advisory locks in billing/ledger.py passed the load test: invoice exports no longer wait on reconciliation.",
+        "advisory-locks-rollout", "03-19", "PLAT-2291: advisory locks rollout",
+        "PLAT-2291 is done: Postgres advisory locks in billing/ledger.py passed the load test, so ledger writers no longer queue behind reconciliation.",
         plan="plan-015",
         decisions=["Roll out advisory locks behind the LEDGER_ADVISORY_LOCKS flag"],
         rationale=["The flag allows an instant rollback to table locks"],
-        nextSteps=["Remove the retry budget raise from the E_LEDGER_LOCK incident"],
+        nextSteps=["Lower the export retry budget again"],
         references=["PR #490"],
         agent="implementer",
     ),
@@ -146,4 +146,17 @@ DEMO_SUMMARIES: list[dict[str, Any]] = [
         references=["docs/adr/0007-redis-session-cache.md"],
         status="DecisionRecord",
     ),
+]
+
+
+DEMO_QUESTIONS: list[tuple[str, str]] = [
+    ("What TTL do we use for the Redis session cache now?",
+     "finds the newest version of a decision revised twice"),
+    ("E_LEDGER_LOCK", "an exact error code"),
+    ("What was the permanent fix for the E_LEDGER_LOCK incident?",
+     "multi-hop: only the incident names E_LEDGER_LOCK; its ticket PLAT-2291 links it to the rollout in the graph"),
+    ("Which queue runs the per-account reconciliation batches, and how many workers?",
+     "a plain-language question"),
+    ("What happens to logged-in users if the Redis primary fails?",
+     "an answer spread over the Sentinel and session-cache decisions"),
 ]

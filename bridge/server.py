@@ -16,9 +16,10 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, BinaryIO, Callable
+from collections.abc import Callable
+from typing import Any, BinaryIO
 
-from graph.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError
+from graph.contract import FlowbabyError, OperationStatus, RetrievalError
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -26,6 +27,8 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
 EXIT_WORKSPACE_UNAVAILABLE = 3
+RETRIEVAL_METHODS = {"retrieveForAgent", "retrieveMemory"}
+"""Methods whose failures use the retrieval shape (error = code, message = text)."""
 
 
 class ProtocolWriter:
@@ -141,13 +144,20 @@ class Bridge:
             if asyncio.iscoroutine(outcome):
                 outcome = await asyncio.wait_for(outcome, self.request_timeout)
             return outcome
-        except asyncio.TimeoutError:
-            return FlowbabyError(ErrorCode.BRIDGE_TIMEOUT, f"{name} exceeded its {self.request_timeout:.0f}s deadline").to_response()
         except (FlowbabyError, RetrievalError) as error:
             return error.to_response()
+        except TimeoutError:
+            return self._failure(name, "BRIDGE_TIMEOUT", f"{name} exceeded its {self.request_timeout:.0f}s deadline")
         except Exception as exc:  # never let one request take the bridge down
             log.exception("%s failed after %.1f ms", name, (time.perf_counter() - started) * 1000)
-            return FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{name} failed: {type(exc).__name__}: {exc}").to_response()
+            return self._failure(name, "FLOWBABY_ERROR", f"{name} failed: {type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _failure(method: str, code: str, message: str) -> dict[str, Any]:
+        """A bridge-level failure in the shape the method's callers already parse."""
+        if method in RETRIEVAL_METHODS:
+            return {"success": False, "error": code, "errorCode": code, "message": message}
+        return {"success": False, "error": message, "errorCode": code}
 
 
 def _valid_id(value: Any) -> bool:

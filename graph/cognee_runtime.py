@@ -81,7 +81,9 @@ class MiniLMEmbeddingEngine:
     async def embed_text(self, text: list[str]) -> Any:
         import asyncio
 
-        from cognee.infrastructure.databases.vector.embeddings.EmbeddingEngine import EmbeddingResult
+        from cognee.infrastructure.databases.vector.embeddings.EmbeddingEngine import (
+            EmbeddingResult,
+        )
 
         self.calls += 1
         missing = list(dict.fromkeys(t for t in text if t not in self._cache))
@@ -112,7 +114,7 @@ def install_embedding_engine(embedder: Embedder) -> MiniLMEmbeddingEngine:
     return engine
 
 
-def install_offline_llm() -> "OfflineExtractorLLM":
+def install_offline_llm() -> OfflineExtractorLLM:
     """Register the offline extractor as litellm's custom provider `flowbaby-local`."""
     import litellm
 

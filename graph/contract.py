@@ -219,7 +219,8 @@ def _describe(error: dict[str, Any]) -> str:
     if kind in {"string_type", "string_too_short"} or (kind == "value_error" and "non-empty" in error.get("msg", "")):
         return f'Field "{field}" must be a non-empty string'
     if kind in {"int_type", "int_parsing", "float_type", "bool_type"}:
-        return f'Field "{field}" must be a {kind.split("_")[0].replace("int", "integer").replace("bool", "boolean").replace("float", "number")}'
+        expected = {"int": "an integer", "float": "a number", "bool": "a boolean"}[kind.split("_")[0]]
+        return f'Field "{field}" must be {expected}'
     if kind in {"greater_than_equal", "less_than_equal"}:
         return f'Field "{field}" {error.get("msg", "is out of range")[0].lower()}{error.get("msg", "")[1:]}'
     if kind == "too_long":
@@ -259,11 +260,6 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
     """Validate params against a contract model or raise INVALID_PAYLOAD naming the field."""
     if not isinstance(params, dict):
         raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "params" must be an object')
-    bad = _unencodable_field(params)
-    if bad:
-        raise FlowbabyError(
-            ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" must be valid UTF-8 text (no lone surrogates)', fields=[bad]
-        )
     try:
         request = model.model_validate(params)
     except ValidationError as exc:
@@ -273,6 +269,13 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
             _describe(errors[0]),
             fields=sorted({".".join(str(p) for p in e.get("loc", ())) or "payload" for e in errors}),
         ) from None
+    # Lone surrogates survive json.loads but cannot be stored or embedded; unknown
+    # fields are already dropped here, so only fields the contract reads are checked.
+    bad = _unencodable_field(request.model_dump(mode="python"))
+    if bad:
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" must be valid UTF-8 text (no lone surrogates)', fields=[bad]
+        )
     if isinstance(request, SummaryFields) and request.char_count() > MAX_PAYLOAD_CHARS:
         raise FlowbabyError(
             ErrorCode.INVALID_PAYLOAD,

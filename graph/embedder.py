@@ -59,7 +59,7 @@ class Embedder:
         return int(self._model.get_sentence_embedding_dimension())
 
     @cached_property
-    def tokenizer(self) -> "WordPieceTokenizer":
+    def tokenizer(self) -> WordPieceTokenizer:
         return WordPieceTokenizer(Path(self.model_path) / "tokenizer.json")
 
     def load(self) -> None:

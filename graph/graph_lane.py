@@ -52,6 +52,7 @@ class GraphLane:
         self._structural: set[str] = set()
         self._names: dict[str, str] = {}
         self._types: dict[str, str] = {}
+        self._ubiquitous: set[str] = set()
         self._memories = 0
 
     def refresh(self) -> None:
@@ -91,7 +92,11 @@ class GraphLane:
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
             self._names, self._types = names, types
             self._memories = len(memory_entities)
+            self._ubiquitous = self._find_ubiquitous()
             self._mtime = mtime
+
+    def _rare_limit(self) -> float:
+        return max(2, RARE_FRACTION * self._memories)
 
     def _weight(self, entity: str) -> float:
         df = len(self._entity_memories.get(entity, ()))
@@ -115,10 +120,12 @@ class GraphLane:
             return {}
         scores: dict[str, float] = defaultdict(float)
         with self._lock:
+            limit = self._rare_limit()
             for entity, weight in entities.items():
                 reached: dict[str, float] = {m: weight for m in self._entity_memories.get(entity, ())}
                 for neighbour in self._related.get(entity, ()):
-                    if neighbour in self._structural:
+                    # A relation to a hub (an entity in many memories) says nothing specific.
+                    if neighbour in self._structural or len(self._entity_memories.get(neighbour, ())) > limit:
                         continue
                     for memory_id in self._entity_memories.get(neighbour, ()):
                         reached.setdefault(memory_id, weight * RELATED_DISCOUNT)
@@ -134,7 +141,7 @@ class GraphLane:
         if top_seed <= 0:
             return {}
         with self._lock:
-            limit = max(2, RARE_FRACTION * self._memories)
+            limit = self._rare_limit()
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
@@ -151,13 +158,16 @@ class GraphLane:
         """Words of entities found in most memories (e.g. the speakers), once the workspace
         is large enough for "most" to mean something."""
         with self._lock:
-            if self._memories < UBIQUITY_MIN_MEMORIES:
-                return set()
-            words: set[str] = set()
-            for entity, holders in self._entity_memories.items():
-                if len(holders) >= UBIQUITY_FRACTION * self._memories and entity not in self._structural:
-                    words.update(self._names[entity].lower().split())
-            return words
+            return self._ubiquitous
+
+    def _find_ubiquitous(self) -> set[str]:
+        if self._memories < UBIQUITY_MIN_MEMORIES:
+            return set()
+        words: set[str] = set()
+        for entity, holders in self._entity_memories.items():
+            if len(holders) >= UBIQUITY_FRACTION * self._memories and entity not in self._structural:
+                words.update(self._names[entity].lower().split())
+        return words
 
     def memory_count(self) -> int:
         return self._memories

@@ -21,7 +21,8 @@ import hashlib
 import re
 import unicodedata
 from bisect import bisect_left
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 
 def _entries(text: str) -> list[str]:

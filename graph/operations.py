@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from graph.contract import ErrorCode, FlowbabyError, OperationStatus
 from graph.store import MemoryStore
@@ -132,7 +132,7 @@ class OperationManager:
         self._wake.set()
         try:
             await asyncio.wait_for(asyncio.shield(self._task), grace_sec)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             log.warning("shutdown: parking the running batch for re-run at next start")
             self._task.cancel()
             try:
@@ -140,4 +140,4 @@ class OperationManager:
             except asyncio.CancelledError:
                 pass
         await self._worker.stop()
-        self._store.requeue([op.operationId for op in self._store.operations(("running",))])
+        self._store.requeue([op.operationId for op in self._store.operations(("running",))], refund_attempt=True)

@@ -9,17 +9,23 @@ the retrieval issue's note); the round values were what every fold picked.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable
 
 import numpy as np
 
-from graph.contract import FlowbabyContextRequest, MemoryStatus, RetrievalEntry, parse_timestamp
+from graph.contract import (
+    FlowbabyContextRequest,
+    MemoryStatus,
+    RetrievalEntry,
+    parse_timestamp,
+)
 from graph.embedder import Embedder
 from graph.graph_lane import GraphLane
 from graph.lexical import LexicalIndex
@@ -37,12 +43,18 @@ VECTOR_WEIGHT = 1.0
 GRAPH_SEED_WEIGHT = 0.1
 GRAPH_EXPANSION_WEIGHT = 0.5
 HINT_WEIGHT = 0.25
-EXPANSION_SEEDS = 2
+EXPANSION_SEEDS = 1
+EXPANSION_GATE = 0.4
+"""A memory reached through the graph must also be somewhat close to the question (best
+chunk cosine at least this): the graph links it, the question still has to be about it."""
 DECISION_RECORD_BOOST = 0.02
-RECENCY_WEIGHT = 0.02
+RECENCY_WEIGHT = 0.003
 """The most recency can add: enough to order near-ties newest first, never enough to
 bury an older memory that is clearly the relevant one."""
 VECTOR_CANDIDATES = 1000
+LANE_CANDIDATES = 300
+"""Each lexical or graph lane contributes its best this many memories: a memory outside
+every lane's top 300 cannot reach the top 50 of the fusion."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
@@ -83,6 +95,7 @@ class Catalog:
     def __init__(self, memories: Iterable[Memory]) -> None:
         self._lock = threading.Lock()
         self.by_id: dict[str, Memory] = {}
+        self.created: dict[str, datetime] = {}
         self._topics: dict[str, list[str]] = defaultdict(list)
         self.lexical = LexicalIndex()
         for memory in memories:
@@ -94,8 +107,9 @@ class Catalog:
             for older in self._topics[memory.topic_id]:
                 self.by_id[older].status = MemoryStatus.SUPERSEDED
             self.by_id[memory.memory_id] = memory
+            self.created[memory.memory_id] = parse_timestamp(memory.created_at)
             self._topics[memory.topic_id].append(memory.memory_id)
-        self.lexical.add(memory.memory_id, summary_text(memory))
+        self.lexical.add(memory.memory_id, " ".join(text for _, items in memory.sections() for text in items))
 
     def __len__(self) -> int:
         return len(self.by_id)
@@ -137,16 +151,20 @@ class Retriever:
     def rank(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> list[Scored]:
         """Every matching visible memory, best first, with its 0-1 score."""
         hints = " ".join(request.contextHints)
-        visible = {m_id: m for m_id, m in self.catalog.by_id.items()
-                   if request.includeSuperseded or m.status is not MemoryStatus.SUPERSEDED}
-        if not visible:
+        by_id = self.catalog.by_id
+        if not by_id:
             return []
         candidates: dict[str, Scored] = {}
 
         def lane(name: str, scores: dict[str, float]) -> None:
+            if len(scores) > LANE_CANDIDATES:
+                scores = dict(heapq.nlargest(LANE_CANDIDATES, scores.items(), key=lambda kv: kv[1]))
             for memory_id, value in scores.items():
-                if memory_id in visible and value > 0:
-                    candidates.setdefault(memory_id, Scored(visible[memory_id])).lanes[name] = value
+                memory = by_id.get(memory_id)
+                if memory is None or value <= 0:
+                    continue
+                if request.includeSuperseded or memory.status is not MemoryStatus.SUPERSEDED:
+                    candidates.setdefault(memory_id, Scored(memory)).lanes[name] = value
 
         best_chunk: dict[str, float] = {}
         if "vector" in lanes:
@@ -175,13 +193,25 @@ class Retriever:
             seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass}
             lane("graph_expansion", self.graph.expand(seeds, exclude=set(entities)))
             matched = {s.memory.memory_id for s in matches}
-            matches = [s for s in candidates.values() if s.memory.memory_id in matched or "graph_expansion" in s.lanes]
-            for item in matches:
-                item.fused += GRAPH_EXPANSION_WEIGHT * item.lanes.get("graph_expansion", 0.0)
+            # A memory reached through the graph ranks at most right after the one it was reached
+            # from, whatever boost or recency it gets later.
+            margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
+            ceiling = min(s.fused for s in first_pass) - margin
+            for item in candidates.values():
+                near = best_chunk.get(item.memory.memory_id, 0.0) >= EXPANSION_GATE or "vector" not in lanes
+                if "graph_expansion" in item.lanes and not near:
+                    del item.lanes["graph_expansion"]
+                elif "graph_expansion" in item.lanes:
+                    lifted = item.fused + GRAPH_EXPANSION_WEIGHT * item.lanes["graph_expansion"]
+                    item.fused = max(item.fused, min(lifted, ceiling))
+                    matched.add(item.memory.memory_id)
+            matches = [s for s in candidates.values() if s.memory.memory_id in matched]
 
-        newest = max((parse_timestamp(s.memory.created_at) for s in matches), default=None)
+        created = self.catalog.created
+        newest = max((created[s.memory.memory_id] for s in matches), default=None)
         for item in matches:
-            item.score = self._final_score(item, total_weight, newest, request.halfLifeDays)
+            item.score = self._final_score(item, total_weight, created[item.memory.memory_id], newest,
+                                           request.halfLifeDays)
         matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
         return matches
 
@@ -192,14 +222,15 @@ class Retriever:
                 or item.lanes.get("graph_seed", 0.0) >= MATCH_FLOOR["graph"])
 
     @staticmethod
-    def _final_score(item: Scored, total_weight: float, newest: datetime | None, half_life_days: float) -> float:
+    def _final_score(item: Scored, total_weight: float, created: datetime, newest: datetime | None,
+                     half_life_days: float) -> float:
         """Relevance share, plus a DecisionRecord nudge and a bounded recency tie-break.
         Recency is additive and capped (never a multiplier), relative to the newest match."""
         score = item.fused / total_weight
         if item.memory.status is MemoryStatus.DECISION_RECORD:
             score += DECISION_RECORD_BOOST
         if newest is not None:
-            age_days = (newest - parse_timestamp(item.memory.created_at)).total_seconds() / 86400
+            age_days = (newest - created).total_seconds() / 86400
             score += RECENCY_WEIGHT * math.pow(0.5, max(0.0, age_days) / half_life_days)
         return round(min(1.0, max(0.0, score)), 6)
 
@@ -244,5 +275,5 @@ def render_markdown(entries: list[RetrievalEntry]) -> str:
                 f"version {entry.version}"]
         if entry.planId:
             meta.insert(1, f"plan `{entry.planId}`")
-        lines += ["", f"**Metadata:** {', '.join(meta)}", f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})"]
+        lines += ["", f"**Metadata:** {', '.join(meta)}", "", f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})"]
     return "\n".join(lines) + "\n"

@@ -11,31 +11,32 @@ import hashlib
 import logging
 import os
 import time
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from graph import __version__
 from graph.audit import AuditLog
 from graph.contract import (
     BackgroundStatusRequest,
+    ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
-    RetrievalError,
-    RetrievalErrorCode,
-    RetrieveMemoryRequest,
-    RetrieveMemoryResponse,
-    validate_retrieval,
-    ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     MemoryStatus,
     OperationStatus,
     ResponseMetadata,
+    RetrievalError,
+    RetrievalErrorCode,
+    RetrieveMemoryRequest,
+    RetrieveMemoryResponse,
     StoreMemoryRequest,
     StoreMemoryResponse,
     SummaryFields,
     utc_now,
     validate_request,
+    validate_retrieval,
 )
 from graph.embedder import Embedder
 from graph.graph_lane import GraphLane
@@ -88,7 +89,7 @@ class FlowbabyService:
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
     async def open(cls, workspace: str | os.PathLike[str] | None, *, log_to_stderr: bool = True,
-                   rate_limit_per_minute: int | None = -1) -> "FlowbabyService":
+                   rate_limit_per_minute: int | None = -1) -> FlowbabyService:
         """rate_limit_per_minute: -1 keeps the workspace setting; 0 (operator only) switches it off."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
@@ -141,9 +142,12 @@ class FlowbabyService:
                 batch.append(self._embed_queue.get_nowait())
             try:
                 index = await self.vectors()
-                await asyncio.to_thread(index.add_memories, batch)
-                for memory in batch:
-                    self._retriever.catalog.add(memory)  # type: ignore[union-attr]
+                catalog = self._retriever.catalog  # type: ignore[union-attr]
+                # Memories staged while warm-up ran were already embedded and catalogued by it.
+                fresh = [memory for memory in batch if memory.memory_id not in catalog.by_id]
+                await asyncio.to_thread(index.add_memories, fresh)
+                for memory in fresh:
+                    catalog.add(memory)
             except Exception:  # the next start re-embeds whatever is missing
                 log.exception("embedding %d memories failed", len(batch))
             finally:
@@ -159,7 +163,7 @@ class FlowbabyService:
         await self.operations.stop(grace_sec)
         try:
             await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except (asyncio.TimeoutError, Exception):
+        except (TimeoutError, Exception):
             log.warning("closing with vectors still queued; the next start embeds them")
         for task in (self._embed_task, self._warm_task):
             if task is not None:
@@ -339,13 +343,13 @@ class FlowbabyService:
                 # Loading the model on a cold start is not the search; it gets its own allowance.
                 try:
                     retriever = await asyncio.wait_for(self._ready_retriever(), INIT_TIMEOUT_SEC)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
                                          f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s") from None
                 try:
                     entries, used = await asyncio.wait_for(
                         asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     raise RetrievalError(RetrievalErrorCode.BRIDGE_TIMEOUT,
                                          f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline") from None
         except RetrievalError as error:

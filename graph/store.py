@@ -12,9 +12,10 @@ import json
 import sqlite3
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from graph.contract import MemoryStatus, OperationStatus, utc_now
 
@@ -62,7 +63,6 @@ CREATE TABLE IF NOT EXISTS operations (
 CREATE INDEX IF NOT EXISTS operations_state ON operations (state);
 """
 
-ACTIVE_STATES = ("pending", "running")
 
 
 @dataclass
@@ -168,7 +168,7 @@ class MemoryStore:
         with self._lock:
             self._conn.close()
 
-    def _transaction(self) -> "_Tx":
+    def _transaction(self) -> _Tx:
         return _Tx(self)
 
     # -- staging -----------------------------------------------------------------
@@ -275,12 +275,13 @@ class MemoryStore:
                 [(now, op) for op in operation_ids],
             )
 
-    def requeue(self, operation_ids: list[str]) -> None:
-        """Back to pending after a worker crash, keeping the attempt count."""
+    def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None:
+        """Back to pending: after a worker crash the attempt counts; parked at shutdown it does not."""
+        refund = 1 if refund_attempt else 0
         with self._transaction() as cur:
             cur.executemany(
-                "UPDATE operations SET state='pending', started_at=NULL WHERE operation_id=?",
-                [(op,) for op in operation_ids],
+                "UPDATE operations SET state='pending', started_at=NULL, attempts=MAX(0, attempts-?) WHERE operation_id=?",
+                [(refund, op) for op in operation_ids],
             )
 
     def finish(

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
 
 from graph.contract import RetrievalError, RetrievalErrorCode
 

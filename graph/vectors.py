@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from graph.embedder import Embedder, split_sentences
@@ -53,7 +54,12 @@ def _schema() -> pa.Schema:
 
 
 class VectorIndex:
-    """LanceDB table of chunk vectors; writes are serialised, reads are not."""
+    """LanceDB holds the chunk vectors durably; searches run on an in-memory copy.
+
+    LanceDB's exact (flat) search took 52-65 ms per query at 60k chunks here; the
+    same exact search as one matrix product over a float32 copy takes a few ms.
+    The copy costs 1.5 KB per chunk (about 90 MB at 10k memories).
+    """
 
     def __init__(self, path: Path, embedder: Embedder) -> None:
         import lancedb
@@ -62,6 +68,10 @@ class VectorIndex:
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
+        stored = self._table.to_lance().to_table(columns=["memory_id", "vector"])
+        self._owners: list[str] = stored.column("memory_id").to_pylist()
+        flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS), len(self._owners))
 
     def add_memories(self, memories: list[Memory]) -> int:
         """Embed and store all chunks of these memories; returns the number of rows."""
@@ -82,29 +92,37 @@ class VectorIndex:
         ]
         with self._write_lock:
             self._table.add(rows)
+            self._append(np.asarray(vectors, dtype=np.float32), [c.memory_id for c in chunks])
         return len(rows)
 
     def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
-        """The nearest chunks as (memory_id, cosine similarity), best first."""
-        if limit <= 0:
+        """The nearest chunks as (memory_id, cosine similarity), best first (exact search)."""
+        buffer, size = self._view  # one consistent snapshot; rows below size never change
+        if limit <= 0 or not size:
             return []
-        rows = (
-            self._table.search(vector, vector_column_name="vector")
-            .distance_type("cosine")
-            .select(["memory_id", "_distance"])
-            .limit(limit)
-            .to_arrow()
-        )
-        ids = rows.column("memory_id").to_pylist()
-        distances = rows.column("_distance").to_pylist()
-        return [(memory_id, 1.0 - distance) for memory_id, distance in zip(ids, distances)]
+        owners = self._owners
+        similarities = buffer[:size] @ np.asarray(vector, dtype=np.float32)
+        limit = min(limit, size)
+        top = np.argpartition(-similarities, limit - 1)[:limit]
+        top = top[np.argsort(-similarities[top], kind="stable")]
+        return [(owners[i], float(similarities[i])) for i in top]
+
+    def _append(self, vectors: np.ndarray, owners: list[str]) -> None:
+        """Grow the in-memory copy by doubling, so appends cost O(1) amortised."""
+        buffer, size = self._view
+        if size + len(vectors) > len(buffer):
+            grown = np.empty((max(2 * len(buffer), size + len(vectors), 1024), DIMENSIONS), dtype=np.float32)
+            grown[:size] = buffer[:size]
+            buffer = grown
+        buffer[size : size + len(vectors)] = vectors
+        self._owners.extend(owners)
+        self._view = (buffer, size + len(vectors))
 
     def indexed_memory_ids(self) -> set[str]:
-        table = self._table.to_lance().to_table(columns=["memory_id"])
-        return set(table.column("memory_id").to_pylist())
+        return set(self._owners[: self._view[1]])
 
     def count(self) -> int:
-        return self._table.count_rows()
+        return self._view[1]
 
     def optimize(self) -> None:
         """Compact the many small fragments that one-memory appends leave behind."""

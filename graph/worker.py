@@ -45,9 +45,9 @@ def _protocol_channel() -> TextIO:
 
 class CogneeWorker:
     def __init__(self, workspace: str) -> None:
+        from graph import cognee_runtime as runtime
         from graph.settings import load_settings
         from graph.workspace import resolve_workspace
-        from graph import cognee_runtime as runtime
 
         self.paths = resolve_workspace(workspace)
         self.settings = load_settings(self.paths)
@@ -131,7 +131,7 @@ async def serve(workspace: str, idle_sec: float) -> None:
     while True:
         try:
             line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), timeout=idle_sec)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return
         if not line:
             return

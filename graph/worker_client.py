@@ -56,7 +56,7 @@ class WorkerClient:
         log_handle.close()
         try:
             ready = await asyncio.wait_for(self._proc.stdout.readline(), self._start_timeout)  # type: ignore[union-attr]
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.kill()
             raise WorkerFailure(ErrorCode.BRIDGE_TIMEOUT, "The cognee worker did not start in time") from None
         if not ready:
@@ -76,7 +76,7 @@ class WorkerClient:
             proc.stdin.write(request.encode())  # type: ignore[union-attr]
             await proc.stdin.drain()  # type: ignore[union-attr]
             line = await asyncio.wait_for(proc.stdout.readline(), timeout_sec)  # type: ignore[union-attr]
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.kill()
             raise WorkerFailure(ErrorCode.BRIDGE_TIMEOUT, f"Graph building exceeded its {timeout_sec:.0f}s deadline") from None
         except (BrokenPipeError, ConnectionResetError):
@@ -98,7 +98,7 @@ class WorkerClient:
         try:
             proc.stdin.close()  # type: ignore[union-attr]
             await asyncio.wait_for(proc.wait(), grace_sec)
-        except (asyncio.TimeoutError, BrokenPipeError, ConnectionResetError):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             await self.kill()
         self._proc = None
 

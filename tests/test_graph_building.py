@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from graph.embedder import Embedder
 from graph.projection import load_projection, memory_node
+from graph.settings import load_settings
 from graph.store import MemoryStore, memory_uuid
 from graph.vectors import VectorIndex
-from graph.embedder import Embedder
-from graph.settings import load_settings
 from graph.workspace import resolve_workspace
 from tests.conftest import summary
 

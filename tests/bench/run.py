@@ -8,8 +8,9 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
 
@@ -35,6 +36,13 @@ def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     if not Path(args.locomo).is_file():
         return {"skipped": f"no data at {args.locomo}"}
     return run_locomo(Path(args.locomo), root)
+
+
+@section("latency")
+def _latency(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.latency import run_latency
+
+    return run_latency(root)
 
 
 def recall_table(recall: dict[str, dict[str, float]]) -> str:

@@ -1,0 +1,134 @@
+"""Retrieval latency through the bridge at 1k and 10k memories.
+
+Building 10k graphs through cognee would take hours here (~0.8 s per summary), so
+the scale workspaces are built from the engine's own parts: memories staged in the
+store, vectors embedded with MiniLM into LanceDB, and the graph projection built by
+the same offline extractor and build_projection that the worker uses. Retrieval
+reads exactly these files, so the latency is the product's; only cognee's own
+database is absent, which retrieval never touches.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bridge.client import BridgeClient
+from graph.contract import MemoryStatus
+from graph.document import render_document
+from graph.embedder import Embedder
+from graph.offline_extractor import extract_graph
+from graph.projection import build_projection, save_projection
+from graph.settings import _default_model_path
+from graph.store import Memory, MemoryStore, new_operation_id
+from graph.vectors import VectorIndex
+from graph.workspace import resolve_workspace
+from tests.bench.ingest import percentile
+
+SYSTEMS = ["billing", "auth", "search", "gateway", "ledger", "notifications", "reporting", "checkout", "inventory", "sync"]
+TECH = ["Redis", "Postgres", "Kafka", "LanceDB", "Celery", "Kubernetes", "OpenTelemetry", "S3", "nginx", "gRPC"]
+ACTIONS = ["cache", "retry", "batch", "shard", "index", "rate-limit", "backfill", "migrate", "monitor", "deprecate"]
+
+
+def synthetic_memory(i: int, rng: random.Random) -> Memory:
+    system, tech, action = rng.choice(SYSTEMS), rng.choice(TECH), rng.choice(ACTIONS)
+    ticket = f"PLAT-{rng.randint(1000, 1000 + 3 * (i // 10 + 1))}"
+    path = f"{system}/{action.replace('-', '_')}_{rng.randint(1, 40)}.py"
+    day = f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00.000Z"
+    return Memory(
+        memory_id="", topic_id=f"mem-{i}", version=0, status=MemoryStatus.ACTIVE,
+        topic=f"{system.title()} {action} with {tech} ({ticket})",
+        context=f"The {system} service needed to {action} its hot path. We chose {tech} and changed {path}.",
+        decisions=[f"Use {tech} to {action} {system} requests", f"Track follow-ups in {ticket}"],
+        rationale=[], open_questions=[], next_steps=[], references=[path], time_scope=None, agent_name="bench",
+        session_id=None, plan_id=f"plan-{i % 50:03d}", created_at=day, updated_at=day, staged_at=day,
+        char_count=0,
+    )
+
+
+def _cognee_shaped(memories: list[Memory]) -> tuple[list[tuple[str, dict]], list[tuple[str, str, str, dict]]]:
+    """The offline extractor's graphs in the node/edge shape cognee's get_graph_data returns."""
+    nodes: dict[str, dict] = {}
+    edges: list[tuple[str, str, str, dict]] = []
+    for memory in memories:
+        chunk = f"chunk-{memory.memory_id}"
+        nodes[chunk] = {"type": "DocumentChunk", "document_id": memory.memory_id}
+        graph = extract_graph(render_document(memory))
+        for node in graph["nodes"]:
+            entity, kind = f"entity:{node['id']}", f"type:{node['type']}"
+            nodes.setdefault(entity, {"type": "Entity", "name": node["name"].lower(), "description": node["description"]})
+            nodes.setdefault(kind, {"type": "EntityType", "name": node["type"]})
+            edges += [(chunk, entity, "contains", {}), (entity, kind, "is_a", {})]
+        edges += [(f"entity:{e['source_node_id']}", f"entity:{e['target_node_id']}", e["relationship_name"], {})
+                  for e in graph["edges"]]
+    return list(nodes.items()), edges
+
+
+def build_workspace(root: Path, count: int, embedder: Embedder) -> dict[str, float]:
+    rng = random.Random(count)
+    paths = resolve_workspace(root)
+    store = MemoryStore(paths.store_db)
+    started = time.perf_counter()
+    memories = []
+    for i in range(count):
+        memory = store.stage(synthetic_memory(i, rng), op := new_operation_id())
+        store.finish([op], "completed")
+        memories.append(memory)
+    memories = list(store.iter_memories())
+    staged = time.perf_counter()
+    index = VectorIndex(paths.vectors, embedder)
+    for start in range(0, count, 500):
+        index.add_memories(memories[start : start + 500])
+    index.optimize()
+    embedded = time.perf_counter()
+    nodes, edges = _cognee_shaped(memories)
+    save_projection(build_projection(nodes, edges, memories), paths.projection)
+    store.close()
+    return {"stageSec": round(staged - started, 1), "embedSec": round(embedded - staged, 1),
+            "graphSec": round(time.perf_counter() - embedded, 1), "chunks": index.count()}
+
+
+def queries(count: int, rng: random.Random) -> list[str]:
+    forms = ["How did we {a} {s} requests?", "Why did {s} pick {t}?", "What changed in {s} for {t}?",
+             "{t} {a} decision", "PLAT-{n}", "Which ticket tracks the {s} {a} work?"]
+    return [rng.choice(forms).format(a=rng.choice(ACTIONS), s=rng.choice(SYSTEMS), t=rng.choice(TECH),
+                                     n=rng.randint(1000, 1300)) for _ in range(count)]
+
+
+def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
+    rng = random.Random(5)
+    asked = queries(count, rng)
+    client = BridgeClient(root, extra_args=["--rate-limit-per-minute", "0"])
+    try:
+        client.result("retrieveForAgent", {"query": "warm up"}, timeout=120)
+        bridge = []
+        for query in asked:
+            started = time.perf_counter()
+            reply = client.result("retrieveForAgent", {"query": query, "maxResults": 5})
+            bridge.append((time.perf_counter() - started) * 1000)
+            assert reply["success"], reply
+        embed = []
+        for query in asked:  # baseline in this process: embedding the query alone
+            started = time.perf_counter()
+            embedder.encode([query])
+            embed.append((time.perf_counter() - started) * 1000)
+    finally:
+        client.close()
+    return {"queries": count, "bridge_p50_ms": round(statistics.median(bridge), 2),
+            "bridge_p95_ms": round(percentile(bridge, 0.95), 2),
+            "baseline_query_embedding_p50_ms": round(statistics.median(embed), 2),
+            "p50_ratio_vs_embedding": round(statistics.median(bridge) / statistics.median(embed), 2)}
+
+
+def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
+    embedder = Embedder(_default_model_path())
+    out: dict[str, Any] = {}
+    for size in sizes:
+        workspace = root / f"scale-{size}"
+        workspace.mkdir()
+        build = build_workspace(workspace, size, embedder)
+        out[str(size)] = {"build": build, **measure(workspace, embedder)}
+    return out
