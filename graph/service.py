@@ -163,7 +163,7 @@ class FlowbabyService:
         await self.operations.stop(grace_sec)
         try:
             await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except (TimeoutError, Exception):
+        except Exception:  # a timeout or a failed warm-up: the next start embeds what is missing
             log.warning("closing with vectors still queued; the next start embeds them")
         for task in (self._embed_task, self._warm_task):
             if task is not None:
