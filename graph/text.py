@@ -19,7 +19,8 @@ they them their theirs themselves what which who whom this that these those am i
 had having do does did doing would could might must shall may also""".split()
 )
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+_TOKEN = re.compile(r"[^\W_]+")
+"""Runs of Unicode letters and digits: "Ünïcödé", "日本語" and "e2e" are tokens too."""
 _SUFFIXES = (("ies", "y"), ("sses", "ss"), ("ness", ""), ("ments", ""), ("ment", ""), ("ings", ""), ("ing", ""),
              ("edly", ""), ("ed", ""), ("ers", ""), ("er", ""), ("ly", ""), ("es", ""), ("s", ""))
 
