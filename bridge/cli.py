@@ -39,12 +39,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="flowbaby", description="Local-first memory service for coding agents")
     commands = parser.add_subparsers(dest="command", required=True)
     bridge_arguments(commands.add_parser("bridge", help="serve JSON-RPC 2.0 on stdin/stdout"))
+    serve = commands.add_parser("serve", help="serve the HTTP API (bearer token, loopback by default)")
+    serve.add_argument("--workspace", required=True)
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8766)
+    serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback")
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
     args = parser.parse_args(argv)
     if args.command == "bridge":
         sys.exit(run_bridge(args))
+    if args.command == "serve":
+        from api.server import run
+
+        sys.exit(run(args.workspace, args.host, args.port, args.allow_remote))
     from bridge.demo import run_demo
 
     sys.exit(run_demo(args.workspace, fresh=args.fresh))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 MAX_PAYLOAD_CHARS = 100_000
 """Upper bound on the summed length of every text field of one summary."""
+MAX_QUERY_CHARS = 4_000
 
 TEXT_LIST_FIELDS = ("decisions", "rationale", "openQuestions", "nextSteps", "references")
 
@@ -27,6 +28,7 @@ class ErrorCode(str, Enum):
     BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
     FLOWBABY_ERROR = "FLOWBABY_ERROR"
     BACKLOG = "429_FLOWBABY_BACKLOG"
+    NOT_FOUND = "NOT_FOUND"
     # Background operation outcomes (reported by backgroundStatus, never as replies).
     COGNIFY_FAILED = "COGNIFY_FAILED"
     WORKER_CRASHED = "WORKER_CRASHED"
@@ -287,7 +289,6 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
 
 # -- retrieval -------------------------------------------------------------------------
 
-MAX_QUERY_CHARS = 4_000
 DEFAULT_HALF_LIFE_DAYS = 90.0
 
 
@@ -348,6 +349,20 @@ class RetrieveMemoryRequest(FlowbabyContextRequest):
     maxResults: int = Field(default=3, ge=1, le=10)
 
 
+class ChunkSearchRequest(_Strict):
+    """Raw chunk search (HTTP `GET /api/agent/search`)."""
+
+    q: str = Field(max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=20, ge=1, le=100)
+
+    @field_validator("q")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+
 class RetrievalEntry(BaseModel):
     summaryText: str
     topic: str
@@ -377,7 +392,7 @@ class RetrieveMemoryResponse(FlowbabyContextResponse):
     markdown: str
 
 
-def validate_retrieval(model: type[FlowbabyContextRequest], params: Any) -> Any:
+def validate_retrieval(model: type[_Strict], params: Any) -> Any:
     """Like validate_request, but failures are INVALID_REQUEST in the retrieval shape."""
     try:
         return validate_request(model, params)

@@ -18,6 +18,7 @@ from graph import __version__
 from graph.audit import AuditLog
 from graph.contract import (
     BackgroundStatusRequest,
+    ChunkSearchRequest,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
@@ -362,6 +363,43 @@ class FlowbabyService:
             return RetrieveMemoryResponse(entries=entries, totalResults=len(entries), tokensUsed=used,
                                           markdown=render_markdown(entries)).model_dump(mode="json")
         return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(mode="json")
+
+    def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        """Every stored version of a topic, oldest first."""
+        versions = self.store.topic_versions(topic_id)
+        if not versions:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
+        return {
+            "success": True,
+            "topicId": topic_id,
+            "versions": [
+                {"memoryId": m.memory_id, "version": m.version, "status": m.status.value, "topic": m.topic,
+                 "context": m.context, "decisions": m.decisions, "rationale": m.rationale,
+                 "openQuestions": m.open_questions, "nextSteps": m.next_steps, "references": m.references,
+                 "planId": m.plan_id, "sessionId": m.session_id, "agentName": m.agent_name,
+                 "createdAt": m.created_at, "updatedAt": m.updated_at, "graphState": m.graph_state}
+                for m in versions
+            ],
+        }
+
+    async def search_chunks(self, params: Any) -> dict[str, Any]:
+        """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
+        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
+        async with self.throttle.admit():
+            try:
+                await asyncio.wait_for(self._ready_retriever(), INIT_TIMEOUT_SEC)
+            except TimeoutError:
+                raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED, "The search index is still loading") from None
+            index = await self.vectors()
+            vector = (await asyncio.to_thread(self.embedder.encode, [request.q]))[0]
+            hits = await asyncio.to_thread(index.nearest_chunks, vector, request.limit)
+        results = [
+            {"embedding_id": f"{chunk.memory_id}:{chunk.chunk_index}", "distance": round(1.0 - similarity, 6),
+             "chunk_text": chunk.text, "topicId": chunk.topic_id, "chunk_index": chunk.chunk_index,
+             "field": chunk.field}
+            for chunk, similarity in hits
+        ]
+        return {"success": True, "results": results, "count": len(results)}
 
     def graph_summary(self, top: int = 10) -> dict[str, Any]:
         """Counts and top entities of the persisted projection."""

@@ -68,10 +68,11 @@ class VectorIndex:
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
-        stored = self._table.to_lance().to_table(columns=["memory_id", "vector"])
-        self._owners: list[str] = stored.column("memory_id").to_pylist()
+        fields = ["memory_id", "topic_id", "field", "chunk_index", "text"]
+        stored = self._table.to_lance().to_table(columns=[*fields, "vector"])
+        self._chunks: list[Chunk] = [Chunk(*row) for row in zip(*(stored.column(f).to_pylist() for f in fields))]
         flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS), len(self._owners))
+        self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS), len(self._chunks))
 
     def add_memories(self, memories: list[Memory]) -> int:
         """Embed and store all chunks of these memories; returns the number of rows."""
@@ -92,22 +93,25 @@ class VectorIndex:
         ]
         with self._write_lock:
             self._table.add(rows)
-            self._append(np.asarray(vectors, dtype=np.float32), [c.memory_id for c in chunks])
+            self._append(np.asarray(vectors, dtype=np.float32), chunks)
         return len(rows)
 
     def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
         """The nearest chunks as (memory_id, cosine similarity), best first (exact search)."""
+        return [(chunk.memory_id, similarity) for chunk, similarity in self.nearest_chunks(vector, limit)]
+
+    def nearest_chunks(self, vector: list[float], limit: int) -> list[tuple[Chunk, float]]:
+        """The nearest chunks with their cosine similarity, best first (exact search)."""
         buffer, size = self._view  # one consistent snapshot; rows below size never change
         if limit <= 0 or not size:
             return []
-        owners = self._owners
         similarities = buffer[:size] @ np.asarray(vector, dtype=np.float32)
         limit = min(limit, size)
         top = np.argpartition(-similarities, limit - 1)[:limit]
         top = top[np.argsort(-similarities[top], kind="stable")]
-        return [(owners[i], float(similarities[i])) for i in top]
+        return [(self._chunks[i], float(similarities[i])) for i in top]
 
-    def _append(self, vectors: np.ndarray, owners: list[str]) -> None:
+    def _append(self, vectors: np.ndarray, chunks: list[Chunk]) -> None:
         """Grow the in-memory copy by doubling, so appends cost O(1) amortised."""
         buffer, size = self._view
         if size + len(vectors) > len(buffer):
@@ -115,11 +119,11 @@ class VectorIndex:
             grown[:size] = buffer[:size]
             buffer = grown
         buffer[size : size + len(vectors)] = vectors
-        self._owners.extend(owners)
+        self._chunks.extend(chunks)
         self._view = (buffer, size + len(vectors))
 
     def indexed_memory_ids(self) -> set[str]:
-        return set(self._owners[: self._view[1]])
+        return {chunk.memory_id for chunk in self._chunks[: self._view[1]]}
 
     def count(self) -> int:
         return self._view[1]

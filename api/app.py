@@ -1,0 +1,108 @@
+"""The HTTP front: FastAPI routes that parse, call FlowbabyService and frame the answer.
+
+Bodies are validated by the same contract models as the bridge (inside the service),
+so a field error reads the same over HTTP as over stdio. Contract codes map to HTTP
+statuses here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from api.auth import token_matches
+from graph import __version__
+from graph.contract import (
+    ErrorCode,
+    FlowbabyContextRequest,
+    FlowbabyError,
+    FlowbabyIngestRequest,
+    RetrievalError,
+    RetrievalErrorCode,
+)
+from graph.service import FlowbabyService
+
+STATUS = {
+    "INVALID_PAYLOAD": 400, "INVALID_REQUEST": 400, "NOT_FOUND": 404, "MISSING_API_KEY": 503,
+    "NOT_INITIALIZED": 503, "429_FLOWBABY_BACKLOG": 429, "RATE_LIMIT_EXCEEDED": 429, "QUEUE_FULL": 429,
+    "BRIDGE_TIMEOUT": 504, "FLOWBABY_ERROR": 500, "UNAUTHORIZED": 401,
+}
+
+
+def _failure(body: dict[str, Any]) -> JSONResponse:
+    headers = {"Retry-After": str(body["retryAfterSec"])} if "retryAfterSec" in body else None
+    return JSONResponse(body, status_code=STATUS.get(body["errorCode"], 500), headers=headers)
+
+
+async def _json_body(request: Request, retrieval: bool) -> Any:
+    try:
+        return json.loads(await request.body() or b"null")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        message = f"Body is not valid JSON: {exc}"
+        if retrieval:
+            raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message) from None
+        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message) from None
+
+
+def _schema(model: type) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+def create_app(service: FlowbabyService, token: str) -> FastAPI:
+    app = FastAPI(title="flowbaby", version=__version__, description="Local memory service for coding agents")
+
+    @app.middleware("http")
+    async def authenticate(request: Request, call_next: Any) -> Any:
+        if request.url.path not in {"/api/health", "/docs", "/openapi.json"} and not token_matches(
+            token, request.headers.get("authorization")
+        ):
+            return _failure({"success": False, "error": "Missing or wrong bearer token", "errorCode": "UNAUTHORIZED"})
+        return await call_next(request)
+
+    @app.exception_handler(FlowbabyError)
+    @app.exception_handler(RetrievalError)
+    async def contract_failure(request: Request, error: FlowbabyError | RetrievalError) -> JSONResponse:
+        return _failure(error.to_response())
+
+    @app.exception_handler(RequestValidationError)
+    async def parameter_failure(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
+        message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
+        return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
+
+    @app.get("/api/health")
+    async def health() -> dict[str, Any]:
+        return service.health()
+
+    @app.post("/api/agent/ingest", status_code=202, openapi_extra=_schema(FlowbabyIngestRequest))
+    async def ingest(request: Request) -> Any:
+        return await service.ingest(await _json_body(request, retrieval=False))
+
+    @app.post("/api/agent/retrieve", openapi_extra=_schema(FlowbabyContextRequest))
+    async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
+        markdown = format == "markdown"
+        reply = await service.retrieve(await _json_body(request, retrieval=True), markdown=markdown)
+        return PlainTextResponse(reply["markdown"], media_type="text/markdown") if markdown else reply
+
+    @app.get("/api/agent/background")
+    async def background() -> dict[str, Any]:
+        return await service.background_status({})
+
+    @app.get("/api/agent/background/{operation_id}")
+    async def background_one(operation_id: str) -> dict[str, Any]:
+        return await service.background_status({"operationId": operation_id})
+
+    @app.get("/api/agent/search")
+    async def search(q: str = "", limit: int = 20) -> dict[str, Any]:
+        return await service.search_chunks({"q": q, "limit": limit})
+
+    @app.get("/api/agent/memories/{topic_id}")
+    async def memory(topic_id: str) -> dict[str, Any]:
+        return service.memory_versions(topic_id)
+
+    return app
