@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import logging
 import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from api.app import create_app
 from api.auth import resolve_token
 from graph.contract import FlowbabyError
+
+if TYPE_CHECKING:
+    from graph.service import FlowbabyService
 
 log = logging.getLogger("flowbaby.api")
 EXIT_WORKSPACE_UNAVAILABLE = 3
@@ -26,30 +32,44 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def serve(workspace: str, host: str, port: int, allow_remote: bool) -> int:
+async def serve(workspace: str, host: str, port: int, allow_remote: bool, rate_limit_per_minute: int | None) -> int:
     from graph.service import FlowbabyService
 
     if not is_loopback(host) and not allow_remote:
         print(f"flowbaby serve: refusing to bind {host}: pass --allow-remote to serve beyond loopback", file=sys.stderr)
         return 2
     try:
-        service = await FlowbabyService.open(workspace)
+        service = await FlowbabyService.open(
+            workspace, rate_limit_per_minute=-1 if rate_limit_per_minute is None else rate_limit_per_minute)
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.code.value}: {error.message}", file=sys.stderr)
         return EXIT_WORKSPACE_UNAVAILABLE
-    token, source = resolve_token(service.paths)
-    if not is_loopback(host):
-        log.warning("serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host)
-    config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    print(f"flowbaby API on http://{host}:{port} (token: {source})", file=sys.stderr, flush=True)
-    log.info("API on http://%s:%d, token from %s", host, port, source)
     try:
-        await server.serve()
+        await http_server(service, host, port).serve()
     finally:
         await service.close()
     return 0
 
 
-def run(workspace: str, host: str, port: int, allow_remote: bool) -> int:
-    return asyncio.run(serve(workspace, host, port, allow_remote))
+def http_server(service: FlowbabyService, host: str, port: int, *, own_signals: bool = True) -> uvicorn.Server:
+    """A uvicorn server for this service; it announces its URL and token source on stderr.
+    With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT."""
+    token, source = resolve_token(service.paths)
+    if not is_loopback(host):
+        log.warning("serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host)
+    config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning", lifespan="off",
+                            access_log=False, log_config=None)
+    server = uvicorn.Server(config) if own_signals else _QuietServer(config)
+    print(f"flowbaby API on http://{host}:{port} (token: {source})", file=sys.stderr, flush=True)
+    log.info("API on http://%s:%d, token from %s", host, port, source)
+    return server
+
+
+class _QuietServer(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def run(workspace: str, host: str, port: int, allow_remote: bool, rate_limit_per_minute: int | None) -> int:
+    return asyncio.run(serve(workspace, host, port, allow_remote, rate_limit_per_minute))

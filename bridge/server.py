@@ -181,7 +181,9 @@ def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | No
 
 
 async def serve(workspace: str, request_timeout_sec: float, shutdown_grace_sec: float,
-                rate_limit_per_minute: int | None = None) -> int:
+                rate_limit_per_minute: int | None = None, http: tuple[str, int] | None = None) -> int:
+    """Serve JSON-RPC on stdio until shutdown; with `http=(host, port)` also the HTTP API,
+    from this same process, so the two never contend for the workspace."""
     writer = ProtocolWriter(take_stdout())
     from graph.service import FlowbabyService
 
@@ -208,8 +210,18 @@ async def serve(workspace: str, request_timeout_sec: float, shutdown_grace_sec: 
         bridge.stopping.set()
 
     pump_task = asyncio.create_task(pump())
+    http_server = http_task = None
+    if http is not None:
+        from api.server import http_server as make_http_server
+
+        http_server = make_http_server(service, *http, own_signals=False)
+        http_task = asyncio.create_task(http_server.serve())
+        http_task.add_done_callback(lambda _: bridge.stopping.set())  # a port clash stops the bridge too
     await bridge.stopping.wait()
     pump_task.cancel()
+    if http_server is not None and http_task is not None:
+        http_server.should_exit = True
+        await asyncio.wait([http_task], timeout=request_timeout_sec)
     if in_flight:
         await asyncio.wait(in_flight, timeout=request_timeout_sec)
     await service.close(shutdown_grace_sec)

@@ -143,3 +143,25 @@ def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:
         retrievals = [client.post("/api/agent/retrieve", json={"query": f"q{i}"}) for i in range(11)]
         assert [r.status_code for r in retrievals] == [200] * 10 + [429]
         assert retrievals[10].json()["errorCode"] == "RATE_LIMIT_EXCEEDED" and int(retrievals[10].headers["Retry-After"]) >= 1
+
+
+def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path) -> None:
+    port = _free_port()
+    bridge = spawn(workspace, "--http", "--port", str(port), "--rate-limit-per-minute", "0",
+                   env={**os.environ, "FLOWBABY_API_TOKEN": "shared"})
+    assert bridge.result("ingestForAgent", summary())["staged"]
+    auth = {"Authorization": "Bearer shared"}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            reply = httpx.post(f"http://127.0.0.1:{port}/api/agent/retrieve", json={"query": "Redis cache"},
+                               headers=auth, timeout=60)
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert reply.status_code == 200 and reply.json()["entries"][0]["topicId"] == "redis-cache"
+    second = serve(workspace, ready=False)
+    assert second.proc.wait(60) == 3  # the bridge owns the workspace
+    assert b"WORKSPACE_BUSY" in second.proc.stderr.read()  # type: ignore[union-attr]
+    assert bridge.result("health")["success"]

@@ -117,10 +117,53 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
             embed.append((time.perf_counter() - started) * 1000)
     finally:
         client.close()
+    http = _measure_http(root, asked)
     return {"queries": count, "bridge_p50_ms": round(statistics.median(bridge), 2),
             "bridge_p95_ms": round(percentile(bridge, 0.95), 2),
+            "http_p50_ms": round(statistics.median(http), 2), "http_p95_ms": round(percentile(http, 0.95), 2),
             "baseline_query_embedding_p50_ms": round(statistics.median(embed), 2),
             "p50_ratio_vs_embedding": round(statistics.median(bridge) / statistics.median(embed), 2)}
+
+
+def _measure_http(root: Path, asked: list[str]) -> list[float]:
+    """The same queries through `flowbaby serve` and a keep-alive httpx client."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    from bridge.client import PROJECT_ROOT
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_API_TOKEN": "bench"}
+    proc = subprocess.Popen([sys.executable, "-c", "from bridge.cli import main; main()", "serve", "--workspace",
+                             str(root), "--port", str(port), "--rate-limit-per-minute", "0"],
+                            env=env, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/api/agent/retrieve"
+    try:
+        with httpx.Client(headers={"Authorization": "Bearer bench"}, timeout=120) as client:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    client.post(url, json={"query": "warm up"})
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "flowbaby serve did not start"
+                    time.sleep(0.2)
+            latencies = []
+            for query in asked:
+                started = time.perf_counter()
+                reply = client.post(url, json={"query": query, "maxResults": 5})
+                latencies.append((time.perf_counter() - started) * 1000)
+                assert reply.status_code == 200, reply.text
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    return latencies
 
 
 def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
