@@ -101,6 +101,14 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
     async def search(q: str = "", limit: int = 20) -> dict[str, Any]:
         return await service.search_chunks({"q": q, "limit": limit})
 
+    @app.get("/api/agent/index/status")
+    async def index_status() -> dict[str, Any]:
+        return service.index_status()
+
+    @app.post("/api/agent/index/repair")
+    async def repair() -> dict[str, Any]:
+        return await service.repair()
+
     @app.get("/api/agent/memories/{topic_id}")
     async def memory(topic_id: str) -> dict[str, Any]:
         return service.memory_versions(topic_id)

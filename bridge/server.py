@@ -77,6 +77,8 @@ class Bridge:
             "retrieveForAgent": service.retrieve,
             "retrieveMemory": lambda params: service.retrieve(params, markdown=True),
             "graphStats": lambda params: service.graph_summary(),
+            "indexStatus": lambda params: service.index_status(),
+            "repair": service.repair,
             "shutdown": self._shutdown,
         }
         service.add_operation_listener(self._on_operation_end)

@@ -364,6 +364,61 @@ class FlowbabyService:
                                           markdown=render_markdown(entries)).model_dump(mode="json")
         return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(mode="json")
 
+    def index_status(self) -> dict[str, Any]:
+        """Vapor-style index health: what is searchable now, and what needs an update or a repair."""
+        counts = self.store.counts()
+        memories = counts["memories"]
+        graph_indexed = counts.get("graph_indexed", 0)
+        active = self.store.count_active_operations()
+        failed_ops = len(self.store.operations(("failed",)))
+        without_graph = len(self.store.memories_without_graph())
+        warm = self._warm_task is not None and self._warm_task.done()
+        broken = warm and self._warm_task.exception() is not None  # type: ignore[union-attr]
+        vectors = len(self._retriever.catalog) if self._retriever is not None else 0
+        queued_vectors = self._embed_queue.qsize()
+        if broken or (memories and warm and not vectors):
+            status, message = "missing", "The search index is missing or could not be loaded; run repair or check the logs"
+        elif without_graph or (warm and vectors + queued_vectors < memories):
+            status, message = "repair_needed", f"{without_graph} memories have no graph; run repair to rebuild them"
+        elif active:
+            status, message = "indexing", f"Building the graph for {active} operations; search works meanwhile"
+        elif queued_vectors or not warm:
+            status, message = "dirty", "Recent memories are still being embedded; search waits for them"
+        elif graph_indexed < memories:
+            status, message = "partial", f"{memories - graph_indexed} memories are searchable without their graph"
+        else:
+            status, message = "ready", "Every memory is searchable with its graph" if memories else "No memories yet"
+        return {
+            "success": True,
+            "status": status,
+            "can_search": not broken,
+            "needs_update": status in {"dirty", "indexing"},
+            "needs_repair": status in {"repair_needed", "missing"},
+            "counts": {"memories": memories, "vectors": vectors, "graphIndexed": graph_indexed,
+                       "pendingOperations": active, "failedOperations": failed_ops, "withoutGraph": without_graph},
+            "coverage": {"vectors": round(vectors / memories, 4) if memories else 1.0,
+                         "graph": round(graph_indexed / memories, 4) if memories else 1.0},
+            "model": {"embedding": os.path.basename(self.settings.embedding_model.rstrip("/")), "dimensions": 384,
+                      "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider},
+            "message": message,
+        }
+
+    async def repair(self, params: Any = None) -> dict[str, Any]:
+        """Re-queue graph building for memories whose graph failed or is missing, and embed
+        memories that have no vectors. Safe to call at any time; it never duplicates work."""
+        memory_ids = self.store.memories_without_graph()
+        operation_id = self.store.queue_operation(memory_ids) if memory_ids else None
+        if operation_id:
+            self.operations.notify()
+        reembedded = 0
+        if self._retriever is not None:
+            missing = [m for m in self.store.iter_memories() if m.memory_id not in self._retriever.catalog.by_id]
+            for memory in missing:
+                self._embed_queue.put_nowait(memory)
+            reembedded = len(missing)
+        return {"success": True, "operationId": operation_id, "requeuedMemories": len(memory_ids),
+                "reembeddedMemories": reembedded, "index": self.index_status()}
+
     def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
         versions = self.store.topic_versions(topic_id)

@@ -307,6 +307,30 @@ class MemoryStore:
                     (graph_state, op),
                 )
 
+    def memories_without_graph(self) -> list[str]:
+        """Memories whose graph is failed or missing and that no unfinished operation covers."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
+                "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
+                "ORDER BY m.staged_at"
+            ).fetchall()
+        return [row["memory_id"] for row in rows]
+
+    def queue_operation(self, memory_ids: list[str]) -> str:
+        """One new pending operation for these memories (repair)."""
+        operation_id = new_operation_id()
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                (operation_id, json.dumps(memory_ids), utc_now()),
+            )
+            cur.executemany(
+                "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
+                [(operation_id, m) for m in memory_ids],
+            )
+        return operation_id
+
     def recover_interrupted(self) -> list[str]:
         """At start-up: operations that were running when the process died become terminated,
         and their memories are queued again under new pending operations. Returns the new ids."""

@@ -138,3 +138,22 @@ def test_crashed_worker_is_retried(spawn, workspace: Path) -> None:
 
 def test_memory_ids_are_stable_per_version() -> None:
     assert memory_uuid("t", 1) == memory_uuid("t", 1) != memory_uuid("t", 2)
+
+
+def test_index_status_and_repair_after_a_failed_operation(spawn, workspace: Path) -> None:
+    failing = spawn(workspace, env={**os.environ, "FLOWBABY_OPERATION_TIMEOUT_SEC": "0.2"})
+    reply = failing.result("ingestForAgent", summary())
+    assert failing.wait_notification(300)["params"]["status"] == "failed"
+    status = failing.result("indexStatus")
+    assert status["status"] == "repair_needed" and status["needs_repair"] and status["can_search"]
+    assert status["counts"]["withoutGraph"] == 1 and status["counts"]["failedOperations"] == 1
+    failing.close()
+
+    healthy = spawn(workspace)
+    repaired = healthy.result("repair", {})
+    assert repaired["requeuedMemories"] == 1 and repaired["operationId"]
+    assert healthy.result("repair", {})["requeuedMemories"] == 0  # nothing is queued twice
+    assert healthy.wait_notification(300)["params"] == {"operationId": repaired["operationId"], "status": "completed"}
+    final = healthy.result("indexStatus")
+    assert final["status"] == "ready" and final["coverage"] == {"vectors": 1.0, "graph": 1.0}
+    assert healthy.result("backgroundStatus", {"operationId": reply["operationId"]})["status"] == "failed"

@@ -127,6 +127,9 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
         assert hits["count"] == 3 and [h["distance"] for h in hits["results"]] == sorted(h["distance"] for h in hits["results"])
         assert set(hits["results"][0]) >= {"embedding_id", "distance", "chunk_text", "topicId", "chunk_index"}
         assert client.get("/api/agent/search", params={"q": "x", "limit": "many"}).status_code == 400
+        index = client.get("/api/agent/index/status").json()
+        assert index["counts"]["memories"] == 1 and index["status"] in {"indexing", "ready", "dirty"}
+        assert client.post("/api/agent/index/repair").json()["success"] is True
         versions = client.get("/api/agent/memories/redis-cache").json()["versions"]
         assert [v["version"] for v in versions] == [1] and versions[0]["topic"] == "Redis caching decision"
         missing = client.get("/api/agent/memories/nope")
