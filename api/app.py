@@ -113,4 +113,9 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
     async def memory(topic_id: str) -> dict[str, Any]:
         return service.memory_versions(topic_id)
 
+    @app.get("/api/agent/memories/{topic_id}/context")
+    async def memory_context(topic_id: str, q: str | None = None, hops: int = 1,
+                             version: int | None = None) -> dict[str, Any]:
+        return service.memory_context(topic_id, q, hops, version)
+
     return app

@@ -53,6 +53,7 @@ class GraphLane:
         self._names: dict[str, str] = {}
         self._types: dict[str, str] = {}
         self._ubiquitous: set[str] = set()
+        self._relations: dict[tuple[str, str], set[str]] = {}
         self._memories = 0
 
     def refresh(self) -> None:
@@ -84,13 +85,15 @@ class GraphLane:
                 if data.get("entity_type") in _STRUCTURAL:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
-            for src, dst in graph.edges():
+            relations: dict[tuple[str, str], set[str]] = defaultdict(set)
+            for src, dst, name in graph.edges(keys=True):
                 if src in entity_memories and dst in entity_memories and src != dst:
                     related[src].add(dst)
                     related[dst].add(src)
+                    relations[(src, dst)].add(name)
             self._entity_memories, self._memory_entities = entity_memories, dict(memory_entities)
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
-            self._names, self._types = names, types
+            self._names, self._types, self._relations = names, types, dict(relations)
             self._memories = len(memory_entities)
             self._ubiquitous = self._find_ubiquitous()
             self._mtime = mtime
@@ -153,6 +156,34 @@ class GraphLane:
                         if memory_id not in seeds and value > scores.get(memory_id, 0.0):
                             scores[memory_id] = value
         return scores
+
+    def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, object]]]:
+        """What the graph knows around one memory: its entities (and, at 2 hops, the entities
+        related to them), the relations among those, and the memories that share them."""
+        self.refresh()
+        with self._lock:
+            entities = set(self._memory_entities.get(memory_id, ()))
+            if hops >= 2:
+                entities |= {n for e in list(entities) for n in self._related.get(e, ())}
+            via: dict[str, set[str]] = defaultdict(set)
+            for entity in entities:
+                if entity in self._structural:
+                    continue
+                for other in self._entity_memories.get(entity, ()):
+                    if other != memory_id:
+                        via[other].add(entity)
+            return {
+                "entities": [{"id": e, "name": self._names[e], "type": self._types.get(e, ""),
+                              "memories": len(self._entity_memories[e])} for e in sorted(entities, key=self._names.get)],
+                "relations": [{"source": self._names[a], "target": self._names[b], "relation": name}
+                              for (a, b), names in sorted(self._relations.items()) if a in entities and b in entities
+                              for name in sorted(names)],
+                "memories": sorted(
+                    ({"memoryId": m, "via": sorted(self._names[e] for e in shared),
+                      "weight": round(sum(self._weight(e) for e in shared), 4)} for m, shared in via.items()),
+                    key=lambda item: (-item["weight"], item["memoryId"]),  # type: ignore[operator]
+                ),
+            }
 
     def ubiquitous_words(self) -> set[str]:
         """Words of entities found in most memories (e.g. the speakers), once the workspace

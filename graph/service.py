@@ -419,6 +419,36 @@ class FlowbabyService:
         return {"success": True, "operationId": operation_id, "requeuedMemories": len(memory_ids),
                 "reembeddedMemories": reembedded, "index": self.index_status()}
 
+    def memory_context(self, topic_id: str, query: str | None = None, hops: int = 1,
+                       version: int | None = None) -> dict[str, Any]:
+        """Expand a hit: the memory (newest version unless `version`), its graph neighbourhood
+        with the related memories and what links them, and the versions before and after it.
+        `query` orders related memories by how well they match it; `hops` is 1 (shared
+        entities) or 2 (also through related entities)."""
+        if hops not in (1, 2):
+            raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
+        versions = self.memory_versions(topic_id)["versions"]
+        index = len(versions) - 1 if version is None else next(
+            (i for i, v in enumerate(versions) if v["version"] == version), None)
+        if index is None:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'Memory "{topic_id}" has no version {version}')
+        current = versions[index]
+        around = self.graph_lane.neighbourhood(current["memoryId"], hops)
+        related = self.store.get_memories([item["memoryId"] for item in around["memories"]])
+        by_id = {m.memory_id: m for m in related}
+        relevance = self._retriever.catalog.lexical.search(query) if query and self._retriever else {}
+        memories = [
+            {**item, "topicId": by_id[item["memoryId"]].topic_id, "topic": by_id[item["memoryId"]].topic,
+             "status": by_id[item["memoryId"]].status.value, "createdAt": by_id[item["memoryId"]].created_at,
+             "queryScore": round(relevance.get(item["memoryId"], 0.0), 4)}
+            for item in around["memories"]
+            if item["memoryId"] in by_id and by_id[item["memoryId"]].topic_id != topic_id  # versions are listed apart
+        ]
+        if query:
+            memories.sort(key=lambda item: (-item["queryScore"], -item["weight"]))
+        return {"success": True, "memory": current, "versionsBefore": versions[:index], "versionsAfter": versions[index + 1:],
+                "entities": around["entities"], "relations": around["relations"], "relatedMemories": memories}
+
     def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
         versions = self.store.topic_versions(topic_id)

@@ -168,3 +168,30 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
     assert second.proc.wait(60) == 3  # the bridge owns the workspace
     assert b"WORKSPACE_BUSY" in second.proc.stderr.read()  # type: ignore[union-attr]
     assert bridge.result("health")["success"]
+
+
+def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
+    from bridge.client import BridgeClient
+    from tests.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET
+
+    builder = BridgeClient(workspace, env={**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"})
+    for payload in MULTI_HOP_SET:
+        assert builder.result("ingestForAgent", payload)["staged"]
+    revised = {**MULTI_HOP_SET[0], "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"]}
+    assert builder.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
+    builder.wait_idle(600)
+    builder.close()
+
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "t"})
+    with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer t"}, timeout=120) as client:
+        context = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"q": "advisory locks"}).json()
+        assert context["memory"]["version"] == 2 and [v["version"] for v in context["versionsBefore"]] == [1]
+        assert context["versionsAfter"] == []
+        assert "plat-2291" in {e["name"] for e in context["entities"]}
+        linked = {m["topicId"]: m for m in context["relatedMemories"]}
+        assert "plat-2291" in linked[MULTI_HOP_SECOND]["via"]
+        assert context["relatedMemories"][0]["topicId"] == MULTI_HOP_SECOND  # the query ranks it first
+        first = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"version": 1}).json()
+        assert first["memory"]["status"] == "Superseded" and [v["version"] for v in first["versionsAfter"]] == [2]
+        assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"hops": 3}).status_code == 400
+        assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"version": 9}).status_code == 404
