@@ -23,8 +23,6 @@ import networkx as nx
 
 from graph.store import Memory
 
-_PLUMBING = {"DocumentChunk", "TextDocument", "TextSummary", "EntityType", "NodeSet"}
-
 
 def memory_node(memory_id: str) -> str:
     return f"memory:{memory_id}"
@@ -86,7 +84,7 @@ def build_projection(
             graph.add_edge(src, dst, key=rel, relation=rel)
 
     for node_id, data in nodes:
-        if data.get("type") in _PLUMBING or data.get("type") != "Entity":
+        if data.get("type") != "Entity":  # chunks, documents, summaries, types: cognee's plumbing
             continue
         if node_id not in graph and not sources.get(node_id):
             continue

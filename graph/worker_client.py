@@ -43,6 +43,8 @@ class WorkerClient:
     async def _ensure_started(self) -> asyncio.subprocess.Process:
         if self._proc is not None and self._proc.returncode is None:
             return self._proc
+        if self._log_file.exists() and self._log_file.stat().st_size > 5 * 1024 * 1024:
+            os.replace(self._log_file, self._log_file.with_suffix(".log.1"))  # rotate at each start
         log_handle = open(self._log_file, "ab")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         project_root = str(Path(__file__).resolve().parent.parent)
