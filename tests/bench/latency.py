@@ -22,7 +22,7 @@ from graph.document import render_document
 from graph.embedder import Embedder
 from graph.offline_extractor import extract_graph
 from graph.projection import build_projection, save_projection
-from graph.settings import _default_model_path
+from graph.settings import default_model_path
 from graph.store import Memory, MemoryStore, new_operation_id
 from graph.vectors import VectorIndex
 from graph.workspace import resolve_workspace
@@ -167,7 +167,7 @@ def _measure_http(root: Path, asked: list[str]) -> list[float]:
 
 
 def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
-    embedder = Embedder(_default_model_path())
+    embedder = Embedder(default_model_path())
     out: dict[str, Any] = {}
     for size in sizes:
         workspace = root / f"scale-{size}"

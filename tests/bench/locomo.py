@@ -190,9 +190,9 @@ def _cognee_chunks(workspace: Path, questions: list[dict[str, Any]]) -> list[lis
 
 def run_locomo(data: Path, root: Path) -> dict[str, Any]:
     from graph.embedder import Embedder
-    from graph.settings import _default_model_path
+    from graph.settings import default_model_path
 
-    embedder = Embedder(_default_model_path())
+    embedder = Embedder(default_model_path())
     methods: dict[str, list[list[str]]] = defaultdict(list)
     all_questions: list[dict[str, Any]] = []
     latencies: list[float] = []
