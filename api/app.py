@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from api.auth import token_matches
 from graph import __version__
 from graph.contract import (
+    ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyError,
@@ -63,9 +64,8 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
             return _failure({"success": False, "error": "Missing or wrong bearer token", "errorCode": "UNAUTHORIZED"})
         return await call_next(request)
 
-    @app.exception_handler(FlowbabyError)
-    @app.exception_handler(RetrievalError)
-    async def contract_failure(request: Request, error: FlowbabyError | RetrievalError) -> JSONResponse:
+    @app.exception_handler(ContractFailure)
+    async def contract_failure(request: Request, error: ContractFailure) -> JSONResponse:
         return _failure(error.to_response())
 
     @app.exception_handler(RequestValidationError)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from graph.contract import FlowbabyError, OperationStatus, RetrievalError
+from graph.contract import ContractFailure, FlowbabyError, OperationStatus
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -146,7 +146,7 @@ class Bridge:
             if asyncio.iscoroutine(outcome):
                 outcome = await asyncio.wait_for(outcome, self.request_timeout)
             return outcome
-        except (FlowbabyError, RetrievalError) as error:
+        except ContractFailure as error:
             return error.to_response()
         except TimeoutError:
             return self._failure(name, "BRIDGE_TIMEOUT", f"{name} exceeded its {self.request_timeout:.0f}s deadline")

@@ -34,19 +34,23 @@ class ErrorCode(str, Enum):
     WORKER_CRASHED = "WORKER_CRASHED"
 
 
-class FlowbabyError(Exception):
-    """A failure with a contract error code; fronts render it as a failure response."""
+class ContractFailure(Exception):
+    """A failure with a contract error code; fronts render it with to_response()."""
 
-    def __init__(self, code: ErrorCode, message: str, **details: Any) -> None:
+    def __init__(self, code: Enum, message: str, **details: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.details = details
 
     def to_response(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"success": False, "error": self.message, "errorCode": self.code.value}
-        body.update(self.details)
-        return body
+        return {"success": False, "error": self.message, "errorCode": self.code.value, **self.details}
+
+
+class FlowbabyError(ContractFailure):
+    """Ingest-side failures: `error` carries the message."""
+
+    code: ErrorCode
 
 
 class MemoryStatus(str, Enum):
@@ -300,20 +304,13 @@ class RetrievalErrorCode(str, Enum):
     NOT_INITIALIZED = "NOT_INITIALIZED"
 
 
-class RetrievalError(Exception):
+class RetrievalError(ContractFailure):
     """Retrieval failures use their own shape: `error` carries the code, `message` the text."""
 
-    def __init__(self, code: RetrievalErrorCode, message: str, **details: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
+    code: RetrievalErrorCode
 
     def to_response(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"success": False, "error": self.code.value, "errorCode": self.code.value,
-                                "message": self.message}
-        body.update(self.details)
-        return body
+        return {**super().to_response(), "error": self.code.value, "message": self.message}
 
 
 class FlowbabyContextRequest(_Strict):

@@ -59,7 +59,7 @@ class OperationManager:
 
     def check_backlog(self) -> None:
         """Raise 429_FLOWBABY_BACKLOG when admitting one more operation would exceed the limits."""
-        if self._store.count_active_operations() >= self.capacity:
+        if self._store.count_operations() >= self.capacity:
             raise FlowbabyError(
                 ErrorCode.BACKLOG,
                 f"Background queue full ({self.capacity} operations max). Wait 30-60s and retry.",

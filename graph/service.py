@@ -190,7 +190,7 @@ class FlowbabyService:
             "workerPid": self.worker.pid,
             "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
             "memories": counts["memories"],
-            "pendingOperations": self.store.count_active_operations(),
+            "pendingOperations": self.store.count_operations(),
             "uptimeSec": round(time.monotonic() - self.started_at, 3),
         }
 
@@ -322,9 +322,13 @@ class FlowbabyService:
         return {"success": True, "operations": operations, "counts": counts}
 
     async def _ready_retriever(self) -> Retriever:
-        """The retriever once warm-up is done and every staged memory is searchable."""
+        """The retriever once warm-up is done and every staged memory is searchable. Loading
+        the model on a cold start is not the search: it gets its own allowance."""
         try:
-            await self.flush_vectors()
+            await asyncio.wait_for(self.flush_vectors(), INIT_TIMEOUT_SEC)
+        except TimeoutError:
+            raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
+                                 f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s") from None
         except Exception as exc:
             raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
                                  f"The search index could not be loaded: {type(exc).__name__}: {exc}") from None
@@ -341,12 +345,7 @@ class FlowbabyService:
         try:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
-                # Loading the model on a cold start is not the search; it gets its own allowance.
-                try:
-                    retriever = await asyncio.wait_for(self._ready_retriever(), INIT_TIMEOUT_SEC)
-                except TimeoutError:
-                    raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
-                                         f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s") from None
+                retriever = await self._ready_retriever()
                 try:
                     entries, used = await asyncio.wait_for(
                         asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec)
@@ -369,8 +368,8 @@ class FlowbabyService:
         counts = self.store.counts()
         memories = counts["memories"]
         graph_indexed = counts.get("graph_indexed", 0)
-        active = self.store.count_active_operations()
-        failed_ops = len(self.store.operations(("failed",)))
+        active = self.store.count_operations()
+        failed_ops = self.store.count_operations(("failed",))
         without_graph = len(self.store.memories_without_graph())
         warm = self._warm_task is not None and self._warm_task.done()
         broken = warm and self._warm_task.exception() is not None  # type: ignore[union-attr]
@@ -471,10 +470,7 @@ class FlowbabyService:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         async with self.throttle.admit():
-            try:
-                await asyncio.wait_for(self._ready_retriever(), INIT_TIMEOUT_SEC)
-            except TimeoutError:
-                raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED, "The search index is still loading") from None
+            await self._ready_retriever()
             index = await self.vectors()
             vector = (await asyncio.to_thread(self.embedder.encode, [request.q]))[0]
             hits = await asyncio.to_thread(index.nearest_chunks, vector, request.limit)

@@ -261,11 +261,11 @@ class MemoryStore:
         topics = [m.topic_id for m in self.get_memories(memory_ids)]
         return _row_to_operation(row, topics)
 
-    def count_active_operations(self) -> int:
+    def count_operations(self, states: tuple[str, ...] = ("pending", "running")) -> int:
+        """Operations in these states (by default the unfinished ones)."""
+        marks = ",".join("?" * len(states))
         with self._lock:
-            return self._conn.execute(
-                "SELECT COUNT(*) FROM operations WHERE state IN ('pending', 'running')"
-            ).fetchone()[0]
+            return self._conn.execute(f"SELECT COUNT(*) FROM operations WHERE state IN ({marks})", states).fetchone()[0]
 
     def mark_running(self, operation_ids: list[str]) -> None:
         now = utc_now()
