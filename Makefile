@@ -12,7 +12,7 @@ setup: $(STAMP)
 # versions that conflict (see COGNEE_NOTES). torch is pinned to the local CPU build.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,notebook]'
 	touch $(STAMP)
 
 demo: setup
