@@ -12,7 +12,9 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
 
 from api.auth import token_matches
 from graph import __version__
@@ -49,8 +51,25 @@ async def _json_body(request: Request, retrieval: bool) -> Any:
         raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message) from None
 
 
-def _schema(model: type) -> dict[str, Any]:
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+BODIES: dict[str, type[BaseModel]] = {"/api/agent/ingest": FlowbabyIngestRequest, "/api/agent/retrieve": FlowbabyContextRequest}
+"""Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
+the OpenAPI document still names their contract models."""
+
+
+def _document_bodies(app: FastAPI) -> dict[str, Any]:
+    """The generated OpenAPI document, with each body's model and the models it uses
+    registered under components/schemas, so $refs resolve for clients and fuzzers."""
+    if app.openapi_schema is None:
+        spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+        for path, model in BODIES.items():
+            schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            schemas.update(schema.pop("$defs", {}))
+            schemas[model.__name__] = schema
+            ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+            spec["paths"][path]["post"]["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
+        app.openapi_schema = spec
+    return app.openapi_schema
 
 
 def create_app(service: FlowbabyService, token: str) -> FastAPI:
@@ -79,11 +98,11 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
     async def health() -> dict[str, Any]:
         return service.health()
 
-    @app.post("/api/agent/ingest", status_code=202, openapi_extra=_schema(FlowbabyIngestRequest))
+    @app.post("/api/agent/ingest", status_code=202)
     async def ingest(request: Request) -> Any:
         return await service.ingest(await _json_body(request, retrieval=False))
 
-    @app.post("/api/agent/retrieve", openapi_extra=_schema(FlowbabyContextRequest))
+    @app.post("/api/agent/retrieve")
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
         markdown = format == "markdown"
         reply = await service.retrieve(await _json_body(request, retrieval=True), markdown=markdown)
@@ -94,8 +113,11 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
         return await service.background_status({})
 
     @app.get("/api/agent/background/{operation_id}")
-    async def background_one(operation_id: str) -> dict[str, Any]:
-        return await service.background_status({"operationId": operation_id})
+    async def background_one(operation_id: str) -> Any:
+        reply = await service.background_status({"operationId": operation_id})
+        if reply["status"] == "unknown":  # a resource path: an id the ledger never had is a 404
+            return _failure({"success": False, "error": f'No operation "{operation_id}"', "errorCode": "NOT_FOUND"})
+        return reply
 
     @app.get("/api/agent/search")
     async def search(q: str = "", limit: int = 20) -> dict[str, Any]:
@@ -118,4 +140,16 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
                              version: int | None = None) -> dict[str, Any]:
         return service.memory_context(topic_id, q, hops, version)
 
+    @app.get("/api/graph")
+    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> dict[str, Any]:
+        params: dict[str, Any] = {"hops": hops}
+        if topicId is not None:
+            params["topicId"] = topicId
+        return await service.graph_snapshot(params)
+
+    @app.get("/api/graph/stats")
+    async def graph_stats(top: int = 10) -> dict[str, Any]:
+        return await service.graph_summary(max(1, min(top, 100)))
+
+    app.openapi = lambda: _document_bodies(app)  # type: ignore[method-assign]
     return app

@@ -1,4 +1,4 @@
-"""The `flowbaby` command line: `flowbaby bridge` and `flowbaby demo`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `demo` and `graph`."""
 
 from __future__ import annotations
 
@@ -61,7 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
+    from bridge.graph_cli import add_graph_commands, run_graph_command
+
+    add_graph_commands(commands)
     args = parser.parse_args(argv)
+    if args.command == "graph":
+        sys.exit(run_graph_command(args))
     if args.command == "bridge":
         sys.exit(run_bridge(args))
     if args.command == "serve":

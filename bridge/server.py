@@ -77,6 +77,7 @@ class Bridge:
             "retrieveForAgent": service.retrieve,
             "retrieveMemory": lambda params: service.retrieve(params, markdown=True),
             "graphStats": lambda params: service.graph_summary(),
+            "graphSnapshot": service.graph_snapshot,
             "indexStatus": lambda params: service.index_status(),
             "repair": service.repair,
             "shutdown": self._shutdown,

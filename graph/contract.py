@@ -90,8 +90,8 @@ def _memory_status(value: Any) -> MemoryStatus:
 
 class IngestMetadata(_Strict):
     topicId: str = Field(min_length=1, max_length=256)
-    createdAt: str
-    updatedAt: str
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    updatedAt: str = Field(json_schema_extra={"format": "date-time"})
     sessionId: str | None = Field(default=None, max_length=256)
     planId: str | None = Field(default=None, max_length=256)
     status: MemoryStatus = MemoryStatus.ACTIVE
@@ -358,6 +358,13 @@ class ChunkSearchRequest(_Strict):
         if not value.strip():
             raise ValueError("must be a non-empty string")
         return value
+
+
+class GraphSnapshotRequest(_Strict):
+    """`graphSnapshot` / `GET /api/graph`: the whole graph, or one topic's neighbourhood."""
+
+    topicId: str | None = Field(default=None, min_length=1, max_length=256)
+    hops: int = Field(default=2, ge=1, le=3)
 
 
 class RetrievalEntry(BaseModel):

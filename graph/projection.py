@@ -115,28 +115,3 @@ def load_projection(path: Path) -> nx.MultiDiGraph:
         return nx.MultiDiGraph()
     data = json.loads(path.read_text(encoding="utf-8"))
     return nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
-
-
-def graph_stats(graph: nx.MultiDiGraph, top: int = 10) -> dict[str, Any]:
-    """Counts and the best-connected entities, for the demo and health reports."""
-    entities = [n for n, d in graph.nodes(data=True) if d.get("kind") == "entity"]
-    memories = [n for n, d in graph.nodes(data=True) if d.get("kind") == "memory"]
-    # Entities shared by the most memories first: they are what links summaries together.
-    ranked = sorted(
-        entities,
-        key=lambda n: (-len(graph.nodes[n].get("sources", [])), -graph.degree(n), graph.nodes[n]["name"]),
-    )[:top]
-    return {
-        "memories": len(memories),
-        "entities": len(entities),
-        "relations": graph.number_of_edges(),
-        "topEntities": [
-            {
-                "name": graph.nodes[n]["name"],
-                "type": graph.nodes[n].get("entity_type", ""),
-                "degree": graph.degree(n),
-                "memories": len(graph.nodes[n].get("sources", [])),
-            }
-            for n in ranked
-        ],
-    }

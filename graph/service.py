@@ -25,6 +25,7 @@ from graph.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    GraphSnapshotRequest,
     MemoryStatus,
     OperationStatus,
     ResponseMetadata,
@@ -41,9 +42,10 @@ from graph.contract import (
 )
 from graph.embedder import Embedder
 from graph.graph_lane import GraphLane
+from graph.inspection import TopicNotFound, WorkspaceGraph
 from graph.logs import configure_logging
 from graph.operations import OperationManager
-from graph.projection import graph_stats, load_projection
+from graph.projection import load_projection
 from graph.retrieval import Catalog, Retriever, render_markdown
 from graph.settings import Settings, load_settings
 from graph.store import Memory, MemoryStore, new_operation_id
@@ -482,9 +484,30 @@ class FlowbabyService:
         ]
         return {"success": True, "results": results, "count": len(results)}
 
-    def graph_summary(self, top: int = 10) -> dict[str, Any]:
-        """Counts and top entities of the persisted projection."""
-        return {"success": True, **graph_stats(load_projection(self.paths.projection), top)}
+    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
+        """Node-link JSON of the graph, or of one topic's neighbourhood (every version of the
+        topic and what lies within `hops` edges of it). Memories still waiting for their
+        graph are included as nodes without edges."""
+        request: GraphSnapshotRequest = validate_retrieval(GraphSnapshotRequest, params)
+
+        def build() -> dict[str, Any]:
+            try:
+                return self._graph_view().snapshot(request.topicId, request.hops)
+            except TopicNotFound:
+                raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{request.topicId}"') from None
+
+        snapshot = await asyncio.to_thread(build)
+        return {"success": True, "topicId": request.topicId, "hops": request.hops, **snapshot}
+
+    def _graph_view(self) -> WorkspaceGraph:
+        return WorkspaceGraph(load_projection(self.paths.projection), self.store.iter_memories(),
+                              self.store.operations(("failed",)))
+
+    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
+        """Counts, top entities by degree, the largest components and the memories whose
+        graph is missing or failed."""
+        stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
+        return {"success": True, **stats}
 
     async def wait_idle(self) -> None:
         """Until no operation is pending or running (tests, demo, bench)."""

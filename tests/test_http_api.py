@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 import httpx
+import networkx as nx
 import pytest
 
 from bridge.client import PROJECT_ROOT
@@ -195,3 +196,13 @@ def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
         assert first["memory"]["status"] == "Superseded" and [v["version"] for v in first["versionsAfter"]] == [2]
         assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"hops": 3}).status_code == 400
         assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"version": 9}).status_code == 404
+
+        snapshot = client.get("/api/graph", params={"topicId": MULTI_HOP_FIRST, "hops": 2})
+        graph = nx.node_link_graph(snapshot.json(), edges="edges")
+        assert {MULTI_HOP_FIRST, MULTI_HOP_SECOND} <= {d.get("topic_id") for _, d in graph.nodes(data=True)}
+        assert client.get("/api/graph").json()["topicId"] is None
+        bad = client.get("/api/graph", params={"hops": 9})
+        assert (bad.status_code, bad.json()["errorCode"]) == (400, "INVALID_REQUEST")
+        assert client.get("/api/graph", params={"topicId": "nope"}).status_code == 404
+        stats = client.get("/api/graph/stats", params={"top": 3}).json()
+        assert stats["memories"] == len(MULTI_HOP_SET) + 1 and len(stats["topEntities"]) == 3
