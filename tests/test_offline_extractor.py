@@ -145,6 +145,8 @@ def test_stated_relations_in_the_plan() -> None:
         ("The billing worker relies on Postgres.", ("billing worker", "depends_on", "postgres")),
         ("Migrate the session cache to Redis.", ("session cache", "moved_to", "redis")),
         ("We switched from MySQL to PostgreSQL last week.", ("mysql", "moved_to", "postgres")),
+        ("We moved the job queue to RabbitMQ.", ("job queue", "moved_to", "rabbitmq")),
+        ("The export worker uses Celery.", ("export worker", "uses", "celery")),
     ],
 )
 def test_stated_relation_patterns(sentence: str, expected: tuple[str, str, str]) -> None:
@@ -164,6 +166,14 @@ def test_documents_weeks_apart_share_node_ids() -> None:
     shouting = extract_graph("REDIS and the PostgreSQL database and the Postgres server")
     assert {"redis", "postgres"} <= set(nodes_by_id(shouting))
     assert [n["id"] for n in shouting["nodes"]].count("postgres") == 1
+
+
+def test_case_and_alias_variants_are_one_node_that_keeps_its_aliases() -> None:
+    graph = extract_graph("Redis holds sessions; redis restarts lose nothing. The Redis cache has a 15 minute TTL.")
+    redis = [n for n in graph["nodes"] if n["id"] == "redis"]
+    assert len(redis) == 1 and not [n for n in graph["nodes"] if "redis" in n["id"] and n["id"] != "redis"]
+    assert set(redis[0]["aliases"]) == {"Redis", "redis", "Redis cache"}
+    assert redis[0]["name"] == "Redis"
 
 
 def test_ticket_forms_resolve_together() -> None:
