@@ -74,7 +74,7 @@ _AMBIGUOUS_TECH = _words("""
 """)
 """Technologies that are also everyday words: only counted when written capitalised."""
 
-_GENERIC = _words("cache database db server cluster instance engine backend store datastore service")
+_GENERIC = _words("cache database db server cluster instance engine backend store datastore service api sdk")
 """Words that add nothing after a technology: "the Redis server" is Redis."""
 
 _COMPONENT_HEADS = _words("""
@@ -570,6 +570,18 @@ def _tech_span(tokens: list[_Token], i: int) -> int | None:
     return None
 
 
+def _product_end(tokens: list[_Token], end: int) -> int:
+    """A technology followed by capitalised words names one product: "Kafka Connect",
+    "GitHub Actions", "React Hook Form" are not Kafka, GitHub or React. An acronym after
+    it is a thing of its own ("Airflow DAG", "Redis INCR"), unless it is generic ("API")."""
+    while (end < len(tokens) and tokens[end].joined and _name_word(tokens[end])
+           and not tokens[end].text.isupper() and not _tech_span(tokens, end)):
+        end += 1
+    if end < len(tokens) and tokens[end].joined and tokens[end].cap and tokens[end].fold in _GENERIC:
+        end += 1
+    return end
+
+
 def _name_word(token: _Token) -> bool:
     return token.cap and token.text[0].isalpha() and token.fold not in _STOPWORDS and token.fold not in _CALENDAR
 
@@ -627,6 +639,7 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
         token = tokens[i]
         end = _tech_span(tokens, i)
         if end:
+            end = _product_end(tokens, end)
             found.append(_mention(token.start, masked[token.start : tokens[end - 1].end], "technology"))
             i = free = end
             continue

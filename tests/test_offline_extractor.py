@@ -216,6 +216,14 @@ def test_entity_kinds(text: str, key: str, kind: str) -> None:
     assert nodes_by_id(extract_graph(text))[key]["type"] == kind
 
 
+def test_capitalised_words_after_a_technology_name_one_product() -> None:
+    nodes = nodes_by_id(extract_graph("Events land through Kafka Connect; CI runs on GitHub Actions and calls the Stripe API."))
+    assert nodes["kafka connect"]["type"] == "technology" and nodes["github actions"]["type"] == "technology"
+    assert "stripe" in nodes and "kafka" not in nodes and "github" not in nodes
+    dag = nodes_by_id(extract_graph("The nightly Airflow DAG failed."))
+    assert "airflow" in dag and "airflow dag" not in dag
+
+
 def test_everyday_words_are_not_entities() -> None:
     nodes = nodes_by_id(extract_graph("We go and/or rust the spring. Use the cache. Then it works."))
     assert nodes == {}
