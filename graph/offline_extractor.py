@@ -446,7 +446,9 @@ def _pascal(match: re.Match[str]) -> list[_Mention]:
     uppers = sum(char.isupper() for char in word)
     if uppers < 2 or not any(char.islower() for char in word) or re.fullmatch(r"[A-Z]+s", word):
         return []
-    return _code_or_tech(match.start(), surface, "identifier")
+    if _tech_key(word):
+        return []  # "GitHub", "LanceDB": read word by word, where "GitHub Actions" is one name
+    return [_mention(match.start(), surface, "identifier")]
 
 
 def _code_symbol(match: re.Match[str]) -> list[_Mention]:
