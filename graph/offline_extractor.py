@@ -114,9 +114,15 @@ _WEAK_ADJECTIVES = _words("""
     new old current existing same other another first last next main single whole entire separate
     different various several many more most less some any such own good bad better best big small
     large real actual specific certain proper simple full additional extra few much little long
-    short high low
+    short high low second seconds minute minutes hour hours day days week weeks month months
 """)
 """Adjectives that make a noun phrase vaguer, not more specific."""
+
+_UNIT_ACRONYMS = _words("utc gmt kb mb gb tb pb ms qps rps tps cpu gpu ram ssd api url uri ui eta asap fyi tldr")
+"""Acronyms a sentence uses in passing (units, hardware, "the API"), not things worth a node."""
+
+_PLURAL_MODIFIERS = _words("metrics settings sales operations ops jobs docs")
+"""Plural words that do narrow a compound: "metrics exporter", "settings page"."""
 
 _MONTHS = {
     "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
@@ -425,6 +431,21 @@ def _issue_code(match: re.Match[str]) -> list[_Mention]:
     return [_mention(match.start(), match.group(0), "issue")]
 
 
+_ERROR_WORDS = _words("""
+    e err error errors exc exception fail failed failure fatal bad busy timeout timedout denied invalid
+    missing refused exceeded conflict unavailable unauthorized forbidden overflow abort aborted panic
+    oom lock locked deadlock backlog not unknown illegal corrupt broken
+""")
+"""Parts of an UPPER_SNAKE name that make it an error code (E_LEDGER_LOCK, WORKSPACE_BUSY);
+without one it is a constant, flag or environment variable (SENTRY_DSN, TEST_SCHEMA)."""
+
+
+def _upper_snake(match: re.Match[str]) -> list[_Mention]:
+    parts = match.group(0).casefold().split("_")
+    error = any(part in _ERROR_WORDS or part.isdigit() for part in parts)
+    return [_mention(match.start(), match.group(0), "issue" if error else "identifier")]
+
+
 _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
 _PASCAL = re.compile(r"(?<!\w)[A-Z][A-Za-z0-9]*(?:\(\))?(?!\w)")
 _CAMEL = re.compile(r"(?<!\w)[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?:\(\))?(?!\w)")
@@ -469,7 +490,7 @@ _PATTERN_PHASES: tuple[tuple[re.Pattern[str], _Handler], ...] = (
     (_JIRA, _jira),
     (_HTTP_STATUS, _http_status),
     (_PLAN_REF, _plan_ref),
-    (_UPPER_SNAKE, _issue_code),
+    (_UPPER_SNAKE, _upper_snake),
     (_ERROR_CLASS, _issue_code),
     (_DOTTED, _dotted),
     (_PASCAL, _pascal),
@@ -605,7 +626,7 @@ def _proper_kind(run: list[_Token], cue: str) -> str | None:
     if joined in _PLACES:
         return "place"
     if run[0].text.isupper():
-        return "concept" if len(run[0].text) > 1 else None
+        return "concept" if len(run[0].text) > 1 and joined not in _UNIT_ACRONYMS else None
     if joined in _FIRST_NAMES:
         return "person"
     if run[0].at_start:
@@ -622,13 +643,24 @@ def _head_at(tokens: list[_Token], i: int) -> bool:
     return not (following and following.joined and not following.cap and _singular(following.fold) in _HEADS)
 
 
+def _sentence_capital(tokens: list[_Token], i: int, end: int) -> bool:
+    """A sentence's first word, not itself a known name, before a known name: "Tell Julia
+    Novak", "Ask Nora" (a bullet's verb rather than part of the name)."""
+    token = tokens[i]
+    return (end - i > 1 and token.at_start and not token.text.isupper() and not _known_capital(token)
+            and _known_capital(tokens[i + 1]))
+
+
 def _modifier(token: _Token) -> bool:
+    """A word that can narrow a head noun. Compounds take singular modifiers ("session
+    cache"), so a word with a plural -s is a verb or a list ("supports", "misses")."""
     return (
         not token.cap
         and token.text.replace("-", "").isalpha()
         and token.fold not in _STOPWORDS
         and token.fold not in _WEAK_ADJECTIVES
         and token.fold not in _CALENDAR
+        and (_singular(token.fold) == token.fold or token.fold in _PLURAL_MODIFIERS)
     )
 
 
@@ -649,6 +681,9 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
             end = i + 1
             while end < len(tokens) and tokens[end].joined and _name_word(tokens[end]) and not _tech_span(tokens, end):
                 end += 1
+            if _sentence_capital(tokens, i, end):
+                i += 1  # "Ask Nora", "Watch Crashlytics": a verb before the name
+                continue
             cue = tokens[i - 1].fold if i and token.joined else ""
             kind = _proper_kind(tokens[i:end], cue) if end - i <= 4 else None
             if kind:
@@ -754,6 +789,8 @@ def _stated_relations(masked: str, mentions: list[_Mention]) -> list[tuple[str, 
     """(source key, relationship, target key) for the relations a sentence states."""
     index = _Mentions(mentions)
     found: list[tuple[str, str, str]] = []
+    if masked.rstrip(_TRAIL_PUNCT.replace("?", "")).endswith("?"):
+        return found  # "Should we replace X with Y?" asks; it does not state
     for name, pattern, read in _RELATIONS:
         for trigger in pattern.finditer(masked):
             source, target = read(masked, index, trigger)

@@ -153,6 +153,18 @@ def test_stated_relation_patterns(sentence: str, expected: tuple[str, str, str])
     assert expected in edge_set(extract_graph(sentence))
 
 
+def test_questions_state_no_relations() -> None:
+    edges = edge_set(extract_graph("Should we replace XGBoost with LightGBM? We replaced Memcached with Redis."))
+    assert ("memcached", "replaced_by", "redis") in edges
+    assert not [e for e in edges if e[1] == "replaced_by" and e[0] != "memcached"]
+
+
+def test_verbs_and_plurals_do_not_join_a_noun_phrase() -> None:
+    nodes = nodes_by_id(extract_graph("Envoy supports retry budgets. The job misses late events."))
+    assert "retry budget" in nodes and "supports retry budget" not in nodes
+    assert "misses late event" not in nodes
+
+
 def test_relation_edges_carry_their_sentence() -> None:
     graph = extract_graph("We replaced Memcached with Redis.")
     (edge,) = [e for e in graph["edges"] if e["relationship_name"] == "replaced_by"]
@@ -210,6 +222,9 @@ def test_dates_in_different_spellings_meet() -> None:
         ("the README.md says so", "readme.md", "file"),
         ("we deploy with Node.js", "node.js", "technology"),
         ("the index now lives in LanceDB", "lancedb", "technology"),
+        ("the job printed SENTRY_DSN in the log", "sentry_dsn", "identifier"),
+        ("the export failed with EXPORT_TIMEOUT", "export_timeout", "issue"),
+        ("- Tell Julia Novak before Monday", "julia novak", "person"),
     ],
 )
 def test_entity_kinds(text: str, key: str, kind: str) -> None:
