@@ -55,6 +55,19 @@ _TECH_NAMES = _entries("""
     RDS|Aurora|Linux|Ubuntu|Debian|Windows|macOS|iOS|Android|WSL|Git|GitHub|GitLab|Bitbucket
     GitHub Actions|Jenkins|CircleCI|Jira|Confluence|Slack|VS Code|IntelliJ|Vim|Emacs|Copilot
     ChatGPT|Claude|Figma|Notion|Postman|curl|SSH|TLS|HTTP|OpenSSL|LDAP|Okta|Auth0|Stripe|Twilio
+    Looker|Tableau|Metabase|Superset|Power BI|dbt|Great Expectations|Fivetran|Airbyte|Debezium|Segment
+    Mixpanel|Amplitude|Zendesk|Intercom|HubSpot|Salesforce|Braintree|Adyen|PayPal|Plaid|Chargebee
+    SendGrid|Mailgun|Docusaurus|MkDocs|Sphinx|Hugo|Jekyll|Gatsby|Storybook|Markdown|AsciiDoc|LaTeX
+    Algolia|Meilisearch|Typesense|Solr|Lucene|XGBoost|LightGBM|CatBoost|MLflow|Kubeflow|Ray|Dask
+    Polars|Hugging Face|Transformers|ONNX|TensorRT|Triton|JAX|Keras|OpenCV|Weights & Biases|vLLM
+    Xcode|SwiftUI|UIKit|Jetpack Compose|WorkManager|Flutter|React Native|Expo|Fastlane|TestFlight
+    Crashlytics|App Store|Google Play|FCM|APNs|PgBouncer|Patroni|pgBackRest|Liquibase|Flyway|Alembic
+    pg_dump|pg_restore|pg_upgrade|pg_basebackup|pg_partman|pg_stat_statements|vacuumdb|CoreDNS|Istio
+    Linkerd|Consul|Vault|Nomad|Argo CD|Argo Workflows|Flux|Kustomize|containerd|SAML|OIDC|OpenID Connect
+    Kerberos|DNS|SMTP|WebRTC|MQTT|AMQP|Locust|k6|JMeter|Gatling|MobX|Zustand|Apollo|Remix|Astro
+    SolidJS|Sass|PostCSS|Babel|Rollup|Turborepo|Lerna|Puppeteer|Mocha|JUnit|RSpec|Hypothesis|tox|Black
+    isort|Flake8|pylint|Bandit|Snyk|Dependabot|Renovate|SonarQube|Trivy|gitleaks|Semgrep|Loki|Thanos
+    Honeycomb|New Relic|Fluentd|Fluent Bit|StatsD|Zipkin|Keycloak|Cognito|Vitess|PlanetScale
 """)
 _TECH: dict[str, str] = {name.casefold(): name for name in _TECH_NAMES}
 """Technology key -> display name."""
@@ -70,7 +83,8 @@ _TECH_FIRST_WORDS = frozenset(key.split()[0] for key in (*_TECH, *_ALIASES) if "
 _AMBIGUOUS_TECH = _words("""
     go rust ruby swift dart react angular express flask spring bun helm lambda aurora oracle
     snowflake pulsar temporal spark chroma electron jest cypress yarn poetry windows slack notion
-    copilot envoy caddy sentry rails torch
+    copilot envoy caddy sentry rails torch segment amplitude sphinx hugo ray transformers triton expo
+    vault flux apollo remix astro babel rollup mocha hypothesis black consul nomad locust honeycomb
 """)
 """Technologies that are also everyday words: only counted when written capitalised."""
 
@@ -84,14 +98,17 @@ _COMPONENT_HEADS = _words("""
     gateway proxy backend frontend engine runner collector exporter controller middleware component
     subsystem script function method hook webhook socket connection buffer log logger ledger
     registry loader parser extractor tool cli dashboard migration build deployment branch bucket
-    stream channel process
+    stream channel process page site docs portal screen view modal form widget sidecar indexer
+    manager app notebook
 """)
 _CONCEPT_HEADS = _words("""
     token budget schema model graph policy strategy limit timeout threshold retry backoff quota
     contract protocol format key metric latency throughput error failure bug regression leak race
     deadlock constraint invariant permission credential secret payload request response event
     message batch snapshot checkpoint version flag setting option mode state embedding vector chunk
-    prompt memory retrieval ingestion search ranking score window
+    prompt memory retrieval ingestion search ranking score window rate rollout cycle note clock
+    replication plan tag attribute cookie loop notification record audit trap scanning batching
+    header certificate rule outage incident
 """)
 _HEADS = _COMPONENT_HEADS | _CONCEPT_HEADS
 
@@ -146,7 +163,11 @@ _FIRST_NAMES = _words("""
     omar oscar pablo pamela patricia patrick paul peter priya rachel rahul raj rebecca richard
     robert ryan samantha samuel sam sandra sara sarah scott sean sharon sofia sophia stephanie
     stephen steven susan tanya teresa thomas tim timothy tom tyler victoria vincent walter wei
-    william yuki zoe
+    william yuki zoe ana ahmed ali amir anil ananya arun ayesha bilal camila chidi daniela deepak dev
+    divya emre fernando gustavo hassan ibrahim ines ivan javier jin joao kwame lars leila lin lina
+    lucia mateo mei mehmet mikhail minh nadia nikhil ngozi olga pedro rafael ravi rohan sanjay sergei
+    shreya sven tariq thiago tomas valentina vikram xin yusuf zara hana akira anders astrid ingrid
+    jonas lukas magnus nils piotr stefan tomasz vera zofia
 """)
 _PLACES = frozenset(_entries("""
     london|paris|berlin|madrid|rome|tokyo|beijing|shanghai|seoul|mumbai|delhi|sydney|toronto
