@@ -664,6 +664,22 @@ def _head_at(tokens: list[_Token], i: int) -> bool:
     return not (following and following.joined and not following.cap and _singular(following.fold) in _HEADS)
 
 
+_PREFIXES = _words("cross multi non pre post re per sub inter intra self co anti semi well")
+
+
+def _kebab_kind(token: _Token) -> str | None:
+    """A lower-case kebab name: a component when it ends in a component head ("api-gateway",
+    "auth-service"), a technology when a part names one ("vitest-axe"); else a compound word."""
+    parts = token.fold.split("-")
+    if token.cap or len(parts) < 2 or not all(part.isalnum() for part in parts):
+        return None
+    if parts[0] in _PREFIXES or parts[0] in _STOPWORDS or parts[0] in _WEAK_ADJECTIVES:
+        return None
+    if _singular(parts[-1]) in _COMPONENT_HEADS:
+        return "component"
+    return "technology" if any(p in _TECH and p not in _AMBIGUOUS_TECH for p in parts) else None
+
+
 def _sentence_capital(tokens: list[_Token], i: int, end: int) -> bool:
     """A sentence's first word, not itself a known name, before a known name: "Tell Julia
     Novak", "Ask Nora" (a bullet's verb rather than part of the name)."""
@@ -710,6 +726,11 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
             if kind:
                 found.append(_mention(token.start, masked[token.start : tokens[end - 1].end], kind))
             i = free = end
+            continue
+        kebab = _kebab_kind(token)
+        if kebab:
+            found.append(_mention(token.start, token.text, kebab))
+            i = free = i + 1
             continue
         if _head_at(tokens, i):
             first = i

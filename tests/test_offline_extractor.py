@@ -225,6 +225,8 @@ def test_dates_in_different_spellings_meet() -> None:
         ("the job printed SENTRY_DSN in the log", "sentry_dsn", "identifier"),
         ("the export failed with EXPORT_TIMEOUT", "export_timeout", "issue"),
         ("- Tell Julia Novak before Monday", "julia novak", "person"),
+        ("the api-gateway depends on it", "api-gateway", "component"),
+        ("we run vitest-axe on each test", "vitest-axe", "technology"),
     ],
 )
 def test_entity_kinds(text: str, key: str, kind: str) -> None:
@@ -237,6 +239,11 @@ def test_capitalised_words_after_a_technology_name_one_product() -> None:
     assert "stripe" in nodes and "kafka" not in nodes and "github" not in nodes
     dag = nodes_by_id(extract_graph("The nightly Airflow DAG failed."))
     assert "airflow" in dag and "airflow dag" not in dag
+
+
+def test_hyphenated_compound_words_are_not_names() -> None:
+    nodes = nodes_by_id(extract_graph("a long-lived token and a cross-site post, then a follow-up fetch"))
+    assert not {"long-lived", "cross-site", "follow-up"} & set(nodes)
 
 
 def test_everyday_words_are_not_entities() -> None:
