@@ -585,8 +585,9 @@ def _known_capital(token: _Token) -> bool:
 
 
 def _demote_title_case(tokens: list[_Token], in_title: bool) -> list[_Token]:
-    """In "Migrate Session Cache To Redis" capitals carry no meaning: read it lower-case."""
-    candidates = [t for t in tokens if len(t.text) > 3 and not _known_capital(t)]
+    """In "Migrate Session Cache To Redis" capitals carry no meaning: read it lower-case.
+    A sentence's first word is capitalised anyway, so it does not count."""
+    candidates = [t for t in tokens if len(t.text) > 3 and not _known_capital(t) and not t.at_start]
     capitals = sum(t.cap for t in candidates)
     needed = 1 if in_title else 4
     if capitals < needed or capitals < len(candidates) * (0.5 if in_title else 0.75):

@@ -251,6 +251,11 @@ def test_everyday_words_are_not_entities() -> None:
     assert nodes == {}
 
 
+def test_sentence_case_titles_keep_their_names() -> None:
+    edges = edge_set(extract_graph("# Topic: Move ingress from nginx to Envoy Gateway\n"))
+    assert ("nginx", "moved_to", "envoy gateway") in edges
+
+
 def test_title_case_titles_read_as_phrases() -> None:
     nodes = nodes_by_id(extract_graph("# Topic: Migrate Session Cache To Redis\n"))
     assert nodes["session cache"]["type"] == "component"
