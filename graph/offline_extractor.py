@@ -55,6 +55,19 @@ _TECH_NAMES = _entries("""
     RDS|Aurora|Linux|Ubuntu|Debian|Windows|macOS|iOS|Android|WSL|Git|GitHub|GitLab|Bitbucket
     GitHub Actions|Jenkins|CircleCI|Jira|Confluence|Slack|VS Code|IntelliJ|Vim|Emacs|Copilot
     ChatGPT|Claude|Figma|Notion|Postman|curl|SSH|TLS|HTTP|OpenSSL|LDAP|Okta|Auth0|Stripe|Twilio
+    Looker|Tableau|Metabase|Superset|Power BI|dbt|Great Expectations|Fivetran|Airbyte|Debezium|Segment
+    Mixpanel|Amplitude|Zendesk|Intercom|HubSpot|Salesforce|Braintree|Adyen|PayPal|Plaid|Chargebee
+    SendGrid|Mailgun|Docusaurus|MkDocs|Sphinx|Hugo|Jekyll|Gatsby|Storybook|Markdown|AsciiDoc|LaTeX
+    Algolia|Meilisearch|Typesense|Solr|Lucene|XGBoost|LightGBM|CatBoost|MLflow|Kubeflow|Ray|Dask
+    Polars|Hugging Face|Transformers|ONNX|TensorRT|Triton|JAX|Keras|OpenCV|Weights & Biases|vLLM
+    Xcode|SwiftUI|UIKit|Jetpack Compose|WorkManager|Flutter|React Native|Expo|Fastlane|TestFlight
+    Crashlytics|App Store|Google Play|FCM|APNs|PgBouncer|Patroni|pgBackRest|Liquibase|Flyway|Alembic
+    pg_dump|pg_restore|pg_upgrade|pg_basebackup|pg_partman|pg_stat_statements|vacuumdb|CoreDNS|Istio
+    Linkerd|Consul|Vault|Nomad|Argo CD|Argo Workflows|Flux|Kustomize|containerd|SAML|OIDC|OpenID Connect
+    Kerberos|DNS|SMTP|WebRTC|MQTT|AMQP|Locust|k6|JMeter|Gatling|MobX|Zustand|Apollo|Remix|Astro
+    SolidJS|Sass|PostCSS|Babel|Rollup|Turborepo|Lerna|Puppeteer|Mocha|JUnit|RSpec|Hypothesis|tox|Black
+    isort|Flake8|pylint|Bandit|Snyk|Dependabot|Renovate|SonarQube|Trivy|gitleaks|Semgrep|Loki|Thanos
+    Honeycomb|New Relic|Fluentd|Fluent Bit|StatsD|Zipkin|Keycloak|Cognito|Vitess|PlanetScale
 """)
 _TECH: dict[str, str] = {name.casefold(): name for name in _TECH_NAMES}
 """Technology key -> display name."""
@@ -70,11 +83,12 @@ _TECH_FIRST_WORDS = frozenset(key.split()[0] for key in (*_TECH, *_ALIASES) if "
 _AMBIGUOUS_TECH = _words("""
     go rust ruby swift dart react angular express flask spring bun helm lambda aurora oracle
     snowflake pulsar temporal spark chroma electron jest cypress yarn poetry windows slack notion
-    copilot envoy caddy sentry rails torch
+    copilot envoy caddy sentry rails torch segment amplitude sphinx hugo ray transformers triton expo
+    vault flux apollo remix astro babel rollup mocha hypothesis black consul nomad locust honeycomb
 """)
 """Technologies that are also everyday words: only counted when written capitalised."""
 
-_GENERIC = _words("cache database db server cluster instance engine backend store datastore service")
+_GENERIC = _words("cache database db server cluster instance engine backend store datastore service api sdk")
 """Words that add nothing after a technology: "the Redis server" is Redis."""
 
 _COMPONENT_HEADS = _words("""
@@ -84,14 +98,17 @@ _COMPONENT_HEADS = _words("""
     gateway proxy backend frontend engine runner collector exporter controller middleware component
     subsystem script function method hook webhook socket connection buffer log logger ledger
     registry loader parser extractor tool cli dashboard migration build deployment branch bucket
-    stream channel process
+    stream channel process page site docs portal screen view modal form widget sidecar indexer
+    manager app notebook
 """)
 _CONCEPT_HEADS = _words("""
     token budget schema model graph policy strategy limit timeout threshold retry backoff quota
     contract protocol format key metric latency throughput error failure bug regression leak race
     deadlock constraint invariant permission credential secret payload request response event
     message batch snapshot checkpoint version flag setting option mode state embedding vector chunk
-    prompt memory retrieval ingestion search ranking score window
+    prompt memory retrieval ingestion search ranking score window rate rollout cycle note clock
+    replication plan tag attribute cookie loop notification record audit trap scanning batching
+    header certificate rule outage incident
 """)
 _HEADS = _COMPONENT_HEADS | _CONCEPT_HEADS
 
@@ -114,9 +131,15 @@ _WEAK_ADJECTIVES = _words("""
     new old current existing same other another first last next main single whole entire separate
     different various several many more most less some any such own good bad better best big small
     large real actual specific certain proper simple full additional extra few much little long
-    short high low
+    short high low second seconds minute minutes hour hours day days week weeks month months
 """)
 """Adjectives that make a noun phrase vaguer, not more specific."""
+
+_UNIT_ACRONYMS = _words("utc gmt kb mb gb tb pb ms qps rps tps cpu gpu ram ssd api url uri ui eta asap fyi tldr")
+"""Acronyms a sentence uses in passing (units, hardware, "the API"), not things worth a node."""
+
+_PLURAL_MODIFIERS = _words("metrics settings sales operations ops jobs docs")
+"""Plural words that do narrow a compound: "metrics exporter", "settings page"."""
 
 _MONTHS = {
     "jan": 1, "january": 1, "feb": 2, "february": 2, "mar": 3, "march": 3, "apr": 4, "april": 4,
@@ -140,7 +163,11 @@ _FIRST_NAMES = _words("""
     omar oscar pablo pamela patricia patrick paul peter priya rachel rahul raj rebecca richard
     robert ryan samantha samuel sam sandra sara sarah scott sean sharon sofia sophia stephanie
     stephen steven susan tanya teresa thomas tim timothy tom tyler victoria vincent walter wei
-    william yuki zoe
+    william yuki zoe ana ahmed ali amir anil ananya arun ayesha bilal camila chidi daniela deepak dev
+    divya emre fernando gustavo hassan ibrahim ines ivan javier jin joao kwame lars leila lin lina
+    lucia mateo mei mehmet mikhail minh nadia nikhil ngozi olga pedro rafael ravi rohan sanjay sergei
+    shreya sven tariq thiago tomas valentina vikram xin yusuf zara hana akira anders astrid ingrid
+    jonas lukas magnus nils piotr stefan tomasz vera zofia
 """)
 _PLACES = frozenset(_entries("""
     london|paris|berlin|madrid|rome|tokyo|beijing|shanghai|seoul|mumbai|delhi|sydney|toronto
@@ -425,6 +452,21 @@ def _issue_code(match: re.Match[str]) -> list[_Mention]:
     return [_mention(match.start(), match.group(0), "issue")]
 
 
+_ERROR_WORDS = _words("""
+    e err error errors exc exception fail failed failure fatal bad busy timeout timedout denied invalid
+    missing refused exceeded conflict unavailable unauthorized forbidden overflow abort aborted panic
+    oom lock locked deadlock backlog not unknown illegal corrupt broken
+""")
+"""Parts of an UPPER_SNAKE name that make it an error code (E_LEDGER_LOCK, WORKSPACE_BUSY);
+without one it is a constant, flag or environment variable (SENTRY_DSN, TEST_SCHEMA)."""
+
+
+def _upper_snake(match: re.Match[str]) -> list[_Mention]:
+    parts = match.group(0).casefold().split("_")
+    error = any(part in _ERROR_WORDS or part.isdigit() for part in parts)
+    return [_mention(match.start(), match.group(0), "issue" if error else "identifier")]
+
+
 _DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
 _PASCAL = re.compile(r"(?<!\w)[A-Z][A-Za-z0-9]*(?:\(\))?(?!\w)")
 _CAMEL = re.compile(r"(?<!\w)[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*(?:\(\))?(?!\w)")
@@ -446,7 +488,9 @@ def _pascal(match: re.Match[str]) -> list[_Mention]:
     uppers = sum(char.isupper() for char in word)
     if uppers < 2 or not any(char.islower() for char in word) or re.fullmatch(r"[A-Z]+s", word):
         return []
-    return _code_or_tech(match.start(), surface, "identifier")
+    if _tech_key(word):
+        return []  # "GitHub", "LanceDB": read word by word, where "GitHub Actions" is one name
+    return [_mention(match.start(), surface, "identifier")]
 
 
 def _code_symbol(match: re.Match[str]) -> list[_Mention]:
@@ -467,7 +511,7 @@ _PATTERN_PHASES: tuple[tuple[re.Pattern[str], _Handler], ...] = (
     (_JIRA, _jira),
     (_HTTP_STATUS, _http_status),
     (_PLAN_REF, _plan_ref),
-    (_UPPER_SNAKE, _issue_code),
+    (_UPPER_SNAKE, _upper_snake),
     (_ERROR_CLASS, _issue_code),
     (_DOTTED, _dotted),
     (_PASCAL, _pascal),
@@ -541,8 +585,9 @@ def _known_capital(token: _Token) -> bool:
 
 
 def _demote_title_case(tokens: list[_Token], in_title: bool) -> list[_Token]:
-    """In "Migrate Session Cache To Redis" capitals carry no meaning: read it lower-case."""
-    candidates = [t for t in tokens if len(t.text) > 3 and not _known_capital(t)]
+    """In "Migrate Session Cache To Redis" capitals carry no meaning: read it lower-case.
+    A sentence's first word is capitalised anyway, so it does not count."""
+    candidates = [t for t in tokens if len(t.text) > 3 and not _known_capital(t) and not t.at_start]
     capitals = sum(t.cap for t in candidates)
     needed = 1 if in_title else 4
     if capitals < needed or capitals < len(candidates) * (0.5 if in_title else 0.75):
@@ -570,6 +615,18 @@ def _tech_span(tokens: list[_Token], i: int) -> int | None:
     return None
 
 
+def _product_end(tokens: list[_Token], end: int) -> int:
+    """A technology followed by capitalised words names one product: "Kafka Connect",
+    "GitHub Actions", "React Hook Form" are not Kafka, GitHub or React. An acronym after
+    it is a thing of its own ("Airflow DAG", "Redis INCR"), unless it is generic ("API")."""
+    while (end < len(tokens) and tokens[end].joined and _name_word(tokens[end])
+           and not tokens[end].text.isupper() and not _tech_span(tokens, end)):
+        end += 1
+    if end < len(tokens) and tokens[end].joined and tokens[end].cap and tokens[end].fold in _GENERIC:
+        end += 1
+    return end
+
+
 def _name_word(token: _Token) -> bool:
     return token.cap and token.text[0].isalpha() and token.fold not in _STOPWORDS and token.fold not in _CALENDAR
 
@@ -591,7 +648,7 @@ def _proper_kind(run: list[_Token], cue: str) -> str | None:
     if joined in _PLACES:
         return "place"
     if run[0].text.isupper():
-        return "concept" if len(run[0].text) > 1 else None
+        return "concept" if len(run[0].text) > 1 and joined not in _UNIT_ACRONYMS else None
     if joined in _FIRST_NAMES:
         return "person"
     if run[0].at_start:
@@ -608,13 +665,40 @@ def _head_at(tokens: list[_Token], i: int) -> bool:
     return not (following and following.joined and not following.cap and _singular(following.fold) in _HEADS)
 
 
+_PREFIXES = _words("cross multi non pre post re per sub inter intra self co anti semi well")
+
+
+def _kebab_kind(token: _Token) -> str | None:
+    """A lower-case kebab name: a component when it ends in a component head ("api-gateway",
+    "auth-service"), a technology when a part names one ("vitest-axe"); else a compound word."""
+    parts = token.fold.split("-")
+    if token.cap or len(parts) < 2 or not all(part.isalnum() for part in parts):
+        return None
+    if parts[0] in _PREFIXES or parts[0] in _STOPWORDS or parts[0] in _WEAK_ADJECTIVES:
+        return None
+    if _singular(parts[-1]) in _COMPONENT_HEADS:
+        return "component"
+    return "technology" if any(p in _TECH and p not in _AMBIGUOUS_TECH for p in parts) else None
+
+
+def _sentence_capital(tokens: list[_Token], i: int, end: int) -> bool:
+    """A sentence's first word, not itself a known name, before a known name: "Tell Julia
+    Novak", "Ask Nora" (a bullet's verb rather than part of the name)."""
+    token = tokens[i]
+    return (end - i > 1 and token.at_start and not token.text.isupper() and not _known_capital(token)
+            and _known_capital(tokens[i + 1]))
+
+
 def _modifier(token: _Token) -> bool:
+    """A word that can narrow a head noun. Compounds take singular modifiers ("session
+    cache"), so a word with a plural -s is a verb or a list ("supports", "misses")."""
     return (
         not token.cap
         and token.text.replace("-", "").isalpha()
         and token.fold not in _STOPWORDS
         and token.fold not in _WEAK_ADJECTIVES
         and token.fold not in _CALENDAR
+        and (_singular(token.fold) == token.fold or token.fold in _PLURAL_MODIFIERS)
     )
 
 
@@ -627,6 +711,7 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
         token = tokens[i]
         end = _tech_span(tokens, i)
         if end:
+            end = _product_end(tokens, end)
             found.append(_mention(token.start, masked[token.start : tokens[end - 1].end], "technology"))
             i = free = end
             continue
@@ -634,11 +719,19 @@ def _word_mentions(masked: str, in_title: bool) -> list[_Mention]:
             end = i + 1
             while end < len(tokens) and tokens[end].joined and _name_word(tokens[end]) and not _tech_span(tokens, end):
                 end += 1
+            if _sentence_capital(tokens, i, end):
+                i += 1  # "Ask Nora", "Watch Crashlytics": a verb before the name
+                continue
             cue = tokens[i - 1].fold if i and token.joined else ""
             kind = _proper_kind(tokens[i:end], cue) if end - i <= 4 else None
             if kind:
                 found.append(_mention(token.start, masked[token.start : tokens[end - 1].end], kind))
             i = free = end
+            continue
+        kebab = _kebab_kind(token)
+        if kebab:
+            found.append(_mention(token.start, token.text, kebab))
+            i = free = i + 1
             continue
         if _head_at(tokens, i):
             first = i
@@ -739,6 +832,8 @@ def _stated_relations(masked: str, mentions: list[_Mention]) -> list[tuple[str, 
     """(source key, relationship, target key) for the relations a sentence states."""
     index = _Mentions(mentions)
     found: list[tuple[str, str, str]] = []
+    if masked.rstrip(_TRAIL_PUNCT.replace("?", "")).endswith("?"):
+        return found  # "Should we replace X with Y?" asks; it does not state
     for name, pattern, read in _RELATIONS:
         for trigger in pattern.finditer(masked):
             source, target = read(masked, index, trigger)

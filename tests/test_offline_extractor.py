@@ -145,10 +145,24 @@ def test_stated_relations_in_the_plan() -> None:
         ("The billing worker relies on Postgres.", ("billing worker", "depends_on", "postgres")),
         ("Migrate the session cache to Redis.", ("session cache", "moved_to", "redis")),
         ("We switched from MySQL to PostgreSQL last week.", ("mysql", "moved_to", "postgres")),
+        ("We moved the job queue to RabbitMQ.", ("job queue", "moved_to", "rabbitmq")),
+        ("The export worker uses Celery.", ("export worker", "uses", "celery")),
     ],
 )
 def test_stated_relation_patterns(sentence: str, expected: tuple[str, str, str]) -> None:
     assert expected in edge_set(extract_graph(sentence))
+
+
+def test_questions_state_no_relations() -> None:
+    edges = edge_set(extract_graph("Should we replace XGBoost with LightGBM? We replaced Memcached with Redis."))
+    assert ("memcached", "replaced_by", "redis") in edges
+    assert not [e for e in edges if e[1] == "replaced_by" and e[0] != "memcached"]
+
+
+def test_verbs_and_plurals_do_not_join_a_noun_phrase() -> None:
+    nodes = nodes_by_id(extract_graph("Envoy supports retry budgets. The job misses late events."))
+    assert "retry budget" in nodes and "supports retry budget" not in nodes
+    assert "misses late event" not in nodes
 
 
 def test_relation_edges_carry_their_sentence() -> None:
@@ -164,6 +178,14 @@ def test_documents_weeks_apart_share_node_ids() -> None:
     shouting = extract_graph("REDIS and the PostgreSQL database and the Postgres server")
     assert {"redis", "postgres"} <= set(nodes_by_id(shouting))
     assert [n["id"] for n in shouting["nodes"]].count("postgres") == 1
+
+
+def test_case_and_alias_variants_are_one_node_that_keeps_its_aliases() -> None:
+    graph = extract_graph("Redis holds sessions; redis restarts lose nothing. The Redis cache has a 15 minute TTL.")
+    redis = [n for n in graph["nodes"] if n["id"] == "redis"]
+    assert len(redis) == 1 and not [n for n in graph["nodes"] if "redis" in n["id"] and n["id"] != "redis"]
+    assert set(redis[0]["aliases"]) == {"Redis", "redis", "Redis cache"}
+    assert redis[0]["name"] == "Redis"
 
 
 def test_ticket_forms_resolve_together() -> None:
@@ -200,15 +222,38 @@ def test_dates_in_different_spellings_meet() -> None:
         ("the README.md says so", "readme.md", "file"),
         ("we deploy with Node.js", "node.js", "technology"),
         ("the index now lives in LanceDB", "lancedb", "technology"),
+        ("the job printed SENTRY_DSN in the log", "sentry_dsn", "identifier"),
+        ("the export failed with EXPORT_TIMEOUT", "export_timeout", "issue"),
+        ("- Tell Julia Novak before Monday", "julia novak", "person"),
+        ("the api-gateway depends on it", "api-gateway", "component"),
+        ("we run vitest-axe on each test", "vitest-axe", "technology"),
     ],
 )
 def test_entity_kinds(text: str, key: str, kind: str) -> None:
     assert nodes_by_id(extract_graph(text))[key]["type"] == kind
 
 
+def test_capitalised_words_after_a_technology_name_one_product() -> None:
+    nodes = nodes_by_id(extract_graph("Events land through Kafka Connect; CI runs on GitHub Actions and calls the Stripe API."))
+    assert nodes["kafka connect"]["type"] == "technology" and nodes["github actions"]["type"] == "technology"
+    assert "stripe" in nodes and "kafka" not in nodes and "github" not in nodes
+    dag = nodes_by_id(extract_graph("The nightly Airflow DAG failed."))
+    assert "airflow" in dag and "airflow dag" not in dag
+
+
+def test_hyphenated_compound_words_are_not_names() -> None:
+    nodes = nodes_by_id(extract_graph("a long-lived token and a cross-site post, then a follow-up fetch"))
+    assert not {"long-lived", "cross-site", "follow-up"} & set(nodes)
+
+
 def test_everyday_words_are_not_entities() -> None:
     nodes = nodes_by_id(extract_graph("We go and/or rust the spring. Use the cache. Then it works."))
     assert nodes == {}
+
+
+def test_sentence_case_titles_keep_their_names() -> None:
+    edges = edge_set(extract_graph("# Topic: Move ingress from nginx to Envoy Gateway\n"))
+    assert ("nginx", "moved_to", "envoy gateway") in edges
 
 
 def test_title_case_titles_read_as_phrases() -> None:
