@@ -76,6 +76,9 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
             _say(reply["markdown"])
+        _say(f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
+             f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
+             f"  flowbaby graph export --workspace {workspace} --format html --out graph.html")
         return 1 if counts.get("failed") else 0
     finally:
         client.close()

@@ -25,7 +25,7 @@ def add_graph_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     export.add_argument("--format", choices=EXPORT_FORMATS, default="graphml")
     export.add_argument("--out", help="file to write (default: flowbaby-graph.<format> in the current folder)")
     export.add_argument("--topic", help="only this topicId's neighbourhood")
-    export.add_argument("--hops", type=int, default=2, help="neighbourhood radius with --topic")
+    export.add_argument("--hops", type=int, choices=(1, 2, 3), default=2, help="neighbourhood radius with --topic")
     stats = actions.add_parser("stats", help="counts, top entities, components, memories without a graph")
     stats.add_argument("--workspace", required=True)
     stats.add_argument("--top", type=int, default=10)
@@ -33,7 +33,7 @@ def add_graph_commands(commands: argparse._SubParsersAction) -> None:  # type: i
     show = actions.add_parser("show", help="draw one memory's neighbourhood as a PNG")
     show.add_argument("--workspace", required=True)
     show.add_argument("--topic", required=True, help="topicId of the memory")
-    show.add_argument("--hops", type=int, default=2)
+    show.add_argument("--hops", type=int, choices=(1, 2, 3), default=2)
     show.add_argument("--out", required=True, help="PNG file to write")
 
 

@@ -23,10 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from graph.offline_extractor import extract_graph, normalise
-from graph.projection import load_projection
+from graph.projection import STRUCTURAL_TYPES, load_projection
 
-_STRUCTURAL = {"topic", "session", "decision", "plan"}
-"""Entity types that describe a memory's own frame rather than what it talks about."""
 _WORDS = re.compile(r"[\w/.#-]+")
 RELATED_DISCOUNT = 0.5
 """A memory reached through a related entity (one relation away) counts half."""
@@ -82,7 +80,7 @@ class GraphLane:
                 names[node] = data.get("name", "")
                 types[node] = data.get("entity_type", "")
                 by_key[normalise(names[node])].add(node)
-                if data.get("entity_type") in _STRUCTURAL:
+                if data.get("entity_type") in STRUCTURAL_TYPES:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
             relations: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -107,7 +105,7 @@ class GraphLane:
 
     def query_entities(self, text: str) -> dict[str, float]:
         """Entities of the graph that the text names, with their weights."""
-        keys = {normalise(n["name"]) for n in extract_graph(text)["nodes"] if n["type"] not in _STRUCTURAL}
+        keys = {normalise(n["name"]) for n in extract_graph(text)["nodes"] if n["type"] not in STRUCTURAL_TYPES}
         words = [w.strip(".,;:!?\"'()") for w in _WORDS.findall(text.lower())]
         for size in (1, 2, 3):
             for start in range(len(words) - size + 1):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import networkx as nx
 
 from graph.contract import OperationStatus
-from graph.projection import load_projection, memory_node
+from graph.projection import STRUCTURAL_TYPES, load_projection, memory_node
 from graph.store import Memory, MemoryStore
 from graph.workspace import WorkspacePaths, resolve_workspace
 
@@ -98,8 +98,11 @@ class WorkspaceGraph:
         return dict(sorted(counts.items()))
 
     def top_entities(self, top: int = 10) -> list[dict[str, Any]]:
-        """The best-connected entities, each with the memories (topics) that mention it."""
-        ranked = sorted(self._nodes_of("entity"),
+        """The best-connected entities, each with the memories (topics) that mention it.
+        A memory's own title, session and decisions are left out: they frame one memory
+        rather than link several."""
+        content = [n for n in self._nodes_of("entity") if self.graph.nodes[n].get("entity_type") not in STRUCTURAL_TYPES]
+        ranked = sorted(content,
                         key=lambda n: (-self.graph.degree(n), str(self.graph.nodes[n].get("name", ""))))[:top]
         rows = []
         for node in ranked:

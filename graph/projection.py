@@ -24,6 +24,10 @@ import networkx as nx
 from graph.store import Memory
 
 
+STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
+"""Entity types that describe a memory's own frame rather than what it talks about."""
+
+
 def memory_node(memory_id: str) -> str:
     return f"memory:{memory_id}"
 
