@@ -40,7 +40,10 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "DATA_ROOT_DIRECTORY": str(paths.cognee_data),
         "CACHE_ROOT_DIRECTORY": str(paths.cognee_cache),
         "COGNEE_LOGS_DIR": str(paths.logs / "cognee"),
-        "LOG_LEVEL": "ERROR",
+        # cognee logs a failed task at every pipeline level, each with a rich traceback of the
+        # whole chain: 3-4 s apiece for an LLM timeout here, 25 s per failed batch. The worker
+        # prints the final traceback itself.
+        "LOG_LEVEL": "CRITICAL",
         "GRAPH_EXTRACTOR": "llm",
         "GLINER_AUTO_INSTALL": "false",
         "HF_HUB_OFFLINE": "1",

@@ -8,6 +8,7 @@ bridge and worker they start refuses non-loopback connections (tests/netguard).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -239,4 +240,57 @@ def test_offline_provider_never_calls_the_server(spawn, workspace: Path, server:
     assert metrics["llmCalls"] >= 2 and metrics["llmPromptTokens"] == 0  # counted, and free
     assert server.calls() == 0
     assert "redis" in _entities(workspace)
+    _no_remote_connections(tmp_path)
+
+
+FAILURES = [  # (server mode, expected code, a component only this memory mentions)
+    ("garbage", "LLM_ERROR", "Postgres"),
+    ("slow", "LLM_TIMEOUT", "Kafka"),
+    ("429", "LLM_RATE_LIMITED", "Terraform"),
+    ("500", "LLM_ERROR", "Grafana"),
+]
+
+
+@pytest.mark.slow
+def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspace: Path, server: FakeOpenAI,
+                                                                  tmp_path: Path) -> None:
+    _use_server(workspace, server)
+    server.slow_sec = 30
+    env = _guarded_env(tmp_path, FLOWBABY_LLM_TIMEOUT_SEC="2", FLOWBABY_LLM_RETRIES="1", FLOWBABY_MAX_QUEUED="10")
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    memory_ids = {}
+    for mode, code, component in FAILURES:
+        server.mode = mode
+        before = server.calls()
+        payload = summary(f"llm-{mode}", topic=f"{component} rollout",
+                          context=f"The team adopted {component} for the reporting pipeline.",
+                          decisions=[f"Run {component} in every region"], references=[])
+        reply = client.result("ingestForAgent", payload)
+        memory_ids[component] = reply["ingestion_metrics"]["memoryId"]
+        started = time.monotonic()
+        notice = client.wait_notification(120)
+        elapsed = time.monotonic() - started
+        assert notice["params"] == {"operationId": reply["operationId"], "status": "failed", "errorCode": code}, mode
+        status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
+        metrics = status["metrics"]
+        assert status["attempts"] == 1 and metrics["llmCalls"] == server.calls() - before > 0, status
+        # A garbage answer is a successful HTTP call whose content fails validation.
+        assert (metrics["llmFailedCalls"] == 0) == (mode == "garbage"), metrics
+        if mode == "429":  # one retry within the worker, then the operation fails
+            assert metrics["llmCalls"] >= 2
+        if mode == "slow":  # the 2 s deadline, not the server's 30 s, ended it
+            assert elapsed < 25
+        hits = client.result("retrieveForAgent", {"query": f"{component} rollout", "maxResults": 1})["entries"]
+        assert hits and hits[0]["topicId"] == f"llm-{mode}" and {"vector", "lexical"} <= set(hits[0]["lanes"])
+
+    server.mode = "good"
+    repaired = client.result("repair", {})
+    assert repaired["requeuedMemories"] == len(FAILURES)
+    notice = client.wait_notification(300)
+    assert notice["params"] == {"operationId": repaired["operationId"], "status": "completed"}
+    assert client.result("indexStatus")["status"] == "ready"
+    client.close()
+    entities = _entities(workspace)
+    for component, memory_id in memory_ids.items():
+        assert memory_id in entities.get(component.lower(), set()), f"{component} missing from {sorted(entities)}"
     _no_remote_connections(tmp_path)
