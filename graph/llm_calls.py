@@ -48,12 +48,14 @@ def install_retry_policy(retries: int) -> None:
     from cognee.infrastructure.llm.structured_output_framework.litellm_native.native_adapter import (
         NativeLiteLLMAdapter,
     )
+    from cognee.infrastructure.llm.retry_config import should_retry_llm_exception
     from tenacity import retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
     policy = NativeLiteLLMAdapter.acreate_structured_output.retry  # type: ignore[attr-defined]
     policy.stop = stop_after_attempt(retries + 1)
     policy.wait = wait_exponential_jitter(max=RETRY_WAIT_MAX_SEC)
-    policy.retry = retry_if_exception(is_transient)
+    # cognee's own predicate keeps quota, billing and budget exhaustion terminal.
+    policy.retry = retry_if_exception(lambda error: is_transient(error) and should_retry_llm_exception(error))
 
 
 @dataclass

@@ -9,11 +9,14 @@ real provider. Other modes make it misbehave: `garbage` (unparseable text), `slo
 from __future__ import annotations
 
 import json
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from graph.offline_llm import answer
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # graph.offline_llm imports litellm
+
+from graph.offline_llm import answer  # noqa: E402
 
 MODES = ("good", "garbage", "slow", "429", "500")
 

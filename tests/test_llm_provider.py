@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # importing litellm must not fetch prices
+from tests.fake_openai import FakeOpenAI  # sets LITELLM_LOCAL_MODEL_COST_MAP before litellm is imported
 
 import litellm  # noqa: E402
 
@@ -26,7 +26,6 @@ from graph.settings import LLMSettings  # noqa: E402
 from graph.store import MemoryStore  # noqa: E402
 from graph.worker import llm_error_code  # noqa: E402
 from tests.conftest import summary  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # noqa: E402
 
 NETGUARD = Path(__file__).parent / "netguard"
 
