@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from graph.embedder import Embedder
 
 if TYPE_CHECKING:
     from graph.offline_llm import OfflineExtractorLLM
-from graph.settings import Settings
+from graph.settings import LLMSettings, Settings
 from graph.workspace import WorkspacePaths
 
 DATASET = "flowbaby"
@@ -39,7 +40,10 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "DATA_ROOT_DIRECTORY": str(paths.cognee_data),
         "CACHE_ROOT_DIRECTORY": str(paths.cognee_cache),
         "COGNEE_LOGS_DIR": str(paths.logs / "cognee"),
-        "LOG_LEVEL": "ERROR",
+        # cognee logs a failed task at every pipeline level, each with a rich traceback of the
+        # whole chain: 3-4 s apiece for an LLM timeout here, 25 s per failed batch. The worker
+        # prints the final traceback itself.
+        "LOG_LEVEL": "CRITICAL",
         "GRAPH_EXTRACTOR": "llm",
         "GLINER_AUTO_INSTALL": "false",
         "HF_HUB_OFFLINE": "1",
@@ -54,16 +58,57 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "GRAPH_DATABASE_SUBPROCESS_ENABLED": "false",
         "VECTOR_DB_SUBPROCESS_ENABLED": "false",
     }
-    llm = settings.llm
-    if llm.offline:
-        env.update({"LLM_PROVIDER": "custom", "LLM_MODEL": OFFLINE_MODEL, "LLM_API_KEY": "offline"})
-    else:
-        env.update({"LLM_PROVIDER": llm.provider, "LLM_MODEL": llm.model, "LLM_API_KEY": llm.api_key or "none"})
-        if llm.endpoint:
-            env["LLM_ENDPOINT"] = llm.endpoint
+    env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)
     os.environ.update(env)
+
+
+LITELLM_PREFIXES: dict[str, tuple[str, ...]] = {
+    "openai": ("openai/",),
+    "custom": ("openai/",),  # any OpenAI-compatible server: litellm's openai route plus api_base
+    "anthropic": ("anthropic/",),
+    "azure": ("azure/", "azure_ai/"),
+    "ollama": ("ollama/", "ollama_chat/"),
+}
+"""litellm routes on the model name's prefix; cognee 1.6.5 adds one only for some providers
+(get_native_client._qualify_model) and never for custom, so every name is qualified here."""
+
+OLLAMA_ENDPOINT = "http://localhost:11434"
+
+
+def litellm_model(provider: str, model: str) -> str:
+    """`model` with the litellm prefix its provider needs, unless it already has one."""
+    prefixes = LITELLM_PREFIXES.get(provider)
+    if not prefixes or model.startswith(prefixes):
+        return model
+    return prefixes[0] + model
+
+
+def llm_environment(llm: LLMSettings, timeout_sec: float) -> dict[str, str]:
+    """cognee's LLM_* variables for the workspace's LLM settings.
+
+    Every request gets `timeout_sec` and no hidden retries in the OpenAI SDK (its default
+    is 2, with back-off), so the worker's own bounded policy is the only retry layer.
+    """
+    args = {"timeout": timeout_sec, "max_retries": 0}
+    if llm.offline:
+        env = {"LLM_PROVIDER": "custom", "LLM_MODEL": OFFLINE_MODEL, "LLM_API_KEY": "offline"}
+    else:
+        # cognee refuses an empty key even for keyless servers; litellm sends it as is.
+        env = {"LLM_PROVIDER": llm.provider, "LLM_MODEL": litellm_model(llm.provider, llm.model),
+               "LLM_API_KEY": llm.api_key or "none"}
+        endpoint = llm.endpoint
+        if llm.provider == "ollama":
+            # litellm's ollama route wants the server root; cognee wants model, endpoint
+            # and key all set (LLMConfig.ensure_env_vars_for_ollama).
+            endpoint = (endpoint or OLLAMA_ENDPOINT).rstrip("/").removesuffix("/v1")
+        if endpoint:
+            env["LLM_ENDPOINT"] = endpoint
+        if llm.api_version:
+            env["LLM_API_VERSION"] = llm.api_version
+    env["LLM_ARGS"] = json.dumps(args)
+    return env
 
 
 class MiniLMEmbeddingEngine:

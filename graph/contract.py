@@ -32,6 +32,9 @@ class ErrorCode(str, Enum):
     # Background operation outcomes (reported by backgroundStatus, never as replies).
     COGNIFY_FAILED = "COGNIFY_FAILED"
     WORKER_CRASHED = "WORKER_CRASHED"
+    LLM_ERROR = "LLM_ERROR"
+    LLM_TIMEOUT = "LLM_TIMEOUT"
+    LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
 
 
 class ContractFailure(Exception):

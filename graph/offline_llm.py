@@ -54,12 +54,7 @@ def answer(system_prompt: str, user_text: str) -> str:
 class OfflineExtractorLLM(CustomLLM):
     """litellm custom provider `flowbaby-local`."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
     def _respond(self, messages: list[dict[str, Any]], model: str) -> ModelResponse:
-        self.calls += 1
         system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
         content = answer(system, user)

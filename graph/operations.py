@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from graph.contract import ErrorCode, FlowbabyError, OperationStatus
@@ -21,7 +22,9 @@ from graph.worker_client import WorkerClient, WorkerFailure
 log = logging.getLogger("flowbaby.operations")
 
 MAX_ATTEMPTS = 2
-"""A batch whose worker crashed is retried once before its operations fail."""
+"""A batch whose worker crashed is retried once before its operations fail. An LLM failure
+(LLM_ERROR, LLM_TIMEOUT, LLM_RATE_LIMITED) is not a crash: the worker already retried
+the call within its bounded policy, so the operation fails and `repair` re-queues it."""
 
 Listener = Callable[[OperationStatus], Awaitable[None]]
 
@@ -102,6 +105,8 @@ class OperationManager:
         if self._before_batch is not None:
             await self._before_batch()
         self._store.mark_running(op_ids)
+        # Every operation of a batch gets the batch's metrics; the id lets totals count it once.
+        batch_info = {"batchId": f"batch_{uuid.uuid4().hex[:16]}", "batchOperations": len(op_ids)}
         try:
             metrics = await self._worker.run_batch(memory_ids, self._timeout)
         except WorkerFailure as failure:
@@ -110,11 +115,12 @@ class OperationManager:
             retry = [op.operationId for op in batch if crashed and op.attempts + 1 < MAX_ATTEMPTS]
             self._store.requeue(retry)
             op_ids = [op for op in op_ids if op not in retry]
-            self._store.finish(op_ids, "failed", error_code=failure.code, error=failure.message)
+            metrics = {**failure.metrics, **batch_info} if failure.metrics else {}
+            self._store.finish(op_ids, "failed", error_code=failure.code, error=failure.message, metrics=metrics)
         except asyncio.CancelledError:
             raise
         else:
-            metrics = dict(metrics, batchOperations=len(op_ids))
+            metrics = {**metrics, **batch_info}
             self._store.finish(op_ids, "completed", metrics=metrics)
             log.info("batch %s completed: %s", op_ids, metrics)
         for op_id in op_ids:

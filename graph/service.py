@@ -321,7 +321,7 @@ class FlowbabyService:
         counts: dict[str, int] = {}
         for op in operations:
             counts[op["status"]] = counts.get(op["status"], 0) + 1
-        return {"success": True, "operations": operations, "counts": counts}
+        return {"success": True, "operations": operations, "counts": counts, "llmUsage": self.store.llm_usage()}
 
     async def _ready_retriever(self) -> Retriever:
         """The retriever once warm-up is done and every staged memory is searchable. Loading

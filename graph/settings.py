@@ -25,6 +25,8 @@ class LLMSettings(BaseModel):
     model: str = ""
     api_key: str = ""
     endpoint: str = ""
+    api_version: str = ""
+    """Azure OpenAI's API version (LLM_API_VERSION); litellm has a default."""
 
     @property
     def offline(self) -> bool:
@@ -34,7 +36,8 @@ class LLMSettings(BaseModel):
         """A remote provider with no key would fail in the background; refuse up front."""
         if self.provider in LOCAL_PROVIDERS or self.api_key:
             return
-        if self.provider == "custom" and self.endpoint and _is_loopback(self.endpoint):
+        # A server on this machine (LM Studio, vLLM, llama.cpp's server...) needs no key.
+        if self.endpoint and _is_loopback(self.endpoint):
             return
         raise FlowbabyError(
             ErrorCode.MISSING_API_KEY,
@@ -57,6 +60,10 @@ class Settings(BaseModel):
     max_queued: int = 3
     worker_idle_sec: float = 60.0
     operation_timeout_sec: float = 600.0
+    llm_timeout_sec: float = 60.0
+    """Deadline of one LLM request; a request that exceeds it is not retried."""
+    llm_retries: int = 2
+    """Further attempts of an LLM call after a 429, a 5xx or a refused connection."""
     log_level: str = "INFO"
     retrieval_rate_per_minute: int = 10
     retrieval_timeout_sec: float = 10.0
@@ -105,12 +112,15 @@ def load_settings(paths: WorkspacePaths) -> Settings:
             model=get("LLM_MODEL"),
             api_key=get("LLM_API_KEY"),
             endpoint=get("LLM_ENDPOINT"),
+            api_version=get("LLM_API_VERSION"),
         ),
         embedding_model=model,
         max_running=max(1, number("FLOWBABY_MAX_RUNNING", "2", int)),
         max_queued=number("FLOWBABY_MAX_QUEUED", "3", int),
         worker_idle_sec=number("FLOWBABY_WORKER_IDLE_SEC", "60", float),
         operation_timeout_sec=number("FLOWBABY_OPERATION_TIMEOUT_SEC", "600", float),
+        llm_timeout_sec=number("FLOWBABY_LLM_TIMEOUT_SEC", "60", float),
+        llm_retries=number("FLOWBABY_LLM_RETRIES", "2", int),
         log_level=log_level,
         # Agents may tighten the per-minute budget but not lift it past 30 (or switch it off).
         retrieval_rate_per_minute=min(30, max(1, number("FLOWBABY_RETRIEVAL_RATE_PER_MINUTE", "10", int))),

@@ -267,6 +267,30 @@ class MemoryStore:
         with self._lock:
             return self._conn.execute(f"SELECT COUNT(*) FROM operations WHERE state IN ({marks})", states).fetchone()[0]
 
+    def llm_usage(self) -> dict[str, Any]:
+        """LLM work summed over every batch in the ledger, completed or failed. Operations of
+        one batch share its metrics, so each batch is counted once (by metrics.batchId)."""
+        fields = ("llmCalls", "llmFailedCalls", "llmPromptTokens", "llmCompletionTokens", "llmSec", "llmCostUsd")
+        per_batch = ", ".join(f"MAX(json_extract(metrics, '$.{f}')) AS {f}" for f in fields)
+        totals = ", ".join(f"SUM({f})" for f in fields)
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT COUNT(*), {totals} FROM (SELECT {per_batch} FROM operations "
+                "WHERE json_extract(metrics, '$.llmCalls') IS NOT NULL "
+                "GROUP BY COALESCE(json_extract(metrics, '$.batchId'), operation_id))"
+            ).fetchone()
+        batches, calls, failed, prompt, completion, seconds, cost = row
+        return {
+            "batches": batches,
+            "calls": calls or 0,
+            "failedCalls": failed or 0,
+            "promptTokens": prompt or 0,
+            "completionTokens": completion or 0,
+            "totalTokens": (prompt or 0) + (completion or 0),
+            "llmSec": round(seconds or 0.0, 3),
+            "costUsd": None if cost is None else round(cost, 6),
+        }
+
     def mark_running(self, operation_ids: list[str]) -> None:
         now = utc_now()
         with self._transaction() as cur:

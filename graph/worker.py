@@ -8,7 +8,7 @@ stdin closes or after an idle period, so idle memory stays small.
 
 Request:  {"batch": "<id>", "memoryIds": ["<uuid>", ...]}
 Reply:    {"batch": "<id>", "ok": true, "metrics": {...}}
-       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "..."}
+       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "...", "metrics": {llm usage}}
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from typing import Any, TextIO
+
+LLM_LAYER = (f"{os.sep}cognee{os.sep}infrastructure{os.sep}llm{os.sep}", f"{os.sep}litellm{os.sep}")
+"""Where an exception raised inside cognee's LLM layer or litellm comes from."""
 
 
 def _die_with_parent() -> None:
@@ -56,8 +60,13 @@ class CogneeWorker:
 
         from graph.embedder import Embedder
 
+        from graph.llm_calls import install_retry_policy, install_usage_meter
+
         self.embedding = runtime.install_embedding_engine(Embedder(self.settings.embedding_model))
-        self.llm = runtime.install_offline_llm() if self.settings.llm.offline else None
+        if self.settings.llm.offline:
+            runtime.install_offline_llm()
+        install_retry_policy(self.settings.llm_retries)
+        self.usage = install_usage_meter()
         self.dataset = runtime.DATASET
 
     def _store(self) -> Any:
@@ -88,7 +97,6 @@ class CogneeWorker:
                 )
                 for m in memories
             ]
-            llm_calls_before = self.llm.calls if self.llm else 0
             embed_calls_before = self.embedding.calls
             started = time.perf_counter()
             # One cognee run per batch, however large: its per-run overhead dominates.
@@ -108,16 +116,57 @@ class CogneeWorker:
             "addSec": round(added - started, 3),
             "cognifySec": round(cognified - added, 3),
             "projectionSec": round(finished - cognified, 3),
-            "llmCalls": (self.llm.calls - llm_calls_before) if self.llm else None,
             "embeddingCalls": self.embedding.calls - embed_calls_before,
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
         }
 
 
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes and contexts, and the members of exception groups."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        todo.extend(getattr(current, "exceptions", ()))
+
+
+def _raised_in_llm_layer(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if any(part in tb.tb_frame.f_code.co_filename for part in LLM_LAYER):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def llm_error_code(exc: BaseException) -> str | None:
+    """LLM_TIMEOUT, LLM_RATE_LIMITED or LLM_ERROR when an LLM call caused the failure: a
+    litellm/OpenAI error anywhere in the chain, or an exception (an unparseable or
+    schema-invalid answer) raised inside cognee's LLM layer. None otherwise."""
+    import litellm
+    import openai
+
+    chain = list(_exception_chain(exc))
+    if any(isinstance(e, (litellm.Timeout, openai.APITimeoutError)) for e in chain):
+        return "LLM_TIMEOUT"
+    if any(isinstance(e, (litellm.RateLimitError, openai.RateLimitError)) for e in chain):
+        return "LLM_RATE_LIMITED"
+    if any(isinstance(e, openai.APIError) or _raised_in_llm_layer(e) for e in chain):
+        return "LLM_ERROR"
+    return None
+
+
 def _error_code(exc: BaseException) -> str:
-    name = type(exc).__name__
-    if "Timeout" in name:
+    code = llm_error_code(exc)
+    if code is not None:
+        return code
+    if "Timeout" in type(exc).__name__:
         return "BRIDGE_TIMEOUT"
     return "COGNIFY_FAILED"
 
@@ -137,11 +186,15 @@ async def serve(workspace: str, idle_sec: float) -> None:
             return
         request = json.loads(line)
         reply: dict[str, Any] = {"batch": request.get("batch")}
+        usage_before = await worker.usage.snapshot()
         try:
-            reply.update(ok=True, metrics=await worker.run_batch(request["memoryIds"]))
+            metrics = await worker.run_batch(request["memoryIds"])
+            reply.update(ok=True)
         except Exception as exc:  # reported to the owner, which records it in the ledger
             traceback.print_exc(file=sys.stderr)
+            metrics = {}
             reply.update(ok=False, errorCode=_error_code(exc), error=f"{type(exc).__name__}: {exc}"[:2000])
+        reply["metrics"] = {**metrics, **(await worker.usage.snapshot()).minus(usage_before)}
         channel.write(json.dumps(reply) + "\n")
 
 

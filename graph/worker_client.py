@@ -21,10 +21,12 @@ log = logging.getLogger("flowbaby.worker")
 
 
 class WorkerFailure(Exception):
-    def __init__(self, code: ErrorCode | str, message: str) -> None:
+    def __init__(self, code: ErrorCode | str, message: str, metrics: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code.value if isinstance(code, ErrorCode) else code
         self.message = message
+        self.metrics = metrics or {}
+        """What the failed batch still cost (the worker's LLM usage), when the worker replied."""
 
 
 class WorkerClient:
@@ -89,7 +91,8 @@ class WorkerClient:
             raise WorkerFailure(ErrorCode.WORKER_CRASHED, f"The cognee worker died during the batch (exit code {code})")
         reply = json.loads(line)
         if not reply.get("ok"):
-            raise WorkerFailure(reply.get("errorCode", ErrorCode.FLOWBABY_ERROR.value), reply.get("error", "unknown error"))
+            raise WorkerFailure(reply.get("errorCode", ErrorCode.FLOWBABY_ERROR.value), reply.get("error", "unknown error"),
+                                reply.get("metrics"))
         return reply["metrics"]
 
     async def stop(self, grace_sec: float = 5.0) -> None:

@@ -52,6 +52,13 @@ def _extractor(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_extractor_benchmark()
 
 
+@section("llm")
+def _llm(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.llm import run_llm_benchmarks
+
+    return run_llm_benchmarks(root)
+
+
 def recall_table(recall: dict[str, dict[str, float]]) -> str:
     columns = ["R@1", "R@3", "R@5", "R@10", "multi-hop R@5", "temporal R@5", "open-domain R@5", "single-hop R@5"]
     lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
