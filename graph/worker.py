@@ -101,9 +101,13 @@ class CogneeWorker:
             started = time.perf_counter()
             # One cognee run per batch, however large: its per-run overhead dominates.
             per_batch = max(20, len(items))
-            await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
-            added = time.perf_counter()
-            await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
+            try:
+                await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
+                added = time.perf_counter()
+                await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
+            except Exception:
+                await self._forget([item.data_id for item in items])
+                raise
             cognified = time.perf_counter()
             nodes, edges = await (await get_graph_engine()).get_graph_data()
             projection = build_projection(nodes, edges, store.iter_memories())
@@ -120,6 +124,22 @@ class CogneeWorker:
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
         }
+
+
+    async def _forget(self, data_ids: list[Any]) -> None:
+        """Take a failed batch's items out of cognee's dataset. cognify works on every
+        unfinished item of the dataset, so a left-over item would be re-run (and paid for)
+        inside later batches while the ledger calls it failed, and an item that always
+        fails would fail every later batch. `repair` adds them again."""
+        import cognee
+
+        try:
+            datasets = [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]
+            for dataset in datasets:
+                for data_id in data_ids:
+                    await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data_id)
+        except Exception:  # the batch's own failure is what gets reported
+            traceback.print_exc(file=sys.stderr)
 
 
 def _exception_chain(exc: BaseException) -> Iterator[BaseException]:

@@ -283,6 +283,17 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspa
         assert hits and hits[0]["topicId"] == f"llm-{mode}" and {"vector", "lexical"} <= set(hits[0]["lanes"])
 
     server.mode = "good"
+    # A later batch builds only its own memory: the failed ones wait for repair, and are
+    # neither re-run (and paid for) behind the ledger's back nor able to fail it.
+    before = server.calls()
+    reply = client.result("ingestForAgent", summary("llm-later", references=[]))
+    assert client.wait_notification(300)["params"]["status"] == "completed"
+    later = client.result("backgroundStatus", {"operationId": reply["operationId"]})["metrics"]
+    assert later["memories"] == 1 and later["llmCalls"] == server.calls() - before
+    entities = _entities(workspace)
+    assert not any(memory_id in entities.get(c.lower(), set()) for c, memory_id in memory_ids.items())
+    assert client.result("indexStatus")["counts"]["withoutGraph"] == len(FAILURES)
+
     repaired = client.result("repair", {})
     assert repaired["requeuedMemories"] == len(FAILURES)
     notice = client.wait_notification(300)
