@@ -12,6 +12,7 @@ from typing import Any
 import networkx as nx
 
 from graph.inspection import TYPE_COLOURS, node_category, node_colour
+from graph.layout import positions
 
 _SHAPES = {"memory": "s", "plan": "D"}
 """Memories are squares and plans diamonds; entities are circles."""
@@ -21,16 +22,6 @@ def _label(data: dict[str, Any], node: str) -> str:
     name = str(data.get("name") or node)
     name = name if len(name) <= 28 else name[:27] + "…"
     return f"{name} v{data.get('version', '?')}" if data.get("kind") == "memory" else name
-
-
-def _layout(graph: nx.MultiDiGraph) -> dict[str, Any]:
-    """Kamada-Kawai spreads a neighbourhood-sized graph evenly; past a few hundred nodes
-    its cost grows fast, so larger graphs get a seeded spring layout."""
-    if not len(graph):
-        return {}
-    if len(graph) <= 200 and nx.is_connected(graph.to_undirected(as_view=True)):
-        return nx.kamada_kawai_layout(nx.Graph(graph))
-    return nx.spring_layout(graph, seed=7, k=1.6 / len(graph) ** 0.5)
 
 
 def draw_graph(graph: nx.MultiDiGraph, out: Path | None = None, title: str = "", focus: list[str] | None = None) -> Any:
@@ -43,7 +34,7 @@ def draw_graph(graph: nx.MultiDiGraph, out: Path | None = None, title: str = "",
     size = max(7.0, min(18.0, 1.2 * len(graph) ** 0.5 + 4))
     fig = Figure(figsize=(size * 1.25, size))
     ax = fig.subplots()
-    layout = _layout(graph)
+    layout = positions(graph)
     simple = nx.DiGraph(graph)  # one arrow per pair is enough to read; keeps the picture clean
     supersedes = [(u, v) for u, v, d in graph.edges(data=True) if d.get("relation") == "supersedes"]
     others = [(u, v) for u, v in simple.edges() if (u, v) not in set(supersedes)]

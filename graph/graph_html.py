@@ -1,7 +1,7 @@
 """A self-contained interactive HTML view of a graph: one file, no CDN, works offline.
 
-Positions come from networkx's spring layout (seeded, so the same graph draws the
-same way); the page itself only pans, zooms, drags nodes, highlights a node's
+Positions come from graph.layout (seeded, so the same graph draws the same way);
+the page itself only pans, zooms, drags nodes, highlights a node's
 neighbours and filters by name, in a few lines of plain JavaScript over SVG.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import networkx as nx
 
 from graph.inspection import TYPE_COLOURS, node_category, node_colour
+from graph.layout import positions
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>__TITLE__</title>
@@ -103,7 +104,7 @@ def _label(data: dict[str, Any], node: str) -> str:
 def render_html(graph: nx.MultiDiGraph, title: str = "flowbaby graph") -> str:
     """The page for `graph`, with every node's attributes shown on click."""
     size = max(600.0, 60.0 * len(graph) ** 0.5)
-    layout = nx.spring_layout(graph, seed=7, k=2.0 / max(1, len(graph)) ** 0.5) if len(graph) else {}
+    layout = positions(graph)
     nodes = [
         {"id": node, "label": _label(data, node), "kind": data.get("kind", ""), "status": data.get("status", ""),
          "colour": node_colour(data), "x": round(float(layout[node][0] + 1) * size / 2, 1),

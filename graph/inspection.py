@@ -165,7 +165,12 @@ class WorkspaceGraph:
         keep: set[str] = set()
         for node in self.topic_nodes(topic_id):
             keep.update(nx.single_source_shortest_path_length(undirected, node, cutoff=hops))
-        return self.graph.subgraph(keep).copy()
+        # Built in the whole graph's order, not the set's: the same neighbourhood then
+        # exports and draws identically in every process (string hashing is randomised).
+        around = nx.MultiDiGraph()
+        around.add_nodes_from((n, d) for n, d in self.graph.nodes(data=True) if n in keep)
+        around.add_edges_from((u, v, k, d) for u, v, k, d in self.graph.edges(around, keys=True, data=True) if v in keep)
+        return around
 
     def explain_path(self, topic_a: str, topic_b: str) -> list[dict[str, Any]]:
         """The shortest chain of nodes linking the newest versions of two topics, with the
