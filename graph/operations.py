@@ -116,7 +116,14 @@ class OperationManager:
             self._store.requeue(retry)
             op_ids = [op for op in op_ids if op not in retry]
             metrics = {**failure.metrics, **batch_info} if failure.metrics else {}
-            self._store.finish(op_ids, "failed", error_code=failure.code, error=failure.message, metrics=metrics)
+            # Memories the worker built one by one keep their graph; an operation all of
+            # whose memories were built is completed, the others fail.
+            indexed = set(failure.indexed)
+            self._store.set_graph_state(sorted(indexed), "indexed")
+            built = [op.operationId for op in batch if op.operationId in op_ids and set(op.memoryIds) <= indexed]
+            self._store.finish(built, "completed", metrics=metrics)
+            self._store.finish([op for op in op_ids if op not in built], "failed", error_code=failure.code,
+                               error=failure.message, metrics=metrics)
         except asyncio.CancelledError:
             raise
         else:

@@ -8,7 +8,8 @@ stdin closes or after an idle period, so idle memory stays small.
 
 Request:  {"batch": "<id>", "memoryIds": ["<uuid>", ...]}
 Reply:    {"batch": "<id>", "ok": true, "metrics": {...}}
-       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "...", "metrics": {llm usage}}
+       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "...", "metrics": {...},
+           "indexedMemoryIds": [the memories built when the batch was retried one by one]}
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import sys
 import time
 import traceback
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 LLM_LAYER = (f"{os.sep}cognee{os.sep}infrastructure{os.sep}llm{os.sep}", f"{os.sep}litellm{os.sep}")
@@ -45,6 +47,21 @@ def _protocol_channel() -> TextIO:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     return channel
+
+
+ISOLATED_CODES = {"LLM_ERROR", "COGNIFY_FAILED"}
+"""Failures that may belong to one memory's content, so its batch is retried one by one."""
+GIVE_UP_AFTER = 2
+"""Memories tried alone before concluding, with none built, that every memory would fail."""
+
+
+@dataclass
+class BatchOutcome:
+    """What a batch built: the memories whose graph now exists, and the failure, if any."""
+
+    metrics: dict[str, Any] = field(default_factory=dict)
+    indexed: list[str] = field(default_factory=list)
+    error: BaseException | None = None
 
 
 class CogneeWorker:
@@ -125,6 +142,33 @@ class CogneeWorker:
             "graphEdges": projection.number_of_edges(),
         }
 
+
+    async def build(self, memory_ids: list[str]) -> BatchOutcome:
+        """Run the batch; if several memories fail together on content (an answer that never
+        validates, a cognify error), run them one at a time, so that one memory the LLM
+        cannot handle fails alone instead of taking its batch with it. A provider that is
+        down (timeouts, 429s) or a model that fails every memory is not retried one by one:
+        that would only multiply the wait and the bill."""
+        try:
+            return BatchOutcome(metrics=await self.run_batch(memory_ids), indexed=list(memory_ids))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            if len(memory_ids) < 2 or _error_code(exc) not in ISOLATED_CODES:
+                return BatchOutcome(error=exc)
+        outcome = BatchOutcome()
+        failures = 0
+        for memory_id in memory_ids:
+            if failures >= GIVE_UP_AFTER and not outcome.indexed:
+                break  # every memory fails: the model, not the memory, is the problem
+            try:
+                outcome.metrics = await self.run_batch([memory_id])
+                outcome.indexed.append(memory_id)
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                failures += 1
+                outcome.error = exc
+        outcome.metrics["memories"] = len(outcome.indexed)
+        return outcome
 
     async def _forget(self, data_ids: list[Any]) -> None:
         """Take a failed batch's items out of cognee's dataset. cognify works on every
@@ -207,14 +251,14 @@ async def serve(workspace: str, idle_sec: float) -> None:
         request = json.loads(line)
         reply: dict[str, Any] = {"batch": request.get("batch")}
         usage_before = await worker.usage.snapshot()
-        try:
-            metrics = await worker.run_batch(request["memoryIds"])
+        outcome = await worker.build(request["memoryIds"])
+        if outcome.error is None:
             reply.update(ok=True)
-        except Exception as exc:  # reported to the owner, which records it in the ledger
-            traceback.print_exc(file=sys.stderr)
-            metrics = {}
-            reply.update(ok=False, errorCode=_error_code(exc), error=f"{type(exc).__name__}: {exc}"[:2000])
-        reply["metrics"] = {**metrics, **(await worker.usage.snapshot()).minus(usage_before)}
+        else:  # reported to the owner, which records it in the ledger
+            exc = outcome.error
+            reply.update(ok=False, errorCode=_error_code(exc), error=f"{type(exc).__name__}: {exc}"[:2000],
+                         indexedMemoryIds=outcome.indexed)
+        reply["metrics"] = {**outcome.metrics, **(await worker.usage.snapshot()).minus(usage_before)}
         channel.write(json.dumps(reply) + "\n")
 
 

@@ -21,12 +21,15 @@ log = logging.getLogger("flowbaby.worker")
 
 
 class WorkerFailure(Exception):
-    def __init__(self, code: ErrorCode | str, message: str, metrics: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: ErrorCode | str, message: str, metrics: dict[str, Any] | None = None,
+                 indexed: list[str] | None = None) -> None:
         super().__init__(message)
         self.code = code.value if isinstance(code, ErrorCode) else code
         self.message = message
         self.metrics = metrics or {}
         """What the failed batch still cost (the worker's LLM usage), when the worker replied."""
+        self.indexed = indexed or []
+        """Memories whose graph was built all the same (the worker retried them one by one)."""
 
 
 class WorkerClient:
@@ -92,7 +95,7 @@ class WorkerClient:
         reply = json.loads(line)
         if not reply.get("ok"):
             raise WorkerFailure(reply.get("errorCode", ErrorCode.FLOWBABY_ERROR.value), reply.get("error", "unknown error"),
-                                reply.get("metrics"))
+                                reply.get("metrics"), reply.get("indexedMemoryIds"))
         return reply["metrics"]
 
     async def stop(self, grace_sec: float = 5.0) -> None:

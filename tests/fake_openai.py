@@ -3,7 +3,7 @@
 It answers cognee's structured-output prompts the way a well-behaved LLM would, using
 the offline extractor on the prompt it received over HTTP, and reports `usage` like a
 real provider. Other modes make it misbehave: `garbage` (unparseable text), `slow`
-(answers after `slow_sec`), `429` and `500`.
+(answers after `slow_sec`), `429` and `500`; `poison` makes it fail one memory's prompts only.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ class FakeOpenAI:
     def __init__(self, mode: str = "good", slow_sec: float = 30.0) -> None:
         self.mode = mode
         self.slow_sec = slow_sec
+        self.poison: str | None = None
+        """A word that makes the server answer garbage to any prompt containing it."""
         self.requests: list[dict[str, Any]] = []
         """One entry per POST: the mode it met and the model it asked for."""
         self.prompt_tokens = 0
@@ -73,7 +75,9 @@ class FakeOpenAI:
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
         if schema:  # the schema-native route sends the schema beside the prompt, not in it
             system += "\n```json\n" + json.dumps(schema) + "\n```"
-        content = "Sure! Here is what I found: nodes, edges and a summary." if mode == "garbage" else answer(system, user)
+        poisoned = self.poison is not None and self.poison in user
+        garbage = mode == "garbage" or poisoned
+        content = "Sure! Here is what I found: nodes, edges and a summary." if garbage else answer(system, user)
         usage = {"prompt_tokens": len((system + user).split()), "completion_tokens": len(content.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         with self._lock:

@@ -294,8 +294,21 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspa
     assert not any(memory_id in entities.get(c.lower(), set()) for c, memory_id in memory_ids.items())
     assert client.result("indexStatus")["counts"]["withoutGraph"] == len(FAILURES)
 
+    # One memory the model cannot answer for fails alone: the worker retries the repair
+    # batch one memory at a time, and the others get their graph.
+    server.poison = "Grafana"
     repaired = client.result("repair", {})
     assert repaired["requeuedMemories"] == len(FAILURES)
+    notice = client.wait_notification(300)
+    assert notice["params"] == {"operationId": repaired["operationId"], "status": "failed", "errorCode": "LLM_ERROR"}
+    entities = _entities(workspace)
+    built = {c for c, memory_id in memory_ids.items() if memory_id in entities.get(c.lower(), set())}
+    assert built == {c for _, _, c in FAILURES} - {"Grafana"}
+    assert client.result("indexStatus")["counts"]["withoutGraph"] == 1
+
+    server.poison = None
+    repaired = client.result("repair", {})
+    assert repaired["requeuedMemories"] == 1
     notice = client.wait_notification(300)
     assert notice["params"] == {"operationId": repaired["operationId"], "status": "completed"}
     assert client.result("indexStatus")["status"] == "ready"
@@ -304,3 +317,30 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspa
     for component, memory_id in memory_ids.items():
         assert memory_id in entities.get(component.lower(), set()), f"{component} missing from {sorted(entities)}"
     _no_remote_connections(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_poison_memory_fails_alone_in_a_shared_batch(spawn, workspace: Path, server: FakeOpenAI,
+                                                       tmp_path: Path) -> None:
+    _use_server(workspace, server)
+    server.poison = "Grafana"
+    env = _guarded_env(tmp_path, FLOWBABY_LLM_RETRIES="0")
+    first = spawn(workspace, env=env)
+    replies = {component: first.result("ingestForAgent", summary(
+        f"shared-{component.lower()}", topic=f"{component} rollout", references=[],
+        context=f"The team adopted {component} for the reporting pipeline."))
+        for component in ("Grafana", "Postgres")}
+    first.kill()  # both staged; at the next start they run as one batch of two operations
+
+    client = spawn(workspace, env=env)
+    ends = {}
+    while len(ends) < 2:  # a killed running operation is re-queued under a new id, so go by topic
+        params = client.wait_notification(300)["params"]
+        status = client.result("backgroundStatus", {"operationId": params["operationId"]})
+        ends[status["topicIds"][0]] = status
+    assert ends["shared-postgres"]["status"] == "completed"
+    assert (ends["shared-grafana"]["status"], ends["shared-grafana"]["errorCode"]) == ("failed", "LLM_ERROR")
+    assert ends["shared-postgres"]["metrics"]["batchId"] == ends["shared-grafana"]["metrics"]["batchId"]
+    assert ends["shared-postgres"]["metrics"]["batchOperations"] == 2  # they really shared a batch
+    assert replies["Postgres"]["ingestion_metrics"]["memoryId"] in _entities(workspace)["postgres"]
+    client.close()
