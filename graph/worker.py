@@ -76,7 +76,6 @@ class CogneeWorker:
         import cognee  # noqa: F401  (after the environment is set)
 
         from graph.embedder import Embedder
-
         from graph.llm_calls import install_retry_policy, install_usage_meter
 
         self.embedding = runtime.install_embedding_engine(Embedder(self.settings.embedding_model))
