@@ -2,7 +2,8 @@
 
 The fusion is a calibrated sum of lane scores that are each already on a fixed
 0-1 scale (cosine, self-normalised BM25, entity-weight share), so no per-query
-rescaling is needed and the final score means the same across queries. Weights
+rescaling is needed and the final score means the same across queries. Past the
+first two places, the vector lane's own picks alternate with the sum's. Weights
 were chosen on the LoCoMo dev half with leave-one-conversation-out checks (see
 the retrieval issue's note); the round values were what every fold picked.
 """
@@ -38,6 +39,16 @@ LANES = frozenset({"vector", "lexical", "graph"})
 SECOND_CHUNK_WEIGHT = 0.5
 """A memory's vector score is its best chunk plus half its second best: two facts
 matching beat one, which lifts multi-fact (multi-hop) answers."""
+COVERAGE_FLOOR = 0.5
+COVERAGE_WEIGHT = 2.0
+"""The vector lane's own ranking also adds twice every further chunk's cosine above 0.5: a session
+holding several facts about the question (the answers of a list question) beats one close sentence."""
+FUSED_HEAD = 2
+"""The fused ranking keeps its first two places; from the third on, every other place goes to the
+vector lane's own best memory not yet listed. A memory that paraphrases the question ("pottery" for
+"activities") shares no word with it and loses the sum to any memory repeating a query word, yet
+multi-hop questions need such memories from several sessions (LoCoMo dev multi-hop R@5 67.8 -> 72.7
+in leave-one-conversation-out checks, overall R@5 88.5 -> 88.8, R@1 unchanged)."""
 LEXICAL_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 GRAPH_SEED_WEIGHT = 0.1
@@ -124,8 +135,9 @@ class Retriever:
         self._vectors = vectors
 
     # -- lanes ----------------------------------------------------------------------
-    def _vector_lane(self, query: str, hints: str) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
-        """(fused vector score, best chunk cosine, hint score) per memory."""
+    def _vector_lane(self, query: str,
+                     hints: str) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, float]]:
+        """(fused vector score, best chunk cosine, hint score, coverage score) per memory."""
         stripped = _strip_words(query, self.graph.ubiquitous_words())
         texts = list(dict.fromkeys([query, stripped] + ([hints] if hints else [])))
         vectors = dict(zip(texts, np.asarray(self.embedder.encode(texts), dtype=np.float32)))
@@ -137,15 +149,16 @@ class Retriever:
         limit = min(VECTOR_CANDIDATES, index.count())
         best: dict[str, list[float]] = defaultdict(list)
         for memory_id, similarity in index.search(combined.tolist(), limit):
-            if len(best[memory_id]) < 2:
-                best[memory_id].append(similarity)
+            best[memory_id].append(similarity)
         fused = {m: s[0] + SECOND_CHUNK_WEIGHT * (s[1] if len(s) > 1 else 0.0) for m, s in best.items()}
         top = {m: s[0] for m, s in best.items()}
+        coverage = {m: fused[m] + COVERAGE_WEIGHT * sum(max(0.0, x - COVERAGE_FLOOR) for x in s[2:])
+                    for m, s in best.items()}
         hint_scores: dict[str, float] = {}
         if hints:
             for memory_id, similarity in index.search(vectors[hints].tolist(), limit):
                 hint_scores.setdefault(memory_id, max(0.0, similarity))
-        return fused, top, hint_scores
+        return fused, top, hint_scores, coverage
 
     # -- ranking ----------------------------------------------------------------------
     def rank(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> list[Scored]:
@@ -167,8 +180,9 @@ class Retriever:
                     candidates.setdefault(memory_id, Scored(memory)).lanes[name] = value
 
         best_chunk: dict[str, float] = {}
+        coverage: dict[str, float] = {}
         if "vector" in lanes:
-            vector, best_chunk, hinted = self._vector_lane(request.query, hints)
+            vector, best_chunk, hinted, coverage = self._vector_lane(request.query, hints)
             lane("vector", vector)
             lane("hint", hinted)
         if "lexical" in lanes:
@@ -213,7 +227,30 @@ class Retriever:
             item.score = self._final_score(item, total_weight, created[item.memory.memory_id], newest,
                                            request.halfLifeDays)
         matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
+        if "vector" in lanes and len(lanes) > 1:
+            matches = self._interleave_vector_picks(matches, coverage)
         return matches
+
+    @staticmethod
+    def _interleave_vector_picks(ranked: list[Scored], coverage: dict[str, float]) -> list[Scored]:
+        """The fused head, then the vector lane's next pick and the fused next pick in turn (vector ties
+        keep the fused order). A memory placed early shows the score of the place it took, so scores
+        still read best first."""
+        by_vector = sorted(ranked, key=lambda s: -coverage.get(s.memory.memory_id, 0.0))
+        order = ranked[:FUSED_HEAD]
+        placed = {s.memory.memory_id for s in order}
+        sources = (iter(by_vector), iter(ranked[FUSED_HEAD:]))
+        turn = 0
+        while len(order) < len(ranked):
+            for item in sources[turn % 2]:
+                if item.memory.memory_id not in placed:
+                    placed.add(item.memory.memory_id)
+                    order.append(item)
+                    break
+            turn += 1
+        for earlier, later in zip(reversed(order[:-1]), reversed(order[1:])):
+            earlier.score = max(earlier.score, later.score)
+        return order
 
     @staticmethod
     def _is_match(item: Scored, best_chunk: dict[str, float]) -> bool:
