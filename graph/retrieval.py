@@ -234,20 +234,25 @@ class Retriever:
     @staticmethod
     def _interleave_vector_picks(ranked: list[Scored], coverage: dict[str, float]) -> list[Scored]:
         """The fused head, then the vector lane's next pick and the fused next pick in turn (vector ties
-        keep the fused order). A memory placed early shows the score of the place it took, so scores
-        still read best first."""
-        by_vector = sorted(ranked, key=lambda s: -coverage.get(s.memory.memory_id, 0.0))
+        keep the fused order). A memory the graph reached from a better match is not pushed back by
+        a vector pick: it is the multi-hop answer the vector lane cannot see. A memory placed early
+        shows the score of the place it took, so scores still read best first."""
+        by_vector = iter(sorted(ranked, key=lambda s: -coverage.get(s.memory.memory_id, 0.0)))
+        rest = ranked[FUSED_HEAD:]
         order = ranked[:FUSED_HEAD]
         placed = {s.memory.memory_id for s in order}
-        sources = (iter(by_vector), iter(ranked[FUSED_HEAD:]))
-        turn = 0
+        next_fused, vector_turn = 0, True
         while len(order) < len(ranked):
-            for item in sources[turn % 2]:
-                if item.memory.memory_id not in placed:
-                    placed.add(item.memory.memory_id)
-                    order.append(item)
-                    break
-            turn += 1
+            while rest[next_fused].memory.memory_id in placed:
+                next_fused += 1
+            graph_reached = "graph_expansion" in rest[next_fused].lanes
+            if vector_turn and not graph_reached:
+                item = next(s for s in by_vector if s.memory.memory_id not in placed)
+            else:
+                item = rest[next_fused]
+            order.append(item)
+            placed.add(item.memory.memory_id)
+            vector_turn = graph_reached or not vector_turn  # a graph-reached memory does not use up the vector turn
         for earlier, later in zip(reversed(order[:-1]), reversed(order[1:])):
             earlier.score = max(earlier.score, later.score)
         return order

@@ -215,3 +215,20 @@ def test_unloadable_index_is_not_initialized(spawn, workspace: Path, tmp_path: P
     reply = client.result("retrieveForAgent", {"query": "anything"})
     assert reply["errorCode"] == "NOT_INITIALIZED" and reply["error"] == "NOT_INITIALIZED"
     assert client.result("ingestForAgent", summary())["staged"]  # staging does not need the model
+
+
+def test_demo_questions_find_their_answers(spawn, workspace: Path) -> None:
+    """The demo's promises, at the demo's three results: the newest of three versions, and the
+    rollout that only the graph links to the incident (a vector pick must not push it out)."""
+    from bridge.demo_data import DEMO_SUMMARIES
+
+    client = spawn(workspace, *UNTHROTTLED, env=_env())
+    _ingest_all(client, DEMO_SUMMARIES)
+    ttl = _topics(client.result("retrieveForAgent", {"query": "What TTL do we use for the Redis session cache now?",
+                                                     "maxResults": 3}))
+    assert ttl[0] == "redis-session-cache"
+    fix = client.result("retrieveForAgent", {"query": "What was the permanent fix for the E_LEDGER_LOCK incident?",
+                                             "maxResults": 3})
+    assert _topics(fix)[0] == "ledger-lock-incident" and "advisory-locks-rollout" in _topics(fix)
+    scores = [entry["score"] for entry in fix["entries"]]
+    assert scores == sorted(scores, reverse=True)
