@@ -11,17 +11,11 @@ from typing import Any
 
 import networkx as nx
 
-from graph.inspection import TYPE_COLOURS, node_category, node_colour
+from graph.inspection import TYPE_COLOURS, node_category, node_colour, node_label
 from graph.layout import positions
 
 _SHAPES = {"memory": "s", "plan": "D"}
 """Memories are squares and plans diamonds; entities are circles."""
-
-
-def _label(data: dict[str, Any], node: str) -> str:
-    name = str(data.get("name") or node)
-    name = name if len(name) <= 28 else name[:27] + "…"
-    return f"{name} v{data.get('version', '?')}" if data.get("kind") == "memory" else name
 
 
 def draw_graph(graph: nx.MultiDiGraph, out: Path | None = None, title: str = "", focus: list[str] | None = None) -> Any:
@@ -48,7 +42,7 @@ def draw_graph(graph: nx.MultiDiGraph, out: Path | None = None, title: str = "",
         ax.scatter([x], [y], s=420 if data.get("kind") == "memory" else 180, c=node_colour(data),
                    marker=_SHAPES.get(str(data.get("kind")), "o"), edgecolors="#111111",
                    linewidths=2.6 if node in focus_set else 1.0, linestyles="--" if dashed else "-", zorder=3)
-        ax.annotate(_label(data, node), (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8,
+        ax.annotate(node_label(data, node, 28), (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8,
                     zorder=4, alpha=0.55 if dashed else 1.0)
     present = {node_category(d) for _, d in graph.nodes(data=True)}
     handles = [Line2D([], [], marker=_SHAPES.get(name, "o"), color="w", markerfacecolor=colour,

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
 
 import networkx as nx
 
-from graph.inspection import TYPE_COLOURS, node_category, node_colour
+from graph.inspection import TYPE_COLOURS, node_category, node_colour, node_label
 from graph.layout import positions
 
 _PAGE = """<!DOCTYPE html>
@@ -94,19 +93,12 @@ tx = 40; ty = 40; apply(); draw();
 """
 
 
-def _label(data: dict[str, Any], node: str) -> str:
-    name = str(data.get("name") or node)
-    if data.get("kind") == "memory" and data.get("version"):
-        name = f"{name} (v{data['version']})"
-    return name if len(name) <= 48 else name[:47] + "…"
-
-
 def render_html(graph: nx.MultiDiGraph, title: str = "flowbaby graph") -> str:
     """The page for `graph`, with every node's attributes shown on click."""
     size = max(600.0, 60.0 * len(graph) ** 0.5)
     layout = positions(graph)
     nodes = [
-        {"id": node, "label": _label(data, node), "kind": data.get("kind", ""), "status": data.get("status", ""),
+        {"id": node, "label": node_label(data, node, 48), "kind": data.get("kind", ""), "status": data.get("status", ""),
          "colour": node_colour(data), "x": round(float(layout[node][0] + 1) * size / 2, 1),
          "y": round(float(layout[node][1] + 1) * size / 2, 1), "data": data}
         for node, data in graph.nodes(data=True)

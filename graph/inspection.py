@@ -48,6 +48,13 @@ def node_colour(data: dict[str, Any]) -> str:
     return TYPE_COLOURS.get(node_category(data), OTHER_COLOUR)
 
 
+def node_label(data: dict[str, Any], node: str, width: int) -> str:
+    """A node's name cut to `width` characters; a memory also shows its version."""
+    name = str(data.get("name") or node)
+    name = name if len(name) <= width else name[:width - 1] + "…"
+    return f"{name} v{data.get('version', '?')}" if data.get("kind") == "memory" else name
+
+
 class TopicNotFound(LookupError):
     """No memory has this topicId."""
 
