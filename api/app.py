@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from api.auth import token_matches
 from graph import __version__
-from graph.contract import (
+from graph.core.contract import (
     ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
@@ -30,9 +30,17 @@ from graph.contract import (
 from graph.service import FlowbabyService
 
 STATUS = {
-    "INVALID_PAYLOAD": 400, "INVALID_REQUEST": 400, "NOT_FOUND": 404, "MISSING_API_KEY": 503,
-    "NOT_INITIALIZED": 503, "429_FLOWBABY_BACKLOG": 429, "RATE_LIMIT_EXCEEDED": 429, "QUEUE_FULL": 429,
-    "BRIDGE_TIMEOUT": 504, "FLOWBABY_ERROR": 500, "UNAUTHORIZED": 401,
+    "INVALID_PAYLOAD": 400,
+    "INVALID_REQUEST": 400,
+    "NOT_FOUND": 404,
+    "MISSING_API_KEY": 503,
+    "NOT_INITIALIZED": 503,
+    "429_FLOWBABY_BACKLOG": 429,
+    "RATE_LIMIT_EXCEEDED": 429,
+    "QUEUE_FULL": 429,
+    "BRIDGE_TIMEOUT": 504,
+    "FLOWBABY_ERROR": 500,
+    "UNAUTHORIZED": 401,
 }
 
 
@@ -51,7 +59,10 @@ async def _json_body(request: Request, retrieval: bool) -> Any:
         raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message) from None
 
 
-BODIES: dict[str, type[BaseModel]] = {"/api/agent/ingest": FlowbabyIngestRequest, "/api/agent/retrieve": FlowbabyContextRequest}
+BODIES: dict[str, type[BaseModel]] = {
+    "/api/agent/ingest": FlowbabyIngestRequest,
+    "/api/agent/retrieve": FlowbabyContextRequest,
+}
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
 
@@ -67,7 +78,10 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
             schemas.update(schema.pop("$defs", {}))
             schemas[model.__name__] = schema
             ref = {"$ref": f"#/components/schemas/{model.__name__}"}
-            spec["paths"][path]["post"]["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
+            spec["paths"][path]["post"]["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": ref}},
+            }
         app.openapi_schema = spec
     return app.openapi_schema
 
@@ -136,8 +150,9 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
         return service.memory_versions(topic_id)
 
     @app.get("/api/agent/memories/{topic_id}/context")
-    async def memory_context(topic_id: str, q: str | None = None, hops: int = 1,
-                             version: int | None = None) -> dict[str, Any]:
+    async def memory_context(
+        topic_id: str, q: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
         return service.memory_context(topic_id, q, hops, version)
 
     @app.get("/api/graph")

@@ -7,7 +7,7 @@ import secrets
 
 from dotenv import dotenv_values
 
-from graph.workspace import WorkspacePaths
+from graph.service import WorkspacePaths
 
 TOKEN_FILE = "api_token"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import sys
 from collections.abc import Iterator
@@ -14,35 +13,21 @@ import uvicorn
 
 from api.app import create_app
 from api.auth import resolve_token
-from graph.contract import FlowbabyError
+from graph.core.contract import FlowbabyError
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, is_loopback, open_service
 
 if TYPE_CHECKING:
     from graph.service import FlowbabyService
 
 log = logging.getLogger("flowbaby.api")
-EXIT_WORKSPACE_UNAVAILABLE = 3
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 async def serve(workspace: str, host: str, port: int, allow_remote: bool, rate_limit_per_minute: int | None) -> int:
-    from graph.service import FlowbabyService
-
     if not is_loopback(host) and not allow_remote:
         print(f"flowbaby serve: refusing to bind {host}: pass --allow-remote to serve beyond loopback", file=sys.stderr)
         return 2
-    try:
-        service = await FlowbabyService.open(
-            workspace, rate_limit_per_minute=-1 if rate_limit_per_minute is None else rate_limit_per_minute)
-    except FlowbabyError as error:
-        print(f"flowbaby serve: {error.code.value}: {error.message}", file=sys.stderr)
+    service = await open_service("serve", workspace, rate_limit_per_minute)
+    if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
         await http_server(service, host, port).serve()
@@ -56,9 +41,18 @@ def http_server(service: FlowbabyService, host: str, port: int, *, own_signals: 
     With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT."""
     token, source = resolve_token(service.paths)
     if not is_loopback(host):
-        log.warning("serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host)
-    config = uvicorn.Config(create_app(service, token), host=host, port=port, log_level="warning", lifespan="off",
-                            access_log=False, log_config=None)
+        log.warning(
+            "serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host
+        )
+    config = uvicorn.Config(
+        create_app(service, token),
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+    )
     server = uvicorn.Server(config) if own_signals else _QuietServer(config)
     print(f"flowbaby API on http://{host}:{port} (token: {source})", file=sys.stderr, flush=True)
     log.info("API on http://%s:%d, token from %s", host, port, source)

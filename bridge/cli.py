@@ -16,14 +16,22 @@ def _non_negative(text: str) -> int:
 
 def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--workspace", required=True, help="workspace folder; state lives in <workspace>/.flowbaby/")
-    parser.add_argument("--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)")
-    parser.add_argument("--shutdown-grace", type=float, default=30.0, help="seconds running graph work may take to finish at shutdown")
+    parser.add_argument(
+        "--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)"
+    )
+    parser.add_argument(
+        "--shutdown-grace", type=float, default=30.0, help="seconds running graph work may take to finish at shutdown"
+    )
     parser.add_argument("--http", action="store_true", help="also serve the HTTP API from this process")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP host with --http (loopback unless --allow-remote)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port with --http")
     parser.add_argument("--allow-remote", action="store_true", help="with --http, allow binding beyond loopback")
-    parser.add_argument("--rate-limit-per-minute", type=_non_negative, default=None,
-                        help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)")
+    parser.add_argument(
+        "--rate-limit-per-minute",
+        type=_non_negative,
+        default=None,
+        help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)",
+    )
     return parser
 
 
@@ -36,13 +44,15 @@ def run_bridge(args: argparse.Namespace) -> int:
 
     http = None
     if args.http:
-        from api.server import is_loopback
+        from graph.service import is_loopback
 
         if not is_loopback(args.host) and not args.allow_remote:
             print(f"flowbaby bridge: refusing to bind {args.host}: pass --allow-remote", file=sys.stderr)
             return 2
         http = (args.host, args.port)
-    code = asyncio.run(serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute, http))
+    code = asyncio.run(
+        serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute, http)
+    )
     sys.stderr.flush()
     os._exit(code)
 
@@ -56,8 +66,12 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8766)
     serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback")
-    serve.add_argument("--rate-limit-per-minute", type=_non_negative, default=None,
-                       help="operator override of the retrieval rate limit; 0 switches it off")
+    serve.add_argument(
+        "--rate-limit-per-minute",
+        type=_non_negative,
+        default=None,
+        help="operator override of the retrieval rate limit; 0 switches it off",
+    )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")

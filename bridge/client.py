@@ -6,6 +6,7 @@ exactly as an editor would: lines on the child's stdin and stdout.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -25,14 +26,22 @@ class BridgeClosed(Exception):
 
 
 class BridgeClient:
-    def __init__(self, workspace: str | os.PathLike[str], *, extra_args: list[str] | None = None,
-                 env: dict[str, str] | None = None, stderr: Any = None) -> None:
+    def __init__(
+        self,
+        workspace: str | os.PathLike[str],
+        *,
+        extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
+        stderr: Any = None,
+    ) -> None:
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), child_env.get("PYTHONPATH")]))
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bridge", "--workspace", str(workspace), *(extra_args or [])],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr if stderr is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
             env=child_env,
         )
         self._ids = itertools.count(1)
@@ -122,14 +131,10 @@ class BridgeClient:
     def close(self, timeout: float = 60.0) -> int:
         """Ask for a graceful shutdown and wait for the process to exit."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(BridgeClosed, TimeoutError):
                 self.call("shutdown", {}, timeout=timeout)
-            except (BridgeClosed, TimeoutError):
-                pass
-            try:
+            with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]
-            except (BrokenPipeError, OSError):
-                pass
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

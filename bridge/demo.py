@@ -50,8 +50,10 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             metrics = reply["ingestion_metrics"]
             superseded = " (supersedes an earlier version)" if metrics["supersededMemoryId"] else ""
-            _say(f"  staged in {(time.perf_counter() - started) * 1000:6.1f} ms  v{metrics['version']} "
-                 f"{summary['metadata']['topicId']}: {summary['topic']}{superseded}")
+            _say(
+                f"  staged in {(time.perf_counter() - started) * 1000:6.1f} ms  v{metrics['version']} "
+                f"{summary['metadata']['topicId']}: {summary['topic']}{superseded}"
+            )
         _say("\nbuilding the graph in the background (cognee add + cognify, offline extractor):")
         last = None
         while True:
@@ -66,7 +68,8 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
         _say(f"\ngraph: {stats['memories']} memories, {stats['entities']} entities, {stats['relations']} relations")
         _say("top entities:")
         for entity in stats["topEntities"]:
-            _say(f"  {entity['name']:<40} {entity['type']:<12} degree {entity['degree']:>3}, in {entity['memories']} memories")
+            name, kind, degree = entity["name"], entity["type"], entity["degree"]
+            _say(f"  {name:<40} {kind:<12} degree {degree:>3}, in {entity['memories']} memories")
         for question, why in DEMO_QUESTIONS:
             _say(f"\n{'=' * 78}\nQ: {question}\n   ({why})")
             started = time.perf_counter()
@@ -76,9 +79,11 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
             _say(reply["markdown"])
-        _say(f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
-             f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
-             f"  flowbaby graph export --workspace {workspace} --format html --out graph.html")
+        _say(
+            f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
+            f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
+            f"  flowbaby graph export --workspace {workspace} --format html --out graph.html"
+        )
         return 1 if counts.get("failed") else 0
     finally:
         client.close()

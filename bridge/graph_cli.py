@@ -1,6 +1,6 @@
 """`flowbaby graph export|stats|show`: read-only views of a workspace's graph.
 
-They read through graph.inspection, which needs no workspace lock, so they work
+They read through WorkspaceGraph, which needs no workspace lock, so they work
 while a bridge or server owns the workspace.
 """
 
@@ -11,8 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from graph.contract import FlowbabyError
-from graph.inspection import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
+from graph.core.contract import FlowbabyError
+from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
 
 EXIT_USAGE = 2
 
@@ -48,13 +48,11 @@ def run_graph_command(args: argparse.Namespace) -> int:
             stats = view.stats(args.top)
             print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
         else:
-            from graph.drawing import draw_graph
-
-            around = view.neighbourhood(args.topic, args.hops)
-            draw_graph(around, Path(args.out), title=f"{args.topic}: {args.hops}-hop neighbourhood",
-                       focus=view.topic_nodes(args.topic))
-            print(f"wrote {args.out} ({around.number_of_nodes()} nodes, {around.number_of_edges()} edges)",
-                  file=sys.stderr)
+            around = view.draw(args.topic, args.hops, Path(args.out))
+            print(
+                f"wrote {args.out} ({around.number_of_nodes()} nodes, {around.number_of_edges()} edges)",
+                file=sys.stderr,
+            )
     except TopicNotFound as missing:
         print(f"flowbaby graph: no memory with topicId {missing}", file=sys.stderr)
         return 1
@@ -65,13 +63,16 @@ def run_graph_command(args: argparse.Namespace) -> int:
 
 
 def format_stats(stats: dict) -> str:  # type: ignore[type-arg]
-    counts = (f"{stats['memories']} memories ({stats['memoriesInGraph']} in the graph), "
-              f"{stats['entities']} entities, {stats['relations']} relations")
-    lines = [counts, "",
-             "top entities by degree:"]
+    counts = (
+        f"{stats['memories']} memories ({stats['memoriesInGraph']} in the graph), "
+        f"{stats['entities']} entities, {stats['relations']} relations"
+    )
+    lines = [counts, "", "top entities by degree:"]
     for row in stats["topEntities"]:
-        lines.append(f"  {row['name'][:40]:<40} {row['type']:<12} degree {row['degree']:>3}  "
-                     f"in {', '.join(row['topics'][:4])}{' …' if len(row['topics']) > 4 else ''}")
+        lines.append(
+            f"  {row['name'][:40]:<40} {row['type']:<12} degree {row['degree']:>3}  "
+            f"in {', '.join(row['topics'][:4])}{' …' if len(row['topics']) > 4 else ''}"
+        )
     lines += ["", "largest components:"]
     for part in stats["components"]:
         lines.append(f"  {part['nodes']:>4} nodes: {part['memories']} memories, {part['entities']} entities")

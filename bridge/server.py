@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import signal
 import sys
 import threading
@@ -19,14 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from graph.contract import ContractFailure, FlowbabyError, OperationStatus
+from graph.core.contract import ContractFailure, FlowbabyError, OperationStatus
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service, take_stdout
 
 log = logging.getLogger("flowbaby.bridge")
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
-EXIT_WORKSPACE_UNAVAILABLE = 3
 RETRIEVAL_METHODS = {"retrieveForAgent", "retrieveMemory"}
 """Methods whose failures use the retrieval shape (error = code, message = text)."""
 
@@ -49,14 +48,6 @@ class ProtocolWriter:
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-
-def take_stdout() -> BinaryIO:
-    """Keep fd 1 for the protocol and send everything else written to stdout to stderr."""
-    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return protocol
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -125,18 +116,29 @@ class Bridge:
         request_id = message.get("id")
         is_notification = "id" not in message
         if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
-            return _error(request_id if _valid_id(request_id) else None, INVALID_REQUEST,
-                          'Invalid Request: needs "jsonrpc": "2.0" and a string "method"')
+            return _error(
+                request_id if _valid_id(request_id) else None,
+                INVALID_REQUEST,
+                'Invalid Request: needs "jsonrpc": "2.0" and a string "method"',
+            )
         if not _valid_id(request_id):
             return _error(None, INVALID_REQUEST, "Invalid Request: id must be a string, a number or null")
         method = self.methods.get(message["method"])
         if method is None:
-            return None if is_notification else _error(request_id, METHOD_NOT_FOUND, f"Method not found: {message['method']}")
+            return (
+                None
+                if is_notification
+                else _error(request_id, METHOD_NOT_FOUND, f"Method not found: {message['method']}")
+            )
         params = message.get("params", {})
         if params is None:
             params = {}
         if not isinstance(params, dict):
-            return None if is_notification else _error(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
+            return (
+                None
+                if is_notification
+                else _error(request_id, INVALID_PARAMS, "Invalid params: params must be an object")
+            )
         result = await self._call(message["method"], method, params)
         return None if is_notification else {"jsonrpc": "2.0", "id": request_id, "result": result}
 
@@ -183,19 +185,19 @@ def _read_lines(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[bytes | No
     loop.call_soon_threadsafe(queue.put_nowait, None)
 
 
-async def serve(workspace: str, request_timeout_sec: float, shutdown_grace_sec: float,
-                rate_limit_per_minute: int | None = None, http: tuple[str, int] | None = None) -> int:
+async def serve(
+    workspace: str,
+    request_timeout_sec: float,
+    shutdown_grace_sec: float,
+    rate_limit_per_minute: int | None = None,
+    http: tuple[str, int] | None = None,
+) -> int:
     """Serve JSON-RPC on stdio until shutdown; with `http=(host, port)` also the HTTP API,
     from this same process, so the two never contend for the workspace."""
     writer = ProtocolWriter(take_stdout())
-    from graph.service import FlowbabyService
-
-    try:
-        service = await FlowbabyService.open(
-            workspace, rate_limit_per_minute=-1 if rate_limit_per_minute is None else rate_limit_per_minute)
-    except FlowbabyError as error:
-        writer.notify("bridgeUnavailable", error.to_response())
-        print(f"flowbaby bridge: {error.code.value}: {error.message}", file=sys.stderr)
+    service = await open_service("bridge", workspace, rate_limit_per_minute)
+    if isinstance(service, FlowbabyError):
+        writer.notify("bridgeUnavailable", service.to_response())
         return EXIT_WORKSPACE_UNAVAILABLE
     bridge = Bridge(service, writer, request_timeout_sec)
     loop = asyncio.get_running_loop()

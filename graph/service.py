@@ -10,13 +10,16 @@ import asyncio
 import hashlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from graph import __version__
-from graph.audit import AuditLog
-from graph.contract import (
+from graph.build.operations import OperationManager
+from graph.build.worker_client import WorkerClient
+from graph.core.audit import AuditLog
+from graph.core.contract import (
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ErrorCode,
@@ -40,21 +43,36 @@ from graph.contract import (
     validate_request,
     validate_retrieval,
 )
-from graph.embedder import Embedder
-from graph.graph_lane import GraphLane
-from graph.inspection import TopicNotFound, WorkspaceGraph
-from graph.logs import configure_logging
-from graph.operations import OperationManager
-from graph.projection import load_projection
-from graph.retrieval import Catalog, Retriever, render_markdown
-from graph.settings import Settings, load_settings
-from graph.store import Memory, MemoryStore, new_operation_id
-from graph.throttle import RetrievalThrottle
-from graph.vectors import VectorIndex, memory_chunks
-from graph.worker_client import WorkerClient
-from graph.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.logs import configure_logging
+from graph.core.net import is_loopback
+from graph.core.projection import load_projection
+from graph.core.settings import Settings, load_settings
+from graph.core.stdio import take_stdout
+from graph.core.store import Memory, MemoryStore, new_operation_id
+from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
+from graph.search.embedder import Embedder
+from graph.search.graph_lane import GraphLane
+from graph.search.retrieval import Catalog, Retriever, render_markdown
+from graph.search.throttle import RetrievalThrottle
+from graph.search.vectors import VectorIndex, memory_chunks
+
+__all__ = [
+    "EXIT_WORKSPACE_UNAVAILABLE",
+    "EXPORT_FORMATS",
+    "FlowbabyService",
+    "TopicNotFound",
+    "WorkspaceGraph",
+    "WorkspacePaths",
+    "is_loopback",
+    "open_service",
+    "take_stdout",
+]
+"""What the fronts (bridge/, api/) may use besides graph.core.contract; a test holds them to it."""
 
 log = logging.getLogger("flowbaby.service")
+EXIT_WORKSPACE_UNAVAILABLE = 3
+"""Exit code of a front that could not own its workspace (busy, missing, not writable)."""
 
 OperationListener = Callable[[OperationStatus], Awaitable[None]]
 INIT_TIMEOUT_SEC = 45.0
@@ -64,8 +82,9 @@ INIT_TIMEOUT_SEC = 45.0
 class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
-    def __init__(self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock,
-                 rate_limit_per_minute: int | None) -> None:
+    def __init__(
+        self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock, rate_limit_per_minute: int | None
+    ) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
@@ -91,16 +110,21 @@ class FlowbabyService:
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
-    async def open(cls, workspace: str | os.PathLike[str] | None, *, log_to_stderr: bool = True,
-                   rate_limit_per_minute: int | None = -1) -> FlowbabyService:
-        """rate_limit_per_minute: -1 keeps the workspace setting; 0 (operator only) switches it off."""
+    async def open(
+        cls,
+        workspace: str | os.PathLike[str] | None,
+        *,
+        log_to_stderr: bool = True,
+        rate_limit_per_minute: int | None = None,
+    ) -> FlowbabyService:
+        """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
         try:
             settings = load_settings(paths)
             configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
-            rate = settings.retrieval_rate_per_minute if rate_limit_per_minute == -1 else rate_limit_per_minute
+            rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
             service = cls(paths, settings, lock, rate or None)
         except BaseException:
             lock.release()
@@ -187,7 +211,9 @@ class FlowbabyService:
             "version": __version__,
             "workspace": str(self.paths.root),
             "pid": os.getpid(),
-            "embedderLoaded": self._vectors is not None and self._warm_task is not None and self._warm_task.done()
+            "embedderLoaded": self._vectors is not None
+            and self._warm_task is not None
+            and self._warm_task.done()
             and self._warm_task.exception() is None,
             "workerPid": self.worker.pid,
             "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
@@ -329,15 +355,19 @@ class FlowbabyService:
         try:
             await asyncio.wait_for(self.flush_vectors(), INIT_TIMEOUT_SEC)
         except TimeoutError:
-            raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
-                                 f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s") from None
+            raise RetrievalError(
+                RetrievalErrorCode.NOT_INITIALIZED, f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s"
+            ) from None
         except Exception as exc:
-            raise RetrievalError(RetrievalErrorCode.NOT_INITIALIZED,
-                                 f"The search index could not be loaded: {type(exc).__name__}: {exc}") from None
+            raise RetrievalError(
+                RetrievalErrorCode.NOT_INITIALIZED, f"The search index could not be loaded: {type(exc).__name__}: {exc}"
+            ) from None
         assert self._retriever is not None
         return self._retriever
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, lanes: frozenset[str] | None = None) -> dict[str, Any]:
+    async def retrieve(
+        self, params: Any, *, markdown: bool = False, lanes: frozenset[str] | None = None
+    ) -> dict[str, Any]:
         """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
         `lanes` narrows the workspace's lanes, for ablations."""
         lanes = self.settings.retrieval_lanes if lanes is None else lanes
@@ -350,20 +380,38 @@ class FlowbabyService:
                 retriever = await self._ready_retriever()
                 try:
                     entries, used = await asyncio.wait_for(
-                        asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec)
+                        asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec
+                    )
                 except TimeoutError:
-                    raise RetrievalError(RetrievalErrorCode.BRIDGE_TIMEOUT,
-                                         f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline") from None
+                    raise RetrievalError(
+                        RetrievalErrorCode.BRIDGE_TIMEOUT,
+                        f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline",
+                    ) from None
         except RetrievalError as error:
-            self.audit.record(command, agent_name=None, topic=query, result="error", error_code=error.code.value,
-                              duration_ms=(time.perf_counter() - started) * 1000)
+            self.audit.record(
+                command,
+                agent_name=None,
+                topic=query,
+                result="error",
+                error_code=error.code.value,
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
             raise
-        self.audit.record(command, agent_name=None, topic=query, result="success", error_code=None,
-                          duration_ms=(time.perf_counter() - started) * 1000)
+        self.audit.record(
+            command,
+            agent_name=None,
+            topic=query,
+            result="success",
+            error_code=None,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
         if markdown:
-            return RetrieveMemoryResponse(entries=entries, totalResults=len(entries), tokensUsed=used,
-                                          markdown=render_markdown(entries)).model_dump(mode="json")
-        return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(mode="json")
+            return RetrieveMemoryResponse(
+                entries=entries, totalResults=len(entries), tokensUsed=used, markdown=render_markdown(entries)
+            ).model_dump(mode="json")
+        return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(
+            mode="json"
+        )
 
     def index_status(self) -> dict[str, Any]:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair."""
@@ -378,7 +426,10 @@ class FlowbabyService:
         vectors = len(self._retriever.catalog) if self._retriever is not None else 0
         queued_vectors = self._embed_queue.qsize()
         if broken or (memories and warm and not vectors):
-            status, message = "missing", "The search index is missing or could not be loaded; run repair or check the logs"
+            status, message = (
+                "missing",
+                "The search index is missing or could not be loaded; run repair or check the logs",
+            )
         elif without_graph or (warm and vectors + queued_vectors < memories):
             status, message = "repair_needed", f"{without_graph} memories have no graph; run repair to rebuild them"
         elif active:
@@ -395,12 +446,23 @@ class FlowbabyService:
             "can_search": not broken,
             "needs_update": status in {"dirty", "indexing"},
             "needs_repair": status in {"repair_needed", "missing"},
-            "counts": {"memories": memories, "vectors": vectors, "graphIndexed": graph_indexed,
-                       "pendingOperations": active, "failedOperations": failed_ops, "withoutGraph": without_graph},
-            "coverage": {"vectors": round(vectors / memories, 4) if memories else 1.0,
-                         "graph": round(graph_indexed / memories, 4) if memories else 1.0},
-            "model": {"embedding": os.path.basename(self.settings.embedding_model.rstrip("/")), "dimensions": 384,
-                      "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider},
+            "counts": {
+                "memories": memories,
+                "vectors": vectors,
+                "graphIndexed": graph_indexed,
+                "pendingOperations": active,
+                "failedOperations": failed_ops,
+                "withoutGraph": without_graph,
+            },
+            "coverage": {
+                "vectors": round(vectors / memories, 4) if memories else 1.0,
+                "graph": round(graph_indexed / memories, 4) if memories else 1.0,
+            },
+            "model": {
+                "embedding": os.path.basename(self.settings.embedding_model.rstrip("/")),
+                "dimensions": 384,
+                "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
+            },
             "message": message,
         }
 
@@ -417,11 +479,17 @@ class FlowbabyService:
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
             reembedded = len(missing)
-        return {"success": True, "operationId": operation_id, "requeuedMemories": len(memory_ids),
-                "reembeddedMemories": reembedded, "index": self.index_status()}
+        return {
+            "success": True,
+            "operationId": operation_id,
+            "requeuedMemories": len(memory_ids),
+            "reembeddedMemories": reembedded,
+            "index": self.index_status(),
+        }
 
-    def memory_context(self, topic_id: str, query: str | None = None, hops: int = 1,
-                       version: int | None = None) -> dict[str, Any]:
+    def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
         """Expand a hit: the memory (newest version unless `version`), its graph neighbourhood
         with the related memories and what links them, and the versions before and after it.
         `query` orders related memories by how well they match it; `hops` is 1 (shared
@@ -429,8 +497,11 @@ class FlowbabyService:
         if hops not in (1, 2):
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
         versions = self.memory_versions(topic_id)["versions"]
-        index = len(versions) - 1 if version is None else next(
-            (i for i, v in enumerate(versions) if v["version"] == version), None)
+        index = (
+            len(versions) - 1
+            if version is None
+            else next((i for i, v in enumerate(versions) if v["version"] == version), None)
+        )
         if index is None:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'Memory "{topic_id}" has no version {version}')
         current = versions[index]
@@ -439,16 +510,28 @@ class FlowbabyService:
         by_id = {m.memory_id: m for m in related}
         relevance = self._retriever.catalog.lexical.search(query) if query and self._retriever else {}
         memories = [
-            {**item, "topicId": by_id[item["memoryId"]].topic_id, "topic": by_id[item["memoryId"]].topic,
-             "status": by_id[item["memoryId"]].status.value, "createdAt": by_id[item["memoryId"]].created_at,
-             "queryScore": round(relevance.get(item["memoryId"], 0.0), 4)}
+            {
+                **item,
+                "topicId": by_id[item["memoryId"]].topic_id,
+                "topic": by_id[item["memoryId"]].topic,
+                "status": by_id[item["memoryId"]].status.value,
+                "createdAt": by_id[item["memoryId"]].created_at,
+                "queryScore": round(relevance.get(item["memoryId"], 0.0), 4),
+            }
             for item in around["memories"]
             if item["memoryId"] in by_id and by_id[item["memoryId"]].topic_id != topic_id  # versions are listed apart
         ]
         if query:
             memories.sort(key=lambda item: (-item["queryScore"], -item["weight"]))
-        return {"success": True, "memory": current, "versionsBefore": versions[:index], "versionsAfter": versions[index + 1:],
-                "entities": around["entities"], "relations": around["relations"], "relatedMemories": memories}
+        return {
+            "success": True,
+            "memory": current,
+            "versionsBefore": versions[:index],
+            "versionsAfter": versions[index + 1 :],
+            "entities": around["entities"],
+            "relations": around["relations"],
+            "relatedMemories": memories,
+        }
 
     def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
@@ -459,11 +542,24 @@ class FlowbabyService:
             "success": True,
             "topicId": topic_id,
             "versions": [
-                {"memoryId": m.memory_id, "version": m.version, "status": m.status.value, "topic": m.topic,
-                 "context": m.context, "decisions": m.decisions, "rationale": m.rationale,
-                 "openQuestions": m.open_questions, "nextSteps": m.next_steps, "references": m.references,
-                 "planId": m.plan_id, "sessionId": m.session_id, "agentName": m.agent_name,
-                 "createdAt": m.created_at, "updatedAt": m.updated_at, "graphState": m.graph_state}
+                {
+                    "memoryId": m.memory_id,
+                    "version": m.version,
+                    "status": m.status.value,
+                    "topic": m.topic,
+                    "context": m.context,
+                    "decisions": m.decisions,
+                    "rationale": m.rationale,
+                    "openQuestions": m.open_questions,
+                    "nextSteps": m.next_steps,
+                    "references": m.references,
+                    "planId": m.plan_id,
+                    "sessionId": m.session_id,
+                    "agentName": m.agent_name,
+                    "createdAt": m.created_at,
+                    "updatedAt": m.updated_at,
+                    "graphState": m.graph_state,
+                }
                 for m in versions
             ],
         }
@@ -477,9 +573,14 @@ class FlowbabyService:
             vector = (await asyncio.to_thread(self.embedder.encode, [request.q]))[0]
             hits = await asyncio.to_thread(index.nearest_chunks, vector, request.limit)
         results = [
-            {"embedding_id": f"{chunk.memory_id}:{chunk.chunk_index}", "distance": round(1.0 - similarity, 6),
-             "chunk_text": chunk.text, "topicId": chunk.topic_id, "chunk_index": chunk.chunk_index,
-             "field": chunk.field}
+            {
+                "embedding_id": f"{chunk.memory_id}:{chunk.chunk_index}",
+                "distance": round(1.0 - similarity, 6),
+                "chunk_text": chunk.text,
+                "topicId": chunk.topic_id,
+                "chunk_index": chunk.chunk_index,
+                "field": chunk.field,
+            }
             for chunk, similarity in hits
         ]
         return {"success": True, "results": results, "count": len(results)}
@@ -500,8 +601,9 @@ class FlowbabyService:
         return {"success": True, "topicId": request.topicId, "hops": request.hops, **snapshot}
 
     def _graph_view(self) -> WorkspaceGraph:
-        return WorkspaceGraph(load_projection(self.paths.projection), self.store.iter_memories(),
-                              self.store.operations(("failed",)))
+        return WorkspaceGraph(
+            load_projection(self.paths.projection), self.store.iter_memories(), self.store.operations(("failed",))
+        )
 
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:
         """Counts, top entities by degree, the largest components and the memories whose
@@ -512,3 +614,15 @@ class FlowbabyService:
     async def wait_idle(self) -> None:
         """Until no operation is pending or running (tests, demo, bench)."""
         await self.operations.wait_idle()
+
+
+async def open_service(
+    front: str, workspace: str | os.PathLike[str] | None, rate_limit_per_minute: int | None = None
+) -> FlowbabyService | FlowbabyError:
+    """Open the workspace for a front, or say on stderr why not and return the error
+    (the front then exits with EXIT_WORKSPACE_UNAVAILABLE)."""
+    try:
+        return await FlowbabyService.open(workspace, rate_limit_per_minute=rate_limit_per_minute)
+    except FlowbabyError as error:
+        print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
+        return error

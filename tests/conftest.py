@@ -49,7 +49,7 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
     clients: list[BridgeClient] = []
 
     def start(workspace: Path, *args: str, env: dict[str, str] | None = None) -> BridgeClient:
-        log = open(tmp_path / f"bridge-{len(clients)}.stderr", "wb")
+        log = open(tmp_path / f"bridge-{len(clients)}.stderr", "wb")  # noqa: SIM115 (closed at teardown)
         client = BridgeClient(workspace, extra_args=["--shutdown-grace", "2", *args], env=env, stderr=log)
         clients.append(client)
         return client

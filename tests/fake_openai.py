@@ -14,9 +14,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # graph.offline_llm imports litellm
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # graph.build.worker.offline_llm imports litellm
 
-from graph.offline_llm import answer  # noqa: E402
+from graph.build.worker.offline_llm import answer  # noqa: E402
 
 MODES = ("good", "garbage", "slow", "429", "500")
 
@@ -63,8 +63,13 @@ class FakeOpenAI:
         with self._lock:
             self.requests.append({"mode": mode, "model": body.get("model")})
         if mode == "429":
-            return 429, {"error": {"message": "Rate limit reached for requests", "type": "requests",
-                                   "code": "rate_limit_exceeded"}}
+            return 429, {
+                "error": {
+                    "message": "Rate limit reached for requests",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                }
+            }
         if mode == "500":
             return 500, {"error": {"message": "The server had an error", "type": "server_error"}}
         if mode == "slow" and self._closing.wait(self.slow_sec):
@@ -88,8 +93,7 @@ class FakeOpenAI:
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", ""),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
             "usage": usage,
         }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graph.contract import (
+from graph.core.contract import (
     MAX_PAYLOAD_CHARS,
     ErrorCode,
     FlowbabyError,

@@ -27,8 +27,12 @@ LABELS = {
 
 def test_variants_match_on_the_normalised_key() -> None:
     graph = {
-        "nodes": [node("redis", "Redis", "technology", "REDIS"), node("session store", "Session Stores", "component"),
-                  node("#12", "PR #12", "issue"), node("topic:x", "x", "topic")],
+        "nodes": [
+            node("redis", "Redis", "technology", "REDIS"),
+            node("session store", "Session Stores", "component"),
+            node("#12", "PR #12", "issue"),
+            node("topic:x", "x", "topic"),
+        ],
         "edges": [edge("session store", "uses", "redis"), edge("topic:x", "mentions", "redis")],
     }
     result = score_graph(graph, LABELS)
@@ -38,7 +42,11 @@ def test_variants_match_on_the_normalised_key() -> None:
 
 def test_misses_wrong_types_and_spurious_nodes_count_against() -> None:
     graph = {
-        "nodes": [node("redis", "Redis", "concept"), node("session", "session", "concept"), node("store", "store", "concept")],
+        "nodes": [
+            node("redis", "Redis", "concept"),
+            node("session", "session", "concept"),
+            node("store", "store", "concept"),
+        ],
         "edges": [edge("redis", "uses", "session")],
     }
     result = score_graph(graph, LABELS)
@@ -49,7 +57,10 @@ def test_misses_wrong_types_and_spurious_nodes_count_against() -> None:
 
 
 def test_two_nodes_for_one_label_are_a_split() -> None:
-    graph = {"nodes": [node("redis", "Redis", "technology"), node("redis cache", "Redis cache", "component")], "edges": []}
+    graph = {
+        "nodes": [node("redis", "Redis", "technology"), node("redis cache", "Redis cache", "component")],
+        "edges": [],
+    }
     assert score_graph(graph, LABELS)["split"] == 1
 
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from graph.embedder import Embedder
-from graph.projection import load_projection, memory_node
-from graph.settings import load_settings
-from graph.store import MemoryStore, memory_uuid
-from graph.vectors import VectorIndex
-from graph.workspace import resolve_workspace
+from graph.core.projection import load_projection, memory_node
+from graph.core.settings import load_settings
+from graph.core.store import MemoryStore, memory_uuid
+from graph.core.workspace import resolve_workspace
+from graph.search.embedder import Embedder
+from graph.search.vectors import VectorIndex
 from tests.conftest import summary
 
 pytestmark = pytest.mark.slow
@@ -43,7 +43,9 @@ def test_summary_becomes_an_entity_graph(spawn, workspace: Path) -> None:
     assert entities["redis"]["entity_type"] == "technology"
     memory_id = reply["ingestion_metrics"]["memoryId"]
     graph = load_projection(workspace / ".flowbaby" / "graph" / "projection.json")
-    mentioned = {graph.nodes[v]["name"] for _, v, k in graph.out_edges(memory_node(memory_id), keys=True) if k == "mentions"}
+    mentioned = {
+        graph.nodes[v]["name"] for _, v, k in graph.out_edges(memory_node(memory_id), keys=True) if k == "mentions"
+    }
     assert {"redis", "billing/reconcile.py"} <= mentioned
     assert memory_id in entities["redis"]["sources"]
 

@@ -17,41 +17,81 @@ import networkx as nx
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
-from graph.contract import MemoryStatus, OperationStatus
-from graph.inspection import TopicNotFound, WorkspaceGraph
-from graph.projection import memory_node
-from graph.store import Memory, memory_uuid
+from graph.core.contract import MemoryStatus, OperationStatus
+from graph.core.projection import memory_node
+from graph.core.store import Memory, memory_uuid
+from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
 from tests.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET, memory
 
 WAITING_TOPIC = "waiting-topic"
 
 
-def _memory(topic_id: str, version: int, state: str = "indexed", status: str = "Active",
-            operation_id: str | None = None) -> Memory:
-    return Memory(memory_id=memory_uuid(topic_id, version), topic_id=topic_id, version=version,
-                  status=MemoryStatus(status), topic=topic_id.title(), context="", decisions=[], rationale=[],
-                  open_questions=[], next_steps=[], references=[], time_scope=None, agent_name=None,
-                  session_id=None, plan_id=None, created_at=f"2025-03-0{version}T10:00:00.000Z",
-                  updated_at=f"2025-03-0{version}T10:00:00.000Z", graph_state=state, operation_id=operation_id)
+def _memory(
+    topic_id: str, version: int, state: str = "indexed", status: str = "Active", operation_id: str | None = None
+) -> Memory:
+    return Memory(
+        memory_id=memory_uuid(topic_id, version),
+        topic_id=topic_id,
+        version=version,
+        status=MemoryStatus(status),
+        topic=topic_id.title(),
+        context="",
+        decisions=[],
+        rationale=[],
+        open_questions=[],
+        next_steps=[],
+        references=[],
+        time_scope=None,
+        agent_name=None,
+        session_id=None,
+        plan_id=None,
+        created_at=f"2025-03-0{version}T10:00:00.000Z",
+        updated_at=f"2025-03-0{version}T10:00:00.000Z",
+        graph_state=state,
+        operation_id=operation_id,
+    )
 
 
 def _small_view() -> WorkspaceGraph:
     """Two topics sharing a ticket, a second version of one, a failed and a pending memory."""
-    memories = [_memory("a", 1, status="Superseded"), _memory("a", 2), _memory("b", 1),
-                _memory("c", 1, state="failed", operation_id="op_failed"), _memory("d", 1, state="pending")]
+    memories = [
+        _memory("a", 1, status="Superseded"),
+        _memory("a", 2),
+        _memory("b", 1),
+        _memory("c", 1, state="failed", operation_id="op_failed"),
+        _memory("d", 1, state="pending"),
+    ]
     projection = nx.MultiDiGraph()
     for m in memories[:3]:
-        projection.add_node(memory_node(m.memory_id), kind="memory", name=m.topic, topic_id=m.topic_id,
-                            version=m.version, status="Active")
-    projection.add_node("e-ticket", kind="entity", name="plat-1", entity_type="issue",
-                        sources=[memories[1].memory_id, memories[2].memory_id])
+        projection.add_node(
+            memory_node(m.memory_id),
+            kind="memory",
+            name=m.topic,
+            topic_id=m.topic_id,
+            version=m.version,
+            status="Active",
+        )
+    projection.add_node(
+        "e-ticket",
+        kind="entity",
+        name="plat-1",
+        entity_type="issue",
+        sources=[memories[1].memory_id, memories[2].memory_id],
+    )
     projection.add_node("e-lonely", kind="entity", name="lonely", entity_type="concept", sources=[])
     projection.add_edge(memory_node(memories[1].memory_id), "e-ticket", key="mentions", relation="mentions")
     projection.add_edge(memory_node(memories[2].memory_id), "e-ticket", key="mentions", relation="mentions")
-    projection.add_edge(memory_node(memories[1].memory_id), memory_node(memories[0].memory_id),
-                        key="supersedes", relation="supersedes")
-    failed = OperationStatus(operationId="op_failed", status="failed", memoryIds=[memories[3].memory_id],
-                             topicIds=["c"], createdAt="2025-03-01T10:00:00.000Z", errorCode="COGNIFY_FAILED")
+    projection.add_edge(
+        memory_node(memories[1].memory_id), memory_node(memories[0].memory_id), key="supersedes", relation="supersedes"
+    )
+    failed = OperationStatus(
+        operationId="op_failed",
+        status="failed",
+        memoryIds=[memories[3].memory_id],
+        topicIds=["c"],
+        createdAt="2025-03-01T10:00:00.000Z",
+        errorCode="COGNIFY_FAILED",
+    )
     return WorkspaceGraph(projection, memories, [failed])
 
 
@@ -87,8 +127,10 @@ def test_paths_chains_and_neighbourhoods() -> None:
 def test_exports_round_trip(tmp_path: Path) -> None:
     view = _small_view()
     graphml = nx.read_graphml(view.export("graphml", tmp_path / "g.graphml"), force_multigraph=True)
-    assert (graphml.number_of_nodes(), graphml.number_of_edges()) == (view.graph.number_of_nodes(),
-                                                                      view.graph.number_of_edges())
+    assert (graphml.number_of_nodes(), graphml.number_of_edges()) == (
+        view.graph.number_of_nodes(),
+        view.graph.number_of_edges(),
+    )
     assert graphml.nodes["e-ticket"]["sources"] == ",".join(view.graph.nodes["e-ticket"]["sources"])
     data = json.loads(view.export("json", tmp_path / "g.json").read_text())
     back = nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
@@ -128,8 +170,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _flowbaby(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run([sys.executable, "-c", "from bridge.cli import main; main()", *args],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", "from bridge.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
 
 
 @pytest.mark.slow
@@ -137,10 +185,14 @@ def test_cli_exports_stats_and_show(built: Path, tmp_path: Path) -> None:
     view = WorkspaceGraph.load(built)
     for fmt in ("graphml", "json", "html"):
         out = tmp_path / f"graph.{fmt}"
-        assert _flowbaby("graph", "export", "--workspace", str(built), "--format", fmt, "--out", str(out)).returncode == 0
+        assert (
+            _flowbaby("graph", "export", "--workspace", str(built), "--format", fmt, "--out", str(out)).returncode == 0
+        )
     graphml = nx.read_graphml(tmp_path / "graph.graphml", force_multigraph=True)
-    assert (graphml.number_of_nodes(), graphml.number_of_edges()) == (view.graph.number_of_nodes(),
-                                                                      view.graph.number_of_edges())
+    assert (graphml.number_of_nodes(), graphml.number_of_edges()) == (
+        view.graph.number_of_nodes(),
+        view.graph.number_of_edges(),
+    )
     back = nx.node_link_graph(json.loads((tmp_path / "graph.json").read_text()), edges="edges")
     assert sorted(back.edges(keys=True)) == sorted(view.graph.edges(keys=True))
 
@@ -169,10 +221,13 @@ def test_notebook_runs_headless(built: Path, tmp_path: Path) -> None:
 
     notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "graph_inspection.ipynb", as_version=4)
     assert "parameters" in notebook.cells[0].metadata.get("tags", [])
-    notebook.cells[0].source = (f"WORKSPACE = {str(built)!r}\nTOPIC = {MULTI_HOP_FIRST!r}\n"
-                                f"PATH_FROM, PATH_TO = {MULTI_HOP_FIRST!r}, {MULTI_HOP_SECOND!r}")
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on any cell error
+    notebook.cells[0].source = (
+        f"WORKSPACE = {str(built)!r}\nTOPIC = {MULTI_HOP_FIRST!r}\n"
+        f"PATH_FROM, PATH_TO = {MULTI_HOP_FIRST!r}, {MULTI_HOP_SECOND!r}"
+    )
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()  # raises on any cell error
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [base64.b64decode(o.data["image/png"]) for o in outputs if "image/png" in o.get("data", {})]

@@ -8,8 +8,8 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import networkx as nx
@@ -33,9 +33,21 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         child_env = {**os.environ, **(env or {}), "PYTHONPATH": str(PROJECT_ROOT)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from bridge.cli import main; main()", "serve", "--workspace", str(workspace),
-             "--port", str(self.port), *args],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env)
+            [
+                sys.executable,
+                "-c",
+                "from bridge.cli import main; main()",
+                "serve",
+                "--workspace",
+                str(workspace),
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=child_env,
+        )
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -91,7 +103,9 @@ def test_token_file_auth_and_loopback(serve, workspace: Path) -> None:
     server.stop()
     again = serve(workspace)
     assert _token(workspace) == token  # generated once, then reused
-    assert httpx.get(f"{again.url}/api/agent/background", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    assert (
+        httpx.get(f"{again.url}/api/agent/background", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    )
 
 
 def test_empty_configured_token_rejects_everything(serve, workspace: Path) -> None:
@@ -111,7 +125,11 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
     auth = {"Authorization": "Bearer s3cret"}
     with httpx.Client(base_url=server.url, headers=auth, timeout=120) as client:
         bad = client.post("/api/agent/ingest", json=summary(topic=""))
-        assert bad.status_code == 400 and bad.json()["errorCode"] == "INVALID_PAYLOAD" and bad.json()["fields"] == ["topic"]
+        assert (
+            bad.status_code == 400
+            and bad.json()["errorCode"] == "INVALID_PAYLOAD"
+            and bad.json()["fields"] == ["topic"]
+        )
         assert client.post("/api/agent/ingest", content=b"{nope").status_code == 400
         staged = client.post("/api/agent/ingest", json=summary())
         assert staged.status_code == 202 and staged.json()["staged"] is True
@@ -125,7 +143,9 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
         invalid = client.post("/api/agent/retrieve", json={"query": "x", "maxResults": 99})
         assert invalid.status_code == 400 and invalid.json()["errorCode"] == "INVALID_REQUEST"
         hits = client.get("/api/agent/search", params={"q": "session cache TTL", "limit": 3}).json()
-        assert hits["count"] == 3 and [h["distance"] for h in hits["results"]] == sorted(h["distance"] for h in hits["results"])
+        assert hits["count"] == 3 and [h["distance"] for h in hits["results"]] == sorted(
+            h["distance"] for h in hits["results"]
+        )
         assert set(hits["results"][0]) >= {"embedding_id", "distance", "chunk_text", "topicId", "chunk_index"}
         assert client.get("/api/agent/search", params={"q": "x", "limit": "many"}).status_code == 400
         index = client.get("/api/agent/index/status").json()
@@ -146,20 +166,31 @@ def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:
         assert ingests[5].json()["errorCode"] == "429_FLOWBABY_BACKLOG" and int(ingests[5].headers["Retry-After"]) >= 1
         retrievals = [client.post("/api/agent/retrieve", json={"query": f"q{i}"}) for i in range(11)]
         assert [r.status_code for r in retrievals] == [200] * 10 + [429]
-        assert retrievals[10].json()["errorCode"] == "RATE_LIMIT_EXCEEDED" and int(retrievals[10].headers["Retry-After"]) >= 1
+        assert (
+            retrievals[10].json()["errorCode"] == "RATE_LIMIT_EXCEEDED"
+            and int(retrievals[10].headers["Retry-After"]) >= 1
+        )
 
 
 def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path) -> None:
     port = _free_port()
-    bridge = spawn(workspace, "--http", "--port", str(port), "--rate-limit-per-minute", "0",
-                   env={**os.environ, "FLOWBABY_API_TOKEN": "shared"})
+    bridge = spawn(
+        workspace,
+        "--http",
+        "--port",
+        str(port),
+        "--rate-limit-per-minute",
+        "0",
+        env={**os.environ, "FLOWBABY_API_TOKEN": "shared"},
+    )
     assert bridge.result("ingestForAgent", summary())["staged"]
     auth = {"Authorization": "Bearer shared"}
     deadline = time.monotonic() + 60
     while True:
         try:
-            reply = httpx.post(f"http://127.0.0.1:{port}/api/agent/retrieve", json={"query": "Redis cache"},
-                               headers=auth, timeout=60)
+            reply = httpx.post(
+                f"http://127.0.0.1:{port}/api/agent/retrieve", json={"query": "Redis cache"}, headers=auth, timeout=60
+            )
             break
         except httpx.TransportError:
             assert time.monotonic() < deadline
@@ -178,7 +209,10 @@ def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
     builder = BridgeClient(workspace, env={**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"})
     for payload in MULTI_HOP_SET:
         assert builder.result("ingestForAgent", payload)["staged"]
-    revised = {**MULTI_HOP_SET[0], "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"]}
+    revised = {
+        **MULTI_HOP_SET[0],
+        "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"],
+    }
     assert builder.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
     builder.wait_idle(600)
     builder.close()

@@ -43,8 +43,14 @@ def test_generated_requests_get_documented_answers(workspace: Path) -> None:
         problems: list[str] = []
 
         def run(operation: Any, mode: GenerationMode) -> None:
-            @settings(max_examples=per_run, deadline=None, database=None, derandomize=True,
-                      phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=per_run,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                phases=[Phase.explicit, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
             @given(case=operation.as_strategy(generation_mode=mode))
             def call(case: schemathesis.Case) -> None:
                 response = case.call(base_url=server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60)
@@ -58,7 +64,9 @@ def test_generated_requests_get_documented_answers(workspace: Path) -> None:
                 where = f"{operation.label} [{mode.value}] -> {response.status_code} {response.text[:200]}"
                 if response.status_code >= 500:
                     problems.append(f"server error: {where}")
-                elif response.status_code >= 400 and (code not in documented or STATUS.get(code) != response.status_code):
+                elif response.status_code >= 400 and (
+                    code not in documented or STATUS.get(code) != response.status_code
+                ):
                     problems.append(f"undocumented 4xx: {where}")
 
             try:

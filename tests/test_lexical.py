@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from graph.lexical import LexicalIndex
-from graph.text import light_stem, tokenize
+from graph.search.lexical import LexicalIndex
+from graph.search.text import light_stem, tokenize
 
 
 def test_identifiers_split_into_searchable_parts() -> None:
-    assert tokenize("E_LEDGER_LOCK in billing/reconcile.py (PR #482)") == ["e", "ledg", "lock", "bill", "reconcil", "py", "pr", "482"]
+    assert tokenize("E_LEDGER_LOCK in billing/reconcile.py (PR #482)") == [
+        "e",
+        "ledg",
+        "lock",
+        "bill",
+        "reconcil",
+        "py",
+        "pr",
+        "482",
+    ]
 
 
 def test_stopwords_out_and_light_stemming() -> None:

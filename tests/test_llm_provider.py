@@ -12,51 +12,92 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import litellm  # noqa: E402
 import pytest
 
-from tests.fake_openai import FakeOpenAI  # sets LITELLM_LOCAL_MODEL_COST_MAP before litellm is imported
-
-import litellm  # noqa: E402
-
-from graph.cognee_runtime import llm_environment  # noqa: E402
-from graph.contract import ErrorCode, FlowbabyError  # noqa: E402
-from graph.llm_calls import is_transient  # noqa: E402
-from graph.projection import load_projection  # noqa: E402
-from graph.settings import LLMSettings  # noqa: E402
-from graph.store import MemoryStore  # noqa: E402
-from graph.worker import llm_error_code  # noqa: E402
+from graph.build.worker.cognee_runtime import llm_environment  # noqa: E402
+from graph.build.worker.cognee_worker import llm_error_code  # noqa: E402
+from graph.build.worker.llm_calls import is_transient  # noqa: E402
+from graph.core.contract import ErrorCode, FlowbabyError  # noqa: E402
+from graph.core.projection import load_projection  # noqa: E402
+from graph.core.settings import LLMSettings  # noqa: E402
+from graph.core.store import MemoryStore  # noqa: E402
 from tests.conftest import summary  # noqa: E402
+from tests.fake_openai import FakeOpenAI  # sets LITELLM_LOCAL_MODEL_COST_MAP before litellm is imported
 
 NETGUARD = Path(__file__).parent / "netguard"
 
 
 # -- configuration -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
-        (LLMSettings(provider="openai", model="gpt-4o-mini", api_key="sk-1"),
-         {"LLM_PROVIDER": "openai", "LLM_MODEL": "openai/gpt-4o-mini", "LLM_API_KEY": "sk-1"}),
-        (LLMSettings(provider="openai", model="openai/gpt-4o", api_key="sk-1", endpoint="http://10.0.0.5:8000/v1"),
-         {"LLM_PROVIDER": "openai", "LLM_MODEL": "openai/gpt-4o", "LLM_API_KEY": "sk-1",
-          "LLM_ENDPOINT": "http://10.0.0.5:8000/v1"}),
-        (LLMSettings(provider="custom", model="meta-llama/Llama-3.1-8B", endpoint="http://127.0.0.1:8000/v1"),
-         {"LLM_PROVIDER": "custom", "LLM_MODEL": "openai/meta-llama/Llama-3.1-8B", "LLM_API_KEY": "none",
-          "LLM_ENDPOINT": "http://127.0.0.1:8000/v1"}),
-        (LLMSettings(provider="anthropic", model="claude-3-5-haiku-latest", api_key="sk-ant"),
-         {"LLM_PROVIDER": "anthropic", "LLM_MODEL": "anthropic/claude-3-5-haiku-latest", "LLM_API_KEY": "sk-ant"}),
-        (LLMSettings(provider="azure", model="my-gpt4o-deployment", api_key="az", endpoint="https://x.openai.azure.com",
-                     api_version="2024-10-21"),
-         {"LLM_PROVIDER": "azure", "LLM_MODEL": "azure/my-gpt4o-deployment", "LLM_API_KEY": "az",
-          "LLM_ENDPOINT": "https://x.openai.azure.com", "LLM_API_VERSION": "2024-10-21"}),
-        (LLMSettings(provider="ollama", model="llama3.1:8b"),
-         {"LLM_PROVIDER": "ollama", "LLM_MODEL": "ollama/llama3.1:8b", "LLM_API_KEY": "none",
-          "LLM_ENDPOINT": "http://localhost:11434"}),
-        (LLMSettings(provider="ollama", model="ollama_chat/qwen2.5:14b", endpoint="http://127.0.0.1:11434/v1/"),
-         {"LLM_PROVIDER": "ollama", "LLM_MODEL": "ollama_chat/qwen2.5:14b", "LLM_API_KEY": "none",
-          "LLM_ENDPOINT": "http://127.0.0.1:11434"}),
-        (LLMSettings(provider="", endpoint="http://127.0.0.1:9/v1"),
-         {"LLM_PROVIDER": "custom", "LLM_MODEL": "flowbaby-local/offline-extractor", "LLM_API_KEY": "offline"}),
+        (
+            LLMSettings(provider="openai", model="gpt-4o-mini", api_key="sk-1"),
+            {"LLM_PROVIDER": "openai", "LLM_MODEL": "openai/gpt-4o-mini", "LLM_API_KEY": "sk-1"},
+        ),
+        (
+            LLMSettings(provider="openai", model="openai/gpt-4o", api_key="sk-1", endpoint="http://10.0.0.5:8000/v1"),
+            {
+                "LLM_PROVIDER": "openai",
+                "LLM_MODEL": "openai/gpt-4o",
+                "LLM_API_KEY": "sk-1",
+                "LLM_ENDPOINT": "http://10.0.0.5:8000/v1",
+            },
+        ),
+        (
+            LLMSettings(provider="custom", model="meta-llama/Llama-3.1-8B", endpoint="http://127.0.0.1:8000/v1"),
+            {
+                "LLM_PROVIDER": "custom",
+                "LLM_MODEL": "openai/meta-llama/Llama-3.1-8B",
+                "LLM_API_KEY": "none",
+                "LLM_ENDPOINT": "http://127.0.0.1:8000/v1",
+            },
+        ),
+        (
+            LLMSettings(provider="anthropic", model="claude-3-5-haiku-latest", api_key="sk-ant"),
+            {"LLM_PROVIDER": "anthropic", "LLM_MODEL": "anthropic/claude-3-5-haiku-latest", "LLM_API_KEY": "sk-ant"},
+        ),
+        (
+            LLMSettings(
+                provider="azure",
+                model="my-gpt4o-deployment",
+                api_key="az",
+                endpoint="https://x.openai.azure.com",
+                api_version="2024-10-21",
+            ),
+            {
+                "LLM_PROVIDER": "azure",
+                "LLM_MODEL": "azure/my-gpt4o-deployment",
+                "LLM_API_KEY": "az",
+                "LLM_ENDPOINT": "https://x.openai.azure.com",
+                "LLM_API_VERSION": "2024-10-21",
+            },
+        ),
+        (
+            LLMSettings(provider="ollama", model="llama3.1:8b"),
+            {
+                "LLM_PROVIDER": "ollama",
+                "LLM_MODEL": "ollama/llama3.1:8b",
+                "LLM_API_KEY": "none",
+                "LLM_ENDPOINT": "http://localhost:11434",
+            },
+        ),
+        (
+            LLMSettings(provider="ollama", model="ollama_chat/qwen2.5:14b", endpoint="http://127.0.0.1:11434/v1/"),
+            {
+                "LLM_PROVIDER": "ollama",
+                "LLM_MODEL": "ollama_chat/qwen2.5:14b",
+                "LLM_API_KEY": "none",
+                "LLM_ENDPOINT": "http://127.0.0.1:11434",
+            },
+        ),
+        (
+            LLMSettings(provider="", endpoint="http://127.0.0.1:9/v1"),
+            {"LLM_PROVIDER": "custom", "LLM_MODEL": "flowbaby-local/offline-extractor", "LLM_API_KEY": "offline"},
+        ),
     ],
     ids=["openai", "openai-endpoint", "custom", "anthropic", "azure", "ollama", "ollama-v1-endpoint", "offline"],
 )
@@ -68,9 +109,13 @@ def test_settings_map_onto_cognee_llm_environment(settings: LLMSettings, expecte
 
 def test_mapped_model_names_route_in_litellm() -> None:
     """litellm itself resolves each mapped name to the intended provider."""
-    for provider, model, route in [("custom", "my-model", "openai"), ("openai", "gpt-4o-mini", "openai"),
-                                   ("anthropic", "claude-3-5-haiku-latest", "anthropic"),
-                                   ("azure", "dep", "azure"), ("ollama", "llama3.1", "ollama")]:
+    for provider, model, route in [
+        ("custom", "my-model", "openai"),
+        ("openai", "gpt-4o-mini", "openai"),
+        ("anthropic", "claude-3-5-haiku-latest", "anthropic"),
+        ("azure", "dep", "azure"),
+        ("ollama", "llama3.1", "ollama"),
+    ]:
         mapped = llm_environment(LLMSettings(provider=provider, model=model, api_key="k"), 1)["LLM_MODEL"]
         assert litellm.get_llm_provider(model=mapped)[1] == route, mapped
 
@@ -98,11 +143,14 @@ def test_which_settings_need_a_key(settings: LLMSettings, needs_key: bool) -> No
         settings.require_key()
 
 
-@pytest.mark.parametrize("env_text", [
-    "LLM_PROVIDER=anthropic\nLLM_MODEL=claude-3-5-haiku-latest\n",
-    "LLM_PROVIDER=azure\nLLM_MODEL=dep\nLLM_ENDPOINT=https://x.openai.azure.com\nLLM_API_VERSION=2024-10-21\n",
-    "LLM_PROVIDER=custom\nLLM_MODEL=m\nLLM_ENDPOINT=https://llm.example.com/v1\n",
-])
+@pytest.mark.parametrize(
+    "env_text",
+    [
+        "LLM_PROVIDER=anthropic\nLLM_MODEL=claude-3-5-haiku-latest\n",
+        "LLM_PROVIDER=azure\nLLM_MODEL=dep\nLLM_ENDPOINT=https://x.openai.azure.com\nLLM_API_VERSION=2024-10-21\n",
+        "LLM_PROVIDER=custom\nLLM_MODEL=m\nLLM_ENDPOINT=https://llm.example.com/v1\n",
+    ],
+)
 def test_remote_provider_without_key_stages_nothing(spawn, workspace: Path, env_text: str) -> None:
     (workspace / ".env").write_text(env_text)
     client = spawn(workspace, env={k: v for k, v in os.environ.items() if not k.startswith("LLM_")})
@@ -113,6 +161,7 @@ def test_remote_provider_without_key_stages_nothing(spawn, workspace: Path, env_
 
 
 # -- error classification --------------------------------------------------------------------
+
 
 class _Wrapper(Exception):
     """Stands in for cognee's pipeline wrapper: the LLM error is its cause."""
@@ -134,8 +183,10 @@ def test_llm_failures_are_classified_from_the_exception_chain() -> None:
     assert llm_error_code(_wrapped(litellm.RateLimitError("429", **args))) == "LLM_RATE_LIMITED"
     assert llm_error_code(_wrapped(litellm.InternalServerError("500", **args))) == "LLM_ERROR"
     assert llm_error_code(_wrapped(litellm.APIConnectionError("refused", **args))) == "LLM_ERROR"
-    assert llm_error_code(ExceptionGroup("tasks", [ValueError("x"), _wrapped(litellm.RateLimitError("429", **args))])) \
+    assert (
+        llm_error_code(ExceptionGroup("tasks", [ValueError("x"), _wrapped(litellm.RateLimitError("429", **args))]))
         == "LLM_RATE_LIMITED"
+    )
     assert llm_error_code(_wrapped(ValueError("a bug outside the LLM layer"))) is None
 
 
@@ -151,30 +202,68 @@ def test_only_transient_failures_are_retried() -> None:
 
 # -- usage in the ledger ------------------------------------------------------------------------
 
+
 def test_usage_totals_count_each_batch_once(tmp_path: Path) -> None:
-    from graph.store import Memory
-    from graph.contract import MemoryStatus
+    from graph.core.contract import MemoryStatus
+    from graph.core.store import Memory
 
     store = MemoryStore(tmp_path / "m.sqlite")
     ops = []
     for i in range(3):
-        memory = Memory(memory_id="", topic_id=f"t{i}", version=0, status=MemoryStatus.ACTIVE, topic="t", context="c",
-                        decisions=[], rationale=[], open_questions=[], next_steps=[], references=[], time_scope=None,
-                        agent_name=None, session_id=None, plan_id=None, created_at="2025-01-01T00:00:00.000Z",
-                        updated_at="2025-01-01T00:00:00.000Z", staged_at="2025-01-01T00:00:00.000Z")
+        memory = Memory(
+            memory_id="",
+            topic_id=f"t{i}",
+            version=0,
+            status=MemoryStatus.ACTIVE,
+            topic="t",
+            context="c",
+            decisions=[],
+            rationale=[],
+            open_questions=[],
+            next_steps=[],
+            references=[],
+            time_scope=None,
+            agent_name=None,
+            session_id=None,
+            plan_id=None,
+            created_at="2025-01-01T00:00:00.000Z",
+            updated_at="2025-01-01T00:00:00.000Z",
+            staged_at="2025-01-01T00:00:00.000Z",
+        )
         ops.append(store.stage(memory, f"op_{i}").operation_id)
-    shared = {"batchId": "batch_a", "llmCalls": 4, "llmFailedCalls": 1, "llmPromptTokens": 100,
-              "llmCompletionTokens": 30, "llmSec": 1.5, "llmCostUsd": None}
+    shared = {
+        "batchId": "batch_a",
+        "llmCalls": 4,
+        "llmFailedCalls": 1,
+        "llmPromptTokens": 100,
+        "llmCompletionTokens": 30,
+        "llmSec": 1.5,
+        "llmCostUsd": None,
+    }
     store.finish(ops[:2], "completed", metrics=shared)
-    store.finish(ops[2:], "failed", error_code="LLM_RATE_LIMITED", error="429",
-                 metrics={**shared, "batchId": "batch_b", "llmCalls": 2, "llmPromptTokens": 7, "llmCompletionTokens": 0})
+    store.finish(
+        ops[2:],
+        "failed",
+        error_code="LLM_RATE_LIMITED",
+        error="429",
+        metrics={**shared, "batchId": "batch_b", "llmCalls": 2, "llmPromptTokens": 7, "llmCompletionTokens": 0},
+    )
     usage = store.llm_usage()
     store.close()
-    assert usage == {"batches": 2, "calls": 6, "failedCalls": 2, "promptTokens": 107, "completionTokens": 30,
-                     "totalTokens": 137, "llmSec": 3.0, "costUsd": None}
+    assert usage == {
+        "batches": 2,
+        "calls": 6,
+        "failedCalls": 2,
+        "promptTokens": 107,
+        "completionTokens": 30,
+        "totalTokens": 137,
+        "llmSec": 3.0,
+        "costUsd": None,
+    }
 
 
 # -- the real route over HTTP --------------------------------------------------------------------
+
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
@@ -219,7 +308,9 @@ def test_graph_is_built_through_an_http_llm(spawn, workspace: Path, server: Fake
     assert metrics["llmCompletionTokens"] == server.completion_tokens > 0
     assert metrics["llmSec"] > 0
     totals = client.result("backgroundStatus")["llmUsage"]
-    assert totals["calls"] == server.calls() and totals["totalTokens"] == server.prompt_tokens + server.completion_tokens
+    assert (
+        totals["calls"] == server.calls() and totals["totalTokens"] == server.prompt_tokens + server.completion_tokens
+    )
     client.close()
 
     memory_id = reply["ingestion_metrics"]["memoryId"]
@@ -251,8 +342,9 @@ FAILURES = [  # (server mode, expected code, a component only this memory mentio
 
 
 @pytest.mark.slow
-def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspace: Path, server: FakeOpenAI,
-                                                                  tmp_path: Path) -> None:
+def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
+    spawn, workspace: Path, server: FakeOpenAI, tmp_path: Path
+) -> None:
     _use_server(workspace, server)
     server.slow_sec = 30
     env = _guarded_env(tmp_path, FLOWBABY_LLM_TIMEOUT_SEC="2", FLOWBABY_LLM_RETRIES="1", FLOWBABY_MAX_QUEUED="10")
@@ -261,9 +353,13 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspa
     for mode, code, component in FAILURES:
         server.mode = mode
         before = server.calls()
-        payload = summary(f"llm-{mode}", topic=f"{component} rollout",
-                          context=f"The team adopted {component} for the reporting pipeline.",
-                          decisions=[f"Run {component} in every region"], references=[])
+        payload = summary(
+            f"llm-{mode}",
+            topic=f"{component} rollout",
+            context=f"The team adopted {component} for the reporting pipeline.",
+            decisions=[f"Run {component} in every region"],
+            references=[],
+        )
         reply = client.result("ingestForAgent", payload)
         memory_ids[component] = reply["ingestion_metrics"]["memoryId"]
         started = time.monotonic()
@@ -320,16 +416,25 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(spawn, workspa
 
 
 @pytest.mark.slow
-def test_a_poison_memory_fails_alone_in_a_shared_batch(spawn, workspace: Path, server: FakeOpenAI,
-                                                       tmp_path: Path) -> None:
+def test_a_poison_memory_fails_alone_in_a_shared_batch(
+    spawn, workspace: Path, server: FakeOpenAI, tmp_path: Path
+) -> None:
     _use_server(workspace, server)
     server.poison = "Grafana"
     env = _guarded_env(tmp_path, FLOWBABY_LLM_RETRIES="0")
     first = spawn(workspace, env=env)
-    replies = {component: first.result("ingestForAgent", summary(
-        f"shared-{component.lower()}", topic=f"{component} rollout", references=[],
-        context=f"The team adopted {component} for the reporting pipeline."))
-        for component in ("Grafana", "Postgres")}
+    replies = {
+        component: first.result(
+            "ingestForAgent",
+            summary(
+                f"shared-{component.lower()}",
+                topic=f"{component} rollout",
+                references=[],
+                context=f"The team adopted {component} for the reporting pipeline.",
+            ),
+        )
+        for component in ("Grafana", "Postgres")
+    }
     first.kill()  # both staged; at the next start they run as one batch of two operations
 
     client = spawn(workspace, env=env)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from graph.offline_extractor import extract_graph, normalise, summarize
+from graph.extract.extractor import extract_graph, normalise, summarize
 
 PLAN_015 = """# Topic: Plan 015 Implementation Strategy
 Topic ID: plan-015-strategy
@@ -234,7 +234,9 @@ def test_entity_kinds(text: str, key: str, kind: str) -> None:
 
 
 def test_capitalised_words_after_a_technology_name_one_product() -> None:
-    nodes = nodes_by_id(extract_graph("Events land through Kafka Connect; CI runs on GitHub Actions and calls the Stripe API."))
+    nodes = nodes_by_id(
+        extract_graph("Events land through Kafka Connect; CI runs on GitHub Actions and calls the Stripe API.")
+    )
     assert nodes["kafka connect"]["type"] == "technology" and nodes["github actions"]["type"] == "technology"
     assert "stripe" in nodes and "kafka" not in nodes and "github" not in nodes
     dag = nodes_by_id(extract_graph("The nightly Airflow DAG failed."))
@@ -264,8 +266,18 @@ def test_title_case_titles_read_as_phrases() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [PLAN_015, LOCOMO, "", "   \n\n", "## Decisions\n- Use Redis\n- Use Redis\n", "\ud800 \u200b ﬁle ＲＥＤＩＳ \x00 😀 Zoë",
-     "x" * 100_000, "Redis uses Redis. " * 6000, "a/" * 50_000, "E_" * 50_000],
+    [
+        PLAN_015,
+        LOCOMO,
+        "",
+        "   \n\n",
+        "## Decisions\n- Use Redis\n- Use Redis\n",
+        "\ud800 \u200b ﬁle ＲＥＤＩＳ \x00 😀 Zoë",
+        "x" * 100_000,
+        "Redis uses Redis. " * 6000,
+        "a/" * 50_000,
+        "E_" * 50_000,
+    ],
 )
 def test_edges_only_join_existing_nodes_without_duplicates(text: str) -> None:
     graph = extract_graph(text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -22,11 +23,11 @@ def _document_id(hit: Any) -> str | None:
 
 
 async def main(workspace: str, query_file: str) -> None:
-    from graph import cognee_runtime as runtime
-    from graph.embedder import Embedder
-    from graph.settings import load_settings
-    from graph.store import MemoryStore
-    from graph.workspace import resolve_workspace
+    from graph.build.worker import cognee_runtime as runtime
+    from graph.core.settings import load_settings
+    from graph.core.store import MemoryStore
+    from graph.core.workspace import resolve_workspace
+    from graph.search.embedder import Embedder
 
     paths = resolve_workspace(workspace)
     settings = load_settings(paths)
@@ -39,11 +40,11 @@ async def main(workspace: str, query_file: str) -> None:
     store = MemoryStore(paths.store_db)
     topic_of = {m.memory_id: m.topic_id for m in store.iter_memories()}
     ranked = []
-    for query in json.loads(open(query_file).read()):
+    for query in json.loads(Path(query_file).read_text()):
         hits = await cognee.search(query_text=query, query_type=SearchType.CHUNKS, top_k=60, datasets=[runtime.DATASET])
         topics: list[str] = []
         for hit in hits:
-            for item in (hit.get("search_result") if isinstance(hit, dict) and "search_result" in hit else [hit]):
+            for item in hit.get("search_result") if isinstance(hit, dict) and "search_result" in hit else [hit]:
                 for chunk in item if isinstance(item, list) else [item]:
                     topic = topic_of.get(_document_id(chunk) or "")
                     if topic and topic not in topics:

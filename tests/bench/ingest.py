@@ -15,8 +15,18 @@ from typing import Any
 from bridge.client import BridgeClient
 from bridge.demo_data import DEMO_SUMMARIES
 
-COMPONENTS = ["Redis", "Postgres", "Kafka", "the session cache", "the nightly reconciliation job", "LanceDB",
-              "billing/reconcile.py", "gateway/ratelimit.go", "the Celery reconcile queue", "OpenTelemetry"]
+COMPONENTS = [
+    "Redis",
+    "Postgres",
+    "Kafka",
+    "the session cache",
+    "the nightly reconciliation job",
+    "LanceDB",
+    "billing/reconcile.py",
+    "gateway/ratelimit.go",
+    "the Celery reconcile queue",
+    "OpenTelemetry",
+]
 
 
 def synthetic_summary(i: int, rng: random.Random) -> dict[str, Any]:
@@ -40,8 +50,12 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarise_ms(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50_ms": round(statistics.median(values), 3), "p95_ms": round(percentile(values, 0.95), 3),
-            "max_ms": round(max(values), 3)}
+    return {
+        "n": len(values),
+        "p50_ms": round(statistics.median(values), 3),
+        "p95_ms": round(percentile(values, 0.95), 3),
+        "max_ms": round(max(values), 3),
+    }
 
 
 def rss_mb(pid: int) -> float:
@@ -76,7 +90,11 @@ def bench_staging(root: Path, count: int = 220) -> dict[str, Any]:
     finally:
         client.kill()
     stage, base = summarise_ms(staging), summarise_ms(health)
-    return {"staging": stage, "baseline_health": base, "p50_ratio_vs_health": round(stage["p50_ms"] / base["p50_ms"], 2)}
+    return {
+        "staging": stage,
+        "baseline_health": base,
+        "p50_ratio_vs_health": round(stage["p50_ms"] / base["p50_ms"], 2),
+    }
 
 
 def bench_cold_start(root: Path, runs: int = 7) -> dict[str, Any]:
@@ -91,8 +109,11 @@ def bench_cold_start(root: Path, runs: int = 7) -> dict[str, Any]:
         subprocess.run([sys.executable, "-c", "print('{}')"], check=True, capture_output=True)
         bare.append((time.perf_counter() - started) * 1000)
     cold, baseline = summarise_ms(starts), summarise_ms(bare)
-    return {"first_health": cold, "baseline_bare_python": baseline,
-            "p50_ratio_vs_bare": round(cold["p50_ms"] / baseline["p50_ms"], 2)}
+    return {
+        "first_health": cold,
+        "baseline_bare_python": baseline,
+        "p50_ratio_vs_bare": round(cold["p50_ms"] / baseline["p50_ms"], 2),
+    }
 
 
 def _ingest_and_wait(client: BridgeClient, summaries: list[dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:
@@ -109,15 +130,22 @@ def bench_cognify(root: Path) -> dict[str, Any]:
     """Offline-extractor graph building: the first run (worker start, database creation),
     one summary into a warm dataset, and a burst of 100 staged together."""
     rng = random.Random(11)
-    client = _client(root / "cognify", FLOWBABY_MAX_RUNNING="100", FLOWBABY_MAX_QUEUED="100", FLOWBABY_WORKER_IDLE_SEC="600")
+    client = _client(
+        root / "cognify", FLOWBABY_MAX_RUNNING="100", FLOWBABY_MAX_QUEUED="100", FLOWBABY_WORKER_IDLE_SEC="600"
+    )
     try:
         client.result("health", timeout=60)
         first_sec, _ = _ingest_and_wait(client, [synthetic_summary(0, rng)])
         singles = []
         for i in range(1, 6):
             elapsed, [op] = _ingest_and_wait(client, [synthetic_summary(i, rng)])
-            singles.append({"wall_sec": elapsed, "cognee_sec": op["metrics"]["addSec"] + op["metrics"]["cognifySec"],
-                            "projection_sec": op["metrics"]["projectionSec"]})
+            singles.append(
+                {
+                    "wall_sec": elapsed,
+                    "cognee_sec": op["metrics"]["addSec"] + op["metrics"]["cognifySec"],
+                    "projection_sec": op["metrics"]["projectionSec"],
+                }
+            )
         batch_sec, ops = _ingest_and_wait(client, [synthetic_summary(100 + i, rng) for i in range(100)])
         batches = sorted({op["metrics"]["batchOperations"] for op in ops})
         worker_rss = rss_mb(client.result("health")["workerPid"])

@@ -17,18 +17,29 @@ from pathlib import Path
 from typing import Any
 
 from bridge.client import BridgeClient
-from graph.contract import MemoryStatus
-from graph.document import render_document
-from graph.embedder import Embedder
-from graph.offline_extractor import extract_graph
-from graph.projection import build_projection, save_projection
-from graph.settings import default_model_path
-from graph.store import Memory, MemoryStore, new_operation_id
-from graph.vectors import VectorIndex
-from graph.workspace import resolve_workspace
+from graph.build.worker.document import render_document
+from graph.core.contract import MemoryStatus
+from graph.core.projection import build_projection, save_projection
+from graph.core.settings import default_model_path
+from graph.core.store import Memory, MemoryStore, new_operation_id
+from graph.core.workspace import resolve_workspace
+from graph.extract.extractor import extract_graph
+from graph.search.embedder import Embedder
+from graph.search.vectors import VectorIndex
 from tests.bench.ingest import percentile
 
-SYSTEMS = ["billing", "auth", "search", "gateway", "ledger", "notifications", "reporting", "checkout", "inventory", "sync"]
+SYSTEMS = [
+    "billing",
+    "auth",
+    "search",
+    "gateway",
+    "ledger",
+    "notifications",
+    "reporting",
+    "checkout",
+    "inventory",
+    "sync",
+]
 TECH = ["Redis", "Postgres", "Kafka", "LanceDB", "Celery", "Kubernetes", "OpenTelemetry", "S3", "nginx", "gRPC"]
 ACTIONS = ["cache", "retry", "batch", "shard", "index", "rate-limit", "backfill", "migrate", "monitor", "deprecate"]
 
@@ -39,12 +50,24 @@ def synthetic_memory(i: int, rng: random.Random) -> Memory:
     path = f"{system}/{action.replace('-', '_')}_{rng.randint(1, 40)}.py"
     day = f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00.000Z"
     return Memory(
-        memory_id="", topic_id=f"mem-{i}", version=0, status=MemoryStatus.ACTIVE,
+        memory_id="",
+        topic_id=f"mem-{i}",
+        version=0,
+        status=MemoryStatus.ACTIVE,
         topic=f"{system.title()} {action} with {tech} ({ticket})",
         context=f"The {system} service needed to {action} its hot path. We chose {tech} and changed {path}.",
         decisions=[f"Use {tech} to {action} {system} requests", f"Track follow-ups in {ticket}"],
-        rationale=[], open_questions=[], next_steps=[], references=[path], time_scope=None, agent_name="bench",
-        session_id=None, plan_id=f"plan-{i % 50:03d}", created_at=day, updated_at=day, staged_at=day,
+        rationale=[],
+        open_questions=[],
+        next_steps=[],
+        references=[path],
+        time_scope=None,
+        agent_name="bench",
+        session_id=None,
+        plan_id=f"plan-{i % 50:03d}",
+        created_at=day,
+        updated_at=day,
+        staged_at=day,
         char_count=0,
     )
 
@@ -59,11 +82,15 @@ def _cognee_shaped(memories: list[Memory]) -> tuple[list[tuple[str, dict]], list
         graph = extract_graph(render_document(memory))
         for node in graph["nodes"]:
             entity, kind = f"entity:{node['id']}", f"type:{node['type']}"
-            nodes.setdefault(entity, {"type": "Entity", "name": node["name"].lower(), "description": node["description"]})
+            nodes.setdefault(
+                entity, {"type": "Entity", "name": node["name"].lower(), "description": node["description"]}
+            )
             nodes.setdefault(kind, {"type": "EntityType", "name": node["type"]})
             edges += [(chunk, entity, "contains", {}), (entity, kind, "is_a", {})]
-        edges += [(f"entity:{e['source_node_id']}", f"entity:{e['target_node_id']}", e["relationship_name"], {})
-                  for e in graph["edges"]]
+        edges += [
+            (f"entity:{e['source_node_id']}", f"entity:{e['target_node_id']}", e["relationship_name"], {})
+            for e in graph["edges"]
+        ]
     return list(nodes.items()), edges
 
 
@@ -87,15 +114,29 @@ def build_workspace(root: Path, count: int, embedder: Embedder) -> dict[str, flo
     nodes, edges = _cognee_shaped(memories)
     save_projection(build_projection(nodes, edges, memories), paths.projection)
     store.close()
-    return {"stageSec": round(staged - started, 1), "embedSec": round(embedded - staged, 1),
-            "graphSec": round(time.perf_counter() - embedded, 1), "chunks": index.count()}
+    return {
+        "stageSec": round(staged - started, 1),
+        "embedSec": round(embedded - staged, 1),
+        "graphSec": round(time.perf_counter() - embedded, 1),
+        "chunks": index.count(),
+    }
 
 
 def queries(count: int, rng: random.Random) -> list[str]:
-    forms = ["How did we {a} {s} requests?", "Why did {s} pick {t}?", "What changed in {s} for {t}?",
-             "{t} {a} decision", "PLAT-{n}", "Which ticket tracks the {s} {a} work?"]
-    return [rng.choice(forms).format(a=rng.choice(ACTIONS), s=rng.choice(SYSTEMS), t=rng.choice(TECH),
-                                     n=rng.randint(1000, 1300)) for _ in range(count)]
+    forms = [
+        "How did we {a} {s} requests?",
+        "Why did {s} pick {t}?",
+        "What changed in {s} for {t}?",
+        "{t} {a} decision",
+        "PLAT-{n}",
+        "Which ticket tracks the {s} {a} work?",
+    ]
+    return [
+        rng.choice(forms).format(
+            a=rng.choice(ACTIONS), s=rng.choice(SYSTEMS), t=rng.choice(TECH), n=rng.randint(1000, 1300)
+        )
+        for _ in range(count)
+    ]
 
 
 def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
@@ -118,11 +159,15 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
     finally:
         client.close()
     http = _measure_http(root, asked)
-    return {"queries": count, "bridge_p50_ms": round(statistics.median(bridge), 2),
-            "bridge_p95_ms": round(percentile(bridge, 0.95), 2),
-            "http_p50_ms": round(statistics.median(http), 2), "http_p95_ms": round(percentile(http, 0.95), 2),
-            "baseline_query_embedding_p50_ms": round(statistics.median(embed), 2),
-            "p50_ratio_vs_embedding": round(statistics.median(bridge) / statistics.median(embed), 2)}
+    return {
+        "queries": count,
+        "bridge_p50_ms": round(statistics.median(bridge), 2),
+        "bridge_p95_ms": round(percentile(bridge, 0.95), 2),
+        "http_p50_ms": round(statistics.median(http), 2),
+        "http_p95_ms": round(percentile(http, 0.95), 2),
+        "baseline_query_embedding_p50_ms": round(statistics.median(embed), 2),
+        "p50_ratio_vs_embedding": round(statistics.median(bridge) / statistics.median(embed), 2),
+    }
 
 
 def _measure_http(root: Path, asked: list[str]) -> list[float]:
@@ -140,9 +185,22 @@ def _measure_http(root: Path, asked: list[str]) -> list[float]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_API_TOKEN": "bench"}
-    proc = subprocess.Popen([sys.executable, "-c", "from bridge.cli import main; main()", "serve", "--workspace",
-                             str(root), "--port", str(port), "--rate-limit-per-minute", "0"],
-                            env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from bridge.cli import main; main()",
+            "serve",
+            "--workspace",
+            str(root),
+            "--port",
+            str(port),
+            "--rate-limit-per-minute",
+            "0",
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}/api/agent/retrieve"
     try:
         with httpx.Client(headers={"Authorization": "Bearer bench"}, timeout=120) as client:

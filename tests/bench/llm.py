@@ -64,12 +64,14 @@ def _per_summary(root: Path, env_text: str) -> dict[str, Any]:
 def run_llm_benchmarks(root: Path) -> dict[str, Any]:
     offline = _per_summary(root / "offline", "LLM_PROVIDER=offline\n")
     with FakeOpenAI() as server:
-        loopback = _per_summary(root / "loopback",
-                                f"LLM_PROVIDER=custom\nLLM_MODEL=fake-extractor\nLLM_ENDPOINT={server.url}\n")
+        loopback = _per_summary(
+            root / "loopback", f"LLM_PROVIDER=custom\nLLM_MODEL=fake-extractor\nLLM_ENDPOINT={server.url}\n"
+        )
         loopback["server_requests"] = server.calls()
     return {
         "offline": offline,
         "loopback_http": loopback,
         "cognify_ratio_http_vs_offline": round(
-            loopback["cognify_sec_per_summary_median"] / offline["cognify_sec_per_summary_median"], 2),
+            loopback["cognify_sec_per_summary_median"] / offline["cognify_sec_per_summary_median"], 2
+        ),
     }

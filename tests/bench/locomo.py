@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench" / "locom
 
 
 def _iso(text: str) -> str:
-    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def load_conversations(path: Path) -> list[dict[str, Any]]:
@@ -47,13 +47,20 @@ def load_conversations(path: Path) -> list[dict[str, Any]]:
         for n in numbers:
             observation = raw["observation"][f"session_{n}_observation"]
             stamp = _iso(talk[f"session_{n}_date_time"])
-            requests.append({
-                "topic": f"Session {n}: {a} and {b}",
-                "context": raw["session_summary"][f"session_{n}_summary"],
-                "decisions": [fact[0] for speaker in observation for fact in observation[speaker]],
-                "metadata": {"topicId": f"{sample}-s{n}", "sessionId": sample, "status": "Active",
-                             "createdAt": stamp, "updatedAt": stamp},
-            })
+            requests.append(
+                {
+                    "topic": f"Session {n}: {a} and {b}",
+                    "context": raw["session_summary"][f"session_{n}_summary"],
+                    "decisions": [fact[0] for speaker in observation for fact in observation[speaker]],
+                    "metadata": {
+                        "topicId": f"{sample}-s{n}",
+                        "sessionId": sample,
+                        "status": "Active",
+                        "createdAt": stamp,
+                        "updatedAt": stamp,
+                    },
+                }
+            )
         questions = []
         for qa in raw["qa"]:
             if qa.get("category") not in CATEGORIES:
@@ -70,10 +77,13 @@ def session_recall(ranked: list[list[str]], questions: list[dict[str, Any]]) -> 
     """The paper's metric: share of evidence ids whose session is in the top k, averaged."""
     result: dict[str, float] = {}
     for k in KS:
-        per_question = [sum(e in set(r[:k]) for e in q["evidence"]) / len(q["evidence"]) for r, q in zip(ranked, questions)]
+        per_question = [
+            sum(e in set(r[:k]) for e in q["evidence"]) / len(q["evidence"])
+            for r, q in zip(ranked, questions, strict=False)
+        ]
         result[f"R@{k}"] = round(100 * float(np.mean(per_question)), 1)
         for category, name in CATEGORIES.items():
-            values = [v for v, q in zip(per_question, questions) if q["category"] == category]
+            values = [v for v, q in zip(per_question, questions, strict=False) if q["category"] == category]
             result[f"{name} R@{k}"] = round(100 * float(np.mean(values)), 1) if values else float("nan")
     return result
 
@@ -101,7 +111,7 @@ def _bm25_rank(requests: list[dict[str, Any]], queries: list[str]) -> list[list[
 
 
 def _minilm_rank(requests: list[dict[str, Any]], queries: list[str], embedder: Any) -> list[list[str]]:
-    from graph.embedder import split_sentences
+    from graph.search.embedder import split_sentences
 
     owners, texts = [], []
     for index, r in enumerate(requests):
@@ -123,7 +133,7 @@ def _minilm_rank(requests: list[dict[str, Any]], queries: list[str], embedder: A
 
 def _rrf(*rankings: list[list[str]], k: int = 60) -> list[list[str]]:
     fused = []
-    for per_query in zip(*rankings):
+    for per_query in zip(*rankings, strict=False):
         scores: dict[str, float] = defaultdict(float)
         for ranking in per_query:
             for position, topic in enumerate(ranking):
@@ -143,16 +153,24 @@ def _ingest_through_bridge(workspace: Path, requests: list[dict[str, Any]]) -> d
     staged = time.perf_counter() - started
     status = client.wait_idle(3600, poll=0.5)
     built = time.perf_counter() - started
-    return {"client": client, "stagingSec": round(staged, 2), "graphSec": round(built, 2),
-            "failed": status["counts"].get("failed", 0)}
+    return {
+        "client": client,
+        "stagingSec": round(staged, 2),
+        "graphSec": round(built, 2),
+        "failed": status["counts"].get("failed", 0),
+    }
 
 
-def _retrieve_through_bridge(client: BridgeClient, questions: list[dict[str, Any]]) -> tuple[list[list[str]], list[float]]:
+def _retrieve_through_bridge(
+    client: BridgeClient, questions: list[dict[str, Any]]
+) -> tuple[list[list[str]], list[float]]:
     ranked, latencies = [], []
     for q in questions:
         started = time.perf_counter()
-        reply = client.result("retrieveForAgent", {"query": q["question"], "maxResults": 10,
-                                                   "maxTokens": 100000, "includeSuperseded": True})
+        reply = client.result(
+            "retrieveForAgent",
+            {"query": q["question"], "maxResults": 10, "maxTokens": 100000, "includeSuperseded": True},
+        )
         latencies.append((time.perf_counter() - started) * 1000)
         assert reply["success"], reply
         ranked.append([e["topicId"] for e in reply["entries"]])
@@ -164,15 +182,21 @@ async def _ablations(workspace: Path, questions: list[dict[str, Any]]) -> dict[s
     from graph.service import FlowbabyService
 
     service = await FlowbabyService.open(workspace, log_to_stderr=False, rate_limit_per_minute=0)
-    variants = {"vector lane": {"vector"}, "lexical lane": {"lexical"}, "graph lane": {"graph"},
-                "fusion without graph": {"vector", "lexical"}}
+    variants = {
+        "vector lane": {"vector"},
+        "lexical lane": {"lexical"},
+        "graph lane": {"graph"},
+        "fusion without graph": {"vector", "lexical"},
+    }
     try:
         out = {}
         for name, lanes in variants.items():
             out[name] = []
             for q in questions:
-                reply = await service.retrieve({"query": q["question"], "maxResults": 10, "maxTokens": 100000,
-                                                "includeSuperseded": True}, lanes=frozenset(lanes))
+                reply = await service.retrieve(
+                    {"query": q["question"], "maxResults": 10, "maxTokens": 100000, "includeSuperseded": True},
+                    lanes=frozenset(lanes),
+                )
                 out[name].append([e["topicId"] for e in reply["entries"]])
         return out
     finally:
@@ -183,14 +207,19 @@ def _cognee_chunks(workspace: Path, questions: list[dict[str, Any]]) -> list[lis
     """cognee's own CHUNKS search (it needs no LLM), in a child process configured for the workspace."""
     query_file = workspace / "bench-queries.json"
     query_file.write_text(json.dumps([q["question"] for q in questions]))
-    out = subprocess.run([sys.executable, "-m", "tests.bench.cognee_search", str(workspace), str(query_file)],
-                         capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.bench.cognee_search", str(workspace), str(query_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def run_locomo(data: Path, root: Path) -> dict[str, Any]:
-    from graph.embedder import Embedder
-    from graph.settings import default_model_path
+    from graph.core.settings import default_model_path
+    from graph.search.embedder import Embedder
 
     embedder = Embedder(default_model_path())
     methods: dict[str, list[list[str]]] = defaultdict(list)
@@ -206,7 +235,9 @@ def run_locomo(data: Path, root: Path) -> dict[str, Any]:
         ranked, lat = _retrieve_through_bridge(run["client"], questions)
         run["client"].close()
         ingest[conversation["sample"]] = {k: v for k, v in run.items() if k != "client"} | {
-            "sessions": len(conversation["requests"]), "questions": len(questions)}
+            "sessions": len(conversation["requests"]),
+            "questions": len(questions),
+        }
         methods["flowbaby (bridge)"] += ranked
         latencies += lat
         for name, ranking in asyncio.run(_ablations(workspace, questions)).items():
@@ -222,6 +253,8 @@ def run_locomo(data: Path, root: Path) -> dict[str, Any]:
         "questions": len(all_questions),
         "ingest": ingest,
         "recall": {name: session_recall(ranked, all_questions) for name, ranked in methods.items()},
-        "bridge_latency_ms": {"p50": round(float(np.median(latencies)), 2),
-                              "p95": round(float(np.percentile(latencies, 95)), 2)},
+        "bridge_latency_ms": {
+            "p50": round(float(np.median(latencies)), 2),
+            "p95": round(float(np.percentile(latencies, 95)), 2),
+        },
     }

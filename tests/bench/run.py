@@ -19,6 +19,7 @@ def section(name: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[...
     def register(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         SECTIONS[name] = fn
         return fn
+
     return register
 
 

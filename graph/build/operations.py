@@ -1,0 +1,160 @@
+"""Background operation manager: throttles, batches and runs graph building.
+
+Every staged memory gets one operation in the persisted ledger (graph.core.store). The
+manager admits at most `max_running + max_queued` unfinished operations (beyond
+that, 429_FLOWBABY_BACKLOG and nothing is staged), starts up to `max_running`
+pending operations together as one cognee batch (cognee's per-run overhead is
+large, and the worker serialises runs anyway), and reports each end through a
+callback so the bridge can notify the editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+from graph.build.worker_client import WorkerClient, WorkerFailure
+from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.core.store import MemoryStore
+
+log = logging.getLogger("flowbaby.operations")
+
+MAX_ATTEMPTS = 2
+"""A batch whose worker crashed is retried once before its operations fail. An LLM failure
+(LLM_ERROR, LLM_TIMEOUT, LLM_RATE_LIMITED) is not a crash: the worker already retried
+the call within its bounded policy, so the operation fails and `repair` re-queues it."""
+
+Listener = Callable[[OperationStatus], Awaitable[None]]
+
+
+class OperationManager:
+    def __init__(
+        self,
+        store: MemoryStore,
+        worker: WorkerClient,
+        *,
+        max_running: int,
+        max_queued: int,
+        timeout_sec: float,
+    ) -> None:
+        self._store = store
+        self._worker = worker
+        self._max_running = max_running
+        self._max_queued = max_queued
+        self._timeout = timeout_sec
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._listeners: list[Listener] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def capacity(self) -> int:
+        return self._max_running + self._max_queued
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def check_backlog(self) -> None:
+        """Raise 429_FLOWBABY_BACKLOG when admitting one more operation would exceed the limits."""
+        if self._store.count_operations() >= self.capacity:
+            raise FlowbabyError(
+                ErrorCode.BACKLOG,
+                f"Background queue full ({self.capacity} operations max). Wait 30-60s and retry.",
+                retryAfterSec=30,
+            )
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="flowbaby-operations")
+
+    def notify(self) -> None:
+        """A new operation is pending."""
+        self._idle.clear()
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            pending = self._store.operations(("pending",))
+            if not pending:
+                self._idle.set()
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            self._idle.clear()
+            batch = pending[: self._max_running]
+            try:
+                await self._run_batch(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the manager alive; the ledger says what happened
+                log.exception("batch failed unexpectedly")
+                self._store.finish(
+                    [op.operationId for op in batch],
+                    "failed",
+                    error_code=ErrorCode.FLOWBABY_ERROR.value,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+
+    async def _run_batch(self, batch: list[OperationStatus]) -> None:
+        op_ids = [op.operationId for op in batch]
+        memory_ids = [m for op in batch for m in op.memoryIds]
+        self._store.mark_running(op_ids)
+        # Every operation of a batch gets the batch's metrics; the id lets totals count it once.
+        batch_info = {"batchId": f"batch_{uuid.uuid4().hex[:16]}", "batchOperations": len(op_ids)}
+        try:
+            metrics = await self._worker.run_batch(memory_ids, self._timeout)
+        except WorkerFailure as failure:
+            log.warning("batch %s failed (%s): %s", op_ids, failure.code, failure.message)
+            crashed = failure.code == ErrorCode.WORKER_CRASHED.value
+            retry = [op.operationId for op in batch if crashed and op.attempts + 1 < MAX_ATTEMPTS]
+            self._store.requeue(retry)
+            op_ids = [op for op in op_ids if op not in retry]
+            metrics = {**failure.metrics, **batch_info} if failure.metrics else {}
+            # Memories the worker built one by one keep their graph; an operation all of
+            # whose memories were built is completed, the others fail.
+            indexed = set(failure.indexed)
+            self._store.set_graph_state(sorted(indexed), "indexed")
+            built = [op.operationId for op in batch if op.operationId in op_ids and set(op.memoryIds) <= indexed]
+            self._store.finish(built, "completed", metrics=metrics)
+            self._store.finish(
+                [op for op in op_ids if op not in built],
+                "failed",
+                error_code=failure.code,
+                error=failure.message,
+                metrics=metrics,
+            )
+        except asyncio.CancelledError:
+            raise
+        else:
+            metrics = {**metrics, **batch_info}
+            self._store.finish(op_ids, "completed", metrics=metrics)
+            log.info("batch %s completed: %s", op_ids, metrics)
+        for op_id in op_ids:
+            status = self._store.operation(op_id)
+            if status is not None:
+                for listener in self._listeners:
+                    await listener(status)
+
+    async def stop(self, grace_sec: float) -> None:
+        """Start nothing new; let the running batch finish within the grace period, else
+        park it: its operations go back to pending under the same ids and run at next start."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), grace_sec)
+        except TimeoutError:
+            log.warning("shutdown: parking the running batch for re-run at next start")
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._worker.stop()
+        self._store.requeue([op.operationId for op in self._store.operations(("running",))], refund_attempt=True)

@@ -1,0 +1,3 @@
+from graph.build.worker.cognee_worker import main
+
+main()

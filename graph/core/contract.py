@@ -1,0 +1,407 @@
+"""The ingest contract: request and response models shared by every front.
+
+INGEST_CONTRACT.md is the prose statement of these models; keep the two in step.
+Validation errors are turned into one message that names the faulty field, so an
+agent can fix its payload without reading a stack trace.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+MAX_PAYLOAD_CHARS = 100_000
+"""Upper bound on the summed length of every text field of one summary."""
+MAX_QUERY_CHARS = 4_000
+
+TEXT_LIST_FIELDS = ("decisions", "rationale", "openQuestions", "nextSteps", "references")
+
+
+class ErrorCode(str, Enum):
+    INVALID_PAYLOAD = "INVALID_PAYLOAD"
+    MISSING_API_KEY = "MISSING_API_KEY"
+    INVALID_WORKSPACE_PATH = "INVALID_WORKSPACE_PATH"
+    WORKSPACE_BUSY = "WORKSPACE_BUSY"
+    BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
+    FLOWBABY_ERROR = "FLOWBABY_ERROR"
+    BACKLOG = "429_FLOWBABY_BACKLOG"
+    NOT_FOUND = "NOT_FOUND"
+    # Background operation outcomes (reported by backgroundStatus, never as replies).
+    COGNIFY_FAILED = "COGNIFY_FAILED"
+    WORKER_CRASHED = "WORKER_CRASHED"
+    LLM_ERROR = "LLM_ERROR"
+    LLM_TIMEOUT = "LLM_TIMEOUT"
+    LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
+
+
+class ContractFailure(Exception):
+    """A failure with a contract error code; fronts render it with to_response()."""
+
+    def __init__(self, code: Enum, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def to_response(self) -> dict[str, Any]:
+        return {"success": False, "error": self.message, "errorCode": self.code.value, **self.details}
+
+
+class FlowbabyError(ContractFailure):
+    """Ingest-side failures: `error` carries the message."""
+
+    code: ErrorCode
+
+
+class MemoryStatus(str, Enum):
+    ACTIVE = "Active"
+    SUPERSEDED = "Superseded"
+    DECISION_RECORD = "DecisionRecord"
+
+
+def parse_timestamp(value: str) -> datetime:
+    """ISO-8601 to an aware UTC datetime; a naive stamp is taken as UTC."""
+    parsed = datetime.fromisoformat(value.strip())
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def utc_now() -> str:
+    return format_timestamp(datetime.now(UTC))
+
+
+class _Strict(BaseModel):
+    """Unknown fields are ignored (documented); strings are never coerced from numbers."""
+
+    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
+
+
+def _memory_status(value: Any) -> MemoryStatus:
+    allowed = [s.value for s in MemoryStatus]
+    if value not in allowed:
+        raise ValueError(f"must be one of {', '.join(allowed)}")
+    return MemoryStatus(value)
+
+
+class IngestMetadata(_Strict):
+    topicId: str = Field(min_length=1, max_length=256)
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    updatedAt: str = Field(json_schema_extra={"format": "date-time"})
+    sessionId: str | None = Field(default=None, max_length=256)
+    planId: str | None = Field(default=None, max_length=256)
+    status: MemoryStatus = MemoryStatus.ACTIVE
+
+    @field_validator("topicId")
+    @classmethod
+    def _topic_id_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value.strip()
+
+    @field_validator("createdAt", "updatedAt")
+    @classmethod
+    def _iso(cls, value: str) -> str:
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return _memory_status(value)
+
+
+class SummaryFields(_Strict):
+    """The text of a summary, shared by ingestForAgent and storeMemory."""
+
+    topic: str
+    context: str
+    decisions: list[str] = Field(default_factory=list)
+    rationale: list[str] = Field(default_factory=list)
+    openQuestions: list[str] = Field(default_factory=list)
+    nextSteps: list[str] = Field(default_factory=list)
+    references: list[str] = Field(default_factory=list)
+    timeScope: str | None = None
+    agentName: str | None = Field(default=None, max_length=256)
+
+    @field_validator("topic", "context")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+    def char_count(self) -> int:
+        total = len(self.topic) + len(self.context) + len(self.timeScope or "")
+        return total + sum(len(item) for name in TEXT_LIST_FIELDS for item in getattr(self, name))
+
+
+class FlowbabyIngestRequest(SummaryFields):
+    metadata: IngestMetadata
+
+
+class StoreMemoryMetadata(_Strict):
+    topicId: str | None = Field(default=None, max_length=256)
+    createdAt: str | None = None
+    updatedAt: str | None = None
+    sessionId: str | None = None
+    planId: str | None = None
+    status: MemoryStatus | None = None
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return None if value is None else _memory_status(value)
+
+
+class StoreMemoryRequest(SummaryFields):
+    """The LM-tool surface: metadata is optional and filled in by the service."""
+
+    metadata: StoreMemoryMetadata | None = None
+
+
+class BackgroundStatusRequest(_Strict):
+    operationId: str | None = Field(default=None, min_length=1, max_length=256)
+
+
+class ResponseMetadata(BaseModel):
+    topic_id: str
+    session_id: str | None
+    plan_id: str | None
+    status: MemoryStatus
+    created_at: str
+    updated_at: str
+
+
+class FlowbabyIngestResponse(BaseModel):
+    success: Literal[True] = True
+    staged: bool
+    operationId: str
+    ingested_chars: int
+    timestamp: str
+    metadata: ResponseMetadata
+    staging_duration_sec: float
+    ingestion_metrics: dict[str, Any]
+
+
+class StoreMemoryResponse(BaseModel):
+    success: Literal[True] = True
+    summary_id: str
+    operationId: str
+    ingested_chars: int
+    duration_ms: float
+
+
+OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]
+
+
+class OperationStatus(BaseModel):
+    operationId: str
+    status: OperationState
+    memoryIds: list[str]
+    topicIds: list[str]
+    createdAt: str
+    startedAt: str | None = None
+    finishedAt: str | None = None
+    errorCode: str | None = None
+    error: str | None = None
+    attempts: int = 0
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    field = ".".join(loc) if loc else "payload"
+    kind = error.get("type", "")
+    if kind == "missing":
+        expected = "an object" if field == "metadata" else "a non-empty string"
+        return f'Field "{field}" is required and must be {expected}'
+    if kind in {"string_type", "string_too_short"} or (kind == "value_error" and "non-empty" in error.get("msg", "")):
+        return f'Field "{field}" must be a non-empty string'
+    if kind in {"int_type", "int_parsing", "float_type", "bool_type"}:
+        expected = {"int": "an integer", "float": "a number", "bool": "a boolean"}[kind.split("_")[0]]
+        return f'Field "{field}" must be {expected}'
+    if kind in {"greater_than_equal", "less_than_equal"}:
+        return f'Field "{field}" {error.get("msg", "is out of range")[0].lower()}{error.get("msg", "")[1:]}'
+    if kind == "too_long":
+        return f'Field "{field}" has too many items'
+    if kind == "list_type":
+        return f'Field "{field}" must be an array of strings'
+    if kind in {"model_type", "model_attributes_type", "dict_type"}:
+        return f'Field "{field}" must be an object'
+    if kind == "string_too_long":
+        limit = error.get("ctx", {}).get("max_length")
+        return f'Field "{field}" must be at most {limit} characters'
+    message = str(error.get("msg", "is invalid")).removeprefix("Value error, ")
+    return f'Field "{field}" {message}'
+
+
+def _unencodable_field(value: Any, path: str = "") -> str | None:
+    """The path of the first string that is not valid UTF-8 (a lone surrogate from JSON)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "payload"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found = _unencodable_field(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unencodable_field(item, f"{path}.{index}")
+            if found:
+                return found
+    return None
+
+
+def validate_request(model: type[_Strict], params: Any) -> Any:
+    """Validate params against a contract model or raise INVALID_PAYLOAD naming the field."""
+    if not isinstance(params, dict):
+        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "params" must be an object')
+    try:
+        request = model.model_validate(params)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD,
+            _describe(errors[0]),
+            fields=sorted({".".join(str(p) for p in e.get("loc", ())) or "payload" for e in errors}),
+        ) from None
+    # Lone surrogates survive json.loads but cannot be stored or embedded; unknown
+    # fields are already dropped here, so only fields the contract reads are checked.
+    bad = _unencodable_field(request.model_dump(mode="python"))
+    if bad:
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" must be valid UTF-8 text (no lone surrogates)', fields=[bad]
+        )
+    if isinstance(request, SummaryFields) and request.char_count() > MAX_PAYLOAD_CHARS:
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD,
+            f'Field "payload" is {request.char_count()} characters; the limit is {MAX_PAYLOAD_CHARS}',
+            fields=["payload"],
+        )
+    return request
+
+
+# -- retrieval -------------------------------------------------------------------------
+
+DEFAULT_HALF_LIFE_DAYS = 90.0
+
+
+class RetrievalErrorCode(str, Enum):
+    INVALID_REQUEST = "INVALID_REQUEST"
+    RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
+    QUEUE_FULL = "QUEUE_FULL"
+    BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
+    NOT_INITIALIZED = "NOT_INITIALIZED"
+
+
+class RetrievalError(ContractFailure):
+    """Retrieval failures use their own shape: `error` carries the code, `message` the text."""
+
+    code: RetrievalErrorCode
+
+    def to_response(self) -> dict[str, Any]:
+        return {**super().to_response(), "error": self.code.value, "message": self.message}
+
+
+class FlowbabyContextRequest(_Strict):
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    maxResults: int = Field(default=3, ge=1, le=50)
+    maxTokens: int = Field(default=2000, ge=1, le=200_000)
+    includeSuperseded: bool = False
+    halfLifeDays: float = Field(default=DEFAULT_HALF_LIFE_DAYS, ge=1, le=36_500)
+    contextHints: list[str] = Field(default_factory=list, max_length=20)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+    @field_validator("halfLifeDays", mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        # strict mode refuses an int for a float; an agent writing 30 means 30.0
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("contextHints")
+    @classmethod
+    def _hints(cls, value: list[str]) -> list[str]:
+        return [hint for hint in value if hint.strip()]
+
+
+class RetrieveMemoryRequest(FlowbabyContextRequest):
+    """The LM-tool surface: at most 10 results."""
+
+    maxResults: int = Field(default=3, ge=1, le=10)
+
+
+class ChunkSearchRequest(_Strict):
+    """Raw chunk search (HTTP `GET /api/agent/search`)."""
+
+    q: str = Field(max_length=MAX_QUERY_CHARS)
+    limit: int = Field(default=20, ge=1, le=100)
+
+    @field_validator("q")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+
+class GraphSnapshotRequest(_Strict):
+    """`graphSnapshot` / `GET /api/graph`: the whole graph, or one topic's neighbourhood."""
+
+    topicId: str | None = Field(default=None, min_length=1, max_length=256)
+    hops: int = Field(default=2, ge=1, le=3)
+
+
+class RetrievalEntry(BaseModel):
+    summaryText: str
+    topic: str
+    context: str
+    topicId: str
+    planId: str | None
+    sessionId: str | None
+    createdAt: str
+    updatedAt: str
+    status: MemoryStatus
+    version: int
+    memoryId: str
+    score: float
+    decisions: list[str]
+    lanes: list[str]
+    tokens: int
+
+
+class FlowbabyContextResponse(BaseModel):
+    success: Literal[True] = True
+    entries: list[RetrievalEntry]
+    totalResults: int
+    tokensUsed: int
+
+
+class RetrieveMemoryResponse(FlowbabyContextResponse):
+    markdown: str
+
+
+def validate_retrieval(model: type[_Strict], params: Any) -> Any:
+    """Like validate_request, but failures are INVALID_REQUEST in the retrieval shape."""
+    try:
+        return validate_request(model, params)
+    except FlowbabyError as error:
+        raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, error.message, **error.details) from None

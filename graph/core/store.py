@@ -1,0 +1,421 @@
+"""The workspace's durable store: memory versions and the background operation ledger.
+
+SQLite in WAL mode with synchronous=FULL: a reply is sent only after the commit is
+on disk, so a kill -9 straight after a staged reply loses nothing. Memories and the
+ledger share one file so that staging a memory and queueing its operation is one
+transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graph.core.contract import MemoryStatus, OperationStatus, utc_now
+
+_MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    memory_id TEXT PRIMARY KEY,
+    topic_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    topic TEXT NOT NULL,
+    context TEXT NOT NULL,
+    decisions TEXT NOT NULL,
+    rationale TEXT NOT NULL,
+    open_questions TEXT NOT NULL,
+    next_steps TEXT NOT NULL,
+    refs TEXT NOT NULL,
+    time_scope TEXT,
+    agent_name TEXT,
+    session_id TEXT,
+    plan_id TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    staged_at TEXT NOT NULL,
+    char_count INTEGER NOT NULL,
+    graph_state TEXT NOT NULL DEFAULT 'pending',
+    operation_id TEXT,
+    UNIQUE (topic_id, version)
+);
+CREATE INDEX IF NOT EXISTS memories_topic ON memories (topic_id);
+CREATE INDEX IF NOT EXISTS memories_graph_state ON memories (graph_state);
+CREATE TABLE IF NOT EXISTS operations (
+    operation_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    memory_ids TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    error_code TEXT,
+    error TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    metrics TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS operations_state ON operations (state);
+"""
+
+
+@dataclass
+class Memory:
+    """One stored version of a summary."""
+
+    memory_id: str
+    topic_id: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    context: str
+    decisions: list[str]
+    rationale: list[str]
+    open_questions: list[str]
+    next_steps: list[str]
+    references: list[str]
+    time_scope: str | None
+    agent_name: str | None
+    session_id: str | None
+    plan_id: str | None
+    created_at: str
+    updated_at: str
+    staged_at: str = ""
+    char_count: int = 0
+    graph_state: str = "pending"
+    operation_id: str | None = None
+    supersedes: str | None = field(default=None, compare=False)
+
+    def sections(self) -> list[tuple[str, list[str]]]:
+        """The summary's text, field by field, in reading order."""
+        return [
+            ("topic", [self.topic]),
+            ("context", [self.context]),
+            ("decisions", self.decisions),
+            ("rationale", self.rationale),
+            ("openQuestions", self.open_questions),
+            ("nextSteps", self.next_steps),
+            ("references", self.references),
+        ]
+
+
+def memory_uuid(topic_id: str, version: int) -> str:
+    """A stable id per version; cognee takes it as the data id, so graph nodes trace back."""
+    return str(uuid.uuid5(_MEMORY_NAMESPACE, f"{topic_id}#v{version}"))
+
+
+def _row_to_memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        memory_id=row["memory_id"],
+        topic_id=row["topic_id"],
+        version=row["version"],
+        status=MemoryStatus(row["status"]),
+        topic=row["topic"],
+        context=row["context"],
+        decisions=json.loads(row["decisions"]),
+        rationale=json.loads(row["rationale"]),
+        open_questions=json.loads(row["open_questions"]),
+        next_steps=json.loads(row["next_steps"]),
+        references=json.loads(row["refs"]),
+        time_scope=row["time_scope"],
+        agent_name=row["agent_name"],
+        session_id=row["session_id"],
+        plan_id=row["plan_id"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        staged_at=row["staged_at"],
+        char_count=row["char_count"],
+        graph_state=row["graph_state"],
+        operation_id=row["operation_id"],
+    )
+
+
+def _row_to_operation(row: sqlite3.Row, topic_ids: list[str]) -> OperationStatus:
+    return OperationStatus(
+        operationId=row["operation_id"],
+        status=row["state"],
+        memoryIds=json.loads(row["memory_ids"]),
+        topicIds=topic_ids,
+        createdAt=row["created_at"],
+        startedAt=row["started_at"],
+        finishedAt=row["finished_at"],
+        errorCode=row["error_code"],
+        error=row["error"],
+        attempts=row["attempts"],
+        metrics=json.loads(row["metrics"]),
+    )
+
+
+class MemoryStore:
+    """Repository over the workspace SQLite file. Thread-safe through one lock."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.Lock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA busy_timeout=5000")
+        self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _transaction(self) -> _Tx:
+        return _Tx(self)
+
+    # -- staging -----------------------------------------------------------------
+    def stage(self, memory: Memory, operation_id: str) -> Memory:
+        """Store a new version of the topic, supersede the previous one, queue its operation."""
+        with self._transaction() as cur:
+            row = cur.execute(
+                "SELECT memory_id, version FROM memories WHERE topic_id = ? ORDER BY version DESC LIMIT 1",
+                (memory.topic_id,),
+            ).fetchone()
+            memory.version = (row["version"] + 1) if row else 1
+            memory.memory_id = memory_uuid(memory.topic_id, memory.version)
+            memory.supersedes = row["memory_id"] if row else None
+            memory.operation_id = operation_id
+            if row:
+                cur.execute(
+                    "UPDATE memories SET status = ? WHERE topic_id = ? AND version < ?",
+                    (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
+                )
+            cur.execute(
+                """INSERT INTO memories (memory_id, topic_id, version, status, topic, context, decisions,
+                   rationale, open_questions, next_steps, refs, time_scope, agent_name, session_id, plan_id,
+                   created_at, updated_at, staged_at, char_count, graph_state, operation_id)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending',?)""",
+                (
+                    memory.memory_id,
+                    memory.topic_id,
+                    memory.version,
+                    memory.status.value,
+                    memory.topic,
+                    memory.context,
+                    json.dumps(memory.decisions),
+                    json.dumps(memory.rationale),
+                    json.dumps(memory.open_questions),
+                    json.dumps(memory.next_steps),
+                    json.dumps(memory.references),
+                    memory.time_scope,
+                    memory.agent_name,
+                    memory.session_id,
+                    memory.plan_id,
+                    memory.created_at,
+                    memory.updated_at,
+                    memory.staged_at,
+                    memory.char_count,
+                    operation_id,
+                ),
+            )
+            cur.execute(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                (operation_id, json.dumps([memory.memory_id]), utc_now()),
+            )
+        return memory
+
+    # -- memories ----------------------------------------------------------------
+    def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        if not memory_ids:
+            return []
+        marks = ",".join("?" * len(memory_ids))
+        with self._lock:
+            rows = self._conn.execute(f"SELECT * FROM memories WHERE memory_id IN ({marks})", memory_ids).fetchall()
+        by_id = {row["memory_id"]: _row_to_memory(row) for row in rows}
+        return [by_id[m] for m in memory_ids if m in by_id]
+
+    def topic_versions(self, topic_id: str) -> list[Memory]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT * FROM memories WHERE topic_id = ? ORDER BY version", (topic_id,)
+            ).fetchall()
+        return [_row_to_memory(row) for row in rows]
+
+    def iter_memories(self) -> Iterator[Memory]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
+        return (_row_to_memory(row) for row in rows)
+
+    def set_graph_state(self, memory_ids: list[str], state: str) -> None:
+        with self._transaction() as cur:
+            cur.executemany("UPDATE memories SET graph_state = ? WHERE memory_id = ?", [(state, m) for m in memory_ids])
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._conn.execute("SELECT graph_state, COUNT(*) AS n FROM memories GROUP BY graph_state").fetchall()
+        by_state = {row["graph_state"]: row["n"] for row in rows}
+        return {"memories": sum(by_state.values()), **{f"graph_{k}": v for k, v in by_state.items()}}
+
+    # -- operation ledger ----------------------------------------------------------
+    def operations(self, states: tuple[str, ...] | None = None) -> list[OperationStatus]:
+        query = "SELECT * FROM operations"
+        args: tuple[str, ...] = ()
+        if states:
+            query += f" WHERE state IN ({','.join('?' * len(states))})"
+            args = states
+        with self._lock:
+            rows = self._conn.execute(query + " ORDER BY created_at, rowid", args).fetchall()
+        return [self._with_topics(row) for row in rows]
+
+    def operation(self, operation_id: str) -> OperationStatus | None:
+        with self._lock:
+            row = self._conn.execute("SELECT * FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+        return self._with_topics(row) if row else None
+
+    def _with_topics(self, row: sqlite3.Row) -> OperationStatus:
+        memory_ids = json.loads(row["memory_ids"])
+        topics = [m.topic_id for m in self.get_memories(memory_ids)]
+        return _row_to_operation(row, topics)
+
+    def count_operations(self, states: tuple[str, ...] = ("pending", "running")) -> int:
+        """Operations in these states (by default the unfinished ones)."""
+        marks = ",".join("?" * len(states))
+        with self._lock:
+            return self._conn.execute(f"SELECT COUNT(*) FROM operations WHERE state IN ({marks})", states).fetchone()[0]
+
+    def llm_usage(self) -> dict[str, Any]:
+        """LLM work summed over every batch in the ledger, completed or failed. Operations of
+        one batch share its metrics, so each batch is counted once (by metrics.batchId)."""
+        fields = ("llmCalls", "llmFailedCalls", "llmPromptTokens", "llmCompletionTokens", "llmSec", "llmCostUsd")
+        per_batch = ", ".join(f"MAX(json_extract(metrics, '$.{f}')) AS {f}" for f in fields)
+        totals = ", ".join(f"SUM({f})" for f in fields)
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT COUNT(*), {totals} FROM (SELECT {per_batch} FROM operations "
+                "WHERE json_extract(metrics, '$.llmCalls') IS NOT NULL "
+                "GROUP BY COALESCE(json_extract(metrics, '$.batchId'), operation_id))"
+            ).fetchone()
+        batches, calls, failed, prompt, completion, seconds, cost = row
+        return {
+            "batches": batches,
+            "calls": calls or 0,
+            "failedCalls": failed or 0,
+            "promptTokens": prompt or 0,
+            "completionTokens": completion or 0,
+            "totalTokens": (prompt or 0) + (completion or 0),
+            "llmSec": round(seconds or 0.0, 3),
+            "costUsd": None if cost is None else round(cost, 6),
+        }
+
+    def mark_running(self, operation_ids: list[str]) -> None:
+        now = utc_now()
+        with self._transaction() as cur:
+            cur.executemany(
+                "UPDATE operations SET state='running', started_at=?, attempts=attempts+1 WHERE operation_id=?",
+                [(now, op) for op in operation_ids],
+            )
+
+    def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None:
+        """Back to pending: after a worker crash the attempt counts; parked at shutdown it does not."""
+        refund = 1 if refund_attempt else 0
+        with self._transaction() as cur:
+            cur.executemany(
+                "UPDATE operations SET state='pending', started_at=NULL, attempts=MAX(0, attempts-?)"
+                " WHERE operation_id=?",
+                [(refund, op) for op in operation_ids],
+            )
+
+    def finish(
+        self,
+        operation_ids: list[str],
+        state: str,
+        *,
+        error_code: str | None = None,
+        error: str | None = None,
+        metrics: dict[str, Any] | None = None,
+    ) -> None:
+        """Close operations and move their memories' graph state in one transaction."""
+        graph_state = {"completed": "indexed", "failed": "failed"}.get(state, "pending")
+        now = utc_now()
+        with self._transaction() as cur:
+            for op in operation_ids:
+                cur.execute(
+                    "UPDATE operations SET state=?, finished_at=?, error_code=?, error=?, metrics=?"
+                    " WHERE operation_id=?",
+                    (state, now, error_code, error, json.dumps(metrics or {}), op),
+                )
+                cur.execute(
+                    "UPDATE memories SET graph_state=? WHERE operation_id=? AND graph_state!='indexed'",
+                    (graph_state, op),
+                )
+
+    def memories_without_graph(self) -> list[str]:
+        """Memories whose graph is failed or missing and that no unfinished operation covers."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
+                "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
+                "ORDER BY m.staged_at"
+            ).fetchall()
+        return [row["memory_id"] for row in rows]
+
+    def queue_operation(self, memory_ids: list[str]) -> str:
+        """One new pending operation for these memories (repair)."""
+        operation_id = new_operation_id()
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                (operation_id, json.dumps(memory_ids), utc_now()),
+            )
+            cur.executemany(
+                "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
+                [(operation_id, m) for m in memory_ids],
+            )
+        return operation_id
+
+    def recover_interrupted(self) -> list[str]:
+        """At start-up: operations that were running when the process died become terminated,
+        and their memories are queued again under new pending operations. Returns the new ids."""
+        requeued: list[str] = []
+        now = utc_now()
+        with self._transaction() as cur:
+            rows = cur.execute("SELECT operation_id, memory_ids FROM operations WHERE state='running'").fetchall()
+            for row in rows:
+                cur.execute(
+                    "UPDATE operations SET state='terminated', finished_at=?, error_code='WORKER_CRASHED', "
+                    "error='The process stopped while this operation was running; its memories were queued again' "
+                    "WHERE operation_id=?",
+                    (now, row["operation_id"]),
+                )
+                new_id = new_operation_id()
+                cur.execute(
+                    "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                    (new_id, row["memory_ids"], now),
+                )
+                for memory_id in json.loads(row["memory_ids"]):
+                    cur.execute(
+                        "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
+                        (new_id, memory_id),
+                    )
+                requeued.append(new_id)
+        return requeued
+
+
+def new_operation_id() -> str:
+    return f"op_{uuid.uuid4().hex[:16]}"
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT under the store's lock; rollback on error."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> sqlite3.Cursor:
+        self._store._lock.acquire()
+        self._cur = self._store._conn.cursor()
+        self._cur.execute("BEGIN IMMEDIATE")
+        return self._cur
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        try:
+            self._cur.execute("ROLLBACK" if exc_type else "COMMIT")
+        finally:
+            self._store._lock.release()

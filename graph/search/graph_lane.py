@@ -1,0 +1,224 @@
+"""The graph lane: query entities matched against the graph, and their neighbourhood.
+
+It reads the networkx projection (never cognee's database) and keeps inverted
+indexes over it, rebuilt when the projection file changes. Entity weights are
+ln(N / df): an entity in every memory (the two speakers of a conversation, the
+project's name) carries no weight, a rare component carries a lot.
+
+- seed: memories that mention the query's entities, or entities one relation away
+  from them, scored by the weight of what they share with the query;
+- expansion: from the best memories of the first pass, through the rare entities
+  they mention, to memories that share them (memory -> entity -> memory, two hops),
+  weighted by how good a join key the entity is (a ticket or a file path links two
+  summaries; a shared date hardly does). This brings back the second memory of a
+  multi-hop question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+from graph.core.projection import STRUCTURAL_TYPES, load_projection
+from graph.extract.extractor import extract_graph, normalise
+
+_WORDS = re.compile(r"[\w/.#-]+")
+RELATED_DISCOUNT = 0.5
+"""A memory reached through a related entity (one relation away) counts half."""
+RARE_FRACTION = 0.2
+"""Expansion walks only through entities in at most this share of memories."""
+JOIN_STRENGTH = {
+    "issue": 1.0,
+    "file": 1.0,
+    "identifier": 1.0,
+    "component": 0.7,
+    "technology": 0.5,
+    "organization": 0.5,
+    "concept": 0.2,
+    "person": 0.2,
+    "place": 0.2,
+}
+"""How strongly a shared entity of each type links two memories: a ticket, file or
+symbol is a join key; a shared date, place or everyday concept hardly is."""
+UBIQUITY_FRACTION = 0.5
+UBIQUITY_MIN_MEMORIES = 10
+
+
+class GraphLane:
+    def __init__(self, projection_path: Path) -> None:
+        self._path = projection_path
+        self._mtime: float | None = None
+        self._lock = threading.Lock()
+        self._entity_memories: dict[str, set[str]] = {}
+        self._memory_entities: dict[str, set[str]] = {}
+        self._related: dict[str, set[str]] = {}
+        self._by_key: dict[str, set[str]] = {}
+        self._structural: set[str] = set()
+        self._names: dict[str, str] = {}
+        self._types: dict[str, str] = {}
+        self._ubiquitous: set[str] = set()
+        self._relations: dict[tuple[str, str], set[str]] = {}
+        self._memories = 0
+
+    def refresh(self) -> None:
+        """Reload the indexes if the worker has written a new projection."""
+        try:
+            mtime = self._path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        with self._lock:
+            if mtime == self._mtime:
+                return
+            graph = load_projection(self._path)
+            entity_memories: dict[str, set[str]] = {}
+            memory_entities: dict[str, set[str]] = defaultdict(set)
+            by_key: dict[str, set[str]] = defaultdict(set)
+            structural: set[str] = set()
+            names: dict[str, str] = {}
+            types: dict[str, str] = {}
+            for node, data in graph.nodes(data=True):
+                if data.get("kind") != "entity":
+                    continue
+                sources = set(data.get("sources", []))
+                entity_memories[node] = sources
+                for memory_id in sources:
+                    memory_entities[memory_id].add(node)
+                names[node] = data.get("name", "")
+                types[node] = data.get("entity_type", "")
+                by_key[normalise(names[node])].add(node)
+                if data.get("entity_type") in STRUCTURAL_TYPES:
+                    structural.add(node)
+            related: dict[str, set[str]] = defaultdict(set)
+            relations: dict[tuple[str, str], set[str]] = defaultdict(set)
+            for src, dst, name in graph.edges(keys=True):
+                if src in entity_memories and dst in entity_memories and src != dst:
+                    related[src].add(dst)
+                    related[dst].add(src)
+                    relations[(src, dst)].add(name)
+            self._entity_memories, self._memory_entities = entity_memories, dict(memory_entities)
+            self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
+            self._names, self._types, self._relations = names, types, dict(relations)
+            self._memories = len(memory_entities)
+            self._ubiquitous = self._find_ubiquitous()
+            self._mtime = mtime
+
+    def _rare_limit(self) -> float:
+        return max(2, RARE_FRACTION * self._memories)
+
+    def _weight(self, entity: str) -> float:
+        df = len(self._entity_memories.get(entity, ()))
+        return math.log(self._memories / df) if df and self._memories else 0.0
+
+    def query_entities(self, text: str) -> dict[str, float]:
+        """Entities of the graph that the text names, with their weights."""
+        keys = {normalise(n["name"]) for n in extract_graph(text)["nodes"] if n["type"] not in STRUCTURAL_TYPES}
+        words = [w.strip(".,;:!?\"'()") for w in _WORDS.findall(text.lower())]
+        for size in (1, 2, 3):
+            for start in range(len(words) - size + 1):
+                keys.add(normalise(" ".join(words[start : start + size])))
+        with self._lock:
+            found = {e for key in keys for e in self._by_key.get(key, ()) if e not in self._structural}
+            return {e: w for e in found if (w := self._weight(e)) > 0}
+
+    def seed(self, entities: dict[str, float]) -> dict[str, float]:
+        """memory_id -> share of the query's entity weight the memory covers, in [0, 1]."""
+        total = sum(entities.values())
+        if total <= 0:
+            return {}
+        scores: dict[str, float] = defaultdict(float)
+        with self._lock:
+            limit = self._rare_limit()
+            for entity, weight in entities.items():
+                reached: dict[str, float] = {m: weight for m in self._entity_memories.get(entity, ())}
+                for neighbour in self._related.get(entity, ()):
+                    # A relation to a hub (an entity in many memories) says nothing specific.
+                    if neighbour in self._structural or len(self._entity_memories.get(neighbour, ())) > limit:
+                        continue
+                    for memory_id in self._entity_memories.get(neighbour, ()):
+                        reached.setdefault(memory_id, weight * RELATED_DISCOUNT)
+                for memory_id, value in reached.items():
+                    scores[memory_id] += value
+        return {m: min(1.0, s / total) for m, s in scores.items()}
+
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]:
+        """memory_id -> [0, 1] for memories two hops from a seed (seed -> rare entity -> memory):
+        the seed's relative strength times the strongest join key they share."""
+        scores: dict[str, float] = {}
+        top_seed = max(seeds.values(), default=0.0)
+        if top_seed <= 0:
+            return {}
+        with self._lock:
+            limit = self._rare_limit()
+            for seed, strength in seeds.items():
+                for entity in self._memory_entities.get(seed, ()):
+                    join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
+                    holders = self._entity_memories[entity]
+                    if entity in exclude or not join or len(holders) > limit:
+                        continue
+                    value = strength / top_seed * join
+                    for memory_id in holders:
+                        if memory_id not in seeds and value > scores.get(memory_id, 0.0):
+                            scores[memory_id] = value
+        return scores
+
+    def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, object]]]:
+        """What the graph knows around one memory: its entities (and, at 2 hops, the entities
+        related to them), the relations among those, and the memories that share them."""
+        self.refresh()
+        with self._lock:
+            entities = set(self._memory_entities.get(memory_id, ()))
+            if hops >= 2:
+                entities |= {n for e in list(entities) for n in self._related.get(e, ())}
+            via: dict[str, set[str]] = defaultdict(set)
+            for entity in entities:
+                if entity in self._structural:
+                    continue
+                for other in self._entity_memories.get(entity, ()):
+                    if other != memory_id:
+                        via[other].add(entity)
+            return {
+                "entities": [
+                    {
+                        "id": e,
+                        "name": self._names[e],
+                        "type": self._types.get(e, ""),
+                        "memories": len(self._entity_memories[e]),
+                    }
+                    for e in sorted(entities, key=self._names.get)
+                ],
+                "relations": [
+                    {"source": self._names[a], "target": self._names[b], "relation": name}
+                    for (a, b), names in sorted(self._relations.items())
+                    if a in entities and b in entities
+                    for name in sorted(names)
+                ],
+                "memories": sorted(
+                    (
+                        {
+                            "memoryId": m,
+                            "via": sorted(self._names[e] for e in shared),
+                            "weight": round(sum(self._weight(e) for e in shared), 4),
+                        }
+                        for m, shared in via.items()
+                    ),
+                    key=lambda item: (-item["weight"], item["memoryId"]),  # type: ignore[operator]
+                ),
+            }
+
+    def ubiquitous_words(self) -> set[str]:
+        """Words of entities found in most memories (e.g. the speakers), once the workspace
+        is large enough for "most" to mean something."""
+        with self._lock:
+            return self._ubiquitous
+
+    def _find_ubiquitous(self) -> set[str]:
+        if self._memories < UBIQUITY_MIN_MEMORIES:
+            return set()
+        words: set[str] = set()
+        for entity, holders in self._entity_memories.items():
+            if len(holders) >= UBIQUITY_FRACTION * self._memories and entity not in self._structural:
+                words.update(self._names[entity].lower().split())
+        return words

@@ -1,0 +1,136 @@
+"""Per-sentence MiniLM vectors of every memory version, in the workspace's LanceDB.
+
+A memory is embedded sentence by sentence and field by field (MiniLM reads 256
+word pieces at most, so one vector per long text would lose its tail). These rows
+make a memory searchable the moment it is staged, long before its graph exists.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from graph.core.store import Memory
+from graph.search.embedder import Embedder, split_sentences
+
+TABLE = "memory_chunks"
+DIMENSIONS = 384
+
+
+@dataclass(frozen=True)
+class Chunk:
+    memory_id: str
+    topic_id: str
+    field: str
+    chunk_index: int
+    text: str
+
+
+def memory_chunks(memory: Memory) -> list[Chunk]:
+    """The memory's text cut into embeddable sentences, tagged with their field."""
+    chunks: list[Chunk] = []
+    for field, items in memory.sections():
+        for item in items:
+            for sentence in split_sentences(item):
+                chunks.append(Chunk(memory.memory_id, memory.topic_id, field, len(chunks), sentence))
+    return chunks
+
+
+def _schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("memory_id", pa.string()),
+            pa.field("topic_id", pa.string()),
+            pa.field("field", pa.string()),
+            pa.field("chunk_index", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), DIMENSIONS)),
+        ]
+    )
+
+
+class VectorIndex:
+    """LanceDB holds the chunk vectors durably; searches run on an in-memory copy.
+
+    LanceDB's exact (flat) search took 52-65 ms per query at 60k chunks here; the
+    same exact search as one matrix product over a float32 copy takes a few ms.
+    The copy costs 1.5 KB per chunk (about 90 MB at 10k memories).
+    """
+
+    def __init__(self, path: Path, embedder: Embedder) -> None:
+        import lancedb
+
+        self._db = lancedb.connect(str(path))
+        self._embedder = embedder
+        self._write_lock = threading.Lock()
+        self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
+        fields = ["memory_id", "topic_id", "field", "chunk_index", "text"]
+        stored = self._table.to_lance().to_table(columns=[*fields, "vector"])
+        self._chunks: list[Chunk] = [
+            Chunk(*row) for row in zip(*(stored.column(f).to_pylist() for f in fields), strict=False)
+        ]
+        flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS), len(self._chunks))
+
+    def add_memories(self, memories: list[Memory]) -> int:
+        """Embed and store all chunks of these memories; returns the number of rows."""
+        chunks = [chunk for memory in memories for chunk in memory_chunks(memory)]
+        if not chunks:
+            return 0
+        vectors = self._embedder.encode([c.text for c in chunks])
+        rows = [
+            {
+                "memory_id": c.memory_id,
+                "topic_id": c.topic_id,
+                "field": c.field,
+                "chunk_index": c.chunk_index,
+                "text": c.text,
+                "vector": vector,
+            }
+            for c, vector in zip(chunks, vectors, strict=False)
+        ]
+        with self._write_lock:
+            self._table.add(rows)
+            self._append(np.asarray(vectors, dtype=np.float32), chunks)
+        return len(rows)
+
+    def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
+        """The nearest chunks as (memory_id, cosine similarity), best first (exact search)."""
+        return [(chunk.memory_id, similarity) for chunk, similarity in self.nearest_chunks(vector, limit)]
+
+    def nearest_chunks(self, vector: list[float], limit: int) -> list[tuple[Chunk, float]]:
+        """The nearest chunks with their cosine similarity, best first (exact search)."""
+        buffer, size = self._view  # one consistent snapshot; rows below size never change
+        if limit <= 0 or not size:
+            return []
+        similarities = buffer[:size] @ np.asarray(vector, dtype=np.float32)
+        limit = min(limit, size)
+        top = np.argpartition(-similarities, limit - 1)[:limit]
+        top = top[np.argsort(-similarities[top], kind="stable")]
+        return [(self._chunks[i], float(similarities[i])) for i in top]
+
+    def _append(self, vectors: np.ndarray, chunks: list[Chunk]) -> None:
+        """Grow the in-memory copy by doubling, so appends cost O(1) amortised."""
+        buffer, size = self._view
+        if size + len(vectors) > len(buffer):
+            grown = np.empty((max(2 * len(buffer), size + len(vectors), 1024), DIMENSIONS), dtype=np.float32)
+            grown[:size] = buffer[:size]
+            buffer = grown
+        buffer[size : size + len(vectors)] = vectors
+        self._chunks.extend(chunks)
+        self._view = (buffer, size + len(vectors))
+
+    def indexed_memory_ids(self) -> set[str]:
+        return {chunk.memory_id for chunk in self._chunks[: self._view[1]]}
+
+    def count(self) -> int:
+        return self._view[1]
+
+    def optimize(self) -> None:
+        """Compact the many small fragments that one-memory appends leave behind."""
+        with self._write_lock:
+            self._table.optimize()

@@ -1,0 +1,102 @@
+"""The layout's rules, read from the source's imports (lazy imports inside functions included):
+only the worker child imports cognee, the fronts reach the engine through its service API and
+contract, the owning process never imports the worker's modules, and nothing imports in a cycle."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("graph", "bridge", "api")
+WORKER = "graph.build.worker"
+FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def project_modules() -> dict[str, Path]:
+    return {_module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+@cache
+def imports_of(module: str) -> frozenset[str]:
+    """Every module `module` imports: third-party names as written, project names resolved
+    to the module (a `from package import submodule` counts as the submodule)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(project_modules()[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(
+                f"{node.module}.{alias.name}"
+                for alias in node.names
+                if f"{node.module}.{alias.name}" in project_modules()
+            )
+    return frozenset(found)
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def test_the_layout_is_read_from_real_source() -> None:
+    modules = project_modules()
+    assert {"graph.service", "graph.core.contract", f"{WORKER}.cognee_worker", "bridge.server", "api.app"} <= set(
+        modules
+    )
+    assert "cognee" in imports_of(f"{WORKER}.cognee_worker")
+
+
+@pytest.mark.parametrize("module", sorted(project_modules()))
+def test_only_the_worker_child_imports_cognee(module: str) -> None:
+    if _within(module, WORKER):
+        return
+    assert not [name for name in imports_of(module) if _within(name, "cognee")], (
+        f"{module} imports cognee; only {WORKER} may (it runs in the child process)"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(project_modules()))
+def test_the_owning_process_never_imports_the_worker(module: str) -> None:
+    if _within(module, WORKER):
+        return
+    assert not [name for name in imports_of(module) if _within(name, WORKER)], (
+        f"{module} imports {WORKER}; the owner starts it as a child process instead"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if m.split(".")[0] in ("bridge", "api")))
+def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
+    engine = {name for name in imports_of(module) if _within(name, "graph")}
+    assert engine <= FRONT_MAY_IMPORT, f"{module} reaches into the engine: {sorted(engine - FRONT_MAY_IMPORT)}"
+
+
+def test_the_engine_never_imports_a_front() -> None:
+    offenders = {
+        module: sorted(name for name in imports_of(module) if name.split(".")[0] in ("bridge", "api"))
+        for module in project_modules()
+        if _within(module, "graph")
+    }
+    assert not {module: names for module, names in offenders.items() if names}
+
+
+def test_no_import_cycles() -> None:
+    graph = nx.DiGraph()
+    modules = project_modules()
+    for module in modules:
+        graph.add_node(module)
+        for name in imports_of(module):
+            if name in modules and name != module:
+                graph.add_edge(module, name)
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"import cycles: {cycles}"
