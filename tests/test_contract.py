@@ -35,6 +35,16 @@ def test_offset_timestamps_become_utc() -> None:
     assert validate_request(FlowbabyIngestRequest, payload).metadata.createdAt == "2025-03-01T10:00:00.000Z"
 
 
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"])
+def test_timestamps_beyond_utc_range_are_invalid_payload(stamp: str) -> None:
+    payload = summary()
+    payload["metadata"]["createdAt"] = stamp
+    with pytest.raises(FlowbabyError) as failure:
+        validate_request(FlowbabyIngestRequest, payload)
+    assert failure.value.code is ErrorCode.INVALID_PAYLOAD
+    assert failure.value.details["fields"] == ["metadata.createdAt"]
+
+
 def test_status_defaults_to_active() -> None:
     payload = summary()
     del payload["metadata"]["status"]

@@ -31,6 +31,8 @@ class Server:
     def __init__(self, workspace: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log = workspace.parent / f"serve-{self.port}.stderr"
+        """The server's stderr goes to a file: an unread pipe would block it once full."""
         child_env = {**os.environ, **(env or {}), "PYTHONPATH": str(PROJECT_ROOT)}
         self.proc = subprocess.Popen(
             [
@@ -45,14 +47,14 @@ class Server:
                 *args,
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self.log.open("wb"),
             env=child_env,
         )
 
     def wait_ready(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.proc.stderr.read().decode()  # type: ignore[union-attr]
+            assert self.proc.poll() is None, self.log.read_text(errors="replace")
             try:
                 if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
                     return
@@ -117,7 +119,7 @@ def test_empty_configured_token_rejects_everything(serve, workspace: Path) -> No
 def test_beyond_loopback_needs_allow_remote(serve, workspace: Path) -> None:
     server = serve(workspace, "--host", "0.0.0.0", ready=False)
     assert server.proc.wait(60) == 2
-    assert b"--allow-remote" in server.proc.stderr.read()  # type: ignore[union-attr]
+    assert b"--allow-remote" in server.log.read_bytes()
 
 
 def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
@@ -198,7 +200,7 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
     assert reply.status_code == 200 and reply.json()["entries"][0]["topicId"] == "redis-cache"
     second = serve(workspace, ready=False)
     assert second.proc.wait(60) == 3  # the bridge owns the workspace
-    assert b"WORKSPACE_BUSY" in second.proc.stderr.read()  # type: ignore[union-attr]
+    assert b"WORKSPACE_BUSY" in second.log.read_bytes()
     assert bridge.result("health")["success"]
 
 

@@ -67,7 +67,10 @@ def parse_timestamp(value: str) -> datetime:
     parsed = datetime.fromisoformat(value.strip())
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 lies before year 1 in UTC
+        raise ValueError(f"{value!r} is out of range in UTC") from None
 
 
 def format_timestamp(value: datetime) -> str:

@@ -73,7 +73,11 @@ class CogneeWorker:
         from graph.build.worker.llm_calls import install_retry_policy, install_usage_meter
         from graph.search.embedder import Embedder
 
-        self.embedding = runtime.install_embedding_engine(Embedder(self.settings.embedding_model))
+        embedder = Embedder(self.settings.embedding_model)
+        # Loaded before the first batch: cognee's embedding check before a pipeline gives the
+        # first embedding 30 s, which a model load on a busy machine overran (LLM_ERROR).
+        embedder.load()
+        self.embedding = runtime.install_embedding_engine(embedder)
         if self.settings.llm.offline:
             runtime.install_offline_llm()
         install_retry_policy(self.settings.llm_retries)
