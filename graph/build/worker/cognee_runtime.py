@@ -2,7 +2,7 @@
 
 Only the background worker process imports this module. Every environment switch
 must be set before `import cognee`, because cognee reads its configuration at import.
-Each switch below closes a network or home-folder reach listed in COGNEE_NOTES.md.
+Each switch below closes a network or home-folder reach listed in docs/cognee.md.
 """
 
 from __future__ import annotations
