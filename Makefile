@@ -4,12 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo check test test-unit test-fast bench clean
 
 setup: $(STAMP)
 
 # One pip call against the pinned set (constraints.txt): installing in steps resolves
-# versions that conflict (see COGNEE_NOTES). torch is pinned to the local CPU build.
+# versions that conflict (docs/cognee.md). torch is pinned to the local CPU build.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,notebook]'
@@ -18,8 +18,18 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(VENV)/bin/flowbaby demo --workspace .flowbaby-demo --fresh
 
+# ruff (lint and format) and mypy, as configured in pyproject.toml; CI runs it before the tests.
+check: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The in-process tier: no subprocesses, no cognee, fakes behind Protocols.
+test-unit: setup
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests

@@ -112,7 +112,8 @@ class BridgeClient:
         response = self.call(method, params, timeout)
         if "result" not in response:
             raise RuntimeError(f"{method}: protocol error {response.get('error')}")
-        return response["result"]
+        result: dict[str, Any] = response["result"]
+        return result
 
     def wait_notification(self, timeout: float) -> dict[str, Any]:
         return self.notifications.get(timeout=timeout)

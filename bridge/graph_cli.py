@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from graph.core.contract import FlowbabyError
 from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -17,7 +18,7 @@ from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
 EXIT_USAGE = 2
 
 
-def add_graph_commands(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_graph_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     graph = commands.add_parser("graph", help="export, count or draw a workspace's graph")
     actions = graph.add_subparsers(dest="graph_command", required=True)
     export = actions.add_parser("export", help="write the graph as GraphML, node-link JSON or offline HTML")
@@ -62,7 +63,7 @@ def run_graph_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def format_stats(stats: dict) -> str:  # type: ignore[type-arg]
+def format_stats(stats: dict[str, Any]) -> str:
     counts = (
         f"{stats['memories']} memories ({stats['memoriesInGraph']} in the graph), "
         f"{stats['entities']} entities, {stats['relations']} relations"

@@ -148,7 +148,8 @@ class Bridge:
             outcome = method(params)
             if asyncio.iscoroutine(outcome):
                 outcome = await asyncio.wait_for(outcome, self.request_timeout)
-            return outcome
+            result: dict[str, Any] = outcome
+            return result
         except ContractFailure as error:
             return error.to_response()
         except TimeoutError:

@@ -142,17 +142,17 @@ class FlowbabyService:
     async def _warm_up(self) -> None:
         """Load MiniLM, LanceDB and the catalog off the request path, then embed anything
         the last process staged but did not get to embed."""
-        self._vectors = await asyncio.to_thread(VectorIndex, self.paths.vectors, self.embedder)
+        self._vectors = index = await asyncio.to_thread(VectorIndex, self.paths.vectors, self.embedder)
         await asyncio.to_thread(self.embedder.load)
         memories = list(self.store.iter_memories())
         catalog = await asyncio.to_thread(Catalog, memories)
-        indexed = await asyncio.to_thread(self._vectors.indexed_memory_ids)
+        indexed = await asyncio.to_thread(index.indexed_memory_ids)
         missing = [m for m in memories if m.memory_id not in indexed]
         if missing:
             log.info("embedding %d memories left without vectors", len(missing))
-            await asyncio.to_thread(self._vectors.add_memories, missing)
+            await asyncio.to_thread(index.add_memories, missing)
         await asyncio.to_thread(self.graph_lane.refresh)
-        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: self._vectors)
+        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
 
     async def vectors(self) -> VectorIndex:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""

@@ -116,7 +116,8 @@ class WorkerClient:
                 reply.get("metrics"),
                 reply.get("indexedMemoryIds"),
             )
-        return reply["metrics"]
+        metrics: dict[str, Any] = reply["metrics"]
+        return metrics
 
     async def stop(self, grace_sec: float = 5.0) -> None:
         """Close the worker's stdin (it exits cleanly), killing it after a grace period."""

@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 MAX_PAYLOAD_CHARS = 100_000
 """Upper bound on the summed length of every text field of one summary."""
@@ -221,7 +222,7 @@ class OperationStatus(BaseModel):
     metrics: dict[str, Any] = Field(default_factory=dict)
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = [str(part) for part in error.get("loc", ())]
     field = ".".join(loc) if loc else "payload"
     kind = error.get("type", "")

@@ -83,10 +83,10 @@ def build_projection(
         src_type = props.get(src, {}).get("type")
         dst_type = props.get(dst, {}).get("type")
         if src_type == "DocumentChunk" and dst_type == "Entity" and src in chunk_document:
-            memory = memory_node(chunk_document[src])
-            if memory in graph:
-                sources[dst].add(memory)
-                graph.add_edge(memory, dst, key="mentions", relation="mentions")
+            source = memory_node(chunk_document[src])
+            if source in graph:
+                sources[dst].add(source)
+                graph.add_edge(source, dst, key="mentions", relation="mentions")
         elif src_type == "Entity" and dst_type == "Entity":
             graph.add_edge(src, dst, key=rel, relation=rel)
 

@@ -278,7 +278,8 @@ class MemoryStore:
         """Operations in these states (by default the unfinished ones)."""
         marks = ",".join("?" * len(states))
         with self._lock:
-            return self._conn.execute(f"SELECT COUNT(*) FROM operations WHERE state IN ({marks})", states).fetchone()[0]
+            row = self._conn.execute(f"SELECT COUNT(*) FROM operations WHERE state IN ({marks})", states).fetchone()
+        return int(row[0])
 
     def llm_usage(self) -> dict[str, Any]:
         """LLM work summed over every batch in the ledger, completed or failed. Operations of

@@ -17,6 +17,7 @@ retrieval walks over. Only the standard library is used.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -330,7 +331,8 @@ def _parse(text: str) -> _Doc:
     title: str | None = None
     headers: dict[str, str] = {}
     blocks: list[tuple[str, str]] = []
-    section, paragraph, in_bullet = "text", [], False
+    paragraph: list[str] = []
+    section, in_bullet = "text", False
 
     def flush() -> None:
         if paragraph:
@@ -582,7 +584,7 @@ def _pattern_mentions(sentence: str) -> tuple[str, list[_Mention]]:
 
     masked = sentence
     for pattern, handler in _PATTERN_PHASES:
-        masked = pattern.sub(lambda match, handler=handler: take(match, handler), masked)
+        masked = pattern.sub(functools.partial(take, handler=handler), masked)
     return masked, found
 
 

@@ -17,10 +17,14 @@ are scattered instead (the HTML page still pans, zooms and filters them)."""
 
 
 def positions(graph: nx.MultiDiGraph) -> dict[Any, Any]:
+    layout: dict[Any, Any]
     if not len(graph):
         return {}
     if len(graph) <= KAMADA_KAWAI_MAX_NODES and nx.is_connected(graph.to_undirected(as_view=True)):
-        return nx.kamada_kawai_layout(nx.Graph(graph))
+        layout = nx.kamada_kawai_layout(nx.Graph(graph))
+        return layout
     if len(graph) <= FORCE_LAYOUT_MAX_NODES:
-        return nx.spring_layout(graph, seed=7, k=2.0 / len(graph) ** 0.5)
-    return nx.rescale_layout_dict(nx.random_layout(graph, seed=7))
+        layout = nx.spring_layout(graph, seed=7, k=2.0 / len(graph) ** 0.5)
+        return layout
+    layout = nx.rescale_layout_dict(nx.random_layout(graph, seed=7))
+    return layout

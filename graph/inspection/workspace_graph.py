@@ -227,7 +227,8 @@ class WorkspaceGraph:
     def snapshot(self, topic_id: str | None = None, hops: int = 2) -> dict[str, Any]:
         """Node-link JSON (networkx's own format) of the whole graph or one topic's neighbourhood."""
         graph = self.graph if topic_id is None else self.neighbourhood(topic_id, hops)
-        return nx.node_link_data(graph, edges="edges")
+        data: dict[str, Any] = nx.node_link_data(graph, edges="edges")
+        return data
 
     def export(self, fmt: ExportFormat, out: Path, topic_id: str | None = None, hops: int = 2) -> Path:
         """Write the graph (or one topic's neighbourhood) as GraphML, node-link JSON or HTML."""

@@ -187,7 +187,7 @@ class GraphLane:
                         "type": self._types.get(e, ""),
                         "memories": len(self._entity_memories[e]),
                     }
-                    for e in sorted(entities, key=self._names.get)
+                    for e in sorted(entities, key=lambda e: self._names[e])
                 ],
                 "relations": [
                     {"source": self._names[a], "target": self._names[b], "relation": name}

@@ -2,7 +2,7 @@
 
 Only the background worker process imports this module. Every environment switch
 must be set before `import cognee`, because cognee reads its configuration at import.
-Each switch below closes a network or home-folder reach listed in COGNEE_NOTES.md.
+Each switch below closes a network or home-folder reach listed in docs/cognee.md.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ OFFLINE_MODEL = "flowbaby-local/offline-extractor"
 
 def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
     """Point every cognee root under .flowbaby/ and switch off all network reaches."""
-    litellm_dir = Path(importlib.util.find_spec("litellm").origin).parent  # located, not imported
+    spec = importlib.util.find_spec("litellm")  # located, not imported
+    assert spec is not None and spec.origin is not None, "litellm is a dependency"
+    litellm_dir = Path(spec.origin).parent
     paths.cognee_env.parent.mkdir(parents=True, exist_ok=True)
     paths.cognee_env.touch()
     tiktoken_dir = litellm_dir / "litellm_core_utils" / "tokenizers"
@@ -158,7 +160,7 @@ def install_embedding_engine(embedder: Embedder) -> MiniLMEmbeddingEngine:
     """Replace cognee's engine factory: get_embedding_engine() looks it up at call time."""
     module = importlib.import_module("cognee.infrastructure.databases.vector.embeddings.get_embedding_engine")
     engine = MiniLMEmbeddingEngine(embedder)
-    module.create_embedding_engine = lambda *args, **kwargs: engine
+    module.create_embedding_engine = lambda *args, **kwargs: engine  # type: ignore[attr-defined]
     return engine
 
 

@@ -51,7 +51,7 @@ def install_retry_policy(retries: int) -> None:
     )
     from tenacity import retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-    policy = NativeLiteLLMAdapter.acreate_structured_output.retry  # type: ignore[attr-defined]
+    policy = NativeLiteLLMAdapter.acreate_structured_output.retry
     policy.stop = stop_after_attempt(retries + 1)
     policy.wait = wait_exponential_jitter(max=RETRY_WAIT_MAX_SEC)
     # cognee's own predicate keeps quota, billing and budget exhaustion terminal.

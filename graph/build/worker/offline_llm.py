@@ -32,7 +32,8 @@ def _wanted_model(system_prompt: str) -> str | None:
     except json.JSONDecodeError:
         titles = _TITLE.findall(schema_text)
         return titles[-1] if titles else None
-    return schema.get("title")
+    title = schema.get("title")
+    return title if isinstance(title, str) else None
 
 
 def answer(system_prompt: str, user_text: str) -> str:
@@ -65,8 +66,8 @@ class OfflineExtractorLLM(CustomLLM):
             usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
         )
 
-    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return self._respond(messages, model)
 
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return self._respond(messages, model)
