@@ -1,0 +1,117 @@
+"""The owner's local endpoint: later fronts on the same workspace work through it.
+
+The process holding the workspace lock (a bridge, `serve` or `mcp`) serves its one
+service on a unix socket of mode 0600 and records the socket in `.flowbaby/owner.json`.
+Every other front sends its calls here, so there is one store writer, one cognee worker
+and one set of throttles and background limits per workspace, whatever the number of
+fronts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from typing import Any
+
+from graph.core.contract import ContractFailure, OperationStatus
+from graph.core.workspace import WorkspacePaths
+from graph.owner.wire import (
+    MAX_LINE_BYTES,
+    REMOTE_METHODS,
+    encode,
+    endpoint_file,
+    failure_to_wire,
+    socket_path,
+)
+
+log = logging.getLogger("flowbaby.owner")
+
+
+class OwnerEndpoint:
+    def __init__(self, service: Any, paths: WorkspacePaths) -> None:
+        self._service = service
+        self._paths = paths
+        self._socket = socket_path(paths)
+        self._server: asyncio.Server | None = None
+        self._peers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Listen, then publish the endpoint. The caller holds the workspace lock, so a
+        socket left at the path belongs to a dead owner and is replaced."""
+        with contextlib.suppress(FileNotFoundError):
+            self._socket.unlink()
+        previous = os.umask(0o177)  # the socket is born 0600: no window where others may connect
+        try:
+            self._server = await asyncio.start_unix_server(self._serve, path=str(self._socket), limit=MAX_LINE_BYTES)
+        finally:
+            os.umask(previous)
+        record = endpoint_file(self._paths)
+        staging = record.with_suffix(".tmp")
+        staging.write_text(json.dumps({"pid": os.getpid(), "socket": str(self._socket)}), encoding="utf-8")
+        os.chmod(staging, 0o600)
+        os.replace(staging, record)
+        self._service.add_operation_listener(self._broadcast)
+        log.info("owner endpoint on %s", self._socket)
+
+    async def close(self) -> None:
+        """Stop answering: connected fronts see the connection end and take the workspace over."""
+        if self._server is None:
+            return
+        self._server.close()
+        for peer in list(self._peers):
+            peer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        record = endpoint_file(self._paths)
+        with contextlib.suppress(FileNotFoundError, ValueError, OSError):
+            if json.loads(record.read_text(encoding="utf-8")).get("pid") == os.getpid():
+                record.unlink()
+                self._socket.unlink()
+        self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._peers.add(writer)
+        try:
+            while line := await reader.readline():
+                task = asyncio.create_task(self._answer(line, writer))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        except (ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
+            log.warning("front connection dropped: %s", exc)
+        finally:
+            self._peers.discard(writer)
+            writer.close()
+
+    async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        reply: dict[str, Any]
+        try:
+            request = json.loads(line)
+            call_id, method, args = request["id"], request["method"], request.get("args") or {}
+        except (ValueError, KeyError, TypeError) as exc:
+            reply = {"id": None, "fault": f"bad request: {exc}"}
+        else:
+            reply = {"id": call_id}
+            if method not in REMOTE_METHODS:
+                reply["fault"] = f"unknown method {method!r}"
+            else:
+                try:
+                    outcome = getattr(self._service, method)(**args)
+                    reply["result"] = await outcome if asyncio.iscoroutine(outcome) else outcome
+                except ContractFailure as error:
+                    reply["failure"] = failure_to_wire(error)
+                except Exception as exc:  # one front's bad call never takes the owner down
+                    log.exception("%s for a front failed", method)
+                    reply["fault"] = f"{type(exc).__name__}: {exc}"
+        with contextlib.suppress(ConnectionError):
+            writer.write(encode(reply))
+            await writer.drain()
+
+    async def _broadcast(self, status: OperationStatus) -> None:
+        event = encode({"event": "operationEnded", "status": status.model_dump(mode="json")})
+        for peer in list(self._peers):
+            with contextlib.suppress(ConnectionError):
+                peer.write(event)

@@ -1,0 +1,184 @@
+"""The owner endpoint and the client of later fronts, in process over a real unix socket,
+with a small fake service: calls, contract failures, events, and taking over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graph.core.contract import (
+    ErrorCode,
+    FlowbabyError,
+    OperationStatus,
+    RetrievalError,
+    RetrievalErrorCode,
+)
+from graph.core.workspace import WorkspacePaths, resolve_workspace
+from graph.owner.client import OwnerClient
+from graph.owner.endpoint import OwnerEndpoint
+from graph.owner.wire import endpoint_file, socket_path
+
+
+class FakeService:
+    """Answers like the service: a dict per call, contract failures as exceptions."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls: list[tuple[str, Any]] = []
+        self.listeners: list[Any] = []
+        self.closed = False
+
+    def add_operation_listener(self, listener: Any) -> None:
+        self.listeners.append(listener)
+
+    def health(self) -> dict[str, Any]:
+        self.calls.append(("health", None))
+        return {"success": True, "owner": self.name}
+
+    async def ingest(self, params: Any) -> dict[str, Any]:
+        self.calls.append(("ingest", params))
+        if not params.get("topic"):
+            raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "topic" is required', fields=["topic"])
+        return {"success": True, "staged": True, "by": self.name, "topic": params["topic"]}
+
+    async def retrieve(self, params: Any, markdown: bool = False) -> dict[str, Any]:
+        self.calls.append(("retrieve", params))
+        if params.get("query") == "too many":
+            raise RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "slow down", retryAfterSec=6)
+        return {"success": True, "markdown": markdown, "by": self.name}
+
+    async def close(self, grace_sec: float = 30.0) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> WorkspacePaths:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return resolve_workspace(root)
+
+
+async def _owner(paths: WorkspacePaths, name: str) -> tuple[FakeService, OwnerEndpoint]:
+    service = FakeService(name)
+    endpoint = OwnerEndpoint(service, paths)
+    await endpoint.start()
+    return service, endpoint
+
+
+def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        owner, endpoint = await _owner(paths, "first")
+        front = await OwnerClient.connect(paths, opener=_never)
+        assert await front.call("health") == {"success": True, "owner": "first"}
+        staged = await front.call("ingest", params={"topic": "Ünïcödé ✓"})
+        assert staged["by"] == "first" and staged["topic"] == "Ünïcödé ✓"
+        with pytest.raises(FlowbabyError) as invalid:
+            await front.call("ingest", params={"topic": ""})
+        assert invalid.value.code is ErrorCode.INVALID_PAYLOAD and invalid.value.details == {"fields": ["topic"]}
+        with pytest.raises(RetrievalError) as throttled:
+            await front.call("retrieve", params={"query": "too many"}, markdown=True)
+        assert throttled.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
+        assert throttled.value.details == {"retryAfterSec": 6}
+        assert (await front.call("retrieve", params={"query": "q"}, markdown=True))["markdown"] is True
+        with pytest.raises(RuntimeError, match="unknown method"):
+            await front.call("close")  # not part of the remote API
+        assert [name for name, _ in owner.calls] == ["health", "ingest", "ingest", "retrieve", "retrieve"]
+        await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_endpoint_is_private_and_recorded(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        _, endpoint = await _owner(paths, "first")
+        record = json.loads(endpoint_file(paths).read_text())
+        assert record["socket"] == str(socket_path(paths))
+        assert stat.S_IMODE(Path(record["socket"]).stat().st_mode) == 0o600
+        assert stat.S_IMODE(endpoint_file(paths).stat().st_mode) == 0o600
+        await endpoint.close()
+        assert not endpoint_file(paths).exists() and not Path(record["socket"]).exists()
+
+    asyncio.run(scenario())
+
+
+def test_operation_events_reach_every_front(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        owner, endpoint = await _owner(paths, "first")
+        seen: list[tuple[str, str]] = []
+        fronts = [await OwnerClient.connect(paths, opener=_never) for _ in range(2)]
+        for index, front in enumerate(fronts):
+
+            async def record(status: OperationStatus, index: int = index) -> None:
+                seen.append((f"front{index}", status.operationId))
+
+            front.add_operation_listener(record)
+        await fronts[0].call("health")  # both connected and served
+        await fronts[1].call("health")
+        status = OperationStatus(
+            operationId="op_1", status="completed", memoryIds=[], topicIds=[], createdAt="2025-03-01T10:00:00.000Z"
+        )
+        for listener in owner.listeners:
+            await listener(status)
+        for _ in range(50):
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0.02)
+        assert sorted(seen) == [("front0", "op_1"), ("front1", "op_1")]
+        for front in fronts:
+            await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_front_takes_over_when_the_owner_leaves(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        _, endpoint = await _owner(paths, "first")
+        successor = FakeService("second")
+        opened: list[str] = []
+
+        async def opener() -> FakeService:
+            opened.append("second")
+            return successor
+
+        front = await OwnerClient.connect(paths, opener=opener)
+        assert (await front.call("health"))["owner"] == "first"
+        await endpoint.close()
+        reply = await front.call("ingest", params={"topic": "after the owner left"})
+        assert reply["by"] == "second" and front.owns_workspace and opened == ["second"]
+        assert successor.calls == [("ingest", {"topic": "after the owner left"})]
+        await front.close()
+        assert successor.closed
+
+    asyncio.run(scenario())
+
+
+def test_a_front_follows_another_front_that_took_over(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        _, first = await _owner(paths, "first")
+        attempts: list[str] = []
+
+        async def busy() -> FakeService:
+            attempts.append("busy")
+            raise FlowbabyError(ErrorCode.WORKSPACE_BUSY, "owned by another process")
+
+        front = await OwnerClient.connect(paths, opener=busy)
+        assert (await front.call("health"))["owner"] == "first"
+        await first.close()
+        _, second = await _owner(paths, "second")  # the other front won the lock
+        assert (await front.call("health"))["owner"] == "second"
+        assert attempts and not front.owns_workspace
+        await front.close()
+        await second.close()
+
+    asyncio.run(scenario())
+
+
+async def _never() -> FakeService:
+    raise AssertionError("this front should never need to own the workspace")
