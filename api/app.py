@@ -99,7 +99,14 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
 
 
 def create_app(service: FlowbabyService, token: str) -> FastAPI:
-    app = FastAPI(title="flowbaby", version=__version__, description="Local memory service for coding agents")
+    # An explicit JSONResponse keeps FastAPI off its pydantic fast path for response models, so
+    # bodies are written by json.dumps exactly as the bridge writes them (4.5e-05, not 0.000045).
+    app = FastAPI(
+        title="flowbaby",
+        version=__version__,
+        description="Local memory service for coding agents",
+        default_response_class=JSONResponse,
+    )
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Any) -> Any:
