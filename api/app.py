@@ -24,24 +24,36 @@ from graph.core.contract import (
     FlowbabyContextRequest,
     FlowbabyError,
     FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
+    GraphSnapshotResponse,
+    GraphStatsResponse,
+    HealthResponse,
+    IndexStatusResponse,
+    MemoryContextResponse,
+    MemoryVersionsResponse,
+    RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
 )
 from graph.service import FlowbabyService
 
-STATUS = {
-    "INVALID_PAYLOAD": 400,
-    "INVALID_REQUEST": 400,
-    "NOT_FOUND": 404,
-    "MISSING_API_KEY": 503,
-    "NOT_INITIALIZED": 503,
-    "429_FLOWBABY_BACKLOG": 429,
-    "RATE_LIMIT_EXCEEDED": 429,
-    "QUEUE_FULL": 429,
-    "BRIDGE_TIMEOUT": 504,
-    "FLOWBABY_ERROR": 500,
-    "UNAUTHORIZED": 401,
+STATUS: dict[str, int] = {
+    code.value: status
+    for code, status in (
+        (ErrorCode.INVALID_PAYLOAD, 400),
+        (RetrievalErrorCode.INVALID_REQUEST, 400),
+        (ErrorCode.UNAUTHORIZED, 401),
+        (ErrorCode.NOT_FOUND, 404),
+        (ErrorCode.BACKLOG, 429),
+        (RetrievalErrorCode.RATE_LIMIT_EXCEEDED, 429),
+        (RetrievalErrorCode.QUEUE_FULL, 429),
+        (ErrorCode.MISSING_API_KEY, 503),
+        (RetrievalErrorCode.NOT_INITIALIZED, 503),
+        (ErrorCode.BRIDGE_TIMEOUT, 504),
+        (ErrorCode.FLOWBABY_ERROR, 500),
+    )
 }
+"""HTTP status of each reply code (keyed by wire value: the ingest and retrieval enums share some)."""
 
 
 def _failure(body: dict[str, Any]) -> JSONResponse:
@@ -87,14 +99,21 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
 
 
 def create_app(service: FlowbabyService, token: str) -> FastAPI:
-    app = FastAPI(title="flowbaby", version=__version__, description="Local memory service for coding agents")
+    # An explicit JSONResponse keeps FastAPI off its pydantic fast path for response models, so
+    # bodies are written by json.dumps exactly as the bridge writes them (4.5e-05, not 0.000045).
+    app = FastAPI(
+        title="flowbaby",
+        version=__version__,
+        description="Local memory service for coding agents",
+        default_response_class=JSONResponse,
+    )
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Any) -> Any:
         if request.url.path not in {"/api/health", "/docs", "/openapi.json"} and not token_matches(
             token, request.headers.get("authorization")
         ):
-            return _failure({"success": False, "error": "Missing or wrong bearer token", "errorCode": "UNAUTHORIZED"})
+            return _failure(FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token").to_response())
         return await call_next(request)
 
     @app.exception_handler(ContractFailure)
@@ -108,11 +127,11 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
         message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
         return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
 
-    @app.get("/api/health")
+    @app.get("/api/health", response_model=HealthResponse)
     async def health() -> dict[str, Any]:
         return service.health()
 
-    @app.post("/api/agent/ingest", status_code=202)
+    @app.post("/api/agent/ingest", status_code=202, response_model=FlowbabyIngestResponse)
     async def ingest(request: Request) -> Any:
         return await service.ingest(await _json_body(request, retrieval=False))
 
@@ -130,39 +149,39 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
     async def background_one(operation_id: str) -> Any:
         reply = await service.background_status({"operationId": operation_id})
         if reply["status"] == "unknown":  # a resource path: an id the ledger never had is a 404
-            return _failure({"success": False, "error": f'No operation "{operation_id}"', "errorCode": "NOT_FOUND"})
+            return _failure(FlowbabyError(ErrorCode.NOT_FOUND, f'No operation "{operation_id}"').to_response())
         return reply
 
     @app.get("/api/agent/search")
     async def search(q: str = "", limit: int = 20) -> dict[str, Any]:
         return await service.search_chunks({"q": q, "limit": limit})
 
-    @app.get("/api/agent/index/status")
+    @app.get("/api/agent/index/status", response_model=IndexStatusResponse)
     async def index_status() -> dict[str, Any]:
         return service.index_status()
 
-    @app.post("/api/agent/index/repair")
+    @app.post("/api/agent/index/repair", response_model=RepairResponse)
     async def repair() -> dict[str, Any]:
         return await service.repair()
 
-    @app.get("/api/agent/memories/{topic_id}")
+    @app.get("/api/agent/memories/{topic_id}", response_model=MemoryVersionsResponse)
     async def memory(topic_id: str) -> dict[str, Any]:
         return service.memory_versions(topic_id)
 
-    @app.get("/api/agent/memories/{topic_id}/context")
+    @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(
         topic_id: str, q: str | None = None, hops: int = 1, version: int | None = None
     ) -> dict[str, Any]:
         return service.memory_context(topic_id, q, hops, version)
 
-    @app.get("/api/graph")
+    @app.get("/api/graph", response_model=GraphSnapshotResponse)
     async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> dict[str, Any]:
         params: dict[str, Any] = {"hops": hops}
         if topicId is not None:
             params["topicId"] = topicId
         return await service.graph_snapshot(params)
 
-    @app.get("/api/graph/stats")
+    @app.get("/api/graph/stats", response_model=GraphStatsResponse)
     async def graph_stats(top: int = 10) -> dict[str, Any]:
         return await service.graph_summary(max(1, min(top, 100)))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bridge.client import BridgeClient
 from bridge.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
+from graph.core.contract import ErrorCode
 
 
 def _say(text: str = "") -> None:
@@ -37,7 +38,7 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
             while True:
                 started = time.perf_counter()
                 reply = client.result("ingestForAgent", summary)
-                if reply.get("errorCode") != "429_FLOWBABY_BACKLOG":
+                if reply.get("errorCode") != ErrorCode.BACKLOG.value:
                     break
                 if not waited:
                     _say(f"  429_FLOWBABY_BACKLOG: {reply['error']}")

@@ -18,7 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from graph.core.contract import ContractFailure, FlowbabyError, OperationStatus
+from graph.core.contract import (
+    ContractFailure,
+    ErrorCode,
+    FlowbabyError,
+    OperationStatus,
+    RetrievalError,
+    RetrievalErrorCode,
+)
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service, take_stdout
 
 log = logging.getLogger("flowbaby.bridge")
@@ -153,17 +160,19 @@ class Bridge:
         except ContractFailure as error:
             return error.to_response()
         except TimeoutError:
-            return self._failure(name, "BRIDGE_TIMEOUT", f"{name} exceeded its {self.request_timeout:.0f}s deadline")
+            return self._failure(
+                name, ErrorCode.BRIDGE_TIMEOUT, f"{name} exceeded its {self.request_timeout:.0f}s deadline"
+            )
         except Exception as exc:  # never let one request take the bridge down
             log.exception("%s failed after %.1f ms", name, (time.perf_counter() - started) * 1000)
-            return self._failure(name, "FLOWBABY_ERROR", f"{name} failed: {type(exc).__name__}: {exc}")
+            return self._failure(name, ErrorCode.FLOWBABY_ERROR, f"{name} failed: {type(exc).__name__}: {exc}")
 
     @staticmethod
-    def _failure(method: str, code: str, message: str) -> dict[str, Any]:
+    def _failure(method: str, code: ErrorCode, message: str) -> dict[str, Any]:
         """A bridge-level failure in the shape the method's callers already parse."""
         if method in RETRIEVAL_METHODS:
-            return {"success": False, "error": code, "errorCode": code, "message": message}
-        return {"success": False, "error": message, "errorCode": code}
+            return RetrievalError(RetrievalErrorCode(code.value), message).to_response()
+        return FlowbabyError(code, message).to_response()
 
 
 def _valid_id(value: Any) -> bool:

@@ -29,8 +29,15 @@ from graph.core.contract import (
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     GraphSnapshotRequest,
+    GraphSnapshotResponse,
+    GraphStatsResponse,
+    HealthResponse,
+    IndexStatusResponse,
+    MemoryContextResponse,
     MemoryStatus,
+    MemoryVersionsResponse,
     OperationStatus,
+    RepairResponse,
     ResponseMetadata,
     RetrievalError,
     RetrievalErrorCode,
@@ -205,22 +212,20 @@ class FlowbabyService:
     # -- commands --------------------------------------------------------------------
     def health(self) -> dict[str, Any]:
         counts = self.store.counts()
-        return {
-            "success": True,
-            "status": "ready",
-            "version": __version__,
-            "workspace": str(self.paths.root),
-            "pid": os.getpid(),
-            "embedderLoaded": self._vectors is not None
+        return HealthResponse(
+            version=__version__,
+            workspace=str(self.paths.root),
+            pid=os.getpid(),
+            embedderLoaded=self._vectors is not None
             and self._warm_task is not None
             and self._warm_task.done()
             and self._warm_task.exception() is None,
-            "workerPid": self.worker.pid,
-            "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
-            "memories": counts["memories"],
-            "pendingOperations": self.store.count_operations(),
-            "uptimeSec": round(time.monotonic() - self.started_at, 3),
-        }
+            workerPid=self.worker.pid,
+            llm="offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
+            memories=counts["memories"],
+            pendingOperations=self.store.count_operations(),
+            uptimeSec=round(time.monotonic() - self.started_at, 3),
+        ).model_dump(mode="json")
 
     def _audited(self, command: str, params: Any, started: float, error: FlowbabyError | None) -> None:
         params = params if isinstance(params, dict) else {}
@@ -440,31 +445,32 @@ class FlowbabyService:
             status, message = "partial", f"{memories - graph_indexed} memories are searchable without their graph"
         else:
             status, message = "ready", "Every memory is searchable with its graph" if memories else "No memories yet"
-        return {
-            "success": True,
-            "status": status,
-            "can_search": not broken,
-            "needs_update": status in {"dirty", "indexing"},
-            "needs_repair": status in {"repair_needed", "missing"},
-            "counts": {
-                "memories": memories,
-                "vectors": vectors,
-                "graphIndexed": graph_indexed,
-                "pendingOperations": active,
-                "failedOperations": failed_ops,
-                "withoutGraph": without_graph,
-            },
-            "coverage": {
-                "vectors": round(vectors / memories, 4) if memories else 1.0,
-                "graph": round(graph_indexed / memories, 4) if memories else 1.0,
-            },
-            "model": {
-                "embedding": os.path.basename(self.settings.embedding_model.rstrip("/")),
-                "dimensions": 384,
-                "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
-            },
-            "message": message,
-        }
+        return IndexStatusResponse.model_validate(
+            {
+                "status": status,
+                "can_search": not broken,
+                "needs_update": status in {"dirty", "indexing"},
+                "needs_repair": status in {"repair_needed", "missing"},
+                "counts": {
+                    "memories": memories,
+                    "vectors": vectors,
+                    "graphIndexed": graph_indexed,
+                    "pendingOperations": active,
+                    "failedOperations": failed_ops,
+                    "withoutGraph": without_graph,
+                },
+                "coverage": {
+                    "vectors": round(vectors / memories, 4) if memories else 1.0,
+                    "graph": round(graph_indexed / memories, 4) if memories else 1.0,
+                },
+                "model": {
+                    "embedding": os.path.basename(self.settings.embedding_model.rstrip("/")),
+                    "dimensions": 384,
+                    "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
+                },
+                "message": message,
+            }
+        ).model_dump(mode="json")
 
     async def repair(self, params: Any = None) -> dict[str, Any]:
         """Re-queue graph building for memories whose graph failed or is missing, and embed
@@ -479,13 +485,14 @@ class FlowbabyService:
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
             reembedded = len(missing)
-        return {
-            "success": True,
-            "operationId": operation_id,
-            "requeuedMemories": len(memory_ids),
-            "reembeddedMemories": reembedded,
-            "index": self.index_status(),
-        }
+        return RepairResponse.model_validate(
+            {
+                "operationId": operation_id,
+                "requeuedMemories": len(memory_ids),
+                "reembeddedMemories": reembedded,
+                "index": self.index_status(),
+            }
+        ).model_dump(mode="json")
 
     def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
@@ -523,46 +530,48 @@ class FlowbabyService:
         ]
         if query:
             memories.sort(key=lambda item: (-item["queryScore"], -item["weight"]))
-        return {
-            "success": True,
-            "memory": current,
-            "versionsBefore": versions[:index],
-            "versionsAfter": versions[index + 1 :],
-            "entities": around["entities"],
-            "relations": around["relations"],
-            "relatedMemories": memories,
-        }
+        return MemoryContextResponse.model_validate(
+            {
+                "memory": current,
+                "versionsBefore": versions[:index],
+                "versionsAfter": versions[index + 1 :],
+                "entities": around["entities"],
+                "relations": around["relations"],
+                "relatedMemories": memories,
+            }
+        ).model_dump(mode="json")
 
     def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
         versions = self.store.topic_versions(topic_id)
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
-        return {
-            "success": True,
-            "topicId": topic_id,
-            "versions": [
-                {
-                    "memoryId": m.memory_id,
-                    "version": m.version,
-                    "status": m.status.value,
-                    "topic": m.topic,
-                    "context": m.context,
-                    "decisions": m.decisions,
-                    "rationale": m.rationale,
-                    "openQuestions": m.open_questions,
-                    "nextSteps": m.next_steps,
-                    "references": m.references,
-                    "planId": m.plan_id,
-                    "sessionId": m.session_id,
-                    "agentName": m.agent_name,
-                    "createdAt": m.created_at,
-                    "updatedAt": m.updated_at,
-                    "graphState": m.graph_state,
-                }
-                for m in versions
-            ],
-        }
+        return MemoryVersionsResponse.model_validate(
+            {
+                "topicId": topic_id,
+                "versions": [
+                    {
+                        "memoryId": m.memory_id,
+                        "version": m.version,
+                        "status": m.status.value,
+                        "topic": m.topic,
+                        "context": m.context,
+                        "decisions": m.decisions,
+                        "rationale": m.rationale,
+                        "openQuestions": m.open_questions,
+                        "nextSteps": m.next_steps,
+                        "references": m.references,
+                        "planId": m.plan_id,
+                        "sessionId": m.session_id,
+                        "agentName": m.agent_name,
+                        "createdAt": m.created_at,
+                        "updatedAt": m.updated_at,
+                        "graphState": m.graph_state,
+                    }
+                    for m in versions
+                ],
+            }
+        ).model_dump(mode="json")
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
@@ -598,7 +607,9 @@ class FlowbabyService:
                 raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{request.topicId}"') from None
 
         snapshot = await asyncio.to_thread(build)
-        return {"success": True, "topicId": request.topicId, "hops": request.hops, **snapshot}
+        return GraphSnapshotResponse.model_validate(
+            {"topicId": request.topicId, "hops": request.hops, **snapshot}
+        ).model_dump(mode="json")
 
     def _graph_view(self) -> WorkspaceGraph:
         return WorkspaceGraph(
@@ -609,7 +620,7 @@ class FlowbabyService:
         """Counts, top entities by degree, the largest components and the memories whose
         graph is missing or failed."""
         stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
-        return {"success": True, **stats}
+        return GraphStatsResponse.model_validate(stats).model_dump(mode="json")
 
     async def wait_idle(self) -> None:
         """Until no operation is pending or running (tests, demo, bench)."""

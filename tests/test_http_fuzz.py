@@ -1,6 +1,7 @@
 """Schemathesis against the served /openapi.json on a real uvicorn server: generated valid
-and invalid requests for every operation must never get a 5xx, and every 4xx must carry
-an error code that INGEST_CONTRACT.md documents, with the status the contract gives it."""
+and invalid requests for every operation must never get a 5xx, every 2xx body must match
+the response model the schema declares, and every 4xx must carry an error code that
+INGEST_CONTRACT.md documents, with the status the contract gives it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
+from schemathesis.checks import response_schema_conformance
 from schemathesis.generation import GenerationMode
 
 from api.app import STATUS
@@ -64,6 +66,11 @@ def test_generated_requests_get_documented_answers(workspace: Path) -> None:
                 where = f"{operation.label} [{mode.value}] -> {response.status_code} {response.text[:200]}"
                 if response.status_code >= 500:
                     problems.append(f"server error: {where}")
+                elif response.status_code < 400:
+                    try:
+                        case.validate_response(response, checks=[response_schema_conformance])
+                    except (AssertionError, BaseExceptionGroup) as failure:
+                        problems.append(f"body off its schema: {where}: {failure}")
                 elif response.status_code >= 400 and (
                     code not in documented or STATUS.get(code) != response.status_code
                 ):

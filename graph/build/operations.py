@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from graph.build.worker_client import WorkerClient, WorkerFailure
-from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.store import MemoryStore
 
 log = logging.getLogger("flowbaby.operations")
@@ -98,7 +98,7 @@ class OperationManager:
                 self._store.finish(
                     [op.operationId for op in batch],
                     "failed",
-                    error_code=ErrorCode.FLOWBABY_ERROR.value,
+                    error_code=BackgroundErrorCode.FLOWBABY_ERROR.value,
                     error=f"{type(exc).__name__}: {exc}",
                 )
 
@@ -112,7 +112,7 @@ class OperationManager:
             metrics = await self._worker.run_batch(memory_ids, self._timeout)
         except WorkerFailure as failure:
             log.warning("batch %s failed (%s): %s", op_ids, failure.code, failure.message)
-            crashed = failure.code == ErrorCode.WORKER_CRASHED.value
+            crashed = failure.code == BackgroundErrorCode.WORKER_CRASHED.value
             retry = [op.operationId for op in batch if crashed and op.attempts + 1 < MAX_ATTEMPTS]
             self._store.requeue(retry)
             op_ids = [op for op in op_ids if op not in retry]

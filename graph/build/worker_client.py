@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import ErrorCode
+from graph.core.contract import BackgroundErrorCode
 
 log = logging.getLogger("flowbaby.worker")
 
@@ -23,13 +23,13 @@ log = logging.getLogger("flowbaby.worker")
 class WorkerFailure(Exception):
     def __init__(
         self,
-        code: ErrorCode | str,
+        code: BackgroundErrorCode | str,
         message: str,
         metrics: dict[str, Any] | None = None,
         indexed: list[str] | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = code.value if isinstance(code, ErrorCode) else code
+        self.code = code.value if isinstance(code, BackgroundErrorCode) else code
         self.message = message
         self.metrics = metrics or {}
         """What the failed batch still cost (the worker's LLM usage), when the worker replied."""
@@ -77,12 +77,13 @@ class WorkerClient:
             ready = await asyncio.wait_for(self._proc.stdout.readline(), self._start_timeout)  # type: ignore[union-attr]
         except TimeoutError:
             await self.kill()
-            raise WorkerFailure(ErrorCode.BRIDGE_TIMEOUT, "The cognee worker did not start in time") from None
+            raise WorkerFailure(BackgroundErrorCode.BRIDGE_TIMEOUT, "The cognee worker did not start in time") from None
         if not ready:
             code = await self._proc.wait()
             self._proc = None
             raise WorkerFailure(
-                ErrorCode.WORKER_CRASHED, f"The cognee worker exited at start-up (code {code}); see logs/worker.log"
+                BackgroundErrorCode.WORKER_CRASHED,
+                f"The cognee worker exited at start-up (code {code}); see logs/worker.log",
             )
         log.info("cognee worker started (pid %s)", json.loads(ready).get("pid"))
         return self._proc
@@ -100,18 +101,20 @@ class WorkerClient:
         except TimeoutError:
             await self.kill()
             raise WorkerFailure(
-                ErrorCode.BRIDGE_TIMEOUT, f"Graph building exceeded its {timeout_sec:.0f}s deadline"
+                BackgroundErrorCode.BRIDGE_TIMEOUT, f"Graph building exceeded its {timeout_sec:.0f}s deadline"
             ) from None
         except (BrokenPipeError, ConnectionResetError):
             line = b""
         if not line:
             code = await proc.wait()
             self._proc = None
-            raise WorkerFailure(ErrorCode.WORKER_CRASHED, f"The cognee worker died during the batch (exit code {code})")
+            raise WorkerFailure(
+                BackgroundErrorCode.WORKER_CRASHED, f"The cognee worker died during the batch (exit code {code})"
+            )
         reply = json.loads(line)
         if not reply.get("ok"):
             raise WorkerFailure(
-                reply.get("errorCode", ErrorCode.FLOWBABY_ERROR.value),
+                reply.get("errorCode", BackgroundErrorCode.FLOWBABY_ERROR.value),
                 reply.get("error", "unknown error"),
                 reply.get("metrics"),
                 reply.get("indexedMemoryIds"),

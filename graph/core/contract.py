@@ -22,6 +22,8 @@ TEXT_LIST_FIELDS = ("decisions", "rationale", "openQuestions", "nextSteps", "ref
 
 
 class ErrorCode(str, Enum):
+    """Ingest-side reply codes (INGEST_CONTRACT.md 5.1; a test holds the two in step)."""
+
     INVALID_PAYLOAD = "INVALID_PAYLOAD"
     MISSING_API_KEY = "MISSING_API_KEY"
     INVALID_WORKSPACE_PATH = "INVALID_WORKSPACE_PATH"
@@ -30,12 +32,21 @@ class ErrorCode(str, Enum):
     FLOWBABY_ERROR = "FLOWBABY_ERROR"
     BACKLOG = "429_FLOWBABY_BACKLOG"
     NOT_FOUND = "NOT_FOUND"
-    # Background operation outcomes (reported by backgroundStatus, never as replies).
+    UNAUTHORIZED = "UNAUTHORIZED"
+    """HTTP front only: a missing or wrong bearer token."""
+
+
+class BackgroundErrorCode(str, Enum):
+    """Background operation outcomes (INGEST_CONTRACT.md 5.3): recorded in the ledger and
+    reported by backgroundStatus and notifications, never as replies."""
+
     COGNIFY_FAILED = "COGNIFY_FAILED"
     WORKER_CRASHED = "WORKER_CRASHED"
     LLM_ERROR = "LLM_ERROR"
     LLM_TIMEOUT = "LLM_TIMEOUT"
     LLM_RATE_LIMITED = "LLM_RATE_LIMITED"
+    BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
+    FLOWBABY_ERROR = "FLOWBABY_ERROR"
 
 
 class ContractFailure(Exception):
@@ -304,11 +315,15 @@ DEFAULT_HALF_LIFE_DAYS = 90.0
 
 
 class RetrievalErrorCode(str, Enum):
+    """Retrieval reply codes (INGEST_CONTRACT.md 5.2)."""
+
     INVALID_REQUEST = "INVALID_REQUEST"
     RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
     QUEUE_FULL = "QUEUE_FULL"
     BRIDGE_TIMEOUT = "BRIDGE_TIMEOUT"
     NOT_INITIALIZED = "NOT_INITIALIZED"
+    FLOWBABY_ERROR = "FLOWBABY_ERROR"
+    """An unexpected exception, framed by the bridge in the retrieval shape."""
 
 
 class RetrievalError(ContractFailure):
@@ -409,3 +424,180 @@ def validate_retrieval(model: type[_Strict], params: Any) -> Any:
         return validate_request(model, params)
     except FlowbabyError as error:
         raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, error.message, **error.details) from None
+
+
+# -- health, index and graph inspection ------------------------------------------------
+
+
+class _Reply(BaseModel):
+    """A response shape: an unknown field is an error, so the model is exactly what goes on the wire."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class HealthResponse(_Reply):
+    success: Literal[True] = True
+    status: Literal["ready"] = "ready"
+    version: str
+    workspace: str
+    pid: int
+    embedderLoaded: bool
+    workerPid: int | None
+    llm: str
+    memories: int
+    pendingOperations: int
+    uptimeSec: float
+
+
+IndexState = Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]
+
+
+class IndexCounts(_Reply):
+    memories: int
+    vectors: int
+    graphIndexed: int
+    pendingOperations: int
+    failedOperations: int
+    withoutGraph: int
+
+
+class IndexCoverage(_Reply):
+    vectors: float
+    graph: float
+
+
+class IndexModel(_Reply):
+    embedding: str
+    dimensions: int
+    llm: str
+
+
+class IndexStatusResponse(_Reply):
+    success: Literal[True] = True
+    status: IndexState
+    can_search: bool
+    needs_update: bool
+    needs_repair: bool
+    counts: IndexCounts
+    coverage: IndexCoverage
+    model: IndexModel
+    message: str
+
+
+class RepairResponse(_Reply):
+    success: Literal[True] = True
+    operationId: str | None
+    requeuedMemories: int
+    reembeddedMemories: int
+    index: IndexStatusResponse
+
+
+GraphState = Literal["pending", "indexed", "failed"]
+
+
+class MemoryVersion(_Reply):
+    memoryId: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    context: str
+    decisions: list[str]
+    rationale: list[str]
+    openQuestions: list[str]
+    nextSteps: list[str]
+    references: list[str]
+    planId: str | None
+    sessionId: str | None
+    agentName: str | None
+    createdAt: str
+    updatedAt: str
+    graphState: GraphState
+
+
+class MemoryVersionsResponse(_Reply):
+    success: Literal[True] = True
+    topicId: str
+    versions: list[MemoryVersion]
+
+
+class ContextEntity(_Reply):
+    id: str
+    name: str
+    type: str
+    memories: int
+
+
+class ContextRelation(_Reply):
+    source: str
+    target: str
+    relation: str
+
+
+class RelatedMemory(_Reply):
+    memoryId: str
+    via: list[str]
+    weight: float
+    topicId: str
+    topic: str
+    status: MemoryStatus
+    createdAt: str
+    queryScore: float
+
+
+class MemoryContextResponse(_Reply):
+    success: Literal[True] = True
+    memory: MemoryVersion
+    versionsBefore: list[MemoryVersion]
+    versionsAfter: list[MemoryVersion]
+    entities: list[ContextEntity]
+    relations: list[ContextRelation]
+    relatedMemories: list[RelatedMemory]
+
+
+class TopEntity(_Reply):
+    id: str
+    name: str
+    type: str
+    degree: int
+    memories: int
+    topics: list[str]
+
+
+class GraphComponent(_Reply):
+    nodes: int
+    memories: int
+    entities: int
+    topics: list[str]
+
+
+class WaitingMemory(_Reply):
+    memoryId: str
+    topicId: str
+    version: int
+    graphState: GraphState
+    operationId: str | None
+    errorCode: str | None
+
+
+class GraphStatsResponse(_Reply):
+    success: Literal[True] = True
+    memories: int
+    memoriesInGraph: int
+    entities: int
+    relations: int
+    topEntities: list[TopEntity]
+    components: list[GraphComponent]
+    waiting: list[WaitingMemory]
+
+
+class GraphSnapshotResponse(_Reply):
+    """networkx node-link JSON; node and edge attributes vary with their kind."""
+
+    success: Literal[True] = True
+    topicId: str | None
+    hops: int
+    directed: bool
+    multigraph: bool
+    graph: dict[str, Any]
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]

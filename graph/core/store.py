@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
 
@@ -380,10 +380,10 @@ class MemoryStore:
             rows = cur.execute("SELECT operation_id, memory_ids FROM operations WHERE state='running'").fetchall()
             for row in rows:
                 cur.execute(
-                    "UPDATE operations SET state='terminated', finished_at=?, error_code='WORKER_CRASHED', "
+                    "UPDATE operations SET state='terminated', finished_at=?, error_code=?, "
                     "error='The process stopped while this operation was running; its memories were queued again' "
                     "WHERE operation_id=?",
-                    (now, row["operation_id"]),
+                    (now, BackgroundErrorCode.WORKER_CRASHED.value, row["operation_id"]),
                 )
                 new_id = new_operation_id()
                 cur.execute(

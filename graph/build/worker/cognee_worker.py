@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.core.contract import BackgroundErrorCode
 from graph.core.stdio import take_stdout
 
 LLM_LAYER = (f"{os.sep}cognee{os.sep}infrastructure{os.sep}llm{os.sep}", f"{os.sep}litellm{os.sep}")
@@ -44,7 +45,7 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-ISOLATED_CODES = {"LLM_ERROR", "COGNIFY_FAILED"}
+ISOLATED_CODES = {BackgroundErrorCode.LLM_ERROR, BackgroundErrorCode.COGNIFY_FAILED}
 """Failures that may belong to one memory's content, so its batch is retried one by one."""
 GIVE_UP_AFTER = 2
 """Memories tried alone before concluding, with none built, that every memory would fail."""
@@ -206,7 +207,7 @@ def _raised_in_llm_layer(exc: BaseException) -> bool:
     return False
 
 
-def llm_error_code(exc: BaseException) -> str | None:
+def llm_error_code(exc: BaseException) -> BackgroundErrorCode | None:
     """LLM_TIMEOUT, LLM_RATE_LIMITED or LLM_ERROR when an LLM call caused the failure: a
     litellm/OpenAI error anywhere in the chain, or an exception (an unparseable or
     schema-invalid answer) raised inside cognee's LLM layer. None otherwise."""
@@ -215,21 +216,21 @@ def llm_error_code(exc: BaseException) -> str | None:
 
     chain = list(_exception_chain(exc))
     if any(isinstance(e, (litellm.Timeout, openai.APITimeoutError)) for e in chain):
-        return "LLM_TIMEOUT"
+        return BackgroundErrorCode.LLM_TIMEOUT
     if any(isinstance(e, (litellm.RateLimitError, openai.RateLimitError)) for e in chain):
-        return "LLM_RATE_LIMITED"
+        return BackgroundErrorCode.LLM_RATE_LIMITED
     if any(isinstance(e, openai.APIError) or _raised_in_llm_layer(e) for e in chain):
-        return "LLM_ERROR"
+        return BackgroundErrorCode.LLM_ERROR
     return None
 
 
-def _error_code(exc: BaseException) -> str:
+def _error_code(exc: BaseException) -> BackgroundErrorCode:
     code = llm_error_code(exc)
     if code is not None:
         return code
     if "Timeout" in type(exc).__name__:
-        return "BRIDGE_TIMEOUT"
-    return "COGNIFY_FAILED"
+        return BackgroundErrorCode.BRIDGE_TIMEOUT
+    return BackgroundErrorCode.COGNIFY_FAILED
 
 
 async def serve(workspace: str, idle_sec: float) -> None:
@@ -255,7 +256,7 @@ async def serve(workspace: str, idle_sec: float) -> None:
             exc = outcome.error
             reply.update(
                 ok=False,
-                errorCode=_error_code(exc),
+                errorCode=_error_code(exc).value,
                 error=f"{type(exc).__name__}: {exc}"[:2000],
                 indexedMemoryIds=outcome.indexed,
             )
