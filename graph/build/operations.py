@@ -15,8 +15,9 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
-from graph.build.worker_client import WorkerClient, WorkerFailure
+from graph.build.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.store import MemoryStore
 
@@ -30,11 +31,21 @@ the call within its bounded policy, so the operation fails and `repair` re-queue
 Listener = Callable[[OperationStatus], Awaitable[None]]
 
 
+class GraphWorker(Protocol):
+    """What the manager needs of graph.build.worker_client.WorkerClient (the unit tier fakes it)."""
+
+    async def run_batch(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        """The batch's metrics, or WorkerFailure."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
 class OperationManager:
     def __init__(
         self,
         store: MemoryStore,
-        worker: WorkerClient,
+        worker: GraphWorker,
         *,
         max_running: int,
         max_queued: int,

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 
@@ -28,11 +29,8 @@ from graph.core.contract import (
     parse_timestamp,
 )
 from graph.core.store import Memory
-from graph.search.embedder import Embedder
-from graph.search.graph_lane import GraphLane
 from graph.search.lexical import LexicalIndex
 from graph.search.tokens import count_tokens, truncate_to_tokens
-from graph.search.vectors import VectorIndex
 
 LANES = frozenset({"vector", "lexical", "graph"})
 
@@ -130,9 +128,39 @@ class Catalog:
         return len(self.by_id)
 
 
+class TextEncoder(Protocol):
+    """What the vector lane needs of the embedder (graph.search.embedder.Embedder): normalised vectors."""
+
+    def encode(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class ChunkIndex(Protocol):
+    """What the vector lane needs of the chunk index (graph.search.vectors.VectorIndex)."""
+
+    def count(self) -> int: ...
+
+    def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]: ...
+
+
+class GraphSearch(Protocol):
+    """What the graph lanes need of graph.search.graph_lane.GraphLane."""
+
+    def refresh(self) -> None: ...
+
+    def ubiquitous_words(self) -> set[str]: ...
+
+    def query_entities(self, text: str) -> dict[str, float]: ...
+
+    def seed(self, entities: dict[str, float]) -> dict[str, float]: ...
+
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]: ...
+
+
 class Retriever:
+    """Typed against small Protocols so the unit tier can rank with in-process fakes."""
+
     def __init__(
-        self, catalog: Catalog, embedder: Embedder, graph: GraphLane, vectors: Callable[[], VectorIndex]
+        self, catalog: Catalog, embedder: TextEncoder, graph: GraphSearch, vectors: Callable[[], ChunkIndex]
     ) -> None:
         self.catalog = catalog
         self.embedder = embedder

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from graph.core.contract import RetrievalError, RetrievalErrorCode
@@ -21,8 +21,10 @@ WINDOW_SEC = 60.0
 
 
 class RetrievalThrottle:
-    def __init__(self, per_minute: int | None) -> None:
+    def __init__(self, per_minute: int | None, clock: Callable[[], float] = time.monotonic) -> None:
+        """clock: seconds on a monotonic scale (injectable so the windows are tested without sleeping)."""
         self.per_minute = per_minute
+        self._clock = clock
         self._slots = asyncio.Semaphore(MAX_RUNNING)
         self._admitted = 0
         self._starts: deque[float] = deque()
@@ -36,7 +38,7 @@ class RetrievalThrottle:
                 f"429_AGENT_THROTTLED: {MAX_RUNNING} retrievals running and {MAX_WAITING} waiting; retry shortly",
                 retryAfterSec=1,
             )
-        now = time.monotonic()
+        now = self._clock()
         while self._starts and now - self._starts[0] >= WINDOW_SEC:
             self._starts.popleft()
         if self.per_minute is not None and len(self._starts) >= self.per_minute:

@@ -1,0 +1,140 @@
+"""The store on a real SQLite file in tmp_path: versions and supersession, the ledger's
+states and transitions, repair and recovery of interrupted operations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graph.core.contract import MemoryStatus
+from graph.core.store import MemoryStore, memory_uuid, new_operation_id
+from tests.unit.fakes import memory
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    db = MemoryStore(tmp_path / "store.db")
+    yield db
+    db.close()
+
+
+def stage(store: MemoryStore, topic_id: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> tuple[str, str]:
+    """Stage a version of the topic; returns (memory id, operation id)."""
+    op = new_operation_id()
+    staged = store.stage(memory("", topic_id=topic_id, status=status), op)
+    return staged.memory_id, op
+
+
+# -- versions ----------------------------------------------------------------------------
+def test_a_new_version_supersedes_the_old_one(store: MemoryStore) -> None:
+    first, _ = stage(store, "cache", MemoryStatus.DECISION_RECORD)
+    other, _ = stage(store, "other")
+    second, _ = stage(store, "cache")
+    assert (first, second) == (memory_uuid("cache", 1), memory_uuid("cache", 2))
+    assert store.stage(memory("", topic_id="cache"), new_operation_id()).supersedes == second
+    versions = store.topic_versions("cache")
+    assert [(m.version, m.status) for m in versions] == [
+        (1, MemoryStatus.SUPERSEDED),
+        (2, MemoryStatus.SUPERSEDED),
+        (3, MemoryStatus.ACTIVE),
+    ]
+    assert store.get_memories([other])[0].status is MemoryStatus.ACTIVE  # another topic is untouched
+
+
+def test_an_agent_marked_superseded_memory_stays_stored(store: MemoryStore) -> None:
+    marked, op = stage(store, "old-plan", MemoryStatus.SUPERSEDED)
+    [stored] = store.get_memories([marked])
+    assert (stored.status, stored.version, stored.operation_id) == (MemoryStatus.SUPERSEDED, 1, op)
+    assert [m.memory_id for m in store.iter_memories()] == [marked]
+    assert store.operation(op).status == "pending"  # type: ignore[union-attr]  # its graph is still built
+
+
+def test_the_store_survives_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    first = MemoryStore(path)
+    memory_id, op = stage(first, "cache")
+    first.close()
+    again = MemoryStore(path)
+    assert [m.memory_id for m in again.iter_memories()] == [memory_id]
+    assert again.operation(op).memoryIds == [memory_id]  # type: ignore[union-attr]
+    again.close()
+
+
+# -- ledger ------------------------------------------------------------------------------
+def test_staging_queues_one_pending_operation(store: MemoryStore) -> None:
+    memory_id, op = stage(store, "cache")
+    status = store.operation(op)
+    assert status is not None
+    assert (status.status, status.memoryIds, status.topicIds, status.attempts) == ("pending", [memory_id], ["cache"], 0)
+    assert status.startedAt is None and status.finishedAt is None
+    assert store.count_operations() == 1
+    assert store.counts() == {"memories": 1, "graph_pending": 1}
+
+
+def test_running_requeue_and_refund(store: MemoryStore) -> None:
+    _, op = stage(store, "cache")
+    store.mark_running([op])
+    running = store.operation(op)
+    assert running is not None and (running.status, running.attempts) == ("running", 1) and running.startedAt
+    store.requeue([op])  # after a crash the attempt counts
+    after_crash = store.operation(op)
+    assert after_crash is not None and (after_crash.status, after_crash.attempts) == ("pending", 1)
+    assert after_crash.startedAt is None
+    store.mark_running([op])
+    store.requeue([op], refund_attempt=True)  # parked at shutdown it does not
+    assert store.operation(op).attempts == 1  # type: ignore[union-attr]
+    assert store.count_operations() == 1
+
+
+def test_finishing_moves_the_graph_state(store: MemoryStore) -> None:
+    done, done_op = stage(store, "a")
+    lost, lost_op = stage(store, "b")
+    store.mark_running([done_op, lost_op])
+    store.finish([done_op], "completed", metrics={"llmCalls": 2})
+    store.finish([lost_op], "failed", error_code="LLM_ERROR", error="no model")
+    completed, failed = store.operation(done_op), store.operation(lost_op)
+    assert completed is not None and failed is not None
+    assert (completed.status, completed.metrics, completed.errorCode) == ("completed", {"llmCalls": 2}, None)
+    assert (failed.status, failed.errorCode, failed.error) == ("failed", "LLM_ERROR", "no model")
+    assert completed.finishedAt and failed.finishedAt
+    assert [m.graph_state for m in store.get_memories([done, lost])] == ["indexed", "failed"]
+    assert store.count_operations() == 0
+    assert store.memories_without_graph() == [lost]
+
+
+def test_a_failed_operation_never_unbuilds_an_indexed_memory(store: MemoryStore) -> None:
+    built, op = stage(store, "a")
+    store.set_graph_state([built], "indexed")
+    store.finish([op], "failed", error_code="LLM_ERROR", error="later memories failed")
+    assert store.get_memories([built])[0].graph_state == "indexed"
+    assert store.memories_without_graph() == []
+
+
+def test_repair_queues_one_operation_for_every_memory_without_graph(store: MemoryStore) -> None:
+    ids, ops = zip(*(stage(store, t) for t in ("a", "b", "c")), strict=True)
+    store.finish([ops[0], ops[2]], "failed", error_code="LLM_TIMEOUT", error="slow")
+    store.finish([ops[1]], "completed")
+    missing = store.memories_without_graph()
+    assert missing == [ids[0], ids[2]]
+    repair = store.queue_operation(missing)
+    status = store.operation(repair)
+    assert status is not None and (status.status, status.memoryIds, status.topicIds) == ("pending", missing, ["a", "c"])
+    assert store.memories_without_graph() == []  # an unfinished operation covers them now
+    assert [m.operation_id for m in store.get_memories(missing)] == [repair, repair]
+
+
+def test_recovery_terminates_running_operations_and_queues_their_memories_again(store: MemoryStore) -> None:
+    running, running_op = stage(store, "a")
+    _, waiting_op = stage(store, "b")
+    store.mark_running([running_op])
+    [new] = store.recover_interrupted()
+    old = store.operation(running_op)
+    assert old is not None and (old.status, old.errorCode) == ("terminated", "WORKER_CRASHED") and old.finishedAt
+    requeued = store.operation(new)
+    assert requeued is not None and (requeued.status, requeued.memoryIds) == ("pending", [running])
+    assert store.operation(waiting_op).status == "pending"  # type: ignore[union-attr]  # untouched
+    [moved] = store.get_memories([running])
+    assert (moved.operation_id, moved.graph_state) == (new, "pending")
+    assert store.recover_interrupted() == []  # nothing left running
