@@ -21,6 +21,7 @@ import re
 import threading
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from graph.core.projection import STRUCTURAL_TYPES, load_projection
 from graph.extract.extractor import extract_graph, normalise
@@ -164,7 +165,7 @@ class GraphLane:
                             scores[memory_id] = value
         return scores
 
-    def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, object]]]:
+    def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, Any]]]:
         """What the graph knows around one memory: its entities (and, at 2 hops, the entities
         related to them), the relations among those, and the memories that share them."""
         self.refresh()
@@ -204,7 +205,7 @@ class GraphLane:
                         }
                         for m, shared in via.items()
                     ),
-                    key=lambda item: (-item["weight"], item["memoryId"]),  # type: ignore[operator]
+                    key=lambda item: (-item["weight"], item["memoryId"]),
                 ),
             }
 
