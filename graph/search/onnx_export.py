@@ -32,12 +32,15 @@ def cache_root() -> Path:
     return Path(base) / "flowbaby" / "onnx"
 
 
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+
+
 def folder_key(model_path: str) -> str:
-    """Hash of every file's relative path and bytes (the weights dominate: ~0.1 s for MiniLM)."""
+    """Hash of every file's relative path and bytes (the weights dominate: 0.1-0.3 s for MiniLM)."""
     root = Path(model_path)
     digest = hashlib.blake2b(EXPORT_VERSION.encode(), digest_size=16)
-    files = sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
-    for path in files:
+    for path in _files(root):
         digest.update(str(path.relative_to(root)).encode() + b"\0")
         with path.open("rb") as handle:
             while block := handle.read(1 << 20):
@@ -46,7 +49,22 @@ def folder_key(model_path: str) -> str:
 
 
 def cached_dir(model_path: str) -> Path:
-    return cache_root() / folder_key(model_path)
+    """The folder's cache entry. The content hash is remembered under the files' paths, sizes and
+    mtimes, so a start that finds them unchanged does not read the weights again."""
+    root = Path(model_path).resolve()
+    stat = hashlib.blake2b(str(root).encode(), digest_size=16)
+    for path in _files(root):
+        info = path.stat()
+        stat.update(f"{path.relative_to(root)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
+    memo = cache_root() / "keys" / stat.hexdigest()
+    if memo.is_file():
+        return cache_root() / memo.read_text().strip()
+    key = folder_key(model_path)
+    memo.parent.mkdir(parents=True, exist_ok=True)
+    partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+    partial.write_text(key)
+    os.replace(partial, memo)  # readers never see a half-written key
+    return cache_root() / key
 
 
 def ensure_exported(model_path: str) -> Path:
