@@ -20,10 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-EXPORT_VERSION = "1"
-"""Bump when the exported graph changes shape (inputs, outputs, opset)."""
+EXPORT_VERSION = "2"
+"""Bump when the exported files change (inputs, outputs, opset, layout)."""
 
 OPSET = 17
+WEIGHTS = "model.onnx.data"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -52,7 +53,7 @@ def cached_dir(model_path: str) -> Path:
     """The folder's cache entry. The content hash is remembered under the files' paths, sizes and
     mtimes, so a start that finds them unchanged does not read the weights again."""
     root = Path(model_path).resolve()
-    stat = hashlib.blake2b(str(root).encode(), digest_size=16)
+    stat = hashlib.blake2b(f"{EXPORT_VERSION}\0{root}".encode(), digest_size=16)
     for path in _files(root):
         info = path.stat()
         stat.update(f"{path.relative_to(root)}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
@@ -89,7 +90,9 @@ def ensure_exported(model_path: str) -> Path:
 
 
 def export(model_path: str, target: Path) -> None:
-    """Trace the sentence-transformers pipeline to target/model.onnx; meta.json is written last."""
+    """Trace the sentence-transformers pipeline to target/model.onnx (+ its weights file);
+    meta.json, written last, marks the export complete."""
+    import onnx
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -107,19 +110,22 @@ def export(model_path: str, target: Path) -> None:
             return embedding
 
     target.mkdir(parents=True, exist_ok=True)
-    partial = target / "model.onnx.partial"
+    traced = target / "traced.onnx"
     with torch.inference_mode(False), torch.no_grad():
         torch.onnx.export(
             Pipeline(),
             tuple(sample[name] for name in names),
-            str(partial),
+            str(traced),
             input_names=names,
             output_names=["sentence_embedding"],
             dynamic_axes={**{name: {0: "batch", 1: "tokens"} for name in names}, "sentence_embedding": {0: "batch"}},
             opset_version=OPSET,
             dynamo=False,
         )
-    os.replace(partial, target / "model.onnx")
+    # Weights in a side file: ONNX Runtime maps it instead of copying it onto the heap, so the
+    # vocabulary rows a process never reads stay out of its RSS (about 45 MB less for MiniLM).
+    onnx.save_model(onnx.load(str(traced)), str(target / "model.onnx"), save_as_external_data=True, location=WEIGHTS)
+    traced.unlink()
     meta: dict[str, Any] = {
         "source": str(Path(model_path).resolve()),
         "inputs": names,
