@@ -10,9 +10,12 @@ setup: $(STAMP)
 
 # One pip call against the pinned set (constraints.txt): installing in steps resolves
 # versions that conflict (docs/cognee.md). torch is pinned to the local CPU build.
+# Then MiniLM is exported to ONNX once (user cache, keyed by the model's content), so the
+# first start does not pay for it.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,notebook]'
+	$(PY) -m graph.search.onnx_export
 	touch $(STAMP)
 
 demo: setup

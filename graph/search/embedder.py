@@ -1,24 +1,33 @@
 """MiniLM sentence embeddings from a local folder, shared by staging and cognee.
 
-The model is loaded lazily (sentence-transformers costs seconds to import) and
-only ever from a local path with the hub switched off, so nothing is fetched at
-run time. Encoding runs under a lock: one model instance per process, and torch
-already uses both cores for a batch.
+The model runs through ONNX Runtime from a file exported once per model folder
+(`graph.search.onnx_export`), so neither torch nor sentence-transformers is imported here: the
+owning process stays small and starts fast. Tokenising (the folder's tokenizer.json, truncated
+at the model's max_seq_length) and batching mirror sentence-transformers, and the exported graph
+holds the folder's own pooling and normalisation. Nothing is fetched at run time.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import threading
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from graph.core.sentences import sentences
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_LIBC = ctypes.CDLL(None)
+TRIM_AFTER_TOKENS = 2048
+"""A batch holding more padded tokens than this frees enough to hand back to the OS."""
 
 MAX_CHUNK_CHARS = 600
 """MiniLM reads 256 word pieces at most; ~600 characters of English stays under that."""
@@ -43,15 +52,33 @@ def split_sentences(text: str) -> list[str]:
 class Embedder:
     """One all-MiniLM-L6-v2 (or configured) model: 384-d, normalised vectors."""
 
+    batch_size = 16
+    """Sorted by length like sentence-transformers; smaller than its 64 to bound the peak
+    (attention is batch x 12 x 256 x 256 floats: 50 MB at 16)."""
+
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
         self._lock = threading.Lock()
 
     @cached_property
-    def _model(self) -> Any:
-        from sentence_transformers import SentenceTransformer
+    def _session(self) -> tuple[Any, Any, list[str]]:
+        import onnxruntime
 
-        return SentenceTransformer(self.model_path, device="cpu", local_files_only=True)
+        from graph.search.onnx_export import ensure_exported
+
+        folder = ensure_exported(self.model_path)
+        meta = json.loads((folder / "meta.json").read_text())
+        options = onnxruntime.SessionOptions()
+        options.enable_cpu_mem_arena = False  # give a burst's memory back instead of keeping an arena
+        options.log_severity_level = 3
+        session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(Path(self.model_path) / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
+        release_freed_memory()  # the model file's bytes, parsed into tensors and dropped
+        return session, tokenizer, list(meta["inputs"])
 
     @cached_property
     def tokenizer(self) -> WordPieceTokenizer:
@@ -65,10 +92,34 @@ class Embedder:
         if not texts:
             return []
         with self._lock:
-            vectors = self._model.encode(
-                texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-            )
-        return vectors.tolist()
+            session, tokenizer, names = self._session
+            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            parts, padded = [], 0
+            for start in range(0, len(order), self.batch_size):
+                batch = [texts[i] for i in order[start : start + self.batch_size]]
+                encodings = tokenizer.encode_batch(batch)
+                feeds = {
+                    "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                    "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                    "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+                }
+                parts.append(session.run(None, {name: feeds[name] for name in names})[0])
+                padded += feeds["input_ids"].size
+            out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+            out[order] = np.concatenate(parts)
+            if padded > TRIM_AFTER_TOKENS:
+                release_freed_memory()
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        vectors: list[list[float]] = (out / np.maximum(norms, 1e-12)).tolist()
+        return vectors
+
+
+def release_freed_memory() -> None:
+    """Hand freed heap pages back to the OS: glibc keeps them, so one burst of long texts would
+    otherwise stay in the bridge's RSS for its whole life (no-op without glibc)."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 class WordPieceTokenizer:
@@ -91,14 +142,16 @@ class WordPieceTokenizer:
 
     def extract_tokens(self, text: str) -> list[str]:
         with self._lock:
-            return self._tokenizer.encode(text, add_special_tokens=False).tokens
+            tokens: list[str] = self._tokenizer.encode(text, add_special_tokens=False).tokens
+        return tokens
 
     def count_tokens(self, text: str) -> int:
         return len(self.extract_tokens(text))
 
     def decode_single_token(self, token: int) -> str:
         with self._lock:
-            return self._tokenizer.decode([token])
+            text: str = self._tokenizer.decode([token])
+        return text
 
     def trim_text_to_max_tokens(self, text: str) -> str:
         with self._lock:

@@ -46,6 +46,13 @@ def _latency(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_latency(root)
 
 
+@section("onnx")
+def _onnx(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.onnx import run_onnx_benchmarks
+
+    return run_onnx_benchmarks(root, Path(args.locomo))
+
+
 @section("extractor")
 def _extractor(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.extractor import run_extractor_benchmark
