@@ -1,4 +1,4 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `demo` and `graph`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo` and `graph`."""
 
 from __future__ import annotations
 
@@ -72,6 +72,23 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
+    mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
+    mcp.add_argument(
+        "--workspace", required=True, help="workspace folder (an absolute path: clients start it anywhere)"
+    )
+    mcp.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=1.0,
+        help="seconds running graph work may take to finish at exit (clients kill a server about 2 s after "
+        "closing its stdin); unfinished work is parked and re-run at the next start",
+    )
+    mcp.add_argument(
+        "--rate-limit-per-minute",
+        type=_non_negative,
+        default=None,
+        help="operator override of the retrieval rate limit; 0 switches it off",
+    )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
@@ -83,6 +100,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_graph_command(args))
     if args.command == "bridge":
         sys.exit(run_bridge(args))
+    if args.command == "mcp":
+        from api.mcp_stdio import run as run_mcp
+
+        sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
     if args.command == "serve":
         from api.server import run
 
