@@ -3,7 +3,8 @@
 It streams chat-completion chunks. A request that lists tools and ends with the user's message is
 answered with the next scripted tool call (matched by the end of the tool's name, since clients
 prefix MCP tools with their server's name); any other request (a title request, or the turn after a
-tool result) gets a short text answer. Every request body is kept, so a test can read what the
+tool result) gets a short text answer, unless that tool result says the index is still loading:
+then the model asks again, as the skill tells agents to. Every request body is kept, so a test can read what the
 client sent back in its `role: "tool"` messages.
 """
 
@@ -14,12 +15,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+RETRY_WHEN = ("NOT_INITIALIZED", "BRIDGE_TIMEOUT")
+"""Tool errors after which the model repeats its call (a cold start on a busy machine)."""
+
 
 class FakeAgentModel:
     def __init__(self) -> None:
         self.script: list[tuple[str, dict[str, Any]]] = []
         """Tool calls still to make, in order: (tool name suffix, arguments)."""
         self.requests: list[dict[str, Any]] = []
+        self.last_call: dict[str, str] | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -59,12 +64,17 @@ class FakeAgentModel:
             messages = body.get("messages") or [{}]
             tools = [t["function"]["name"] for t in body.get("tools") or []]
             call = None
-            if tools and messages[-1].get("role") == "user" and self.script:
+            last = messages[-1]
+            if last.get("role") == "tool" and str(last.get("content")).startswith(RETRY_WHEN) and self.last_call:
+                call = self.last_call
+            elif tools and last.get("role") == "user" and self.script:
                 suffix, arguments = self.script[0]
                 name = next((t for t in tools if t.endswith(suffix)), None)
                 if name is not None:
                     self.script.pop(0)
                     call = {"name": name, "arguments": json.dumps(arguments)}
+            if call is not None:
+                self.last_call = call
         if call is None:
             return [
                 {"role": "assistant", "content": "Done."},
