@@ -226,14 +226,7 @@ class FlowbabyService:
         params = params if isinstance(params, dict) else {}
         topic = params.get("topic") if isinstance(params.get("topic"), str) else None
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
-        self.audit.record(
-            command,
-            agent_name=agent,
-            topic=topic,
-            result="error" if error else "success",
-            error_code=error.code.value if error else None,
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
+        self._record(command, agent, topic, started, error.code.value if error else None)
 
     def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation.
