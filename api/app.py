@@ -7,7 +7,9 @@ statuses here and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request
@@ -17,6 +19,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
 
 from api.auth import token_matches
+from api.mcp_tools import build_mcp_server
 from graph import __version__
 from graph.core.contract import (
     ContractFailure,
@@ -98,7 +101,17 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(service: FlowbabyService, token: str) -> FastAPI:
+def create_app(service: FlowbabyService, token: str, host: str = "127.0.0.1") -> FastAPI:
+    """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
+    is where it binds: on loopback, /mcp also checks the Host and Origin headers (DNS rebinding)."""
+    mcp = build_mcp_server(service)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.session_manager.run():
+            yield
+
     # An explicit JSONResponse keeps FastAPI off its pydantic fast path for response models, so
     # bodies are written by json.dumps exactly as the bridge writes them (4.5e-05, not 0.000045).
     app = FastAPI(
@@ -106,7 +119,9 @@ def create_app(service: FlowbabyService, token: str) -> FastAPI:
         version=__version__,
         description="Local memory service for coding agents",
         default_response_class=JSONResponse,
+        lifespan=lifespan,
     )
+    app.router.routes.extend(mcp_app.routes)
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Any) -> Any:

@@ -45,11 +45,11 @@ def http_server(service: FlowbabyService, host: str, port: int, *, own_signals: 
             "serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host
         )
     config = uvicorn.Config(
-        create_app(service, token),
+        create_app(service, token, host),
         host=host,
         port=port,
         log_level="warning",
-        lifespan="off",
+        lifespan="on",  # runs the MCP session manager
         access_log=False,
         log_config=None,
     )

@@ -1,4 +1,4 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `demo` and `graph`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo` and `graph`."""
 
 from __future__ import annotations
 
@@ -72,6 +72,35 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
+    mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
+    mcp.add_argument(
+        "--workspace", required=True, help="workspace folder (an absolute path: clients start it anywhere)"
+    )
+    mcp.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=1.0,
+        help="seconds running graph work may take to finish at exit (clients kill a server about 2 s after "
+        "closing its stdin); unfinished work is parked and re-run at the next start",
+    )
+    mcp.add_argument(
+        "--rate-limit-per-minute",
+        type=_non_negative,
+        default=None,
+        help="operator override of the retrieval rate limit; 0 switches it off",
+    )
+    from bridge.install import CLIENTS
+
+    for name, text in (
+        ("install", "add the flowbaby MCP server (and its skill) to an agent client's config"),
+        ("uninstall", "remove what install added"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--client", required=True, choices=CLIENTS)
+        command.add_argument("--scope", choices=("project", "user"), default="project")
+        command.add_argument("--workspace", help="workspace folder (default: the current folder), written as absolute")
+        command.add_argument("--dry-run", action="store_true", help="print the changes without writing them")
+        command.add_argument("--force", action="store_true", help="allow the home folder as workspace; replace files")
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
@@ -83,6 +112,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_graph_command(args))
     if args.command == "bridge":
         sys.exit(run_bridge(args))
+    if args.command in ("install", "uninstall"):
+        from bridge.install import run as run_install
+
+        remove = args.command == "uninstall"
+        sys.exit(
+            run_install(args.client, args.scope, args.workspace, dry_run=args.dry_run, force=args.force, remove=remove)
+        )
+    if args.command == "mcp":
+        from api.mcp_stdio import run as run_mcp
+
+        sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
     if args.command == "serve":
         from api.server import run
 

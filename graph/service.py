@@ -231,14 +231,7 @@ class FlowbabyService:
         params = params if isinstance(params, dict) else {}
         topic = params.get("topic") if isinstance(params.get("topic"), str) else None
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
-        self.audit.record(
-            command,
-            agent_name=agent,
-            topic=topic,
-            result="error" if error else "success",
-            error_code=error.code.value if error else None,
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
+        self._record(command, agent, topic, started, error.code.value if error else None)
 
     def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation.
@@ -341,18 +334,45 @@ class FlowbabyService:
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         ).model_dump(mode="json")
 
-    async def background_status(self, params: Any) -> dict[str, Any]:
-        request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        """`audited`: record the call in agent_audit.log (MCP tool calls are; bridge calls are not)."""
+        started = time.perf_counter()
+        try:
+            request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        except FlowbabyError as error:
+            if audited:
+                self._record("backgroundStatus", agent_name, None, started, error.code.value)
+            raise
         if request.operationId:
             status = self.store.operation(request.operationId)
-            if status is None:
-                return {"success": True, "operationId": request.operationId, "status": "unknown"}
-            return {"success": True, **status.model_dump(mode="json")}
-        operations = [op.model_dump(mode="json") for op in self.store.operations()]
-        counts: dict[str, int] = {}
-        for op in operations:
-            counts[op["status"]] = counts.get(op["status"], 0) + 1
-        return {"success": True, "operations": operations, "counts": counts, "llmUsage": self.store.llm_usage()}
+            reply = (
+                {"success": True, "operationId": request.operationId, "status": "unknown"}
+                if status is None
+                else {"success": True, **status.model_dump(mode="json")}
+            )
+        else:
+            operations = [op.model_dump(mode="json") for op in self.store.operations()]
+            counts: dict[str, int] = {}
+            for op in operations:
+                counts[op["status"]] = counts.get(op["status"], 0) + 1
+            reply = {"success": True, "operations": operations, "counts": counts, "llmUsage": self.store.llm_usage()}
+        if audited:
+            self._record("backgroundStatus", agent_name, None, started, None)
+        return reply
+
+    def _record(
+        self, command: str, agent_name: str | None, topic: str | None, started: float, error_code: str | None
+    ) -> None:
+        self.audit.record(
+            command,
+            agent_name=agent_name,
+            topic=topic,
+            result="error" if error_code else "success",
+            error_code=error_code,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
 
     async def _ready_retriever(self) -> Retriever:
         """The retriever once warm-up is done and every staged memory is searchable. Loading
@@ -371,10 +391,16 @@ class FlowbabyService:
         return self._retriever
 
     async def retrieve(
-        self, params: Any, *, markdown: bool = False, lanes: frozenset[str] | None = None
+        self,
+        params: Any,
+        *,
+        markdown: bool = False,
+        lanes: frozenset[str] | None = None,
+        agent_name: str | None = None,
     ) -> dict[str, Any]:
         """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
-        `lanes` narrows the workspace's lanes, for ablations."""
+        `lanes` narrows the workspace's lanes, for ablations; `agent_name` is the caller
+        a front knows (the MCP client), for the audit log."""
         lanes = self.settings.retrieval_lanes if lanes is None else lanes
         started = time.perf_counter()
         command = "retrieveMemory" if markdown else "retrieveForAgent"
@@ -393,23 +419,9 @@ class FlowbabyService:
                         f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline",
                     ) from None
         except RetrievalError as error:
-            self.audit.record(
-                command,
-                agent_name=None,
-                topic=query,
-                result="error",
-                error_code=error.code.value,
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
+            self._record(command, agent_name, query, started, error.code.value)
             raise
-        self.audit.record(
-            command,
-            agent_name=None,
-            topic=query,
-            result="success",
-            error_code=None,
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
+        self._record(command, agent_name, query, started, None)
         if markdown:
             return RetrieveMemoryResponse(
                 entries=entries, totalResults=len(entries), tokensUsed=used, markdown=render_markdown(entries)
@@ -418,8 +430,16 @@ class FlowbabyService:
             mode="json"
         )
 
-    def index_status(self) -> dict[str, Any]:
-        """Vapor-style index health: what is searchable now, and what needs an update or a repair."""
+    def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+        """Vapor-style index health: what is searchable now, and what needs an update or a repair.
+        `audited` as in background_status."""
+        started = time.perf_counter()
+        reply = self._index_status()
+        if audited:
+            self._record("indexStatus", agent_name, None, started, None)
+        return reply
+
+    def _index_status(self) -> dict[str, Any]:
         counts = self.store.counts()
         memories = counts["memories"]
         graph_indexed = counts.get("graph_indexed", 0)

@@ -48,9 +48,12 @@ SOCKET_PATH_MAX = 100
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=_plain).encode(
-        "utf-8", "backslashreplace"
-    ) + b"\n"
+    return (
+        json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=_plain).encode(
+            "utf-8", "backslashreplace"
+        )
+        + b"\n"
+    )
 
 
 def _plain(value: Any) -> Any:

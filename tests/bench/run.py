@@ -53,6 +53,13 @@ def _onnx(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_onnx_benchmarks(root, Path(args.locomo))
 
 
+@section("mcp")
+def _mcp(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.mcp import run_mcp_latency
+
+    return run_mcp_latency(root)
+
+
 @section("extractor")
 def _extractor(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.extractor import run_extractor_benchmark

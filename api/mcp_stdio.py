@@ -1,0 +1,43 @@
+"""`flowbaby mcp`: the MCP tools over stdio, owning the workspace like the bridge does.
+
+stdout carries MCP messages only: the SDK's stdio transport points fd 1 at stderr while it
+serves and writes the protocol to a private duplicate. The service is opened first, so a busy
+or missing workspace is an exit code and a line on stderr, before any protocol traffic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from api.mcp_tools import build_mcp_server
+from graph.core.contract import FlowbabyError
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
+
+
+async def serve(workspace: str, rate_limit_per_minute: int | None, shutdown_grace_sec: float) -> int:
+    service = await open_service("mcp", workspace, rate_limit_per_minute)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, main.cancel)
+    try:
+        # Awaited directly, not as a task: nothing has yielded since the service opened, so its
+        # background work has not started and the transport takes fd 1 before anything can print.
+        await build_mcp_server(service).run_stdio_async()  # until the client closes stdin
+    except asyncio.CancelledError:
+        main.uncancel()  # a signal: stop serving, then close the workspace cleanly
+    finally:
+        # Clients close stdin, then signal after about 2 s: a later signal must not cut the close
+        # short, so a running graph batch gets the (short) grace and is otherwise parked for re-run.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: None)
+        await service.close(shutdown_grace_sec)
+    return 0
+
+
+def run(workspace: str, rate_limit_per_minute: int | None, shutdown_grace_sec: float) -> int:
+    return asyncio.run(serve(workspace, rate_limit_per_minute, shutdown_grace_sec))

@@ -1,0 +1,255 @@
+"""The MCP front: the Flowbaby tools over the Model Context Protocol (official `mcp` SDK).
+
+Tool names and parameters follow the VS Code Flowbaby tools, so `.agent.md` files and agent
+habits carry over. Each tool calls the same FlowbabyService method as the bridge; the
+service validates, throttles and audits. This module only frames: arguments in, a tool
+result out, and a contract failure as a tool error (`isError`) that never drops the client.
+The caller's name for the audit log is the `clientInfo.name` the client sent at `initialize`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graph import __version__
+from graph.core.contract import ContractFailure
+from graph.service import FlowbabyService
+
+log = logging.getLogger("flowbaby.mcp")
+
+STORE = "flowbaby_storeMemory"
+RETRIEVE = "flowbaby_retrieveMemory"
+BACKGROUND = "flowbaby_backgroundStatus"
+INDEX = "flowbaby_indexStatus"
+
+INSTRUCTIONS = (
+    "Flowbaby is this workspace's long-term memory. Retrieve before reasoning: call "
+    f"{RETRIEVE} at the start of a task or whenever the user refers to earlier work. Store after "
+    f"meaningful progress: call {STORE} when a task finishes, a decision is made or a debugging "
+    "session concludes, and before a hand-off. Do not store trivial turns."
+)
+
+STORE_DESCRIPTION = (
+    "Store a summary of meaningful progress in Flowbaby's workspace memory. Call it once a task "
+    "finishes, a decision is made or a debugging session concludes, and at the end of a session: a "
+    "state checkpoint, like the summary you would give the user. Do not store trivial turns (single "
+    "clarifications, small talk, one-line answers): fold them into the next real summary. Write a "
+    "context of 300-1,500 characters and 0-5 decision bullets, with their rationale, open questions "
+    "and next steps. Reuse metadata.topicId to replace an earlier summary of the same topic. The "
+    "memory is staged at once and becomes searchable after background processing (seconds to a "
+    f"minute or two); poll {BACKGROUND} with the returned operationId if you must wait."
+)
+
+RETRIEVE_DESCRIPTION = (
+    "Retrieve memories relevant to a natural-language query from Flowbaby's workspace memory. "
+    "Retrieve before reasoning: call it at the start of each task, and whenever the user refers to "
+    "prior work, decisions or plans, so you build on what was decided instead of contradicting it. "
+    "Returns a markdown narrative of the best matches (quote it) and the entries as structured "
+    "content. On 429_AGENT_THROTTLED wait retryAfterSec and retry with exponential backoff."
+)
+
+BACKGROUND_DESCRIPTION = (
+    "Status of Flowbaby's background graph building: one operation by operationId (as returned "
+    f"by {STORE}), or every operation with counts. Status is pending, running, completed, failed, "
+    "terminated or unknown; a stored memory is fully indexed once its operation is completed."
+)
+
+INDEX_DESCRIPTION = (
+    "Health of Flowbaby's search index: whether search works now (can_search), what is still being "
+    "indexed (needs_update) and whether a repair is needed (needs_repair), with counts and coverage."
+)
+
+RETRY_ADVICE = {
+    "RATE_LIMIT_EXCEEDED": (
+        "429_AGENT_THROTTLED",
+        "Retrieval is throttled: wait {retry}s, then retry; on repeated 429s double the wait up to about 15s. "
+        "Tell the user why you paused.",
+    ),
+    "QUEUE_FULL": (
+        "429_AGENT_THROTTLED",
+        "Too many retrievals at once: wait {retry}s and retry with exponential backoff (up to about 15s). "
+        "Tell the user the queue is saturated.",
+    ),
+    "429_FLOWBABY_BACKLOG": (
+        "429_FLOWBABY_BACKLOG",
+        "The background queue is full, nothing was stored: retry in {retry}-60s, or skip a low-priority "
+        "summary and fold it into the next one.",
+    ),
+}
+"""Contract codes that mean 'try again later', the 429 family the agent docs name, and what to do."""
+
+Handler = Callable[[dict[str, Any], "str | None"], Awaitable[CallToolResult]]
+
+
+class StoreMetadata(BaseModel):
+    """Optional metadata of a stored summary."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topicId: Annotated[
+        str | None,
+        Field(
+            max_length=256,
+            description="Stable id of the topic; storing again with the same topicId supersedes the earlier "
+            "summary. Generated when absent.",
+        ),
+    ] = None
+    planId: Annotated[str | None, Field(max_length=256, description="Plan or project id")] = None
+    status: Annotated[
+        Literal["Active", "Superseded", "DecisionRecord"] | None,
+        Field(description="Active (default), Superseded or DecisionRecord"),
+    ] = None
+
+
+def client_name(ctx: Context[Any, Any]) -> str | None:
+    """The `clientInfo.name` the client gave at `initialize` (or in its request envelope)."""
+    params = ctx.session.client_params
+    return params.client_info.name if params is not None else None
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def success(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text or _text(reply))], structured_content=reply)
+
+
+def failure(body: dict[str, Any]) -> CallToolResult:
+    """A contract failure as a tool error: code and message first, then what to do about it."""
+    code = str(body.get("errorCode", "FLOWBABY_ERROR"))
+    message = str(body.get("message") or body.get("error") or "")
+    text = f"{code}: {message}"
+    if code in RETRY_ADVICE:
+        family, advice = RETRY_ADVICE[code]
+        body = {**body, "retryable": family, "retryAdvice": advice.format(retry=body.get("retryAfterSec", 30))}
+        text += f"\n{family}. {body['retryAdvice']}"
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=body, is_error=True)
+
+
+async def framed(tool: str, call: Callable[[], Awaitable[CallToolResult]]) -> CallToolResult:
+    try:
+        return await call()
+    except ContractFailure as error:
+        return failure(error.to_response())
+    except Exception as exc:  # one failing call never takes the session down
+        log.exception("%s failed", tool)
+        return failure(
+            {"success": False, "error": f"{tool} failed: {type(exc).__name__}: {exc}", "errorCode": "FLOWBABY_ERROR"}
+        )
+
+
+class FlowbabyMCP(MCPServer[Any]):
+    """An MCPServer whose argument errors are the contract's: arguments the SDK's schema check
+    rejects go to the service as they are, which answers INVALID_PAYLOAD or INVALID_REQUEST
+    naming the field (and audits the call), exactly as over the bridge."""
+
+    def __init__(self, handlers: dict[str, Handler]) -> None:
+        super().__init__("flowbaby", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.handlers = handlers
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError) or name not in self.handlers or context is None:
+                raise
+            return await self.handlers[name](arguments, client_name(context))
+
+
+def build_mcp_server(service: FlowbabyService) -> FlowbabyMCP:
+    """The four Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
+
+    async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            return success(await service.store_memory({**params, "agentName": agent}))
+
+        return await framed(STORE, call)
+
+    async def retrieve_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            reply = await service.retrieve(params, markdown=True, agent_name=agent)
+            markdown = reply.pop("markdown")
+            return success(reply, markdown)
+
+        return await framed(RETRIEVE, call)
+
+    async def background_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            return success(await service.background_status(params, audited=True, agent_name=agent))
+
+        return await framed(BACKGROUND, call)
+
+    server = FlowbabyMCP({STORE: store_raw, RETRIEVE: retrieve_raw, BACKGROUND: background_raw})
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(name=STORE, title="Store Memory in Flowbaby", description=STORE_DESCRIPTION, annotations=writes)
+    async def store_memory(
+        topic: Annotated[str, Field(description="Short title of the summary")],
+        context: Annotated[str, Field(description="What happened and why it matters, 300-1,500 characters")],
+        ctx: Context[Any, Any],
+        decisions: Annotated[list[str], Field(description="0-5 key decisions, one per item")] = [],  # noqa: B006
+        rationale: Annotated[list[str], Field(description="Why those decisions were made")] = [],  # noqa: B006
+        openQuestions: Annotated[list[str], Field(description="Questions still open")] = [],  # noqa: B006
+        nextSteps: Annotated[list[str], Field(description="What should happen next")] = [],  # noqa: B006
+        references: Annotated[list[str], Field(description="Files, links, tickets")] = [],  # noqa: B006
+        metadata: StoreMetadata | None = None,
+    ) -> CallToolResult:
+        params: dict[str, Any] = {
+            "topic": topic,
+            "context": context,
+            "decisions": decisions,
+            "rationale": rationale,
+            "openQuestions": openQuestions,
+            "nextSteps": nextSteps,
+            "references": references,
+        }
+        if metadata is not None:
+            params["metadata"] = metadata.model_dump(exclude_none=True)
+        return await store_raw(params, client_name(ctx))
+
+    @server.tool(name=RETRIEVE, title="Retrieve Flowbaby Memory", description=RETRIEVE_DESCRIPTION, annotations=reads)
+    async def retrieve_memory(
+        query: Annotated[str, Field(description="Natural-language description of what you need to know")],
+        ctx: Context[Any, Any],
+        maxResults: Annotated[int, Field(ge=1, le=10, description="Most memories to return")] = 3,
+        maxTokens: Annotated[int, Field(ge=1, le=200_000, description="Token budget of the returned text")] = 2000,
+        includeSuperseded: Annotated[bool, Field(description="Also return replaced (superseded) versions")] = False,
+    ) -> CallToolResult:
+        params = {
+            "query": query,
+            "maxResults": maxResults,
+            "maxTokens": maxTokens,
+            "includeSuperseded": includeSuperseded,
+        }
+        return await retrieve_raw(params, client_name(ctx))
+
+    @server.tool(
+        name=BACKGROUND, title="Flowbaby Background Status", description=BACKGROUND_DESCRIPTION, annotations=reads
+    )
+    async def background_status(
+        ctx: Context[Any, Any],
+        operationId: Annotated[
+            str | None, Field(min_length=1, max_length=256, description="One operation; omit for all")
+        ] = None,
+    ) -> CallToolResult:
+        return await background_raw({} if operationId is None else {"operationId": operationId}, client_name(ctx))
+
+    @server.tool(name=INDEX, title="Flowbaby Index Status", description=INDEX_DESCRIPTION, annotations=reads)
+    async def index_status(ctx: Context[Any, Any]) -> CallToolResult:
+        async def call() -> CallToolResult:
+            return success(service.index_status(audited=True, agent_name=client_name(ctx)))
+
+        return await framed(INDEX, call)
+
+    return server

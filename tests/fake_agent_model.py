@@ -1,0 +1,123 @@
+"""A scripted OpenAI-compatible chat model on loopback, for driving real agent clients (OpenCode).
+
+It streams chat-completion chunks. A request that lists tools and ends with the user's message is
+answered with the next scripted tool call (matched by the end of the tool's name, since clients
+prefix MCP tools with their server's name); any other request (a title request, or the turn after a
+tool result) gets a short text answer, unless that tool result says the index is still loading:
+then the model asks again, as the skill tells agents to. Every request body is kept, so a test can read what the
+client sent back in its `role: "tool"` messages.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+RETRY_WHEN = ("NOT_INITIALIZED", "BRIDGE_TIMEOUT")
+"""Tool errors after which the model repeats its call (a cold start on a busy machine)."""
+
+
+class FakeAgentModel:
+    def __init__(self) -> None:
+        self.script: list[tuple[str, dict[str, Any]]] = []
+        """Tool calls still to make, in order: (tool name suffix, arguments)."""
+        self.requests: list[dict[str, Any]] = []
+        self.last_call: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeAgentModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def tool_messages(self) -> list[str]:
+        """The text of every tool result the client sent back to the model."""
+        with self._lock:
+            found = []
+            for body in self.requests:
+                for message in body.get("messages", []):
+                    if message.get("role") == "tool":
+                        content = message.get("content")
+                        found.append(content if isinstance(content, str) else json.dumps(content))
+            return found
+
+    def tool_names(self) -> set[str]:
+        with self._lock:
+            return {t["function"]["name"] for body in self.requests for t in body.get("tools") or []}
+
+    def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The stream's chunks for one request."""
+        with self._lock:
+            self.requests.append(body)
+            messages = body.get("messages") or [{}]
+            tools = [t["function"]["name"] for t in body.get("tools") or []]
+            call = None
+            last = messages[-1]
+            if last.get("role") == "tool" and str(last.get("content")).startswith(RETRY_WHEN) and self.last_call:
+                call = self.last_call
+            elif tools and last.get("role") == "user" and self.script:
+                suffix, arguments = self.script[0]
+                name = next((t for t in tools if t.endswith(suffix)), None)
+                if name is not None:
+                    self.script.pop(0)
+                    call = {"name": name, "arguments": json.dumps(arguments)}
+            if call is not None:
+                self.last_call = call
+        if call is None:
+            return [
+                {"role": "assistant", "content": "Done."},
+                {"finish_reason": "stop"},
+            ]
+        tool_call = {"index": 0, "id": f"call_{len(self.requests)}", "type": "function", "function": call}
+        return [{"role": "assistant", "tool_calls": [tool_call]}, {"finish_reason": "tool_calls"}]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (model listings)
+                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                chunks = model.answer(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for part in chunks:
+                    finish = part.pop("finish_reason", None)
+                    choice = {"index": 0, "delta": part, "finish_reason": finish}
+                    event = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0}
+                    event |= {"model": body.get("model", "fake-model"), "choices": [choice]}
+                    if finish:
+                        event["usage"] = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+            def _json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

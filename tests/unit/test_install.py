@@ -1,0 +1,118 @@
+"""`flowbaby install` merging, on temporary folders: other servers and keys kept, idempotent,
+absolute workspace, the home folder refused, comments never dropped, uninstall symmetric."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bridge import install
+from bridge.agent_files import MARKER
+
+SHAPES = {
+    "claude-code": (".mcp.json", "mcpServers"),
+    "opencode": ("opencode.json", "mcp"),
+    "cursor": (".cursor/mcp.json", "mcpServers"),
+    "vscode": (".vscode/mcp.json", "servers"),
+}
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    home, workspace = tmp_path / "home", tmp_path / "home" / "project"
+    workspace.mkdir(parents=True)
+    for variable in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    return home, workspace
+
+
+def _install(client: install.Client, home: Path, workspace: Path, **kw: object) -> list[install.Change]:
+    changes = install.plan(client, "project", workspace, home=home, **kw)  # type: ignore[arg-type]
+    install.apply(changes)
+    return changes
+
+
+@pytest.mark.parametrize("client", install.CLIENTS)
+def test_merges_without_clobbering_and_is_idempotent(client: install.Client, dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    name, key = SHAPES[client]
+    path = workspace / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({key: {"other": {"command": "other-server"}}, "theme": "dark"}))
+    first = _install(client, home, workspace)
+    data = json.loads(path.read_text())
+    assert data["theme"] == "dark" and data[key]["other"] == {"command": "other-server"}
+    entry = data[key]["flowbaby"]
+    command = entry["command"] if client == "opencode" else [entry["command"], *entry["args"]]
+    assert command[-3:] == ["mcp", "--workspace", str(workspace)]
+    if client == "opencode":
+        assert entry["type"] == "local"
+    assert any(c.changed for c in first)
+    second = install.plan(client, "project", workspace, home=home)
+    assert not any(c.changed for c in second)  # idempotent
+
+    install.apply(install.plan(client, "project", workspace, home=home, remove=True))
+    data = json.loads(path.read_text())
+    assert "flowbaby" not in data[key] and data[key]["other"] and data["theme"] == "dark"
+    assert not [p for c in first[1:] for p in [c.path] if p.exists()]  # agent files gone
+
+
+def test_writes_the_skill_and_the_copilot_agent(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    _install("claude-code", home, workspace)
+    _install("opencode", home, workspace)
+    _install("vscode", home, workspace)
+    for skill in (".claude/skills/flowbaby-memory/SKILL.md", ".opencode/skills/flowbaby-memory/SKILL.md"):
+        text = (workspace / skill).read_text()
+        assert text.startswith("---\nname: flowbaby-memory\n") and MARKER in text
+    agent = (workspace / ".github/agents/memory-aware.agent.md").read_text()
+    assert "flowbaby_retrieveMemory" in agent and "tools:" in agent
+
+
+def test_refuses_home_unless_forced_and_relative_paths(dirs: tuple[Path, Path]) -> None:
+    home, _ = dirs
+    with pytest.raises(install.InstallError, match="home directory"):
+        install.plan("cursor", "project", home, home=home)
+    assert install.plan("cursor", "project", home, home=home, force=True)
+    with pytest.raises(install.InstallError, match="absolute"):
+        install.plan("cursor", "project", Path("project"), home=home)
+
+
+def test_a_commented_file_is_never_rewritten(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    path = workspace / ".vscode" / "mcp.json"
+    path.parent.mkdir()
+    text = '{\n  // my servers\n  "servers": {"other": {"command": "x"},},\n}\n'
+    path.write_text(text)
+    with pytest.raises(install.InstallError, match="comments") as caught:
+        install.plan("vscode", "project", workspace, home=home)
+    assert '"flowbaby"' in str(caught.value)  # the entry to paste
+    assert path.read_text() == text
+
+
+def test_foreign_agent_files_need_force(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    skill = workspace / ".claude/skills/flowbaby-memory/SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("my own skill")
+    with pytest.raises(install.InstallError, match="--force"):
+        install.plan("claude-code", "project", workspace, home=home)
+    install.apply(install.plan("claude-code", "project", workspace, home=home, remove=True))
+    assert skill.read_text() == "my own skill"  # uninstall leaves what it did not write
+
+
+def test_user_scope_files(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    home, workspace = dirs
+    assert install.config_file("cursor", "user", workspace, home) == (home / ".cursor/mcp.json", "mcpServers")
+    assert install.config_file("opencode", "user", workspace, home)[0] == home / ".config/opencode/opencode.json"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "claude"))
+    assert install.config_file("claude-code", "user", workspace, home)[0] == home / "claude/.claude.json"
+
+
+def test_dry_run_prints_and_writes_nothing(dirs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    _, workspace = dirs
+    assert install.run("cursor", "project", str(workspace), dry_run=True, force=False) == 0
+    assert '+    "flowbaby": {' in capsys.readouterr().out
+    assert not (workspace / ".cursor").exists()

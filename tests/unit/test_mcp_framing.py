@@ -1,0 +1,39 @@
+"""The MCP front's framing of contract failures, without a server: the code and message first,
+retry advice for the 429 family, the contract body kept as structured content."""
+
+from __future__ import annotations
+
+from api.mcp_tools import failure, success
+
+
+def test_a_throttle_becomes_a_tool_error_with_retry_advice() -> None:
+    body = {
+        "success": False,
+        "error": "RATE_LIMIT_EXCEEDED",
+        "errorCode": "RATE_LIMIT_EXCEEDED",
+        "message": "429_AGENT_THROTTLED: at most 2 retrievals per minute; retry in 39s",
+        "retryAfterSec": 39,
+    }
+    result = failure(body)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("RATE_LIMIT_EXCEEDED: 429_AGENT_THROTTLED: at most 2") and "wait 39s" in text
+    assert result.structured_content == {
+        **body,
+        "retryable": "429_AGENT_THROTTLED",
+        "retryAdvice": result.structured_content["retryAdvice"],  # type: ignore[index]
+    }
+
+
+def test_backlog_and_plain_failures() -> None:
+    backlog = failure({"success": False, "error": "Background queue full", "errorCode": "429_FLOWBABY_BACKLOG"})
+    assert backlog.structured_content["retryable"] == "429_FLOWBABY_BACKLOG"  # type: ignore[index]
+    invalid = failure({"success": False, "error": 'Field "topic" is required', "errorCode": "INVALID_PAYLOAD"})
+    assert invalid.content[0].text == 'INVALID_PAYLOAD: Field "topic" is required'  # type: ignore[union-attr]
+    assert "retryable" not in invalid.structured_content  # type: ignore[operator]
+
+
+def test_success_keeps_the_reply_as_structured_content() -> None:
+    result = success({"success": True, "summary_id": "t"}, "text")
+    assert not result.is_error and result.structured_content == {"success": True, "summary_id": "t"}
+    assert result.content[0].text == "text"  # type: ignore[union-attr]
