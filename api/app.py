@@ -1,4 +1,4 @@
-"""The HTTP front: FastAPI routes that parse, call FlowbabyService and frame the answer.
+"""The HTTP front: FastAPI routes that parse, call the service and frame the answer.
 
 Bodies are validated by the same contract models as the bridge (inside the service),
 so a field error reads the same over HTTP as over stdio. Contract codes map to HTTP
@@ -38,7 +38,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import FlowbabyService
+from graph.service import MemoryService
 
 STATUS: dict[str, int] = {
     code.value: status
@@ -101,7 +101,7 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(service: FlowbabyService, token: str, host: str = "127.0.0.1") -> FastAPI:
+def create_app(service: MemoryService, token: str, host: str = "127.0.0.1") -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
     is where it binds: on loopback, /mcp also checks the Host and Origin headers (DNS rebinding)."""
     mcp = build_mcp_server(service)
@@ -144,7 +144,7 @@ def create_app(service: FlowbabyService, token: str, host: str = "127.0.0.1") ->
 
     @app.get("/api/health", response_model=HealthResponse)
     async def health() -> dict[str, Any]:
-        return service.health()
+        return await service.health()
 
     @app.post("/api/agent/ingest", status_code=202, response_model=FlowbabyIngestResponse)
     async def ingest(request: Request) -> Any:
@@ -173,7 +173,7 @@ def create_app(service: FlowbabyService, token: str, host: str = "127.0.0.1") ->
 
     @app.get("/api/agent/index/status", response_model=IndexStatusResponse)
     async def index_status() -> dict[str, Any]:
-        return service.index_status()
+        return await service.index_status()
 
     @app.post("/api/agent/index/repair", response_model=RepairResponse)
     async def repair() -> dict[str, Any]:
@@ -181,13 +181,13 @@ def create_app(service: FlowbabyService, token: str, host: str = "127.0.0.1") ->
 
     @app.get("/api/agent/memories/{topic_id}", response_model=MemoryVersionsResponse)
     async def memory(topic_id: str) -> dict[str, Any]:
-        return service.memory_versions(topic_id)
+        return await service.memory_versions(topic_id)
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(
         topic_id: str, q: str | None = None, hops: int = 1, version: int | None = None
     ) -> dict[str, Any]:
-        return service.memory_context(topic_id, q, hops, version)
+        return await service.memory_context(topic_id, q, hops, version)
 
     @app.get("/api/graph", response_model=GraphSnapshotResponse)
     async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The MCP front: the Flowbaby tools over the Model Context Protocol (official `mcp` SDK).
 
 Tool names and parameters follow the VS Code Flowbaby tools, so `.agent.md` files and agent
-habits carry over. Each tool calls the same FlowbabyService method as the bridge; the
+habits carry over. Each tool calls the same service method as the bridge; the
 service validates, throttles and audits. This module only frames: arguments in, a tool
 result out, and a contract failure as a tool error (`isError`) that never drops the client.
 The caller's name for the audit log is the `clientInfo.name` the client sent at `initialize`.
@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
 from graph.core.contract import ContractFailure
-from graph.service import FlowbabyService
+from graph.service import MemoryService
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -166,7 +166,7 @@ class FlowbabyMCP(MCPServer[Any]):
             return await self.handlers[name](arguments, client_name(context))
 
 
-def build_mcp_server(service: FlowbabyService) -> FlowbabyMCP:
+def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
     """The four Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
@@ -248,7 +248,7 @@ def build_mcp_server(service: FlowbabyService) -> FlowbabyMCP:
     @server.tool(name=INDEX, title="Flowbaby Index Status", description=INDEX_DESCRIPTION, annotations=reads)
     async def index_status(ctx: Context[Any, Any]) -> CallToolResult:
         async def call() -> CallToolResult:
-            return success(service.index_status(audited=True, agent_name=client_name(ctx)))
+            return success(await service.index_status(audited=True, agent_name=client_name(ctx)))
 
         return await framed(INDEX, call)
 

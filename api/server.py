@@ -7,17 +7,13 @@ import contextlib
 import logging
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import uvicorn
 
 from api.app import create_app
 from api.auth import resolve_token
 from graph.core.contract import FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, is_loopback, open_service
-
-if TYPE_CHECKING:
-    from graph.service import FlowbabyService
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, is_loopback, open_service
 
 log = logging.getLogger("flowbaby.api")
 
@@ -36,7 +32,7 @@ async def serve(workspace: str, host: str, port: int, allow_remote: bool, rate_l
     return 0
 
 
-def http_server(service: FlowbabyService, host: str, port: int, *, own_signals: bool = True) -> uvicorn.Server:
+def http_server(service: MemoryService, host: str, port: int, *, own_signals: bool = True) -> uvicorn.Server:
     """A uvicorn server for this service; it announces its URL and token source on stderr.
     With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT."""
     token, source = resolve_token(service.paths)

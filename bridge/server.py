@@ -26,7 +26,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service, take_stdout
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service, take_stdout
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -62,7 +62,7 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 
 class Bridge:
-    def __init__(self, service: Any, writer: ProtocolWriter, request_timeout_sec: float) -> None:
+    def __init__(self, service: MemoryService, writer: ProtocolWriter, request_timeout_sec: float) -> None:
         self.service = service
         self.writer = writer
         self.request_timeout = request_timeout_sec

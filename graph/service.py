@@ -7,13 +7,14 @@ contract requests into contract responses. Fronts only parse, call and frame.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from graph import __version__
 from graph.build.operations import OperationManager
@@ -58,6 +59,8 @@ from graph.core.stdio import take_stdout
 from graph.core.store import Memory, MemoryStore, new_operation_id
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
+from graph.owner.client import OwnerClient, OwnerGone
+from graph.owner.endpoint import OwnerEndpoint
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever, render_markdown
@@ -68,6 +71,7 @@ __all__ = [
     "EXIT_WORKSPACE_UNAVAILABLE",
     "EXPORT_FORMATS",
     "FlowbabyService",
+    "MemoryService",
     "TopicNotFound",
     "WorkspaceGraph",
     "WorkspacePaths",
@@ -114,6 +118,7 @@ class FlowbabyService:
             timeout_sec=settings.operation_timeout_sec,
         )
         self.started_at = time.monotonic()
+        self._endpoint = OwnerEndpoint(self, paths)
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -143,6 +148,10 @@ class FlowbabyService:
         service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
         service.operations.start()
         service.operations.notify()
+        try:
+            await service._endpoint.start()
+        except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before
+            log.warning("no owner endpoint for other fronts: %s", exc)
         log.info("workspace %s opened by pid %d", paths.root, os.getpid())
         return service
 
@@ -194,6 +203,7 @@ class FlowbabyService:
         await self._embed_queue.join()
 
     async def close(self, grace_sec: float = 30.0) -> None:
+        await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
         try:
             await asyncio.wait_for(self.flush_vectors(), grace_sec)
@@ -210,7 +220,7 @@ class FlowbabyService:
         self.operations.add_listener(listener)
 
     # -- commands --------------------------------------------------------------------
-    def health(self) -> dict[str, Any]:
+    async def health(self) -> dict[str, Any]:
         counts = self.store.counts()
         return HealthResponse(
             version=__version__,
@@ -430,7 +440,7 @@ class FlowbabyService:
             mode="json"
         )
 
-    def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair.
         `audited` as in background_status."""
         started = time.perf_counter()
@@ -510,11 +520,11 @@ class FlowbabyService:
                 "operationId": operation_id,
                 "requeuedMemories": len(memory_ids),
                 "reembeddedMemories": reembedded,
-                "index": self.index_status(),
+                "index": self._index_status(),
             }
         ).model_dump(mode="json")
 
-    def memory_context(
+    async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
     ) -> dict[str, Any]:
         """Expand a hit: the memory (newest version unless `version`), its graph neighbourhood
@@ -523,7 +533,7 @@ class FlowbabyService:
         entities) or 2 (also through related entities)."""
         if hops not in (1, 2):
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
-        versions = self.memory_versions(topic_id)["versions"]
+        versions = self._memory_versions(topic_id)["versions"]
         index = (
             len(versions) - 1
             if version is None
@@ -561,8 +571,11 @@ class FlowbabyService:
             }
         ).model_dump(mode="json")
 
-    def memory_versions(self, topic_id: str) -> dict[str, Any]:
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
+        return self._memory_versions(topic_id)
+
+    def _memory_versions(self, topic_id: str) -> dict[str, Any]:
         versions = self.store.topic_versions(topic_id)
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
@@ -647,13 +660,52 @@ class FlowbabyService:
         await self.operations.wait_idle()
 
 
+class MemoryService(Protocol):
+    """What every front calls: this process's own FlowbabyService when it owns the workspace,
+    or an OwnerClient that forwards each call to the process that does."""
+
+    paths: WorkspacePaths
+
+    def add_operation_listener(self, listener: OperationListener) -> None: ...
+    async def health(self) -> dict[str, Any]: ...
+    async def ingest(self, params: Any) -> dict[str, Any]: ...
+    async def store_memory(self, params: Any) -> dict[str, Any]: ...
+    async def background_status(
+        self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
+    ) -> dict[str, Any]: ...
+    async def retrieve(self, params: Any, *, markdown: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def index_status(self, *, audited: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def repair(self, params: Any = ...) -> dict[str, Any]: ...
+    async def memory_context(
+        self, topic_id: str, query: str | None = ..., hops: int = ..., version: int | None = ...
+    ) -> dict[str, Any]: ...
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
+    async def search_chunks(self, params: Any) -> dict[str, Any]: ...
+    async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
+    async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
+    async def close(self, grace_sec: float = ...) -> None: ...
+
+
 async def open_service(
     front: str, workspace: str | os.PathLike[str] | None, rate_limit_per_minute: int | None = None
-) -> FlowbabyService | FlowbabyError:
-    """Open the workspace for a front, or say on stderr why not and return the error
-    (the front then exits with EXIT_WORKSPACE_UNAVAILABLE)."""
-    try:
+) -> MemoryService | FlowbabyError:
+    """The workspace for a front: owned here if no process owns it, else through its owner
+    (this front takes it over when the owner leaves). Otherwise say on stderr why not and
+    return the error; the front then exits with EXIT_WORKSPACE_UNAVAILABLE."""
+
+    async def own() -> FlowbabyService:
         return await FlowbabyService.open(workspace, rate_limit_per_minute=rate_limit_per_minute)
+
+    try:
+        return await own()
     except FlowbabyError as error:
+        if error.code is ErrorCode.WORKSPACE_BUSY:
+            with contextlib.suppress(OwnerGone):
+                client = await OwnerClient.connect(resolve_workspace(workspace), own)
+                print(
+                    f"flowbaby {front}: pid {error.details.get('ownerPid')} owns the workspace; working through it",
+                    file=sys.stderr,
+                )
+                return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error

@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import summary
 
 
@@ -74,16 +76,61 @@ def test_unusable_embedding_model_is_flowbaby_error(spawn, workspace: Path) -> N
     assert client.proc.wait(30) == 3
 
 
-def test_second_process_gets_workspace_busy_with_owner_pid(spawn, workspace: Path) -> None:
-    owner = spawn(workspace)
+def test_a_second_front_works_through_the_owner(spawn, workspace: Path) -> None:
+    """Both fronts see one workspace: one store, one ledger, one throttle."""
+    env = {**os.environ, "FLOWBABY_RETRIEVAL_RATE_PER_MINUTE": "3", "FLOWBABY_MAX_QUEUED": "50"}
+    owner = spawn(workspace, env=env)
     owner_pid = owner.result("health")["pid"]
-    second = spawn(workspace)
-    notice = second.wait_notification(30)
-    assert notice["params"]["errorCode"] == "WORKSPACE_BUSY"
-    assert notice["params"]["ownerPid"] == owner_pid
-    assert str(owner_pid) in notice["params"]["error"]
-    assert second.proc.wait(30) == 3
+    second = spawn(workspace, env=env)
+    assert second.result("health")["pid"] == owner_pid  # answered by the owner
+    staged = second.result("ingestForAgent", summary("through-the-owner"))
+    assert staged["staged"]
+    ended = second.wait_notification(300)  # the owner's operation event reaches this front too
+    assert ended["method"] == "backgroundOperationCompleted"
+    assert ended["params"]["operationId"] == staged["operationId"]
+    assert owner.result("backgroundStatus", {"operationId": staged["operationId"]})["status"] == "completed"
+    assert [e["topicId"] for e in owner.result("retrieveForAgent", {"query": "Redis cache"})["entries"]] == [
+        "through-the-owner"
+    ]
+    # The rate limit belongs to the workspace: 3 per minute across both fronts.
+    assert second.result("retrieveForAgent", {"query": "Redis cache"})["success"]
+    assert owner.result("retrieveForAgent", {"query": "Redis cache"})["success"]
+    refused = second.result("retrieveForAgent", {"query": "Redis cache"})
+    assert (refused["success"], refused["error"]) == (False, "RATE_LIMIT_EXCEEDED")
     assert owner.result("health")["success"]
+
+
+def _worker_parents(workspace: Path) -> set[int]:
+    """The parent pid of every cognee worker child running for this workspace."""
+    parents = set()
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"graph.build.worker" in argv and str(workspace).encode() in argv:
+                parents.add(int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return parents
+
+
+@pytest.mark.parametrize("how", ["shutdown", "kill"])
+def test_a_front_takes_over_when_the_owner_leaves(spawn, workspace: Path, how: str) -> None:
+    env = {**os.environ, "FLOWBABY_MAX_QUEUED": "50"}
+    owner = spawn(workspace, env=env)
+    owner.result("ingestForAgent", summary("before"))
+    second = spawn(workspace, env=env)
+    assert second.result("health")["pid"] == owner.proc.pid
+    owner.close() if how == "shutdown" else owner.kill()
+    staged = second.result("ingestForAgent", summary("after"))  # makes the second front the owner
+    assert staged["staged"]
+    assert second.result("health")["pid"] == second.proc.pid
+    final = second.wait_idle(300)
+    assert final["counts"].get("failed", 0) == 0
+    topics = {
+        e["topicId"] for e in second.result("retrieveForAgent", {"query": "Redis cache", "maxResults": 5})["entries"]
+    }
+    assert topics == {"before", "after"}
+    assert _worker_parents(workspace) <= {second.proc.pid}  # one cognee worker, the new owner's
 
 
 def test_lock_of_a_killed_owner_is_taken_over(spawn, workspace: Path) -> None:

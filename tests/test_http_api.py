@@ -198,10 +198,15 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
             assert time.monotonic() < deadline
             time.sleep(0.2)
     assert reply.status_code == 200 and reply.json()["entries"][0]["topicId"] == "redis-cache"
-    second = serve(workspace, ready=False)
-    assert second.proc.wait(60) == 3  # the bridge owns the workspace
-    assert b"WORKSPACE_BUSY" in second.log.read_bytes()
-    assert bridge.result("health")["success"]
+    # A later `serve` on the same workspace works through the bridge that owns it.
+    second = serve(workspace, env={"FLOWBABY_API_TOKEN": "shared"})
+    health = httpx.get(f"{second.url}/api/health", timeout=30).json()
+    assert health["pid"] == bridge.proc.pid
+    staged = httpx.post(f"{second.url}/api/agent/ingest", json=summary("through-serve"), headers=auth, timeout=60)
+    assert staged.status_code == 202
+    versions = bridge.result("retrieveForAgent", {"query": "Redis cache", "maxResults": 5})["entries"]
+    assert "through-serve" in {entry["topicId"] for entry in versions}
+    assert b"owns the workspace; working through it" in second.log.read_bytes()
 
 
 def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:

@@ -180,6 +180,51 @@ class OwnerClient:
             for listener in self._listeners:
                 self._local.add_operation_listener(listener)
 
+    # -- the service API, forwarded (typed as the fronts' MemoryService) --------------------
+    async def health(self) -> dict[str, Any]:
+        return await self._dict("health")
+
+    async def ingest(self, params: Any) -> dict[str, Any]:
+        return await self._dict("ingest", params=params)
+
+    async def store_memory(self, params: Any) -> dict[str, Any]:
+        return await self._dict("store_memory", params=params)
+
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        return await self._dict("background_status", params=params, audited=audited, agent_name=agent_name)
+
+    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+        return await self._dict("retrieve", params=params, markdown=markdown, agent_name=agent_name)
+
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+        return await self._dict("index_status", audited=audited, agent_name=agent_name)
+
+    async def repair(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("repair", params=params)
+
+    async def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        return await self._dict("memory_context", topic_id=topic_id, query=query, hops=hops, version=version)
+
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        return await self._dict("memory_versions", topic_id=topic_id)
+
+    async def search_chunks(self, params: Any) -> dict[str, Any]:
+        return await self._dict("search_chunks", params=params)
+
+    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
+        return await self._dict("graph_snapshot", params=params)
+
+    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
+        return await self._dict("graph_summary", top=top)
+
+    async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call(method, **args)
+        return result
+
     async def close(self, grace_sec: float = 30.0) -> None:
         if self._local is not None:
             await self._local.close(grace_sec)

@@ -27,7 +27,7 @@ HEALTH: dict[str, Any] = {
 
 
 class _HealthOnly:
-    def health(self) -> dict[str, Any]:
+    async def health(self) -> dict[str, Any]:
         return HEALTH
 
 
