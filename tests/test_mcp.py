@@ -148,3 +148,26 @@ def test_streamable_http_behind_the_token(serve, workspace: Path) -> None:  # no
     reply = asyncio.run(_http_session(f"{server.url}/mcp", "s3cret"))
     assert reply["totalResults"] >= 1
     assert {line["agentName"] for line in _audit(workspace)} == {"http-agent"}
+
+
+async def _beside_a_bridge(workspace: Path, bridge: Any) -> None:
+    async with Client(_stdio(workspace), client_info=Implementation(name="second-agent", version="1.0")) as client:
+        stored = await client.call_tool("flowbaby_storeMemory", {"topic": "Redis caching decision", "context": CONTEXT})
+        assert not stored.is_error, stored
+        health = bridge.result("health")
+        assert health["memories"] == 1  # staged by the bridge's process, the owner
+        found = await client.call_tool("flowbaby_retrieveMemory", {"query": "Why did we move the session cache?"})
+        assert not found.is_error and "E_LEDGER_LOCK" in found.content[0].text  # type: ignore[union-attr]
+        bridge.close()  # the owner leaves mid-session
+        again = await client.call_tool("flowbaby_storeMemory", {"topic": "Sentinel for Redis", "context": CONTEXT})
+        assert not again.is_error, again
+        index = await client.call_tool("flowbaby_indexStatus", {})
+        assert not index.is_error and index.structured_content["counts"]["memories"] == 2  # type: ignore[index]
+
+
+def test_a_second_client_works_through_a_bridge_and_takes_over(spawn, workspace: Path) -> None:
+    bridge = spawn(workspace)
+    assert bridge.result("health")["success"]
+    asyncio.run(_beside_a_bridge(workspace, bridge))
+    audit = _audit(workspace)
+    assert {line["agentName"] for line in audit if line["command"] == "storeMemory"} == {"second-agent"}
