@@ -63,6 +63,7 @@ class Embedder:
     @cached_property
     def _session(self) -> tuple[Any, Any, list[str]]:
         import onnxruntime
+        from tokenizers import Tokenizer
 
         from graph.search.onnx_export import ensure_exported
 
@@ -72,11 +73,10 @@ class Embedder:
         options.enable_cpu_mem_arena = False  # give a burst's memory back instead of keeping an arena
         options.log_severity_level = 3
         session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
-        from tokenizers import Tokenizer
-
         tokenizer = Tokenizer.from_file(str(Path(self.model_path) / "tokenizer.json"))
+        pad = tokenizer.padding or {}  # the file's pad token, padded to the batch's longest like sentence-transformers
+        tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
         tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
-        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0)
         release_freed_memory()  # the model file's bytes, parsed into tensors and dropped
         return session, tokenizer, list(meta["inputs"])
 
