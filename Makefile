@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo test test-unit test-fast bench clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,11 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
+# The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
+test-unit: setup
+	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard tests/unit
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests
