@@ -30,9 +30,10 @@ check: setup
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests
 
-# The in-process tier: no subprocesses, no cognee, fakes behind Protocols.
+# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
+# The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
 test-unit: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard tests/unit
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests

@@ -171,6 +171,19 @@ def test_an_llm_failure_is_terminal_and_keeps_what_was_built(store: MemoryStore,
     assert store.counts() == {"memories": 2, "graph_indexed": 1, "graph_failed": 1}
 
 
+def test_a_failed_repair_keeps_the_memories_whose_graph_was_built(store: MemoryStore) -> None:
+    ops_staged = stage(store, 2)
+    memories = [store.operation(op).memoryIds[0] for op in ops_staged]  # type: ignore[union-attr]
+    store.finish(ops_staged, "failed", error_code="LLM_ERROR", error="first try")
+    repair = store.queue_operation(memories)  # one operation, two memories
+    worker = FakeWorker(WorkerFailure(ErrorCode.LLM_ERROR, "second try", indexed=[memories[0]]))
+    ops, _ = manager(store, worker)
+    run(lambda: drain(ops))
+    assert worker.batches == [memories]
+    assert states(store, [repair]) == ["failed"]  # not all of its memories were built
+    assert [m.graph_state for m in store.get_memories(memories)] == ["indexed", "failed"]
+
+
 def test_an_unexpected_error_fails_the_batch_and_the_manager_lives_on(store: MemoryStore) -> None:
     worker = FakeWorker(RuntimeError("boom"), {})
     ops, _ = manager(store, worker)

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from contextlib import AsyncExitStack
+from typing import Any
 
 import pytest
 
 from graph.core.contract import RetrievalError, RetrievalErrorCode
 from graph.search.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
+
+WAIT = 5.0
+"""Seconds before a test that would hang (a queue that never refuses) fails instead."""
+
+
+def run(body: Coroutine[Any, Any, None]) -> None:
+    asyncio.run(asyncio.wait_for(body, WAIT))
+
+
+def test_the_documented_limits() -> None:
+    assert (MAX_RUNNING, MAX_WAITING, WINDOW_SEC) == (2, 5, 60.0)
 
 
 class Clock:
@@ -26,7 +39,7 @@ async def admit_once(throttle: RetrievalThrottle) -> None:
 
 def refused(throttle: RetrievalThrottle) -> RetrievalError:
     with pytest.raises(RetrievalError) as error:
-        asyncio.run(admit_once(throttle))
+        run(admit_once(throttle))
     return error.value
 
 
@@ -36,7 +49,7 @@ def test_the_per_minute_budget_slides_with_the_window() -> None:
     start = clock.now
     for step in range(limit):  # one start every 10 s
         clock.now = start + 10 * step
-        asyncio.run(admit_once(throttle))
+        run(admit_once(throttle))
     clock.now = start + 25
     error = refused(throttle)
     assert error.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
@@ -45,28 +58,28 @@ def test_the_per_minute_budget_slides_with_the_window() -> None:
     clock.now = start + WINDOW_SEC - 0.001  # the first start is still inside the window
     assert refused(throttle).code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
     clock.now = start + WINDOW_SEC  # now it has left: exactly one start is free again
-    asyncio.run(admit_once(throttle))
+    run(admit_once(throttle))
     assert refused(throttle).code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
     clock.now = start + WINDOW_SEC + 10  # the second start leaves too
-    asyncio.run(admit_once(throttle))
+    run(admit_once(throttle))
 
 
 def test_refused_requests_do_not_use_up_the_budget() -> None:
     clock = Clock()
     throttle = RetrievalThrottle(1, clock)
-    asyncio.run(admit_once(throttle))
+    run(admit_once(throttle))
     start = clock.now
     for second in range(1, 30):
         clock.now = start + second
         refused(throttle)
     clock.now = start + WINDOW_SEC
-    asyncio.run(admit_once(throttle))
+    run(admit_once(throttle))
 
 
 def test_no_budget_means_no_rate_limit() -> None:
     throttle = RetrievalThrottle(None, Clock())
     for _ in range(100):
-        asyncio.run(admit_once(throttle))
+        run(admit_once(throttle))
 
 
 def test_two_run_the_next_wait_and_beyond_the_queue_is_queue_full() -> None:
@@ -102,7 +115,7 @@ def test_two_run_the_next_wait_and_beyond_the_queue_is_queue_full() -> None:
             await admit_once(throttle)
         assert over.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
 
-    asyncio.run(body())
+    run(body())
 
 
 def test_a_failing_retrieval_gives_its_place_back() -> None:
@@ -116,4 +129,4 @@ def test_a_failing_retrieval_gives_its_place_back() -> None:
             for _ in range(MAX_RUNNING):
                 await stack.enter_async_context(throttle.admit())
 
-    asyncio.run(body())
+    run(body())
