@@ -22,7 +22,7 @@ from typing import Any
 
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
 from graph.core.workspace import WorkspacePaths
-from graph.owner.wire import MAX_LINE_BYTES, encode, endpoint_file, failure_from_wire
+from graph.owner.wire import MAX_REPLY_BYTES, encode, endpoint_file, failure_from_wire
 
 log = logging.getLogger("flowbaby.owner")
 
@@ -52,7 +52,7 @@ class _Connection:
     async def open(cls, paths: WorkspacePaths, on_event: OperationListener) -> _Connection:
         try:
             record = json.loads(endpoint_file(paths).read_text(encoding="utf-8"))
-            reader, writer = await asyncio.open_unix_connection(record["socket"], limit=MAX_LINE_BYTES)
+            reader, writer = await asyncio.open_unix_connection(record["socket"], limit=MAX_REPLY_BYTES)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise OwnerGone(f"no owner endpoint: {exc}") from None
         return cls(reader, writer, on_event)

@@ -43,6 +43,8 @@ REMOTE_METHODS = frozenset(
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A request is at most a 4 MiB bridge line or HTTP body plus its framing."""
+MAX_REPLY_BYTES = 512 * 1024 * 1024
+"""A reply can be a whole graph snapshot: bounded by what the owner builds, not by this framing."""
 SOCKET_PATH_MAX = 100
 """sun_path holds 108 bytes; a deeper workspace gets its socket under the runtime folder."""
 
