@@ -121,14 +121,18 @@ def fold_projection(
         if node_id not in graph and not sources.get(node_id):
             continue
         known = graph.nodes[node_id] if node_id in graph else {}
-        mentioned = {m.removeprefix("memory:") for m in sources.get(node_id, ())} | set(known.get("sources", ()))
+        # Already sorted: adding a batch's few memories to a hub entity's thousands is a linear merge.
+        mentioned: list[str] = known.get("sources", [])
+        added = {m.removeprefix("memory:") for m in sources.get(node_id, ())}.difference(mentioned)
+        if added:
+            mentioned = sorted(mentioned + sorted(added))
         graph.add_node(
             node_id,
             kind="entity",
             name=str(data.get("name", "")),
             entity_type=entity_type.get(node_id, known.get("entity_type", "")),
             description=str(data.get("description", ""))[:300],
-            sources=sorted(mentioned),
+            sources=mentioned,
         )
     # Entity-to-entity edges may reference entities that were dropped as plumbing.
     graph.remove_nodes_from([n for n in related if n in graph and "kind" not in graph.nodes[n]])
@@ -140,7 +144,7 @@ def batch_subgraph(
     memory_ids: Iterable[str],
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, str, dict[str, Any]]]]:
     """The part of cognee's graph that a batch of memories added or touched: their chunks, the
-    entities those contain, the entities' types and relations, and the nodes at both ends."""
+    entities those contain, and those entities' types and relations to each other."""
     wanted = set(memory_ids)
     props = dict(nodes)
     chunks = {
@@ -149,13 +153,9 @@ def batch_subgraph(
         if data.get("type") == "DocumentChunk" and str(data.get("document_id", "")) in wanted
     }
     entities = {dst for src, dst, _, _ in edges if src in chunks and props.get(dst, {}).get("type") == "Entity"}
-    kept = [
-        edge
-        for edge in edges
-        if edge[0] in chunks
-        or (edge[0] in entities or edge[1] in entities)
-        and props.get(edge[0], {}).get("type") == props.get(edge[1], {}).get("type") == "Entity"
-    ]
+    # cognee relates entities of one chunk, which that chunk contains: a relation the batch made has
+    # both ends among its entities (a hub's relations to the rest of the graph are older, and kept).
+    kept = [edge for edge in edges if edge[0] in chunks or edge[0] in entities and edge[1] in entities]
     ends = chunks | entities | {end for edge in kept for end in edge[:2]}
     kept += [edge for edge in edges if edge[2] == "is_a" and edge[0] in ends]
     ends |= {edge[1] for edge in kept}

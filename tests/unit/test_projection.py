@@ -115,9 +115,10 @@ def test_folding_each_batch_equals_a_full_rebuild(tmp_path: Path) -> None:
             cognee.nodes["entity:orphan"] = {"type": "Entity", "name": "orphan", "description": ""}
             cognee.nodes["type:concept"] = {"type": "EntityType", "name": "concept"}
             cognee.link("entity:orphan", "type:concept", "is_a")
-        if batch_number == 4:  # cognee relates entities of one chunk; "orphan" is an old one's name
+        if batch_number == 4:  # cognee relates entities of one chunk
             chunk = f"chunk-{batch[0].memory_id}"
             ours = next(dst for src, dst, rel in cognee.edges if src == chunk and rel == "contains")
+            cognee.link(chunk, "entity:orphan", "contains")  # named again: it was dropped until now
             cognee.link(ours, "entity:orphan", "relates_to")
         nodes, edges = cognee.data()
         ids = [m.memory_id for m in batch]
