@@ -21,7 +21,7 @@ from typing import Any
 
 import networkx as nx
 
-from graph.core.store import Memory
+from graph.core.store import Memory, memory_uuid
 
 STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
 """Entity types that describe a memory's own frame rather than what it talks about."""
@@ -51,8 +51,27 @@ def build_projection(
     edges: list[tuple[str, str, str, dict[str, Any]]],
     memories: Iterable[Memory],
 ) -> nx.MultiDiGraph:
-    """Fold cognee's node/edge lists and the store's memories into the projection."""
+    """Fold cognee's whole node/edge lists and every stored memory into a new projection
+    (the full rebuild: the first batch of a worker, and the repair path)."""
     graph = nx.MultiDiGraph()
+    fold_projection(graph, nodes, edges, memories)
+    return graph
+
+
+def fold_projection(
+    graph: nx.MultiDiGraph,
+    nodes: list[tuple[str, dict[str, Any]]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    memories: Iterable[Memory],
+) -> None:
+    """Fold part of cognee's graph and some memories into a projection, in place.
+
+    Folding a batch's subgraph (`batch_subgraph`) and the memories that are new or changed
+    since the projection was built gives the same graph as a full rebuild: work in
+    proportion to the batch, not the workspace. `memories` must hold every version of a
+    topic that is new here and not yet in the projection, except versions older than the
+    projection's own.
+    """
     by_topic: dict[str, list[Memory]] = defaultdict(list)
     for memory in memories:
         graph.add_node(memory_node(memory.memory_id), **memory_attributes(memory))
@@ -61,8 +80,12 @@ def build_projection(
             plan = f"plan:{memory.plan_id}"
             graph.add_node(plan, kind="plan", name=memory.plan_id)
             graph.add_edge(plan, memory_node(memory.memory_id), key="contains", relation="contains")
-    for versions in by_topic.values():
+    for topic_id, versions in by_topic.items():
         versions.sort(key=lambda m: m.version)
+        # The version before the oldest one here is already in the projection (store versions count up by one).
+        before = memory_node(memory_uuid(topic_id, versions[0].version - 1))
+        if versions[0].version > 1 and before in graph:
+            graph.add_edge(memory_node(versions[0].memory_id), before, key="supersedes", relation="supersedes")
         for older, newer in zip(versions, versions[1:], strict=False):
             graph.add_edge(
                 memory_node(newer.memory_id), memory_node(older.memory_id), key="supersedes", relation="supersedes"
@@ -79,34 +102,64 @@ def build_projection(
             entity_type[src] = str(props[dst].get("name", ""))
 
     sources: dict[str, set[str]] = defaultdict(set)
+    related: set[str] = set()
     for src, dst, rel, _ in edges:
         src_type = props.get(src, {}).get("type")
         dst_type = props.get(dst, {}).get("type")
         if src_type == "DocumentChunk" and dst_type == "Entity" and src in chunk_document:
-            source = memory_node(chunk_document[src])
-            if source in graph:
-                sources[dst].add(source)
-                graph.add_edge(source, dst, key="mentions", relation="mentions")
+            holder = memory_node(chunk_document[src])
+            if holder in graph:
+                sources[dst].add(holder)
+                graph.add_edge(holder, dst, key="mentions", relation="mentions")
         elif src_type == "Entity" and dst_type == "Entity":
             graph.add_edge(src, dst, key=rel, relation=rel)
+            related.update((src, dst))
 
     for node_id, data in nodes:
         if data.get("type") != "Entity":  # chunks, documents, summaries, types: cognee's plumbing
             continue
         if node_id not in graph and not sources.get(node_id):
             continue
+        known = graph.nodes[node_id] if node_id in graph else {}
+        # Already sorted: adding a batch's few memories to a hub entity's thousands is a linear merge.
+        mentioned: list[str] = known.get("sources", [])
+        added = {m.removeprefix("memory:") for m in sources.get(node_id, ())}.difference(mentioned)
+        if added:
+            mentioned = sorted(mentioned + sorted(added))
         graph.add_node(
             node_id,
             kind="entity",
             name=str(data.get("name", "")),
-            entity_type=entity_type.get(node_id, ""),
+            entity_type=entity_type.get(node_id, known.get("entity_type", "")),
             description=str(data.get("description", ""))[:300],
-            sources=sorted(m.removeprefix("memory:") for m in sources.get(node_id, ())),
+            sources=mentioned,
         )
     # Entity-to-entity edges may reference entities that were dropped as plumbing.
-    for node_id in [n for n, d in graph.nodes(data=True) if "kind" not in d]:
-        graph.remove_node(node_id)
-    return graph
+    graph.remove_nodes_from([n for n in related if n in graph and "kind" not in graph.nodes[n]])
+
+
+def batch_subgraph(
+    nodes: list[tuple[str, dict[str, Any]]],
+    edges: list[tuple[str, str, str, dict[str, Any]]],
+    memory_ids: Iterable[str],
+) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, str, str, dict[str, Any]]]]:
+    """The part of cognee's graph that a batch of memories added or touched: their chunks, the
+    entities those contain, and those entities' types and relations to each other."""
+    wanted = set(memory_ids)
+    props = dict(nodes)
+    chunks = {
+        node_id
+        for node_id, data in nodes
+        if data.get("type") == "DocumentChunk" and str(data.get("document_id", "")) in wanted
+    }
+    entities = {dst for src, dst, _, _ in edges if src in chunks and props.get(dst, {}).get("type") == "Entity"}
+    # cognee relates entities of one chunk, which that chunk contains: a relation the batch made has
+    # both ends among its entities (a hub's relations to the rest of the graph are older, and kept).
+    kept = [edge for edge in edges if edge[0] in chunks or edge[0] in entities and edge[1] in entities]
+    ends = chunks | entities | {end for edge in kept for end in edge[:2]}
+    kept += [edge for edge in edges if edge[2] == "is_a" and edge[0] in ends]
+    ends |= {edge[1] for edge in kept}
+    return [(node_id, props[node_id]) for node_id in ends if node_id in props], kept
 
 
 def save_projection(graph: nx.MultiDiGraph, path: Path) -> None:

@@ -243,6 +243,12 @@ class MemoryStore:
             rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
         return (_row_to_memory(row) for row in rows)
 
+    def memory_states(self) -> dict[str, tuple[str, str]]:
+        """memory_id -> (status, graph_state) of every version: the only columns that change after staging."""
+        with self._lock:
+            rows = self._conn.execute("SELECT memory_id, status, graph_state FROM memories").fetchall()
+        return {row[0]: (row[1], row[2]) for row in rows}
+
     def set_graph_state(self, memory_ids: list[str], state: str) -> None:
         with self._transaction() as cur:
             cur.executemany("UPDATE memories SET graph_state = ? WHERE memory_id = ?", [(state, m) for m in memory_ids])

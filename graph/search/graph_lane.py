@@ -16,6 +16,7 @@ project's name) carries no weight, a rare component carries a lot.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -23,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.core.projection import STRUCTURAL_TYPES, load_projection
+from graph.core.projection import STRUCTURAL_TYPES
 from graph.extract.extractor import extract_graph, normalise
 
 _WORDS = re.compile(r"[\w/.#-]+")
@@ -46,6 +47,15 @@ JOIN_STRENGTH = {
 symbol is a join key; a shared date, place or everyday concept hardly is."""
 UBIQUITY_FRACTION = 0.5
 UBIQUITY_MIN_MEMORIES = 10
+
+
+def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The projection file's node and edge records, read as plain JSON: the lane builds its own
+    indexes, so building a networkx graph first only doubled the (re)load time."""
+    if not path.is_file():
+        return [], []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data.get("nodes", []), data.get("edges", [])
 
 
 class GraphLane:
@@ -73,16 +83,17 @@ class GraphLane:
         with self._lock:
             if mtime == self._mtime:
                 return
-            graph = load_projection(self._path)
+            nodes, edges = _read_projection(self._path)
             entity_memories: dict[str, set[str]] = {}
             memory_entities: dict[str, set[str]] = defaultdict(set)
             by_key: dict[str, set[str]] = defaultdict(set)
             structural: set[str] = set()
             names: dict[str, str] = {}
             types: dict[str, str] = {}
-            for node, data in graph.nodes(data=True):
+            for data in nodes:
                 if data.get("kind") != "entity":
                     continue
+                node = data["id"]
                 sources = set(data.get("sources", []))
                 entity_memories[node] = sources
                 for memory_id in sources:
@@ -94,7 +105,8 @@ class GraphLane:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
             relations: dict[tuple[str, str], set[str]] = defaultdict(set)
-            for src, dst, name in graph.edges(keys=True):
+            for edge in edges:
+                src, dst, name = edge["source"], edge["target"], edge["key"]
                 if src in entity_memories and dst in entity_memories and src != dst:
                     related[src].add(dst)
                     related[dst].add(src)

@@ -4,13 +4,20 @@ Scores are self-normalised: divided by the best score the query could reach
 (sum over its matched terms of qtf * idf * (k1 + 1)), which gives a 0-1 value that
 means the same whatever else is in the workspace, so it fuses with cosine scores
 without per-query rescaling.
+
+Postings are append-only arrays of memory positions, so a query scores each of its
+terms with a few numpy operations instead of a Python loop over every memory that
+holds it (a common word is in thousands); the arithmetic is the same, term by term,
+so the scores are the same floats.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
+
+import numpy as np
 
 from graph.search.text import tokenize
 
@@ -18,46 +25,89 @@ K1 = 1.2
 B = 0.75
 
 
+class _Postings:
+    """One term's (memory position, tf) pairs, in the order memories were added."""
+
+    __slots__ = ("positions", "tfs", "size")
+
+    def __init__(self) -> None:
+        self.positions = np.empty(4, dtype=np.int64)
+        self.tfs = np.empty(4, dtype=np.float64)
+        self.size = 0
+
+    def append(self, position: int, tf: int) -> None:
+        if self.size == len(self.positions):
+            self.positions = np.resize(self.positions, 2 * self.size)
+            self.tfs = np.resize(self.tfs, 2 * self.size)
+        self.positions[self.size], self.tfs[self.size] = position, tf
+        self.size += 1
+
+
 class LexicalIndex:
     def __init__(self) -> None:
-        self._postings: dict[str, dict[str, int]] = defaultdict(dict)
-        self._lengths: dict[str, int] = {}
+        self._postings: dict[str, _Postings] = {}
+        self._positions: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._lengths = np.empty(1024, dtype=np.float64)
         self._total_length = 0
         self._lock = threading.Lock()
 
     def add(self, memory_id: str, text: str) -> None:
         counts = Counter(tokenize(text))
         with self._lock:
-            if memory_id in self._lengths:
+            if memory_id in self._positions:
                 return
+            position = len(self._ids)
             for term, tf in counts.items():
-                self._postings[term][memory_id] = tf
+                postings = self._postings.get(term)
+                if postings is None:
+                    postings = self._postings[term] = _Postings()
+                postings.append(position, tf)
+            if position == len(self._lengths):
+                self._lengths = np.resize(self._lengths, 2 * position)
             length = sum(counts.values())
-            self._lengths[memory_id] = length
+            self._lengths[position] = length
+            self._positions[memory_id] = position
+            self._ids.append(memory_id)
             self._total_length += length
 
     def __len__(self) -> int:
-        return len(self._lengths)
+        return len(self._ids)
 
-    def search(self, query: str) -> dict[str, float]:
-        """memory_id -> normalised BM25 in [0, 1], for memories sharing a query term."""
+    def search(self, query: str, limit: int | None = None) -> dict[str, float]:
+        """memory_id -> normalised BM25 in [0, 1], for memories sharing a query term, in the order
+        they were first reached (query term by query term, then as added). With a limit: only the
+        best `limit`, best first, ties in that order (what heapq.nlargest over the full dict gives)."""
         query_terms = Counter(tokenize(query))
         with self._lock:
-            n = len(self._lengths)
+            n = len(self._ids)
             if not n or not query_terms:
                 return {}
             average = self._total_length / n
-            scores: dict[str, float] = defaultdict(float)
+            lengths = self._lengths[:n]
+            scores = np.zeros(n)
+            first_term = np.full(n, len(query_terms), dtype=np.int64)
             attainable = 0.0
-            for term, qtf in query_terms.items():
+            for rank, (term, qtf) in enumerate(query_terms.items()):
                 postings = self._postings.get(term)
-                if not postings:
+                if postings is None:
                     continue
-                idf = math.log(1 + (n - len(postings) + 0.5) / (len(postings) + 0.5))
+                positions, tfs = postings.positions[: postings.size], postings.tfs[: postings.size]
+                idf = math.log(1 + (n - postings.size + 0.5) / (postings.size + 0.5))
                 attainable += qtf * idf * (K1 + 1)
-                for memory_id, tf in postings.items():
-                    norm = K1 * (1 - B + B * self._lengths[memory_id] / average)
-                    scores[memory_id] += qtf * idf * tf * (K1 + 1) / (tf + norm)
+                norm = K1 * (1 - B + B * lengths[positions] / average)
+                scores[positions] += qtf * idf * tfs * (K1 + 1) / (tfs + norm)
+                first_term[positions[first_term[positions] > rank]] = rank
+            ids = self._ids
         if attainable <= 0:
             return {}
-        return {memory_id: score / attainable for memory_id, score in scores.items()}
+        reached = np.flatnonzero(first_term < len(query_terms))
+        values = scores[reached] / attainable
+        if limit is not None and len(reached) > limit:
+            cut = np.partition(values, len(values) - limit)[len(values) - limit]
+            keep = np.flatnonzero(values >= cut)
+            reached, values = reached[keep], values[keep]
+            order = np.lexsort((reached, first_term[reached], -values))[:limit]
+        else:
+            order = np.lexsort((reached, first_term[reached]))
+        return {ids[i]: float(v) for i, v in zip(reached[order].tolist(), values[order].tolist(), strict=True)}

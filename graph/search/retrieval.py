@@ -221,7 +221,9 @@ class Retriever:
             lane("vector", vector)
             lane("hint", hinted)
         if "lexical" in lanes:
-            lane("lexical", self.catalog.lexical.search(request.query + (" " + hints if hints else "")))
+            lane(
+                "lexical", self.catalog.lexical.search(request.query + (" " + hints if hints else ""), LANE_CANDIDATES)
+            )
         entities: dict[str, float] = {}
         if "graph" in lanes:
             self.graph.refresh()

@@ -111,7 +111,8 @@ class VectorIndex:
         limit = min(limit, size)
         top = np.argpartition(-similarities, limit - 1)[:limit]
         top = top[np.argsort(-similarities[top], kind="stable")]
-        return [(self._chunks[i], float(similarities[i])) for i in top]
+        chunks = self._chunks
+        return [(chunks[i], value) for i, value in zip(top.tolist(), similarities[top].tolist(), strict=True)]
 
     def _append(self, vectors: np.ndarray, chunks: list[Chunk]) -> None:
         """Grow the in-memory copy by doubling, so appends cost O(1) amortised."""

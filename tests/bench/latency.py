@@ -1,4 +1,5 @@
-"""Retrieval latency through the bridge at 1k and 10k memories.
+"""Retrieval latency through the bridge at 1k and 10k memories (and 100k, opt-in), the
+warm-up and resident memory of the bridge, and the projection's cost per batch.
 
 Building 10k graphs through cognee would take hours here (~0.8 s per summary), so
 the scale workspaces are built from the engine's own parts: memories staged in the
@@ -6,6 +7,11 @@ store, vectors embedded with MiniLM into LanceDB, and the graph projection built
 the same offline extractor and build_projection that the worker uses. Retrieval
 reads exactly these files, so the latency is the product's; only cognee's own
 database is absent, which retrieval never touches.
+
+The 100k workspace (`--only latency100k`, about half an hour here) repeats the 10k
+corpus ten times under new topic ids, so its sentences reuse the 10k run's MiniLM
+vectors (a text -> vector cache) instead of embedding 600k sentences again; lanes,
+matrices and indexes are still ten times the size.
 """
 
 from __future__ import annotations
@@ -13,13 +19,21 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bridge.client import BridgeClient
 from graph.build.worker.document import render_document
 from graph.core.contract import MemoryStatus
-from graph.core.projection import build_projection, save_projection
+from graph.core.projection import (
+    batch_subgraph,
+    build_projection,
+    fold_projection,
+    load_projection,
+    memory_node,
+    save_projection,
+)
 from graph.core.settings import default_model_path
 from graph.core.store import Memory, MemoryStore, new_operation_id
 from graph.core.workspace import resolve_workspace
@@ -94,32 +108,65 @@ def _cognee_shaped(memories: list[Memory]) -> tuple[list[tuple[str, dict]], list
     return list(nodes.items()), edges
 
 
-def build_workspace(root: Path, count: int, embedder: Embedder) -> dict[str, float]:
-    rng = random.Random(count)
+CORPUS = 10_000
+"""Past this size the synthetic texts repeat (under new topic ids): see the module docstring."""
+
+
+def corpus(count: int) -> list[Memory]:
+    if count <= CORPUS:
+        rng = random.Random(count)
+        return [synthetic_memory(i, rng) for i in range(count)]
+    base = corpus(CORPUS)
+    return [
+        replace(base[i % CORPUS], topic_id=f"mem-{i}", decisions=list(base[i % CORPUS].decisions)) for i in range(count)
+    ]
+
+
+class CachedEmbedder:
+    """The embedder with a text -> vector cache shared across workspace sizes (same vectors)."""
+
+    def __init__(self, embedder: Embedder, cache: dict[str, list[float]]) -> None:
+        self._inner, self._cache = embedder, cache
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        self._cache.update(zip(missing, self._inner.encode(missing), strict=True))
+        return [self._cache[t] for t in texts]
+
+
+GraphInput = tuple[list[Memory], list[tuple[str, dict]], list[tuple[str, str, str, dict]]]
+
+
+def build_workspace(
+    root: Path, count: int, embedder: Embedder, cache: dict[str, list[float]] | None = None
+) -> tuple[dict[str, float], GraphInput]:
+    """The workspace's files, and what its projection was built from (for projection_cost)."""
     paths = resolve_workspace(root)
     store = MemoryStore(paths.store_db)
+    store._conn.execute("PRAGMA synchronous=OFF")  # building the bench workspace only, not measured
     started = time.perf_counter()
     memories = []
-    for i in range(count):
-        memory = store.stage(synthetic_memory(i, rng), op := new_operation_id())
+    for memory in corpus(count):
+        memory = store.stage(memory, op := new_operation_id())
         store.finish([op], "completed")
         memories.append(memory)
     memories = list(store.iter_memories())
     staged = time.perf_counter()
-    index = VectorIndex(paths.vectors, embedder)
-    for start in range(0, count, 500):
-        index.add_memories(memories[start : start + 500])
+    index = VectorIndex(paths.vectors, cast(Embedder, CachedEmbedder(embedder, {} if cache is None else cache)))
+    for start in range(0, count, 2000):
+        index.add_memories(memories[start : start + 2000])
     index.optimize()
     embedded = time.perf_counter()
     nodes, edges = _cognee_shaped(memories)
     save_projection(build_projection(nodes, edges, memories), paths.projection)
     store.close()
-    return {
+    stats = {
         "stageSec": round(staged - started, 1),
         "embedSec": round(embedded - staged, 1),
         "graphSec": round(time.perf_counter() - embedded, 1),
         "chunks": index.count(),
     }
+    return stats, (memories, nodes, edges)
 
 
 def queries(count: int, rng: random.Random) -> list[str]:
@@ -144,7 +191,8 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
     asked = queries(count, rng)
     client = BridgeClient(root, extra_args=["--rate-limit-per-minute", "0"])
     try:
-        client.result("retrieveForAgent", {"query": "warm up"}, timeout=120)
+        client.result("retrieveForAgent", {"query": "warm up"}, timeout=600)
+        warm_up = time.perf_counter() - client.started
         bridge = []
         for query in asked:
             started = time.perf_counter()
@@ -156,6 +204,7 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
             started = time.perf_counter()
             embedder.encode([query])
             embed.append((time.perf_counter() - started) * 1000)
+        rss = _rss_mb(client.proc.pid)
     finally:
         client.close()
     http = _measure_http(root, asked)
@@ -166,7 +215,63 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
         "http_p50_ms": round(statistics.median(http), 2),
         "http_p95_ms": round(percentile(http, 0.95), 2),
         "baseline_query_embedding_p50_ms": round(statistics.median(embed), 2),
+        "baseline_query_embedding_p95_ms": round(percentile(embed, 0.95), 2),
         "p50_ratio_vs_embedding": round(statistics.median(bridge) / statistics.median(embed), 2),
+        "p95_ratio_vs_embedding_p50": round(percentile(bridge, 0.95) / statistics.median(embed), 2),
+        "p95_ratio_vs_embedding_p95": round(percentile(bridge, 0.95) / percentile(embed, 0.95), 2),
+        "bridge_warm_up_sec": round(warm_up, 2),
+        "bridge_rss_mb": rss,
+    }
+
+
+def _rss_mb(pid: int) -> dict[str, float]:
+    """The bridge's resident memory now and at its peak (Linux /proc)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {name: round(int(fields[key].split()[0]) / 1024, 1) for name, key in (("now", "VmRSS"), ("peak", "VmHWM"))}
+
+
+def projection_cost(built: GraphInput, batch: int = 20, repeats: int = 3) -> dict[str, Any]:
+    """One batch's projection work at this size: the full rebuild the worker used to do after
+    every batch, against folding the batch in (subgraph, changed memories, fold); both saved."""
+    import tempfile
+
+    memories, nodes, edges = built
+    rng = random.Random(len(memories))
+    full, fold, save = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "projection.json"
+        for _ in range(repeats):
+            started = time.perf_counter()
+            graph = build_projection(nodes, edges, memories)
+            full.append(time.perf_counter() - started)
+            batch_ids = [m.memory_id for m in rng.sample(memories, batch)]
+            started = time.perf_counter()
+            wanted = set(batch_ids)  # the worker's check: memories new to the graph or whose state moved
+            changed = [
+                m
+                for m in memories
+                if (node := graph.nodes.get(memory_node(m.memory_id))) is None
+                or node["status"] != m.status.value
+                or m.memory_id in wanted
+            ]
+            fold_projection(graph, *batch_subgraph(nodes, edges, batch_ids), changed)
+            fold.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            save_projection(graph, path)
+            save.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        load_projection(path)
+        load = time.perf_counter() - started
+    return {
+        "memories": len(memories),
+        "batch": batch,
+        "nodes": graph.number_of_nodes(),
+        "edges": graph.number_of_edges(),
+        "full_rebuild_sec": round(statistics.median(full), 3),
+        "incremental_fold_sec": round(statistics.median(fold), 3),
+        "save_sec": round(statistics.median(save), 3),
+        "reader_load_sec": round(load, 3),
+        "full_over_incremental": round(statistics.median(full) / max(statistics.median(fold), 1e-6), 1),
     }
 
 
@@ -226,10 +331,11 @@ def _measure_http(root: Path, asked: list[str]) -> list[float]:
 
 def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
     embedder = Embedder(default_model_path())
+    cache: dict[str, list[float]] = {}
     out: dict[str, Any] = {}
     for size in sizes:
         workspace = root / f"scale-{size}"
         workspace.mkdir()
-        build = build_workspace(workspace, size, embedder)
-        out[str(size)] = {"build": build, **measure(workspace, embedder)}
+        build, built = build_workspace(workspace, size, embedder, cache)
+        out[str(size)] = {"build": build, **measure(workspace, embedder), "projection": projection_cost(built)}
     return out

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
+OPT_IN = {"latency100k"}
+"""Sections too long for a default `make bench` (about half an hour here); run with --only."""
 
 
 def section(name: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
@@ -60,6 +62,14 @@ def _mcp(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_mcp_latency(root)
 
 
+@section("latency100k")
+def _latency100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Opt-in (not in the default run): 10k then 100k memories, the 100k reusing the 10k's vectors."""
+    from tests.bench.latency import run_latency
+
+    return run_latency(root, sizes=(10_000, 100_000))
+
+
 @section("extractor")
 def _extractor(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.extractor import run_extractor_benchmark
@@ -87,7 +97,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(prog="python -m tests.bench.run")
     parser.add_argument("--out", default="bench-results.json")
-    parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated sections: " + ", ".join(SECTIONS))
+    default = [name for name in SECTIONS if name not in OPT_IN]
+    parser.add_argument("--only", default=",".join(default), help="comma-separated sections: " + ", ".join(SECTIONS))
     parser.add_argument("--locomo", default=os.environ.get("FLOWBABY_LOCOMO", str(DEFAULT_DATA)))
     args = parser.parse_args()
     report: dict[str, Any] = {

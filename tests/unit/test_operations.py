@@ -176,7 +176,7 @@ def test_a_failed_repair_keeps_the_memories_whose_graph_was_built(store: MemoryS
     memories = [store.operation(op).memoryIds[0] for op in ops_staged]  # type: ignore[union-attr]
     store.finish(ops_staged, "failed", error_code="LLM_ERROR", error="first try")
     repair = store.queue_operation(memories)  # one operation, two memories
-    worker = FakeWorker(WorkerFailure(ErrorCode.LLM_ERROR, "second try", indexed=[memories[0]]))
+    worker = FakeWorker(WorkerFailure(BackgroundErrorCode.LLM_ERROR, "second try", indexed=[memories[0]]))
     ops, _ = manager(store, worker)
     run(lambda: drain(ops))
     assert worker.batches == [memories]
