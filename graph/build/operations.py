@@ -38,7 +38,7 @@ class GraphWorker(Protocol):
         """The batch's metrics, or WorkerFailure."""
         ...
 
-    async def stop(self) -> None: ...
+    async def stop(self, grace_sec: float = 5.0) -> None: ...
 
 
 class OperationManager:
@@ -160,12 +160,15 @@ class OperationManager:
             return
         self._stopping = True
         self._wake.set()
+        parked = False
         try:
             await asyncio.wait_for(asyncio.shield(self._task), grace_sec)
         except TimeoutError:
             log.warning("shutdown: parking the running batch for re-run at next start")
+            parked = True
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        await self._worker.stop()
+        # A worker still inside a parked batch would only finish work that runs again anyway.
+        await self._worker.stop(grace_sec=0 if parked else 5.0)
         self._store.requeue([op.operationId for op in self._store.operations(("running",))], refund_attempt=True)

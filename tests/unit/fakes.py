@@ -145,5 +145,5 @@ class FakeWorker:
             return {"memories": len(memory_ids)}
         return step
 
-    async def stop(self) -> None:
+    async def stop(self, grace_sec: float = 5.0) -> None:
         self.stops += 1
