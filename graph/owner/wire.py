@@ -8,7 +8,10 @@ connected front, so each front can notify its own clients.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +88,6 @@ def socket_path(paths: WorkspacePaths) -> Path:
     preferred = paths.data / "owner.sock"
     if len(str(preferred)) <= SOCKET_PATH_MAX:
         return preferred
-    import hashlib
-    import os
-    import tempfile
-
     runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"flowbaby-{os.getuid()}"
     runtime.mkdir(mode=0o700, exist_ok=True)
     info = runtime.lstat()
