@@ -69,7 +69,8 @@ class VectorIndex:
         self._write_lock = threading.Lock()
         self._table = self._db.create_table(TABLE, schema=_schema(), exist_ok=True)
         fields = ["memory_id", "topic_id", "field", "chunk_index", "text"]
-        stored = self._table.to_lance().to_table(columns=[*fields, "vector"])
+        # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
+        stored = self._table.to_arrow()
         self._chunks: list[Chunk] = [
             Chunk(*row) for row in zip(*(stored.column(f).to_pylist() for f in fields), strict=False)
         ]
