@@ -27,8 +27,10 @@ check: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# Two workers, a test file each (module fixtures stay in one process): most tests wait on
+# their own bridge and cognee worker subprocesses, so two run side by side on two cores.
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
 # The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
