@@ -146,9 +146,10 @@ class FlowbabyService:
         try:
             try:
                 settings = load_settings(paths)
-            except OSError as exc:  # an unreadable .env: say which file, never a traceback
+            except (OSError, UnicodeDecodeError) as exc:  # an unreadable .env: say which file, never a traceback
+                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
                 raise FlowbabyError(
-                    ErrorCode.FLOWBABY_ERROR, f"Cannot read the workspace settings {paths.env_file}: {exc.strerror}"
+                    ErrorCode.FLOWBABY_ERROR, f"Cannot read the workspace settings {paths.env_file}: {reason}"
                 ) from None
             configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
