@@ -484,11 +484,13 @@ def _disk_full_run(client: BridgeClient, workspace: Path) -> dict[str, Any]:
             else:
                 key = f"{reply.get('errorCode')}:{phase}"
                 codes[key] = codes.get(key, 0) + 1
+    # The tmpfs lives only in the bridge's namespace: copy the store out (the database and its WAL,
+    # with the bridge idle) and read the copy.
     copy = workspace.parent / "disk-full-copy.sqlite"
-    source = sqlite3.connect(f"file:{inside / 'memories.sqlite'}?mode=ro", uri=True)
+    for suffix in ("", "-wal"):
+        with contextlib.suppress(FileNotFoundError):
+            shutil.copyfile(inside / f"memories.sqlite{suffix}", f"{copy}{suffix}")
     target = sqlite3.connect(copy)
-    source.backup(target)
-    source.close()
     rows = dict(target.execute("SELECT topic_id, COUNT(*) FROM memories GROUP BY topic_id").fetchall())
     target.close()
     lost = sum(1 for uid in acked if f"kl-{uid}" not in rows)
