@@ -159,11 +159,12 @@ def _burst(owner: _Owner, acked: set[str], sent: set[str], stop: threading.Event
 
     def retrieve() -> None:
         while not stop.is_set():
+            retrievals[0] += 1  # sent (a retrieval waits for the warm-up, so many are cut by the kill)
             try:
                 owner.retrieve(f"codeword zq{random.choice(sorted(acked) or ['none'])}x")
-                retrievals[0] += 1
             except Exception:
                 return
+            retrievals[1] += 1  # answered
 
     reader = threading.Thread(target=retrieve, daemon=True)
     reader.start()
@@ -202,7 +203,7 @@ def run_kill_loop(root: Path, kills: int = 200, seed: int = 12) -> dict[str, Any
     log = root / "owners.stderr"
     acked: set[str] = set()
     sent: set[str] = set()
-    retrievals = [0]
+    retrievals = [0, 0]
     counts = {"bridge": 0, "serve": 0, "worker": 0}
     lock_failures = 0
     started = time.perf_counter()
@@ -241,7 +242,8 @@ def run_kill_loop(root: Path, kills: int = 200, seed: int = 12) -> dict[str, Any
     return {
         "kills": counts,
         "lockNotRecovered": lock_failures,
-        "retrievalsDuringLoop": retrievals[0],
+        "retrievalsSent": retrievals[0],
+        "retrievalsAnswered": retrievals[1],
         "loopSec": round(loop_sec, 1),
         **verify_workspace(workspace, acked, sent, log),
     }
