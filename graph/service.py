@@ -91,7 +91,7 @@ INIT_TIMEOUT_SEC = 45.0
 """How long a retrieval may wait for the model and indexes to load after a cold start."""
 EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
-FRESHNESS_WAIT_SEC = 2.0
+FRESHNESS_WAIT_SEC = 10.0
 """How long a retrieval waits for memories staged just before it to be embedded; past that it
 answers from what is indexed and says how many memories it could not search yet."""
 

@@ -141,9 +141,12 @@ def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
     ]
 
 
-def test_search_answers_from_what_is_indexed_and_says_so(service: FlowbabyService) -> None:
+def test_search_answers_from_what_is_indexed_and_says_so(
+    service: FlowbabyService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A backlog that is still being embedded (the embed loop never runs here) no longer makes a
     retrieval wait out NOT_INITIALIZED: it answers and names how much it could not search."""
+    monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.5)
     from tests.unit.fakes import FakeGraph
 
     async def body() -> dict[str, Any]:
