@@ -239,7 +239,8 @@ class FlowbabyService:
                 index = await self.vectors()
                 catalog = self._retriever.catalog  # type: ignore[union-attr]
                 # Memories staged while warm-up ran were already embedded and catalogued by it.
-                fresh = [memory for memory in batch if memory.memory_id not in catalog.by_id]
+                # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
+                fresh = list({m.memory_id: m for m in batch if m.memory_id not in catalog.by_id}.values())
                 await asyncio.to_thread(index.add_memories, fresh)
                 for memory in fresh:
                     catalog.add(memory)

@@ -117,6 +117,8 @@ class Catalog:
     def add(self, memory: Memory) -> None:
         """A new version supersedes the older ones of its topic, as the store already did."""
         with self._lock:
+            if memory.memory_id in self.by_id:  # already catalogued (a backlog may queue it twice)
+                return
             for other in self._topics[memory.topic_id]:
                 # Backlog embedding may add an older version after a newer one.
                 if self.by_id[other].version < memory.version:

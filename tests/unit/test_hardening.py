@@ -417,3 +417,17 @@ def test_staging_runs_off_the_event_loop(service: FlowbabyService, monkeypatch: 
         return max(gaps)
 
     assert run(body) < 0.25
+
+
+def test_a_memory_catalogued_twice_stays_current() -> None:
+    """Warm-up queues its backlog while staging queues the same memories: adding one twice must
+    not mark it superseded by itself, and an older version added late stays superseded."""
+    from graph.core.contract import MemoryStatus
+
+    catalog = Catalog([])
+    newest = memory("m2", topic_id="t", version=2)
+    catalog.add(newest)
+    catalog.add(memory("m2", topic_id="t", version=2))
+    catalog.add(memory("m1", topic_id="t", version=1))
+    assert catalog.by_id["m2"].status is MemoryStatus.ACTIVE
+    assert catalog.by_id["m1"].status is MemoryStatus.SUPERSEDED
