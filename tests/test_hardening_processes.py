@@ -115,3 +115,4 @@ def test_kill_loop(tmp_path: Path) -> None:
     assert result["notRetrievable"] == 0
     assert result["graphUnresolved"] == 0 and result["finalIdle"]
     assert result["lockNotRecovered"] == 0 and result["finalLockRecovered"]
+    assert result["graphBuiltAfterRepair"] == result["stored"]  # and one repair builds the failed ones

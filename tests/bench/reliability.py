@@ -249,7 +249,9 @@ def run_kill_loop(root: Path, kills: int = 200, seed: int = 12) -> dict[str, Any
     }
 
 
-def verify_workspace(workspace: Path, acked: set[str], sent: set[str], log: Path) -> dict[str, Any]:
+def verify_workspace(
+    workspace: Path, acked: set[str], sent: set[str], log: Path, repair: bool = True
+) -> dict[str, Any]:
     """One clean start: wait for graph building, then check the store, the ledger and search."""
     started = time.perf_counter()
     owner = _Owner("bridge", workspace, log)
@@ -281,6 +283,18 @@ def verify_workspace(workspace: Path, acked: set[str], sent: set[str], log: Path
             unreachable += 1
     failed_with_code = sum(1 for _, state, op in stored.values() if state == "failed" and ops.get(op, ("", None))[1])
     built = sum(1 for _, state, _ in stored.values() if state == "indexed")
+    # Then the user's remedy for graphs that failed (most because the worker was killed twice):
+    # one repair, no kills, and every graph must be built.
+    built_after_repair = built
+    if failed_with_code and repair:
+        owner.bridge.result("repair", {})
+        try:
+            owner.bridge.wait_idle(timeout=FINAL_TIMEOUT, poll=1.0)
+        except TimeoutError:
+            idle = False
+        db = sqlite3.connect(f"file:{workspace / '.flowbaby' / 'memories.sqlite'}?mode=ro", uri=True)
+        built_after_repair = db.execute("SELECT COUNT(*) FROM memories WHERE graph_state = 'indexed'").fetchone()[0]
+        db.close()
     owner.close()
     return {
         "sent": len(sent),
@@ -293,6 +307,7 @@ def verify_workspace(workspace: Path, acked: set[str], sent: set[str], log: Path
         "graphBuilt": built,
         "graphFailedWithCode": failed_with_code,
         "graphUnresolved": len(stored) - built - failed_with_code,
+        "graphBuiltAfterRepair": built_after_repair,
         "finalIdle": idle,
         "finalLockRecovered": lock_recovered,
         "verifySec": round(time.perf_counter() - started, 1),
