@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import sys
 from collections.abc import Iterator
 
@@ -25,9 +26,18 @@ async def serve(workspace: str, host: str, port: int, allow_remote: bool, rate_l
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
+    # uvicorn's own handlers re-raise the signal once it stops, which killed the process before
+    # service.close(): the owner lock stayed and the running operation read as a crash at the
+    # next start. The signal only asks the server to stop; the workspace is then closed cleanly.
+    server = http_server(service, host, port, own_signals=False)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
     try:
-        await http_server(service, host, port).serve()
+        await server.serve()
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short
+            loop.add_signal_handler(sig, lambda: None)
         await service.close()
     return 0
 

@@ -42,6 +42,7 @@ def run_bridge(args: argparse.Namespace) -> int:
 
     from bridge.server import serve
 
+    os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     http = None
     if args.http:
         from graph.service import is_loopback
@@ -108,6 +109,10 @@ def main(argv: list[str] | None = None) -> None:
 
     add_graph_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("serve", "mcp"):  # run_bridge sets it for the bridge
+        import os
+
+        os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "bridge":

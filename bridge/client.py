@@ -33,12 +33,14 @@ class BridgeClient:
         extra_args: list[str] | None = None,
         env: dict[str, str] | None = None,
         stderr: Any = None,
+        wrapper: list[str] | None = None,
     ) -> None:
+        """`wrapper`: a command prefix that execs the bridge (tests: a private mount namespace)."""
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), child_env.get("PYTHONPATH")]))
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bridge", "--workspace", str(workspace), *(extra_args or [])],
+            [*(wrapper or []), sys.executable, "-m", "bridge", "--workspace", str(workspace), *(extra_args or [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr if stderr is not None else subprocess.DEVNULL,

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import sys
+import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -56,7 +57,7 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.store import Memory, MemoryStore, new_operation_id
+from graph.core.store import Memory, MemoryStore, StoreDamaged, new_operation_id
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
 from graph.owner.client import OwnerClient, OwnerGone
@@ -65,7 +66,7 @@ from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle import RetrievalThrottle
-from graph.search.vectors import VectorIndex, memory_chunks
+from graph.search.vectors import VectorIndex, memory_chunks, open_vector_index
 
 __all__ = [
     "EXIT_WORKSPACE_UNAVAILABLE",
@@ -88,6 +89,11 @@ EXIT_WORKSPACE_UNAVAILABLE = 3
 OperationListener = Callable[[OperationStatus], Awaitable[None]]
 INIT_TIMEOUT_SEC = 45.0
 """How long a retrieval may wait for the model and indexes to load after a cold start."""
+EMBED_BATCH = 64
+"""Memories embedded per step of the background embedding."""
+FRESHNESS_WAIT_SEC = 10.0
+"""How long a retrieval waits for memories staged just before it to be embedded; past that it
+answers from what is indexed and says how many memories it could not search yet."""
 
 
 class FlowbabyService:
@@ -99,7 +105,7 @@ class FlowbabyService:
         self.paths = paths
         self.settings = settings
         self._lock = lock
-        self.store = MemoryStore(paths.store_db)
+        self.store = MemoryStore(paths.store_db, check=True)
         self.audit = AuditLog(paths.audit_log)
         self.embedder = Embedder(settings.embedding_model)
         self._vectors: VectorIndex | None = None
@@ -109,6 +115,9 @@ class FlowbabyService:
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
         self._warm_task: asyncio.Task[None] | None = None
+        self._stage_lock = threading.Lock()
+        self._projection_rebuild: str | None = None
+        """The pending operation that rebuilds an unreadable projection, so it is queued once."""
         self.worker = WorkerClient(paths.root, paths.logs / "worker.log", settings.worker_idle_sec)
         self.operations = OperationManager(
             self.store,
@@ -119,6 +128,7 @@ class FlowbabyService:
         )
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
+        self._embed_failures = 0
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -134,16 +144,33 @@ class FlowbabyService:
         lock = WorkspaceLock(paths)
         lock.acquire()
         try:
-            settings = load_settings(paths)
+            try:
+                settings = load_settings(paths)
+            except (OSError, UnicodeDecodeError) as exc:  # an unreadable .env: say which file, never a traceback
+                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                raise FlowbabyError(
+                    ErrorCode.FLOWBABY_ERROR, f"Cannot read the workspace settings {paths.env_file}: {reason}"
+                ) from None
             configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
             service = cls(paths, settings, lock, rate or None)
+        except StoreDamaged as exc:
+            lock.release()
+            # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
+            raise FlowbabyError(
+                ErrorCode.FLOWBABY_ERROR,
+                f"The memory store {paths.store_db} is damaged and was left untouched: {exc}. "
+                "Restore it from a backup or recover it with sqlite3's .recover, then start again",
+            ) from None
         except BaseException:
             lock.release()
             raise
         requeued = service.store.recover_interrupted()
         if requeued:
             log.warning("re-queued %d operations interrupted by the previous process", len(requeued))
+        pruned = service.store.prune_operations()
+        if pruned:
+            log.info("pruned %d old finished operations from the ledger", pruned)
         service._embed_task = asyncio.create_task(service._embed_loop(), name="flowbaby-embed")
         service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
         service.operations.start()
@@ -157,18 +184,42 @@ class FlowbabyService:
 
     async def _warm_up(self) -> None:
         """Load MiniLM, LanceDB and the catalog off the request path, then embed anything
-        the last process staged but did not get to embed."""
-        self._vectors = index = await asyncio.to_thread(VectorIndex, self.paths.vectors, self.embedder)
+        the last process staged but did not get to embed. An unreadable vector folder is moved
+        aside and every memory re-embedded from SQLite; an unreadable projection is served as
+        empty and rebuilt by the worker."""
+        index, aside = await asyncio.to_thread(open_vector_index, self.paths.vectors, self.embedder)
+        self._vectors = index
+        if aside is not None:
+            log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
         await asyncio.to_thread(self.embedder.load)
-        memories = list(self.store.iter_memories())
-        catalog = await asyncio.to_thread(Catalog, memories)
+        memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
+        # Search starts with what is indexed; the rest is embedded in the background, and
+        # retrievals say how many memories they could not search yet.
+        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed])
         missing = [m for m in memories if m.memory_id not in indexed]
+        await asyncio.to_thread(self.graph_lane.refresh)
+        if await asyncio.to_thread(self._check_projection):
+            self.operations.notify()
+        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
         if missing:
             log.info("embedding %d memories left without vectors", len(missing))
-            await asyncio.to_thread(index.add_memories, missing)
-        await asyncio.to_thread(self.graph_lane.refresh)
-        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+            for memory in missing:
+                self._embed_queue.put_nowait(memory)
+
+    def _check_projection(self) -> bool:
+        """Queue one rebuild of an unreadable projection (an operation with no memories: the
+        worker rebuilds the file from cognee's graph). Searches meanwhile use no graph lane.
+        Runs in a thread: True when it queued one, and the caller wakes the manager."""
+        if not self.graph_lane.damaged:
+            return False
+        if self._projection_rebuild is not None:
+            status = self.store.operation(self._projection_rebuild)
+            if status is not None and status.status in ("pending", "running"):
+                return False
+        log.warning("the graph projection is unreadable; queueing its rebuild")
+        self._projection_rebuild = self.store.queue_operation([])
+        return True
 
     async def vectors(self) -> VectorIndex:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
@@ -181,17 +232,20 @@ class FlowbabyService:
         while True:
             memory = await self._embed_queue.get()
             batch = [memory]
-            while not self._embed_queue.empty():
+            # Bounded batches: a backlog becomes searchable a batch at a time.
+            while not self._embed_queue.empty() and len(batch) < EMBED_BATCH:
                 batch.append(self._embed_queue.get_nowait())
             try:
                 index = await self.vectors()
                 catalog = self._retriever.catalog  # type: ignore[union-attr]
                 # Memories staged while warm-up ran were already embedded and catalogued by it.
-                fresh = [memory for memory in batch if memory.memory_id not in catalog.by_id]
+                # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
+                fresh = list({m.memory_id: m for m in batch if m.memory_id not in catalog.by_id}.values())
                 await asyncio.to_thread(index.add_memories, fresh)
                 for memory in fresh:
                     catalog.add(memory)
-            except Exception:  # the next start re-embeds whatever is missing
+            except Exception:  # repair (or the next start) re-embeds whatever is missing
+                self._embed_failures += 1
                 log.exception("embedding %d memories failed", len(batch))
             finally:
                 for _ in batch:
@@ -221,7 +275,7 @@ class FlowbabyService:
 
     # -- commands --------------------------------------------------------------------
     async def health(self) -> dict[str, Any]:
-        counts = self.store.counts()
+        counts, pending = await asyncio.to_thread(lambda: (self.store.counts(), self.store.count_operations()))
         return HealthResponse(
             version=__version__,
             workspace=str(self.paths.root),
@@ -233,7 +287,7 @@ class FlowbabyService:
             workerPid=self.worker.pid,
             llm="offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
             memories=counts["memories"],
-            pendingOperations=self.store.count_operations(),
+            pendingOperations=pending,
             uptimeSec=round(time.monotonic() - self.started_at, 3),
         ).model_dump(mode="json")
 
@@ -243,11 +297,23 @@ class FlowbabyService:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None)
 
-    def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
-        """Check the LLM key and backlog, then commit the memory and its operation.
-        Synchronous on purpose: the backlog check and the insert cannot interleave."""
-        self.settings.llm.require_key()
-        self.operations.check_backlog()
+    async def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+        """Commit in a thread (an fsync must not stall the event loop, nor stdio under
+        `bridge --http`), then queue the memory's vectors and wake the operation manager."""
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta)
+        self._embed_queue.put_nowait(memory)
+        self.operations.notify()
+        return memory, store_sec
+
+    def _commit(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+        """Check the LLM key and backlog, then commit the memory and its operation, under one
+        lock so that the backlog check and the insert cannot interleave."""
+        with self._stage_lock:
+            self.settings.llm.require_key()
+            self.operations.check_backlog()
+            return self._insert(fields, meta)
+
+    def _insert(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
         started = time.perf_counter()
         memory = Memory(
             memory_id="",
@@ -274,17 +340,14 @@ class FlowbabyService:
             memory = self.store.stage(memory, new_operation_id())
         except Exception as exc:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
-        store_sec = time.perf_counter() - started
-        self._embed_queue.put_nowait(memory)
-        self.operations.notify()
-        return memory, store_sec
+        return memory, time.perf_counter() - started
 
     async def ingest(self, params: Any) -> dict[str, Any]:
         """ingestForAgent: validate, stage durably, queue graph building; milliseconds."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, store_sec = self._stage(request, request.metadata.model_dump(mode="json"))
+            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"))
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
             raise
@@ -323,8 +386,9 @@ class FlowbabyService:
             given = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else {}
             now = utc_now()
             meta = {
-                "topicId": given.get("topicId")
-                or hashlib.sha256((request.topic + now).encode("utf-8")).hexdigest()[:16],
+                # Random, not derived from the topic and the time: two calls in one millisecond
+                # are two memories, not two versions of one.
+                "topicId": given.get("topicId") or uuid.uuid4().hex[:16],
                 "createdAt": given.get("createdAt", now),
                 "updatedAt": given.get("updatedAt", given.get("createdAt", now)),
                 "sessionId": given.get("sessionId"),
@@ -332,7 +396,7 @@ class FlowbabyService:
                 "status": given.get("status", MemoryStatus.ACTIVE.value),
             }
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
-            memory, _ = self._stage(full, full.metadata.model_dump(mode="json"))
+            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
@@ -355,6 +419,11 @@ class FlowbabyService:
             if audited:
                 self._record("backgroundStatus", agent_name, None, started, error.code.value)
             raise
+        return await asyncio.to_thread(self._background_status, request, audited, agent_name, started)
+
+    def _background_status(
+        self, request: BackgroundStatusRequest, audited: bool, agent_name: str | None, started: float
+    ) -> dict[str, Any]:
         if request.operationId:
             status = self.store.operation(request.operationId)
             reply = (
@@ -385,10 +454,11 @@ class FlowbabyService:
         )
 
     async def _ready_retriever(self) -> Retriever:
-        """The retriever once warm-up is done and every staged memory is searchable. Loading
-        the model on a cold start is not the search: it gets its own allowance."""
+        """The retriever once warm-up is done, after a short wait for memories staged just
+        before (read-your-writes). Loading the model on a cold start is not the search: it
+        gets its own allowance. A longer backlog does not block search (see _unsearched)."""
         try:
-            await asyncio.wait_for(self.flush_vectors(), INIT_TIMEOUT_SEC)
+            await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
         except TimeoutError:
             raise RetrievalError(
                 RetrievalErrorCode.NOT_INITIALIZED, f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s"
@@ -398,7 +468,22 @@ class FlowbabyService:
                 RetrievalErrorCode.NOT_INITIALIZED, f"The search index could not be loaded: {type(exc).__name__}: {exc}"
             ) from None
         assert self._retriever is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._embed_queue.join(), FRESHNESS_WAIT_SEC)
         return self._retriever
+
+    async def _unsearched(self, retriever: Retriever) -> dict[str, Any] | None:
+        """The note a retrieval carries when stored memories were not searchable yet."""
+        stored = (await asyncio.to_thread(self.store.counts))["memories"]
+        pending = max(0, stored - len(retriever.catalog))
+        if not pending:
+            return None
+        return {
+            "complete": False,
+            "unsearchedMemories": pending,
+            "message": f"Answered from the memories indexed so far; {pending} recently stored memories are still "
+            "being embedded and were not searched. Retry shortly to include them",
+        }
 
     async def retrieve(
         self,
@@ -432,19 +517,29 @@ class FlowbabyService:
             self._record(command, agent_name, query, started, error.code.value)
             raise
         self._record(command, agent_name, query, started, None)
+        note = await self._unsearched(retriever)
+        if await asyncio.to_thread(self._check_projection):
+            self.operations.notify()
         if markdown:
-            return RetrieveMemoryResponse(
-                entries=entries, totalResults=len(entries), tokensUsed=used, markdown=render_markdown(entries)
+            text = render_markdown(entries)
+            if note:
+                text = f"> {note['message']}\n\n{text}"
+            reply = RetrieveMemoryResponse(
+                entries=entries, totalResults=len(entries), tokensUsed=used, markdown=text
             ).model_dump(mode="json")
-        return FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(
-            mode="json"
-        )
+        else:
+            reply = FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(
+                mode="json"
+            )
+        if note:
+            reply["indexing"] = note
+        return reply
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair.
         `audited` as in background_status."""
         started = time.perf_counter()
-        reply = self._index_status()
+        reply = await asyncio.to_thread(self._index_status)
         if audited:
             self._record("indexStatus", agent_name, None, started, None)
         return reply
@@ -460,7 +555,13 @@ class FlowbabyService:
         broken = warm and self._warm_task.exception() is not None  # type: ignore[union-attr]
         vectors = len(self._retriever.catalog) if self._retriever is not None else 0
         queued_vectors = self._embed_queue.qsize()
-        if broken or (memories and warm and not vectors):
+        if not memories:
+            status, message = (
+                "missing",
+                "Nothing stored yet: store the first memory with storeMemory (MCP, LM tools), ingestForAgent "
+                "(bridge) or POST /api/agent/ingest; it is searchable at once",
+            )
+        elif broken or (warm and not vectors):
             status, message = (
                 "missing",
                 "The search index is missing or could not be loaded; run repair or check the logs",
@@ -474,13 +575,13 @@ class FlowbabyService:
         elif graph_indexed < memories:
             status, message = "partial", f"{memories - graph_indexed} memories are searchable without their graph"
         else:
-            status, message = "ready", "Every memory is searchable with its graph" if memories else "No memories yet"
+            status, message = "ready", "Every memory is searchable with its graph"
         return IndexStatusResponse.model_validate(
             {
                 "status": status,
                 "can_search": not broken,
                 "needs_update": status in {"dirty", "indexing"},
-                "needs_repair": status in {"repair_needed", "missing"},
+                "needs_repair": bool(memories) and status in {"repair_needed", "missing"},
                 "counts": {
                     "memories": memories,
                     "vectors": vectors,
@@ -495,7 +596,7 @@ class FlowbabyService:
                 },
                 "model": {
                     "embedding": os.path.basename(self.settings.embedding_model.rstrip("/")),
-                    "dimensions": 384,
+                    "dimensions": self._vectors.dimensions if self._vectors is not None else 0,
                     "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
                 },
                 "message": message,
@@ -503,15 +604,30 @@ class FlowbabyService:
         ).model_dump(mode="json")
 
     async def repair(self, params: Any = None) -> dict[str, Any]:
-        """Re-queue graph building for memories whose graph failed or is missing, and embed
-        memories that have no vectors. Safe to call at any time; it never duplicates work."""
-        memory_ids = self.store.memories_without_graph()
-        operation_id = self.store.queue_operation(memory_ids) if memory_ids else None
+        """Re-queue graph building for memories whose graph failed or is missing, embed
+        memories that have no vectors, and, if the indexes could not be loaded (or writing
+        vectors failed), load them again: an unreadable vector folder is moved aside and
+        rebuilt, an unreadable projection rebuilt. Safe to call at any time; it never
+        duplicates work."""
+        memory_ids = await asyncio.to_thread(self.store.memories_without_graph)
+        operation_id = await asyncio.to_thread(self.store.queue_operation, memory_ids) if memory_ids else None
         if operation_id:
+            self.operations.notify()
+        warm = self._warm_task
+        if warm is not None and warm.done() and (warm.exception() is not None or self._embed_failures):
+            log.warning("repair: loading the search indexes again")
+            self._embed_failures = 0
+            self._warm_task = asyncio.create_task(self._warm_up(), name="flowbaby-warm")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(self._warm_task), INIT_TIMEOUT_SEC)
+        await asyncio.to_thread(self.graph_lane.refresh)
+        if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         reembedded = 0
         if self._retriever is not None:
-            missing = [m for m in self.store.iter_memories() if m.memory_id not in self._retriever.catalog.by_id]
+            catalog = self._retriever.catalog
+            stored = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
+            missing = [m for m in stored if m.memory_id not in catalog.by_id]
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
             reembedded = len(missing)
@@ -520,7 +636,7 @@ class FlowbabyService:
                 "operationId": operation_id,
                 "requeuedMemories": len(memory_ids),
                 "reembeddedMemories": reembedded,
-                "index": self._index_status(),
+                "index": await asyncio.to_thread(self._index_status),
             }
         ).model_dump(mode="json")
 
@@ -533,7 +649,7 @@ class FlowbabyService:
         entities) or 2 (also through related entities)."""
         if hops not in (1, 2):
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
-        versions = self._memory_versions(topic_id)["versions"]
+        versions = (await asyncio.to_thread(self._memory_versions, topic_id))["versions"]
         index = (
             len(versions) - 1
             if version is None
@@ -542,8 +658,8 @@ class FlowbabyService:
         if index is None:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'Memory "{topic_id}" has no version {version}')
         current = versions[index]
-        around = self.graph_lane.neighbourhood(current["memoryId"], hops)
-        related = self.store.get_memories([item["memoryId"] for item in around["memories"]])
+        around = await asyncio.to_thread(self.graph_lane.neighbourhood, current["memoryId"], hops)
+        related = await asyncio.to_thread(self.store.get_memories, [item["memoryId"] for item in around["memories"]])
         by_id = {m.memory_id: m for m in related}
         relevance = self._retriever.catalog.lexical.search(query) if query and self._retriever else {}
         memories = [
@@ -573,7 +689,7 @@ class FlowbabyService:
 
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """Every stored version of a topic, oldest first."""
-        return self._memory_versions(topic_id)
+        return await asyncio.to_thread(self._memory_versions, topic_id)
 
     def _memory_versions(self, topic_id: str) -> dict[str, Any]:
         versions = self.store.topic_versions(topic_id)
@@ -697,7 +813,10 @@ async def open_service(
         return await FlowbabyService.open(workspace, rate_limit_per_minute=rate_limit_per_minute)
 
     try:
-        return await own()
+        try:
+            return await own()
+        except OSError as exc:  # a full disk or a read-only folder at start-up
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Cannot open the workspace: {exc}") from None
     except FlowbabyError as error:
         if error.code is ErrorCode.WORKSPACE_BUSY:
             with contextlib.suppress(OwnerGone):

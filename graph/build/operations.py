@@ -106,8 +106,9 @@ class OperationManager:
                 raise
             except Exception as exc:  # keep the manager alive; the ledger says what happened
                 log.exception("batch failed unexpectedly")
-                self._store.finish(
-                    [op.operationId for op in batch],
+                unfinished = {op.operationId for op in self._store.operations(("running",))}
+                self._store.finish(  # never re-mark an operation that already ended
+                    [op.operationId for op in batch if op.operationId in unfinished],
                     "failed",
                     error_code=BackgroundErrorCode.FLOWBABY_ERROR.value,
                     error=f"{type(exc).__name__}: {exc}",
@@ -132,7 +133,11 @@ class OperationManager:
             # whose memories were built is completed, the others fail.
             indexed = set(failure.indexed)
             self._store.set_graph_state(sorted(indexed), "indexed")
-            built = [op.operationId for op in batch if op.operationId in op_ids and set(op.memoryIds) <= indexed]
+            built = [
+                op.operationId
+                for op in batch
+                if op.operationId in op_ids and op.memoryIds and set(op.memoryIds) <= indexed
+            ]
             self._store.finish(built, "completed", metrics=metrics)
             self._store.finish(
                 [op for op in op_ids if op not in built],
@@ -150,8 +155,18 @@ class OperationManager:
         for op_id in op_ids:
             status = self._store.operation(op_id)
             if status is not None:
-                for listener in self._listeners:
-                    await listener(status)
+                await self._tell(status)
+
+    async def _tell(self, status: OperationStatus) -> None:
+        """Report an end to every listener. The ledger already holds the outcome: a listener
+        that raises (an editor gone mid-shutdown: BrokenPipeError) changes nothing in it."""
+        for listener in self._listeners:
+            try:
+                await listener(status)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("an operation listener failed for %s", status.operationId, exc_info=True)
 
     async def stop(self, grace_sec: float) -> None:
         """Start nothing new; let the running batch finish within the grace period, else

@@ -17,6 +17,8 @@ from pydantic_core import ErrorDetails
 MAX_PAYLOAD_CHARS = 100_000
 """Upper bound on the summed length of every text field of one summary."""
 MAX_QUERY_CHARS = 4_000
+MAX_LIST_ITEMS = 500
+"""Items per list field of a summary (decisions, rationale, ...); more is INVALID_PAYLOAD."""
 
 TEXT_LIST_FIELDS = ("decisions", "rationale", "openQuestions", "nextSteps", "references")
 
@@ -140,11 +142,11 @@ class SummaryFields(_Strict):
 
     topic: str
     context: str
-    decisions: list[str] = Field(default_factory=list)
-    rationale: list[str] = Field(default_factory=list)
-    openQuestions: list[str] = Field(default_factory=list)
-    nextSteps: list[str] = Field(default_factory=list)
-    references: list[str] = Field(default_factory=list)
+    decisions: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    rationale: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    openQuestions: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    nextSteps: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    references: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     timeScope: str | None = None
     agentName: str | None = Field(default=None, max_length=256)
 
@@ -248,7 +250,8 @@ def _describe(error: ErrorDetails) -> str:
     if kind in {"greater_than_equal", "less_than_equal"}:
         return f'Field "{field}" {error.get("msg", "is out of range")[0].lower()}{error.get("msg", "")[1:]}'
     if kind == "too_long":
-        return f'Field "{field}" has too many items'
+        limit = error.get("ctx", {}).get("max_length")
+        return f'Field "{field}" has too many items' + (f" (at most {limit})" if limit else "")
     if kind == "list_type":
         return f'Field "{field}" must be an array of strings'
     if kind in {"model_type", "model_attributes_type", "dict_type"}:

@@ -10,6 +10,8 @@ import sys
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
+from graph.core.workspace import create_private
+
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
@@ -20,6 +22,7 @@ def configure_logging(log_dir: Path, level: str = "INFO", *, to_stderr: bool = T
         handler.close()
     root.setLevel(level)
     root.propagate = False
+    create_private(log_dir / "flowbaby.log")
     file_handler = RotatingFileHandler(
         log_dir / "flowbaby.log", maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8"
     )

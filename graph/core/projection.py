@@ -22,6 +22,7 @@ from typing import Any
 import networkx as nx
 
 from graph.core.store import Memory, memory_uuid
+from graph.core.workspace import PRIVATE_FILE_MODE
 
 STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
 """Entity types that describe a memory's own frame rather than what it talks about."""
@@ -163,15 +164,47 @@ def batch_subgraph(
 
 
 def save_projection(graph: nx.MultiDiGraph, path: Path) -> None:
-    """Atomic write, so a reader never sees half a file."""
-    data = nx.node_link_data(graph, edges="edges")
+    """Atomic and durable: written to a temporary file, fsynced, renamed over the old one and the
+    folder fsynced, so neither a reader nor a power cut ever sees half a file."""
+    write_durably(path, json.dumps(nx.node_link_data(graph, edges="edges")).encode("utf-8"))
+
+
+def write_durably(path: Path, data: bytes) -> None:
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+
+
+def read_projection_json(path: Path) -> dict[str, Any] | None:
+    """The projection file's JSON; {} if there is none yet, None if it is unreadable (empty,
+    truncated, not JSON): a derived file, so the caller treats it as empty and has it rebuilt."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("nodes", []), list) else None
 
 
 def load_projection(path: Path) -> nx.MultiDiGraph:
-    if not path.is_file():
+    """The projection as a graph; an unreadable file reads as an empty graph."""
+    data = read_projection_json(path)
+    if not data:
         return nx.MultiDiGraph()
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
+    try:
+        return nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
+    except (KeyError, TypeError, ValueError, nx.NetworkXError):
+        return nx.MultiDiGraph()

@@ -8,6 +8,7 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
+from graph.core.workspace import create_private
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
 
@@ -151,17 +153,47 @@ def _row_to_operation(row: sqlite3.Row, topic_ids: list[str]) -> OperationStatus
     )
 
 
-class MemoryStore:
-    """Repository over the workspace SQLite file. Thread-safe through one lock."""
+KEEP_FINISHED_OPERATIONS = 10_000
+"""Finished operations kept in the ledger at start-up; older completed or terminated ones are
+pruned (failed ones stay until repair re-queues their memories)."""
 
-    def __init__(self, path: Path) -> None:
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._conn.row_factory = sqlite3.Row
-        self._lock = threading.Lock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA busy_timeout=5000")
-        self._conn.executescript(_SCHEMA)
+
+class StoreDamaged(Exception):
+    """memories.sqlite is not a readable SQLite database (or fails its integrity check)."""
+
+
+class MemoryStore:
+    """Repository over the workspace SQLite file. Thread-safe through one lock.
+
+    `readonly` opens it without writing anything (no schema, no WAL switch): for inspection
+    while another process owns the workspace."""
+
+    def __init__(self, path: Path, *, readonly: bool = False, check: bool = False) -> None:
+        """`check` runs SQLite's quick_check first (the owner does, once per start)."""
+        try:
+            if readonly:
+                self._conn = sqlite3.connect(
+                    f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+                )
+            else:
+                create_private(path)
+                self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._conn.row_factory = sqlite3.Row
+            self._lock = threading.Lock()
+            self._conn.execute("PRAGMA busy_timeout=5000")
+            if readonly:
+                return
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            if check:
+                verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+                if verdict != "ok":
+                    raise sqlite3.DatabaseError(verdict)
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            raise StoreDamaged(f"{path.name} is damaged ({exc})") from exc
 
     def close(self) -> None:
         with self._lock:
@@ -404,6 +436,18 @@ class MemoryStore:
                 requeued.append(new_id)
         return requeued
 
+    def prune_operations(self, keep: int = KEEP_FINISHED_OPERATIONS) -> int:
+        """Drop completed and terminated operations beyond the newest `keep` finished ones (a
+        memory keeps its graph state; only the record of how it got there goes). Returns the count."""
+        with self._transaction() as cur:
+            cur.execute(
+                "DELETE FROM operations WHERE state IN ('completed', 'terminated') AND rowid NOT IN ("
+                "SELECT rowid FROM operations WHERE state IN ('completed', 'failed', 'terminated') "
+                "ORDER BY rowid DESC LIMIT ?)",
+                (keep,),
+            )
+            return cur.rowcount
+
 
 def new_operation_id() -> str:
     return f"op_{uuid.uuid4().hex[:16]}"
@@ -417,8 +461,12 @@ class _Tx:
 
     def __enter__(self) -> sqlite3.Cursor:
         self._store._lock.acquire()
-        self._cur = self._store._conn.cursor()
-        self._cur.execute("BEGIN IMMEDIATE")
+        try:  # a BEGIN that fails (database locked, disk I/O) must not keep the lock
+            self._cur = self._store._conn.cursor()
+            self._cur.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._store._lock.release()
+            raise
         return self._cur
 
     def __exit__(self, exc_type: object, *_: object) -> None:

@@ -8,6 +8,7 @@ dies, so a lock left by a killed process is taken over without any stale-file lo
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from dataclasses import dataclass
@@ -72,8 +73,14 @@ class WorkspacePaths:
         return self.root / ".env"
 
 
-def resolve_workspace(path: str | os.PathLike[str] | None) -> WorkspacePaths:
-    """Check that the workspace folder exists and create its data folder."""
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+"""Memories, logs and the audit trail are the user's alone, whatever the umask (INGEST_CONTRACT.md 9)."""
+
+
+def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = True) -> WorkspacePaths:
+    """Check that the workspace folder exists and create its data folder (0700), unless
+    `create` is false (read-only readers such as graph inspection write nothing)."""
     if path is None or not str(path).strip():
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, "A workspace path is required")
     root = Path(path).expanduser()
@@ -82,12 +89,24 @@ def resolve_workspace(path: str | os.PathLike[str] | None) -> WorkspacePaths:
             ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {root}"
         )
     paths = WorkspacePaths(root.resolve())
+    if not create:
+        return paths
     try:
-        for folder in (paths.data, paths.logs, paths.projection.parent, paths.cognee_system.parent):
-            folder.mkdir(parents=True, exist_ok=True)
+        paths.data.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+        if paths.data.stat().st_mode & 0o077 and paths.data.stat().st_uid == os.getuid():
+            os.chmod(paths.data, PRIVATE_DIR_MODE)  # created by an older version under umask 022
+        for folder in (paths.logs, paths.projection.parent, paths.cognee_system.parent):
+            folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace is not writable: {exc}") from None
     return paths
+
+
+def create_private(path: Path) -> None:
+    """Create an empty file readable by its owner only (no-op if it exists): SQLite gives its
+    -wal and -shm files the database file's mode, and log handlers keep an existing file's."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
 
 
 class WorkspaceLock:
@@ -98,7 +117,7 @@ class WorkspaceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

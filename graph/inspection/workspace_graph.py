@@ -56,10 +56,10 @@ class WorkspaceGraph:
     @classmethod
     def load(cls, workspace: str | Path | WorkspacePaths) -> WorkspaceGraph:
         """Read a workspace's graph; safe while a bridge or server owns the workspace."""
-        paths = workspace if isinstance(workspace, WorkspacePaths) else resolve_workspace(workspace)
+        paths = workspace if isinstance(workspace, WorkspacePaths) else resolve_workspace(workspace, create=False)
         if not paths.store_db.is_file():
             return cls(load_projection(paths.projection), [])
-        store = MemoryStore(paths.store_db)
+        store = MemoryStore(paths.store_db, readonly=True)  # writes nothing: no folder, no schema
         try:
             return cls(load_projection(paths.projection), list(store.iter_memories()), store.operations(("failed",)))
         finally:

@@ -50,7 +50,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 class Embedder:
-    """One all-MiniLM-L6-v2 (or configured) model: 384-d, normalised vectors."""
+    """One all-MiniLM-L6-v2 (or configured) model: normalised vectors of `dimensions` floats."""
 
     batch_size = 16
     """Sorted by length like sentence-transformers; smaller than its 64 to bound the peak
@@ -83,6 +83,15 @@ class Embedder:
     @cached_property
     def tokenizer(self) -> WordPieceTokenizer:
         return WordPieceTokenizer(Path(self.model_path) / "tokenizer.json")
+
+    @cached_property
+    def dimensions(self) -> int:
+        """The model's vector size, as its export recorded it (any sentence-transformers folder
+        is accepted, so it is read, never assumed); a probe encoding if the export did not say."""
+        from graph.search.onnx_export import ensure_exported
+
+        size = int(json.loads((ensure_exported(self.model_path) / "meta.json").read_text()).get("dimensions") or 0)
+        return size or len(self.encode(["dimension probe"])[0])
 
     def load(self) -> None:
         """Warm the model so the first request does not pay for it."""

@@ -16,7 +16,6 @@ project's name) carries no weight, a rare component carries a lot.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -24,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.core.projection import STRUCTURAL_TYPES
+from graph.core.projection import STRUCTURAL_TYPES, read_projection_json
 from graph.extract.extractor import extract_graph, normalise
 
 _WORDS = re.compile(r"[\w/.#-]+")
@@ -49,13 +48,21 @@ UBIQUITY_FRACTION = 0.5
 UBIQUITY_MIN_MEMORIES = 10
 
 
-def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
     """The projection file's node and edge records, read as plain JSON: the lane builds its own
-    indexes, so building a networkx graph first only doubled the (re)load time."""
-    if not path.is_file():
-        return [], []
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data.get("nodes", []), data.get("edges", [])
+    indexes, so building a networkx graph first only doubled the (re)load time. None when the
+    file is unreadable or not shaped like a projection (the lane then serves an empty graph)."""
+    data = read_projection_json(path)
+    if data is None:
+        return None
+    nodes, edges = data.get("nodes", []), data.get("edges", [])
+    if not isinstance(edges, list):
+        return None
+    if not all(isinstance(n, dict) and "id" in n for n in nodes):
+        return None
+    if not all(isinstance(e, dict) and {"source", "target", "key"} <= e.keys() for e in edges):
+        return None
+    return nodes, edges
 
 
 class GraphLane:
@@ -73,6 +80,8 @@ class GraphLane:
         self._ubiquitous: set[str] = set()
         self._relations: dict[tuple[str, str], set[str]] = {}
         self._memories = 0
+        self.damaged = False
+        """The projection file could not be read: the lane serves an empty graph until it is rebuilt."""
 
     def refresh(self) -> None:
         """Reload the indexes if the worker has written a new projection."""
@@ -83,7 +92,9 @@ class GraphLane:
         with self._lock:
             if mtime == self._mtime:
                 return
-            nodes, edges = _read_projection(self._path)
+            records = _read_projection(self._path)
+            self.damaged = records is None
+            nodes, edges = records or ([], [])
             entity_memories: dict[str, set[str]] = {}
             memory_entities: dict[str, set[str]] = defaultdict(set)
             by_key: dict[str, set[str]] = defaultdict(set)

@@ -117,8 +117,14 @@ class Catalog:
     def add(self, memory: Memory) -> None:
         """A new version supersedes the older ones of its topic, as the store already did."""
         with self._lock:
-            for older in self._topics[memory.topic_id]:
-                self.by_id[older].status = MemoryStatus.SUPERSEDED
+            if memory.memory_id in self.by_id:  # already catalogued (a backlog may queue it twice)
+                return
+            for other in self._topics[memory.topic_id]:
+                # Backlog embedding may add an older version after a newer one.
+                if self.by_id[other].version < memory.version:
+                    self.by_id[other].status = MemoryStatus.SUPERSEDED
+                else:
+                    memory.status = MemoryStatus.SUPERSEDED
             self.by_id[memory.memory_id] = memory
             self.created[memory.memory_id] = parse_timestamp(memory.created_at)
             self._topics[memory.topic_id].append(memory.memory_id)

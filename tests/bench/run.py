@@ -84,6 +84,14 @@ def _llm(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_llm_benchmarks(root)
 
 
+@section("faults")
+def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 12: the kill loop (FLOWBABY_KILL_LOOP_KILLS, 200 by default) and the fault run."""
+    from tests.bench.reliability import run_reliability_faults
+
+    return {"reliability": run_reliability_faults(root)}
+
+
 def recall_table(recall: dict[str, dict[str, float]]) -> str:
     columns = ["R@1", "R@3", "R@5", "R@10", "multi-hop R@5", "temporal R@5", "open-domain R@5", "single-hop R@5"]
     lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]

@@ -52,7 +52,7 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "TRANSFORMERS_OFFLINE": "1",
         "EMBEDDING_PROVIDER": "flowbaby-minilm",
         "EMBEDDING_MODEL": "all-MiniLM-L6-v2",
-        "EMBEDDING_DIMENSIONS": "384",
+        "EMBEDDING_DIMENSIONS": str(Embedder(settings.embedding_model).dimensions),  # read from the model
         "EMBEDDING_MAX_COMPLETION_TOKENS": "254",
         "ENABLE_BACKEND_ACCESS_CONTROL": "false",
         # The worker is already the isolation boundary; in-process databases die with it,
@@ -147,7 +147,7 @@ class MiniLMEmbeddingEngine:
         return EmbeddingResult([self._cache[t] for t in text], tokens=tokens)
 
     def get_vector_size(self) -> int:
-        return 384
+        return self._embedder.dimensions
 
     def get_batch_size(self) -> int:
         return 128

@@ -123,6 +123,20 @@ class CogneeWorker:
 
         return MemoryStore(self.paths.store_db)
 
+    async def rebuild_projection(self) -> dict[str, Any]:
+        """An empty batch: no memory to build, only the projection to rebuild from cognee's graph
+        (the owner asks when it found the file unreadable)."""
+        from cognee.infrastructure.databases.graph import get_graph_engine
+
+        store = self._store()
+        try:
+            nodes, edges = await (await get_graph_engine()).get_graph_data()
+            self._projection = None  # a full rebuild, whatever this worker saved last
+            projection = self._project(nodes, edges, store, [])
+        finally:
+            store.close()
+        return {"memories": 0, "graphNodes": projection.number_of_nodes(), "graphEdges": projection.number_of_edges()}
+
     async def run_batch(self, memory_ids: list[str]) -> dict[str, Any]:
         import uuid
 
@@ -179,6 +193,8 @@ class CogneeWorker:
         down (timeouts, 429s) or a model that fails every memory is not retried one by one:
         that would only multiply the wait and the bill."""
         try:
+            if not memory_ids:
+                return BatchOutcome(metrics=await self.rebuild_projection())
             return BatchOutcome(metrics=await self.run_batch(memory_ids), indexed=list(memory_ids))
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
@@ -265,14 +281,18 @@ def _error_code(exc: BaseException) -> BackgroundErrorCode:
 
 
 async def serve(workspace: str, idle_sec: float) -> None:
+    """Serve batches until stdin closes, or until `idle_sec` pass without one (0: never)."""
     _die_with_parent()
+    os.umask(0o077)  # cognee's databases and files under .flowbaby/ are the user's alone
     channel = take_stdout()
     worker = CogneeWorker(workspace)
     channel.write(json.dumps({"ready": True, "pid": os.getpid()}).encode() + b"\n")
     loop = asyncio.get_running_loop()
     while True:
         try:
-            line = await asyncio.wait_for(loop.run_in_executor(None, sys.stdin.readline), timeout=idle_sec)
+            line = await asyncio.wait_for(
+                loop.run_in_executor(None, sys.stdin.readline), timeout=idle_sec if idle_sec > 0 else None
+            )
         except TimeoutError:
             return
         if not line:
