@@ -37,8 +37,11 @@ HEADER_TIMEOUT_SEC = 10.0
 """A connection that has not sent a whole request head by then (after connecting, or after
 its previous response) is closed."""
 MAX_CONNECTIONS = 128
-"""Open connections; past it the oldest connection still waiting for its request head is
+"""Open connections; past it the oldest connections still waiting for their request head are
 closed, so half-open connections can neither starve a client nor exhaust descriptors."""
+SWEEP_DELAY_SEC = 0.05
+"""The cap is enforced this long after it is passed, so a connection accepted in the same burst
+as hundreds of half-open ones has sent its request head by then and is not a candidate."""
 WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
 
 
@@ -205,11 +208,9 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._wait_for_head()
-        live = [p for p in self.connections if not p.transport.is_closing()]
-        if len(live) > MAX_CONNECTIONS:
-            waiting = [p for p in live if isinstance(p, GuardedH11Protocol) and p.waiting_since is not None]
-            victim = min(waiting, key=lambda p: p.waiting_since or 0.0, default=self)
-            victim.transport.close()
+        if len(self.connections) > MAX_CONNECTIONS and not _sweep_pending.get(id(self.connections)):
+            _sweep_pending[id(self.connections)] = True
+            self.loop.call_later(SWEEP_DELAY_SEC, _sweep, self.connections)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -240,6 +241,22 @@ class GuardedH11Protocol(H11Protocol):
         self._head_timer = None
         if self.waiting_since is not None and not self.transport.is_closing():
             self.transport.close()
+
+
+_sweep_pending: dict[int, bool] = {}
+"""Per server (its connection set): whether a sweep is scheduled."""
+
+
+def _sweep(connections: set[Any]) -> None:
+    """Close the longest-waiting connections until MAX_CONNECTIONS are left open."""
+    _sweep_pending.pop(id(connections), None)
+    live = [p for p in connections if not p.transport.is_closing()]
+    waiting = sorted(
+        (p for p in live if isinstance(p, GuardedH11Protocol) and p.waiting_since is not None),
+        key=lambda p: p.waiting_since or 0.0,
+    )
+    for victim in waiting[: max(0, len(live) - MAX_CONNECTIONS)]:
+        victim.transport.close()
 
 
 class RateLimitedLog(logging.Filter):
