@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import resource
 import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -293,3 +294,13 @@ def install_log_limits() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, RateLimitedLog) for f in logger.filters):
             logger.addFilter(RateLimitedLog())
+
+
+def raise_descriptor_limit(target: int = 65536) -> None:
+    """Lift the soft descriptor limit toward the hard one: a burst of connections is accepted
+    before the cap can close any, and at the common soft limit of 1,024 the accepts would fail
+    (and asyncio would stop accepting for a second)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = target if hard == resource.RLIM_INFINITY else min(hard, target)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))

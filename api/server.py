@@ -12,7 +12,7 @@ import uvicorn
 
 from api.app import create_app
 from api.auth import resolve_token
-from api.guard import GuardedH11Protocol, install_log_limits
+from api.guard import GuardedH11Protocol, install_log_limits, raise_descriptor_limit
 from graph.core.contract import FlowbabyError
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, is_loopback, open_service
 
@@ -88,6 +88,7 @@ def http_server(
             "serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host
         )
     install_log_limits()
+    raise_descriptor_limit()
     config = uvicorn.Config(
         create_app(service, token, host, docs=docs),
         host=host,

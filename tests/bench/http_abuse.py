@@ -251,3 +251,40 @@ def run_abuse(url: str, token: str, pid: int, stderr: Path, head_timeout: float)
         "slowest": [[seconds, status, phase(at)] for seconds, status, at in slowest],
     }
     return report
+
+
+def run_http_faults(root: Path) -> dict[str, Any]:
+    """`make bench`'s faults.http: the abuse run against a fresh `flowbaby serve` in `root`."""
+    from api.guard import HEADER_TIMEOUT_SEC
+    from bridge.client import PROJECT_ROOT
+
+    workspace = root / "ws"
+    workspace.mkdir(parents=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    stderr = root / "serve.stderr"
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    command = [sys.executable, "-c", "from bridge.cli import main; main()", "serve", "--workspace", str(workspace)]
+    with stderr.open("wb") as log:
+        proc = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/api/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"flowbaby serve did not start: {stderr.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.2)
+        token = (workspace / ".flowbaby" / "api_token").read_text().strip()
+        return run_abuse(url, token, proc.pid, stderr, HEADER_TIMEOUT_SEC)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()

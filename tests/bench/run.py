@@ -84,6 +84,14 @@ def _llm(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_llm_benchmarks(root)
 
 
+@section("faults")
+def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Counts of the fault and abuse runs; each run is its own function under its own key."""
+    from tests.bench.http_abuse import run_http_faults
+
+    return {"http": run_http_faults(root / "http")}
+
+
 def recall_table(recall: dict[str, dict[str, float]]) -> str:
     columns = ["R@1", "R@3", "R@5", "R@10", "multi-hop R@5", "temporal R@5", "open-domain R@5", "single-hop R@5"]
     lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
