@@ -41,13 +41,14 @@ def _allow_list_lines() -> list[str]:
     path = allow_list_file()
     try:
         info = path.stat()
-    except OSError:
-        return []
-    # Anyone who can write the list could trust a workspace for the user.
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        log.warning("ignoring %s: it must be owned by this user and writable by no one else", path)
-        return []
-    return [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        # Anyone who can write the list could trust a workspace for the user.
+        if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            log.warning("ignoring %s: it must be owned by this user and writable by no one else", path)
+            return []
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []  # no list (or an unreadable one) trusts nothing
+    return [line.split("#", 1)[0].strip() for line in text.splitlines()]
 
 
 def workspace_trusted(root: Path) -> bool:
