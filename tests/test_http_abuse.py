@@ -46,6 +46,8 @@ def test_http_abuse_run(workspace: Path) -> None:
     assert deep["/api/agent/ingest"] == [400, "INVALID_PAYLOAD"]
     assert deep["/api/agent/retrieve"] == [400, "INVALID_REQUEST"]
     assert deep["mcpDeep"][1] == -32700 and deep["mcpNaNId"][0] == 400 and deep["mcp1e400Id"][0] == 400
+    assert deep["mcpBatch"][0] == 400 and isinstance(deep["mcpBatch"][1], int)  # the MCP SDK takes no batches
+    assert isinstance(deep["mcpNaNId"][1], int) and isinstance(deep["mcp1e400Id"][1], int)  # strict JSON-RPC errors
 
     assert report["garbage"]["stderrGrowthBytes"] < 20_000  # rate-limited, not one line per request
 

@@ -174,22 +174,33 @@ def big_bodies(port: int, token: str, pid: int) -> dict[str, Any]:
     return results
 
 
+def _code(reply: httpx.Response) -> Any:
+    """The reply's contract or JSON-RPC code, or "non-JSON" when the body is not strict JSON."""
+    try:
+        body = jsonwire.loads(reply.content)
+    except jsonwire.JSONInputError:
+        return "non-JSON"
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return body["error"].get("code")
+    return body.get("errorCode") or body.get("error") if isinstance(body, dict) else "not an object"
+
+
 def deep_json(url: str, token: str) -> dict[str, Any]:
     auth = {"Authorization": f"Bearer {token}"}
     deep = b"[" * DEEP + b"]" * DEEP
     out: dict[str, Any] = {}
     for path in ("/api/agent/ingest", "/api/agent/retrieve"):
         reply = httpx.post(f"{url}{path}", headers={**auth, "Content-Type": "application/json"}, content=deep)
-        out[path] = [reply.status_code, jsonwire.loads(reply.content).get("errorCode") or reply.json().get("error")]
+        out[path] = [reply.status_code, _code(reply)]
     mcp_headers = {**auth, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     for name, body in (
         ("mcpDeep", deep),
         ("mcpNaNId", b'{"jsonrpc":"2.0","id":NaN,"method":"ping"}'),
         ("mcp1e400Id", b'{"jsonrpc":"2.0","id":1e400,"method":"ping"}'),
+        ("mcpBatch", b"[" + b",".join([b'{"jsonrpc":"2.0","id":1,"method":"ping"}'] * 1000) + b"]"),
     ):
         reply = httpx.post(f"{url}/mcp", headers=mcp_headers, content=body)
-        message = jsonwire.loads(reply.content)  # strict JSON or this raises
-        out[name] = [reply.status_code, message["error"]["code"]]
+        out[name] = [reply.status_code, _code(reply)]
     return out
 
 
