@@ -18,7 +18,7 @@ from bridge import jsonwire
 from bridge.server import MAX_BATCH
 from tests.conftest import summary
 from tests.fake_openai import FakeOpenAI
-from tests.test_http_api import Server
+from tests.test_http_api import Server, _free_port
 from tests.unit.test_hardening_security import HOSTILE
 
 
@@ -98,3 +98,15 @@ def test_a_cloned_repo_endpoint_never_receives_the_users_key(spawn, workspace: P
         assert notice["params"]["operationId"] == reply["operationId"]
         assert attacker.calls() == 0  # neither the key nor the memory went to the repo's endpoint
         assert client.result("health")["llmSource"] == "environment"
+
+
+def test_bridge_http_refuses_a_committed_token_file(spawn, workspace: Path) -> None:
+    token_file = workspace / ".flowbaby" / "api_token"
+    token_file.parent.mkdir()
+    token_file.write_text("known-to-the-repo\n")
+    token_file.chmod(0o644)
+    client = spawn(workspace, "--http", "--port", str(_free_port()))
+    notice = client.wait_notification(120)
+    assert notice["method"] == "bridgeUnavailable" and notice["params"]["errorCode"] == "FLOWBABY_ERROR"
+    assert "not 0600" in notice["params"]["error"]
+    assert client.proc.wait(60) == 3
