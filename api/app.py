@@ -8,7 +8,7 @@ statuses here and nowhere else.
 from __future__ import annotations
 
 import contextlib
-import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
@@ -19,7 +19,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
 
 from api.auth import token_matches
+from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
+from bridge import jsonwire
 from graph import __version__
 from graph.core.contract import (
     ContractFailure,
@@ -34,11 +36,14 @@ from graph.core.contract import (
     IndexStatusResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
+    PublicHealthResponse,
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
 )
 from graph.service import MemoryService
+
+log = logging.getLogger("flowbaby.api")
 
 STATUS: dict[str, int] = {
     code.value: status
@@ -66,8 +71,8 @@ def _failure(body: dict[str, Any]) -> JSONResponse:
 
 async def _json_body(request: Request, retrieval: bool) -> Any:
     try:
-        return json.loads(await request.body() or b"null")
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return jsonwire.loads(await request.body() or b"null")
+    except jsonwire.JSONInputError as exc:
         message = f"Body is not valid JSON: {exc}"
         if retrieval:
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message) from None
@@ -101,9 +106,10 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(service: MemoryService, token: str, host: str = "127.0.0.1") -> FastAPI:
+def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs: bool = False) -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
-    is where it binds: on loopback, /mcp also checks the Host and Origin headers (DNS rebinding)."""
+    is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
+    `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for."""
     mcp = build_mcp_server(service)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
 
@@ -120,16 +126,24 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1") -> F
         description="Local memory service for coding agents",
         default_response_class=JSONResponse,
         lifespan=lifespan,
+        docs_url="/docs" if docs else None,
+        redoc_url=None,
     )
     app.router.routes.extend(mcp_app.routes)
+    app.add_middleware(BodyLimit)  # innermost: a body is read only once the token checked out
 
     @app.middleware("http")
     async def authenticate(request: Request, call_next: Any) -> Any:
         if request.url.path not in {"/api/health", "/docs", "/openapi.json"} and not token_matches(
             token, request.headers.get("authorization")
         ):
-            return _failure(FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token").to_response())
+            response = _failure(FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token").to_response())
+            response.headers["Connection"] = "close"  # its body, if any, is never read
+            return response
         return await call_next(request)
+
+    app.add_middleware(InFlightLimit)
+    app.add_middleware(HostGuard, rule=HostRule(host))
 
     @app.exception_handler(ContractFailure)
     async def contract_failure(request: Request, error: ContractFailure) -> JSONResponse:
@@ -142,9 +156,19 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1") -> F
         message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
         return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
 
-    @app.get("/api/health", response_model=HealthResponse)
-    async def health() -> dict[str, Any]:
-        return await service.health()
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        """Even a failure nothing foresaw is answered in JSON, never a plain-text 500."""
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(error).__name__, error)
+        message = f"{request.url.path} failed: {type(error).__name__}"
+        return _failure(FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
+
+    @app.get("/api/health", response_model=HealthResponse | PublicHealthResponse)
+    async def health(request: Request) -> dict[str, Any]:
+        """Without the token: only that it is up, and its version (no path, no pid)."""
+        if token_matches(token, request.headers.get("authorization")):
+            return await service.health()
+        return PublicHealthResponse(version=__version__).model_dump(mode="json")
 
     @app.post("/api/agent/ingest", status_code=202, response_model=FlowbabyIngestResponse)
     async def ingest(request: Request) -> Any:

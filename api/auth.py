@@ -1,13 +1,21 @@
-"""The API's bearer token: configured, or generated once and kept in .flowbaby/api_token (0600)."""
+"""The API's bearer token: configured, or generated once and kept in .flowbaby/api_token (0600).
+
+A token a cloned repository could have chosen is never used: FLOWBABY_API_TOKEN counts from the
+process environment or a trusted workspace's .env only, and a token file that is a symlink, is
+not owned by this user or is readable by anyone else (as a committed file is, after a clone) is
+refused, so whoever wrote the repository cannot know the token.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
+from pathlib import Path
 
-from dotenv import dotenv_values
-
-from graph.service import WorkspacePaths
+from graph.core.contract import ErrorCode, FlowbabyError
+from graph.service import WorkspacePaths, configured_token
 
 TOKEN_FILE = "api_token"
 
@@ -15,19 +23,43 @@ TOKEN_FILE = "api_token"
 def resolve_token(paths: WorkspacePaths) -> tuple[str, str]:
     """(token, where it came from). An empty configured token is kept empty: it rejects
     every request, which is how an operator switches the API off without stopping it."""
-    configured = os.environ.get("FLOWBABY_API_TOKEN")
-    if configured is None and paths.env_file.is_file():
-        configured = dotenv_values(paths.env_file).get("FLOWBABY_API_TOKEN")
+    configured, source = configured_token(paths)
     if configured is not None:
-        return configured.strip(), "FLOWBABY_API_TOKEN"
+        return configured.strip(), source
     path = paths.data / TOKEN_FILE
-    if path.is_file():
-        return path.read_text(encoding="utf-8").strip(), str(path)
+    if os.path.lexists(path):
+        return read_token_file(path), str(path)
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(token + "\n")
     return token, str(path)
+
+
+def read_token_file(path: Path) -> str:
+    """The token in `path`, which must be a regular file of this user's with mode 0600."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the API token file {path}: it {reason}") from None
+    with os.fdopen(fd, "r", encoding="utf-8") as handle:
+        info = os.fstat(handle.fileno())
+        problem = (
+            "is not a regular file"
+            if not stat.S_ISREG(info.st_mode)
+            else "is not owned by this user"
+            if info.st_uid != os.getuid()
+            else f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0600"
+            if stat.S_IMODE(info.st_mode) != 0o600
+            else None
+        )
+        if problem:
+            raise FlowbabyError(
+                ErrorCode.FLOWBABY_ERROR,
+                f"Refusing the API token file {path}: it {problem}; delete it and a new one is generated",
+            )
+        return handle.read().strip()
 
 
 def token_matches(expected: str, header: str | None) -> bool:

@@ -26,6 +26,7 @@ def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--host", default="127.0.0.1", help="HTTP host with --http (loopback unless --allow-remote)")
     parser.add_argument("--port", type=int, default=8766, help="HTTP port with --http")
     parser.add_argument("--allow-remote", action="store_true", help="with --http, allow binding beyond loopback")
+    tls_arguments(parser)
     parser.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
@@ -33,6 +34,11 @@ def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)",
     )
     return parser
+
+
+def tls_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tls-cert", help="PEM certificate for HTTPS (required with --allow-remote)")
+    parser.add_argument("--tls-key", help="PEM private key for HTTPS (required with --allow-remote)")
 
 
 def run_bridge(args: argparse.Namespace) -> int:
@@ -43,16 +49,18 @@ def run_bridge(args: argparse.Namespace) -> int:
     from bridge.server import serve
 
     os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
-    http = None
+    http = tls = None
     if args.http:
-        from graph.service import is_loopback
+        from api.server import bind_refusal, tls_pair
 
-        if not is_loopback(args.host) and not args.allow_remote:
-            print(f"flowbaby bridge: refusing to bind {args.host}: pass --allow-remote", file=sys.stderr)
+        tls = tls_pair(args.tls_cert, args.tls_key)
+        refusal = bind_refusal(args.host, args.allow_remote, tls)
+        if refusal:
+            print(f"flowbaby bridge: {refusal}", file=sys.stderr)
             return 2
         http = (args.host, args.port)
     code = asyncio.run(
-        serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute, http)
+        serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute, http, tls)
     )
     sys.stderr.flush()
     os._exit(code)
@@ -66,7 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--workspace", required=True)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8766)
-    serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback")
+    serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback (needs TLS)")
+    tls_arguments(serve)
+    serve.add_argument("--docs", action="store_true", help="serve /docs (its page loads Swagger UI from a CDN)")
     serve.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
@@ -129,9 +139,12 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
     if args.command == "serve":
-        from api.server import run
+        from api.server import run, tls_pair
 
-        sys.exit(run(args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute))
+        tls = tls_pair(args.tls_cert, args.tls_key)
+        sys.exit(
+            run(args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs)
+        )
     from bridge.demo import run_demo
 
     sys.exit(run_demo(args.workspace, fresh=args.fresh))

@@ -9,7 +9,6 @@ the JSON-RPC error member is kept for protocol faults.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 import sys
@@ -18,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
+from bridge import jsonwire
 from graph.core.contract import (
     ContractFailure,
     ErrorCode,
@@ -31,8 +31,12 @@ from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_servic
 log = logging.getLogger("flowbaby.bridge")
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR = -32603
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
+MAX_BATCH = 100
+"""A batch with more calls is answered with one INVALID_REQUEST, none of them run (85,000 calls
+once held the event loop for 9.8 s)."""
 RETRIEVAL_METHODS = {"retrieveForAgent", "retrieveMemory"}
 """Methods whose failures use the retrieval shape (error = code, message = text)."""
 
@@ -47,7 +51,12 @@ class ProtocolWriter:
     def send(self, message: dict[str, Any]) -> None:
         # A lone surrogate echoed back (e.g. in an unknown method name) becomes its JSON
         # escape \\udXXX, so the line stays valid UTF-8 and valid JSON.
-        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text = jsonwire.dumps(message)
+        except ValueError:  # a NaN or Infinity in a result: answer an error, never write non-JSON
+            log.exception("a reply was not representable as JSON")
+            request_id = message.get("id") if isinstance(message, dict) else None
+            text = jsonwire.dumps(_error(request_id, INTERNAL_ERROR, "Internal error: the reply was not valid JSON"))
         data = text.encode("utf-8", "backslashreplace") + b"\n"
         with self._lock:
             self._stream.write(data)
@@ -100,13 +109,16 @@ class Bridge:
         if not text:
             return
         try:
-            message = json.loads(text.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            message = jsonwire.loads(text)
+        except jsonwire.JSONInputError as exc:
             self.writer.send(_error(None, PARSE_ERROR, f"Parse error: {exc}"))
             return
         if isinstance(message, list):
             if not message:
                 self.writer.send(_error(None, INVALID_REQUEST, "Invalid Request: empty batch"))
+                return
+            if len(message) > MAX_BATCH:
+                self.writer.send(_error(None, INVALID_REQUEST, f"Invalid Request: a batch holds at most {MAX_BATCH}"))
                 return
             replies = await asyncio.gather(*(self.dispatch(item) for item in message))
             batch = [reply for reply in replies if reply is not None]
@@ -201,6 +213,7 @@ async def serve(
     shutdown_grace_sec: float,
     rate_limit_per_minute: int | None = None,
     http: tuple[str, int] | None = None,
+    tls: tuple[str, str] | None = None,
 ) -> int:
     """Serve JSON-RPC on stdio until shutdown; with `http=(host, port)` also the HTTP API,
     from this same process, so the two never contend for the workspace."""
@@ -229,7 +242,12 @@ async def serve(
     if http is not None:
         from api.server import http_server as make_http_server
 
-        http_server = make_http_server(service, *http, own_signals=False)
+        try:
+            http_server = make_http_server(service, *http, own_signals=False, tls=tls)
+        except FlowbabyError as error:  # a refused token file: the HTTP side cannot start safely
+            writer.notify("bridgeUnavailable", error.to_response())
+            await service.close(shutdown_grace_sec)
+            return EXIT_WORKSPACE_UNAVAILABLE
         http_task = asyncio.create_task(http_server.serve())
         http_task.add_done_callback(lambda _: bridge.stopping.set())  # a port clash stops the bridge too
     await bridge.stopping.wait()

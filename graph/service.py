@@ -58,6 +58,7 @@ from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.store import Memory, MemoryStore, StoreDamaged, new_operation_id
+from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
 from graph.owner.client import OwnerClient, OwnerGone
@@ -76,6 +77,7 @@ __all__ = [
     "TopicNotFound",
     "WorkspaceGraph",
     "WorkspacePaths",
+    "configured_token",
     "is_loopback",
     "open_service",
     "take_stdout",
@@ -289,6 +291,7 @@ class FlowbabyService:
             memories=counts["memories"],
             pendingOperations=pending,
             uptimeSec=round(time.monotonic() - self.started_at, 3),
+            llmSource=self.settings.llm_source,
         ).model_dump(mode="json")
 
     def _audited(self, command: str, params: Any, started: float, error: FlowbabyError | None) -> None:

@@ -144,6 +144,7 @@ def test_lock_of_a_killed_owner_is_taken_over(spawn, workspace: Path) -> None:
 def test_remote_provider_without_key_is_missing_api_key(spawn, workspace: Path) -> None:
     (workspace / ".env").write_text("LLM_PROVIDER=openai\nLLM_MODEL=gpt-4o-mini\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    env["FLOWBABY_TRUSTED_WORKSPACES"] = str(workspace)
     client = spawn(workspace, env=env)
     reply = client.result("ingestForAgent", summary())
     assert reply["success"] is False and reply["errorCode"] == "MISSING_API_KEY"

@@ -200,7 +200,7 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
     assert reply.status_code == 200 and reply.json()["entries"][0]["topicId"] == "redis-cache"
     # A later `serve` on the same workspace works through the bridge that owns it.
     second = serve(workspace, env={"FLOWBABY_API_TOKEN": "shared"})
-    health = httpx.get(f"{second.url}/api/health", timeout=30).json()
+    health = httpx.get(f"{second.url}/api/health", headers=auth, timeout=30).json()  # pid needs the token
     assert health["pid"] == bridge.proc.pid
     staged = httpx.post(f"{second.url}/api/agent/ingest", json=summary("through-serve"), headers=auth, timeout=60)
     assert staged.status_code == 202

@@ -153,7 +153,8 @@ def test_which_settings_need_a_key(settings: LLMSettings, needs_key: bool) -> No
 )
 def test_remote_provider_without_key_stages_nothing(spawn, workspace: Path, env_text: str) -> None:
     (workspace / ".env").write_text(env_text)
-    client = spawn(workspace, env={k: v for k, v in os.environ.items() if not k.startswith("LLM_")})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    client = spawn(workspace, env={**env, "FLOWBABY_TRUSTED_WORKSPACES": str(workspace)})
     reply = client.result("ingestForAgent", summary())
     assert reply["success"] is False and reply["errorCode"] == "MISSING_API_KEY"
     assert client.result("health")["memories"] == 0
@@ -275,6 +276,7 @@ def _guarded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(NETGUARD), env.get("PYTHONPATH")]))
     env["FLOWBABY_NETGUARD_LOG"] = str(tmp_path / "netguard.log")
+    env["FLOWBABY_TRUSTED_WORKSPACES"] = str(tmp_path / "ws")  # the workspace fixture: its .env chooses the LLM
     return {**env, **extra}
 
 

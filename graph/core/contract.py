@@ -450,6 +450,16 @@ class HealthResponse(_Reply):
     memories: int
     pendingOperations: int
     uptimeSec: float
+    llmSource: Literal["environment", "workspace", "default", "untrusted-workspace-ignored"] = "default"
+    """Where the LLM settings came from, as one unit (a workspace .env counts only when trusted)."""
+
+
+class PublicHealthResponse(_Reply):
+    """What /api/health tells a caller without the bearer token: no path, no pid."""
+
+    success: Literal[True] = True
+    status: Literal["ready"] = "ready"
+    version: str
 
 
 IndexState = Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]

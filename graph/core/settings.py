@@ -2,19 +2,20 @@
 
 The process environment may override a setting (useful for the operator and tests),
 but a workspace's .env never leaks into another workspace served by the same machine.
+Which keys a workspace .env may set, and where the LLM settings come from, is decided in
+`graph.core.trust`.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from dotenv import dotenv_values
 from pydantic import BaseModel
 
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.net import is_loopback_url
+from graph.core.trust import LLMSource, settings_values
 from graph.core.workspace import WorkspacePaths
 
 LOCAL_PROVIDERS = {"ollama", "llama_cpp", "flowbaby-local", "offline", ""}
@@ -62,6 +63,8 @@ class Settings(BaseModel):
     retrieval_rate_per_minute: int = 10
     retrieval_timeout_sec: float = 10.0
     retrieval_lanes: frozenset[str] = frozenset({"vector", "lexical", "graph"})
+    llm_source: LLMSource = "default"
+    """Where the LLM settings came from, as a unit (reported by health)."""
 
 
 def default_model_path() -> str:
@@ -71,12 +74,7 @@ def default_model_path() -> str:
 
 
 def load_settings(paths: WorkspacePaths) -> Settings:
-    values: dict[str, str | None] = {}
-    if paths.env_file.is_file():
-        values.update(dotenv_values(paths.env_file))
-    for key, value in os.environ.items():
-        if key.startswith(("FLOWBABY_", "LLM_")):
-            values[key] = value
+    values, llm_source = settings_values(paths)
 
     def get(key: str, default: str = "") -> str:
         return (values.get(key) or default).strip()
@@ -122,4 +120,5 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         retrieval_rate_per_minute=min(30, max(1, number("FLOWBABY_RETRIEVAL_RATE_PER_MINUTE", "10", int))),
         retrieval_timeout_sec=number("FLOWBABY_RETRIEVAL_TIMEOUT_SEC", "10", float),
         retrieval_lanes=lanes,
+        llm_source=llm_source,
     )

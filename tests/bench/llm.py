@@ -26,7 +26,10 @@ def _per_summary(root: Path, env_text: str) -> dict[str, Any]:
     root.mkdir()
     (root / ".env").write_text(env_text)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
-    client = BridgeClient(root, env={**env, "FLOWBABY_WORKER_IDLE_SEC": "600"}, extra_args=["--shutdown-grace", "5"])
+    trusted = {"FLOWBABY_TRUSTED_WORKSPACES": str(root)}  # its .env chooses the LLM
+    client = BridgeClient(
+        root, env={**env, **trusted, "FLOWBABY_WORKER_IDLE_SEC": "600"}, extra_args=["--shutdown-grace", "5"]
+    )
     ops: list[dict[str, Any]] = []
     walls: list[float] = []
     try:

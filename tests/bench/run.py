@@ -86,10 +86,12 @@ def _llm(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 @section("faults")
 def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Issue 12: the kill loop (FLOWBABY_KILL_LOOP_KILLS, 200 by default) and the fault run."""
+    """Issue 12: the kill loop (FLOWBABY_KILL_LOOP_KILLS, 200 by default), the fault run and the HTTP abuse
+    run; each run is its own function under its own key."""
+    from tests.bench.http_abuse import run_http_faults
     from tests.bench.reliability import run_reliability_faults
 
-    return {"reliability": run_reliability_faults(root)}
+    return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
 
 
 def recall_table(recall: dict[str, dict[str, float]]) -> str:

@@ -23,6 +23,7 @@ HEALTH: dict[str, Any] = {
     "memories": 0,
     "pendingOperations": 0,
     "uptimeSec": 4.5e-05,
+    "llmSource": "default",
 }
 
 
@@ -34,8 +35,8 @@ class _HealthOnly:
 def test_response_model_bodies_are_written_like_the_bridge_writes_them() -> None:
     async def get() -> httpx.Response:
         app = create_app(_HealthOnly(), "token")  # type: ignore[arg-type]
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
-            return await client.get("/api/health")
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            return await client.get("/api/health", headers={"Authorization": "Bearer token"})
 
     response = asyncio.run(get())
     assert response.status_code == 200
