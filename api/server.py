@@ -26,6 +26,7 @@ async def serve(workspace: str, host: str, port: int, allow_remote: bool, rate_l
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
+        await service.watch_sessions()
         await http_server(service, host, port).serve()
     finally:
         await service.close()
