@@ -108,6 +108,10 @@ class SessionIndex:
         for info in sessions:
             if info.session_id == session_id:
                 return info, problems
+        for key in self.store.keys_under(self.workspace):  # imported, its source unreadable or gone
+            record = self.store.record(key)
+            if record and record[1] == session_id and (not source or record[0] == source):
+                return SessionInfo(record[0], session_id, record[3], record[2], 0, 0), problems
         if problems:  # perhaps in the source we could not read: a status, not a 404
             return SessionInfo(source or "", session_id, "", "", 0, 0), problems
         raise SessionNotFound(f'No session "{session_id}" in the workspace {self.workspace}')
