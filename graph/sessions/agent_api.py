@@ -24,6 +24,7 @@ log = logging.getLogger("flowbaby.sessions")
 SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
+MAX_QUERY_CHARS = 4000
 
 
 class SessionMemory:
@@ -54,7 +55,7 @@ class SessionMemory:
         if handler is None:
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, f"Unknown sessions operation {op!r}")
         try:
-            result: dict[str, Any] = await asyncio.to_thread(handler, index, params)
+            result: dict[str, Any] = await asyncio.to_thread(handler, index, self._checked(params))
             return result
         except SessionNotFound as exc:
             raise FlowbabyError(ErrorCode.NOT_FOUND, str(exc)) from None
@@ -78,7 +79,22 @@ class SessionMemory:
         query = params.get("q")
         if not isinstance(query, str) or not query.strip():
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "q" is required', fields=["q"])
+        if len(query) > MAX_QUERY_CHARS:
+            raise RetrievalError(
+                RetrievalErrorCode.INVALID_REQUEST, f'Parameter "q" exceeds {MAX_QUERY_CHARS} characters', fields=["q"]
+            )
         return query
+
+    @staticmethod
+    def _checked(params: dict[str, Any]) -> dict[str, Any]:
+        """Strings only, without NUL (a path with one cannot exist; os.path would raise)."""
+        for name in ("cwd", "session_id", "source"):
+            value = params.get(name)
+            if value is not None and (not isinstance(value, str) or "\x00" in value):
+                raise RetrievalError(
+                    RetrievalErrorCode.INVALID_REQUEST, f'Parameter "{name}" must be a string', fields=[name]
+                )
+        return params
 
     @staticmethod
     def _int(params: dict[str, Any], name: str, default: int, low: int, high: int) -> int:
