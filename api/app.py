@@ -246,8 +246,13 @@ def _session_routes(app: FastAPI, service: MemoryService) -> None:
         params = {"session_id": session_id, "q": q, "context_turns": context_turns, "limit": limit, "source": source}
         return await service.sessions("context", params)
 
-    @app.post("/api/agent/sessions/{session_id}/{action}")
-    async def session_action(
-        session_id: str, action: Literal["import", "update", "repair"], source: str | None = None
-    ) -> Any:
-        return await service.sessions(action, {"session_id": session_id, "source": source})
+    def action_route(action: Literal["import", "update", "repair"]) -> None:
+        async def run(session_id: str, source: str | None = None) -> dict[str, Any]:
+            return await service.sessions(action, {"session_id": session_id, "source": source})
+
+        app.add_api_route(
+            f"/api/agent/sessions/{{session_id}}/{action}", run, methods=["POST"], name=f"session_{action}"
+        )
+
+    for action in ("import", "update", "repair"):
+        action_route(action)

@@ -8,6 +8,7 @@ methods and the documented errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -194,7 +195,24 @@ def test_workspace_wide_search_list_bridge_and_errors(api: tuple[str, dict[str, 
     assert httpx.post(f"{api[0]}/api/agent/sessions/ses_nope/import", headers=api[1]).status_code == 404
     assert "counts" in get(api, "/api/agent/index/status").json()  # without a session: the memory index, as before
 
+    assert "eu-north-1" in asyncio.run(_mcp_search(api))
+
     with BridgeClient(clients.project, env={**os.environ, "FLOWBABY_SESSIONS_WATCH": "0"}) as bridge:  # via the owner
         reply = bridge.result("sessionsSearchAll", {"q": "canary region", "limit": 3})
         assert "eu-north-1" in reply["results"][0]["chunk_text"]
         assert bridge.result("sessionsStatus", {"session_id": "nope"})["errorCode"] == "NOT_FOUND"
+
+
+async def _mcp_search(api: tuple[str, dict[str, str]]) -> str:
+    """flowbaby_searchSessions over /mcp, with the SDK's own client."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=api[1], timeout=120) as http,
+        Client(streamable_http_client(f"{api[0]}/mcp", http_client=http)) as client,
+    ):
+        found = await client.call_tool("flowbaby_searchSessions", {"query": "canary region", "limit": 3})
+        assert not found.is_error
+        return found.content[0].text  # type: ignore[union-attr]
