@@ -255,8 +255,11 @@ class SessionIndex:
             ids = missing[start : start + EMBED_BATCH]
             rows = self.store.chunks_by_id(ids)
             ids = [eid for eid in ids if eid in rows]
-            vectors = np.asarray(self.encoder.encode([rows[eid]["text"] for eid in ids]), dtype=np.float32)
-            self.vectors.add(key, ids, vectors)
+            texts = [rows[eid]["text"] for eid in ids]
+            unique = list(dict.fromkeys(texts))  # repeated outputs ("Done.", the same test run) embed once
+            encoded = np.asarray(self.encoder.encode(unique), dtype=np.float32)
+            where = {text: i for i, text in enumerate(unique)}
+            self.vectors.add(key, ids, encoded[[where[text] for text in texts]])
         return len(missing)
 
     # -- search -----------------------------------------------------------------------
