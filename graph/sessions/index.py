@@ -96,6 +96,7 @@ class SessionIndex:
                 continue
             try:
                 found.extend(s for s in adapter.sessions(self.workspace) if within(s.directory, root))
+                problems.extend(adapter.problems)
             except SourceError as exc:
                 problems.append(str(exc))
             except Exception as exc:  # a source we cannot parse is a status message, never a crash

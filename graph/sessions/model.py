@@ -67,9 +67,12 @@ class Batch:
 
 class Source(Protocol):
     name: str
+    problems: list[str]
+    """Parts the last sessions() call could not read (one database or transcript each)."""
 
     def sessions(self, workspace: str) -> list[SessionInfo]:
-        """The workspace's sessions (directory is the workspace or inside it); raises SourceError."""
+        """The workspace's sessions (directory is the workspace or inside it) from every part
+        that could be read; raises SourceError when the source as a whole cannot be."""
         ...
 
     def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:

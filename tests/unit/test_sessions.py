@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import re
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
 from graph.sessions.redact import redact
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
-from tests.session_fixtures import OpenCodeDb, Transcript, text, tool
+from tests.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
 
 
 class HashEncoder:
@@ -331,3 +332,63 @@ def test_watcher_pass_imports_new_sessions_and_updates_changed_ones(home: dict[s
     with pytest.raises(SessionNotFound):
         index.find("ses_missing")
     run(memory.close())
+
+
+def test_locked_and_unknown_schema_sources_are_problems_not_errors(home: dict[str, Path]) -> None:
+    import sqlite3
+
+    home["opencode"].mkdir()
+    locked = sqlite3.connect(home["opencode"] / "opencode.db", isolation_level=None)  # rollback journal, not WAL
+    locked.executescript("CREATE TABLE session (id text, directory text); BEGIN EXCLUSIVE;")
+    odd = sqlite3.connect(home["opencode"] / "opencode-beta.db")
+    odd.execute("CREATE TABLE something_else (x)")
+    odd.commit()
+    index = make_index(home)
+    started = time.perf_counter()
+    sessions, problems = index.listed()
+    assert sessions == [] and len(problems) == 2
+    assert any("locked" in p for p in problems) and any("unknown schema" in p for p in problems)
+    assert time.perf_counter() - started < 10  # the busy timeout, not a hang
+    locked.execute("ROLLBACK")
+    locked.close()
+    odd.close()
+    index.close()
+
+
+def test_status_is_indexing_while_an_import_runs(home: dict[str, Path]) -> None:
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_1", home["ws"])
+    conversation(db, "ses_1")
+    gate, entered = threading.Event(), threading.Event()
+
+    class SlowEncoder(HashEncoder):
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            entered.set()
+            gate.wait(10)
+            return super().encode(texts)
+
+    config = settings(home)
+    index = SessionIndex(home["ws"], home["data"] / "sessions", SlowEncoder(), config, sources_from(config))
+    info = index.find("ses_1")[0]
+    worker = threading.Thread(target=index.import_session, args=(info,))
+    worker.start()
+    assert entered.wait(10)
+    status = index.status(info)
+    assert (status["status"], status["can_search"]) == ("indexing", False) and "retry" in status["message"]
+    gate.set()
+    worker.join()
+    assert index.status(index.find("ses_1")[0])["status"] == "ready"
+    index.close()
+
+
+def test_current_session_skips_archived_and_child_sessions(home: dict[str, Path]) -> None:
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_old", home["ws"])
+    db.session("ses_archived", home["ws"], time_archived=T0)
+    db.session("ses_child", home["ws"], parent_id="ses_old")
+    db.session("ses_sub", home["ws"] / "sub")
+    index = make_index(home)
+    assert index.current(str(home["ws"]), None)[0].session_id == "ses_old"  # type: ignore[union-attr]
+    assert index.current(str(home["ws"] / "sub" / "deeper"), None)[0].session_id == "ses_sub"  # type: ignore[union-attr]
+    assert index.current(str(home["ws"]), "claude-code")[0] is None
+    index.close()

@@ -46,6 +46,7 @@ class ClaudeCodeSource:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.problems: list[str] = []
         self._headers: dict[Path, _Header] = {}
 
     def _files(self, main: Path) -> list[Path]:
@@ -58,11 +59,16 @@ class ClaudeCodeSource:
             return []
         prefix = project_folder_name(workspace)
         found = []
+        self.problems = []
         try:
             folders = [p for p in projects.iterdir() if p.name == prefix or p.name.startswith(prefix + "-")]
             for folder in folders:
                 for main in folder.glob("*.jsonl"):
-                    header = self._header(main)
+                    try:
+                        header = self._header(main)
+                    except OSError as exc:
+                        self.problems.append(f"Claude Code transcript {main} cannot be read: {exc}")
+                        continue
                     if header is None or not within(header.cwd, workspace):
                         continue
                     files = self._files(main)

@@ -31,6 +31,7 @@ class OpenCodeSource:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self.problems: list[str] = []
 
     def databases(self) -> list[Path]:
         """opencode.db and any other release channel's opencode*.db in the folder."""
@@ -78,39 +79,48 @@ class OpenCodeSource:
 
     def sessions(self, workspace: str) -> list[SessionInfo]:
         found: list[SessionInfo] = []
+        self.problems = []
         for path in self.databases():
-            with self._open(path) as db:
-                table, layout = self._layout(db, path)
-                columns = self._tables(db)[table]
+            try:
+                found.extend(self._sessions(path, workspace))
+            except SourceError as exc:  # one unreadable release channel does not hide the others
+                self.problems.append(str(exc))
+        return found
 
-                picked = [
-                    f"`{name}`" if name in columns else default
-                    for name, default in (("title", "''"), ("time_updated", "0"), ("parent_id", "NULL"))
-                    + (("time_archived", "NULL"),)
-                ]
-                rows = db.execute(
-                    f"SELECT id, directory, {', '.join(picked)} FROM `{table}` "
-                    "WHERE directory = ? OR directory LIKE ? ESCAPE '\\'",
-                    (workspace, _like_prefix(workspace)),
-                ).fetchall()
-                counts = self._counts(db, layout, [r[0] for r in rows])
-                for sid, directory, title, updated, parent, archived in rows:
-                    if not within(directory, workspace):
-                        continue
-                    count, last_change = counts.get(sid, (0, 0))
-                    found.append(
-                        SessionInfo(
-                            source=self.name,
-                            session_id=sid,
-                            title=title or "",
-                            directory=directory,
-                            updated_ms=int(updated or 0),
-                            message_count=count,
-                            top_level=parent is None,
-                            archived=archived is not None,
-                            fingerprint=f"{path.name}:{layout}:{updated}:{count}:{last_change}",
-                        )
+    def _sessions(self, path: Path, workspace: str) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        with self._open(path) as db:
+            table, layout = self._layout(db, path)
+            columns = self._tables(db)[table]
+
+            picked = [
+                f"`{name}`" if name in columns else default
+                for name, default in (("title", "''"), ("time_updated", "0"), ("parent_id", "NULL"))
+                + (("time_archived", "NULL"),)
+            ]
+            rows = db.execute(
+                f"SELECT id, directory, {', '.join(picked)} FROM `{table}` "
+                "WHERE directory = ? OR directory LIKE ? ESCAPE '\\'",
+                (workspace, _like_prefix(workspace)),
+            ).fetchall()
+            counts = self._counts(db, layout, [r[0] for r in rows])
+            for sid, directory, title, updated, parent, archived in rows:
+                if not within(directory, workspace):
+                    continue
+                count, last_change = counts.get(sid, (0, 0))
+                found.append(
+                    SessionInfo(
+                        source=self.name,
+                        session_id=sid,
+                        title=title or "",
+                        directory=directory,
+                        updated_ms=int(updated or 0),
+                        message_count=count,
+                        top_level=parent is None,
+                        archived=archived is not None,
+                        fingerprint=f"{path.name}:{layout}:{updated}:{count}:{last_change}",
                     )
+                )
         return found
 
     @staticmethod
