@@ -45,6 +45,14 @@ def load_session_settings(env_file: Path) -> SessionSettings:
         claude_dir=folder("FLOWBABY_SESSIONS_CLAUDE_DIR", claude_code.default_folder()),
         reasoning=flag("FLOWBABY_SESSIONS_REASONING", False),
         watch=flag("FLOWBABY_SESSIONS_WATCH", True),
-        watch_interval_sec=max(0.2, float(values.get("FLOWBABY_SESSIONS_WATCH_SEC", "") or 2.0)),
+        watch_interval_sec=_seconds(values.get("FLOWBABY_SESSIONS_WATCH_SEC", "")),
         auto_import=flag("FLOWBABY_SESSIONS_AUTO_IMPORT", True),
     )
+
+
+def _seconds(raw: str) -> float:
+    """The watch interval: 2 s unless a number of at least 0.2 is given (a typo never stops a start)."""
+    try:
+        return max(0.2, float(raw)) if raw.strip() else 2.0
+    except ValueError:
+        return 2.0
