@@ -26,7 +26,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service, take_stdout
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, SessionOp, open_service, take_stdout
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -179,12 +179,22 @@ class Bridge:
         return FlowbabyError(code, message).to_response()
 
 
-SESSION_METHODS = ("list", "current", "status", "search", "search_all", "context", "import", "update", "repair")
+SESSION_METHODS: tuple[SessionOp, ...] = (
+    "list",
+    "current",
+    "status",
+    "search",
+    "search_all",
+    "context",
+    "import",
+    "update",
+    "repair",
+)
 """Bridge methods sessionsList, sessionsCurrent, ... sessionsSearchAll, ... over graph/sessions."""
 
 
-def _sessions_method(service: MemoryService, op: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda params: service.sessions(op, params)  # type: ignore[arg-type]
+def _sessions_method(service: MemoryService, op: SessionOp) -> Callable[[dict[str, Any]], Any]:
+    return lambda params: service.sessions(op, params)
 
 
 def _valid_id(value: Any) -> bool:
