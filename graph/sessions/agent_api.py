@@ -146,7 +146,7 @@ class SessionMemory:
     def _search(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
         query = self._query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        info, _ = index.find(self._session_id(params), self._source(params))
+        info = index.resolve(self._session_id(params), self._source(params))
         results = index.search([info.key], query, limit)
         return {"results": results, "count": len(results)}
 
@@ -164,7 +164,7 @@ class SessionMemory:
         query = self._query(params)
         turns = self._int(params, "context_turns", 2, 0, 20)
         limit = self._int(params, "limit", 3, 1, 20)
-        info, _ = index.find(self._session_id(params), self._source(params))
+        info = index.resolve(self._session_id(params), self._source(params))
         results = index.context(info.key, query, turns, limit)
         return {
             "session_id": info.session_id,

@@ -117,6 +117,14 @@ class SessionIndex:
             return SessionInfo(source or "", session_id, "", "", 0, 0), problems
         raise SessionNotFound(f'No session "{session_id}" in the workspace {self.workspace}')
 
+    def resolve(self, session_id: str, source: str | None = None) -> SessionInfo:
+        """An imported session straight from the bookkeeping (search needs no fresh listing), else find()."""
+        for key in self.store.keys_for(session_id):
+            record = self.store.record(key)
+            if record and (not source or record[0] == source):
+                return SessionInfo(record[0], session_id, record[3], record[2], 0, 0)
+        return self.find(session_id, source)[0]
+
     def current(self, cwd: str | None, source: str | None) -> tuple[SessionInfo | None, list[str]]:
         """The newest top-level, non-archived session whose directory is `cwd`, else the nearest ancestor's."""
         sessions, problems = self.listed(None, source)

@@ -181,3 +181,7 @@ class SessionStore:
                 "SELECT source, session_id, directory, title FROM sessions WHERE key = ?", (key,)
             ).fetchone()
         return (row[0], row[1], row[2], row[3]) if row else None
+
+    def keys_for(self, session_id: str) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT key FROM sessions WHERE session_id = ?", (session_id,))]

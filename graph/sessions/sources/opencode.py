@@ -56,25 +56,28 @@ class OpenCodeSource:
 
     @staticmethod
     def _tables(db: sqlite3.Connection) -> dict[str, set[str]]:
+        """Columns of the tables this adapter reads (not of every table OpenCode keeps)."""
         names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: {c[1] for c in db.execute(f"PRAGMA table_info(`{name}`)")} for name in names}
+        wanted = [n for n in names if n in {"session", "session_v2", "message", "part", "session_message"}]
+        return {name: {c[1] for c in db.execute(f"PRAGMA table_info(`{name}`)")} for name in wanted}
 
     @staticmethod
     def _has_rows(db: sqlite3.Connection, table: str) -> bool:
         return db.execute(f"SELECT 1 FROM `{table}` LIMIT 1").fetchone() is not None
 
-    def _layout(self, db: sqlite3.Connection, path: Path) -> tuple[str, str]:
-        """(session table, message layout): 'v2' reads session_message, 'v1' message+part."""
+    def _layout(self, db: sqlite3.Connection, path: Path) -> tuple[str, str, set[str]]:
+        """(session table, message layout, the session table's columns): 'v2' reads session_message,
+        'v1' message+part."""
         tables = self._tables(db)
         session = "session_v2" if "session_v2" in tables and self._has_rows(db, "session_v2") else "session"
         if session not in tables or not {"id", "directory"} <= tables[session]:
             raise SourceError(f"OpenCode database {path} has an unknown schema (no session table)")
         if "session_message" in tables and self._has_rows(db, "session_message"):
-            return session, "v2"
+            return session, "v2", tables[session]
         if {"message", "part"} <= set(tables):
-            return session, "v1"
+            return session, "v1", tables[session]
         if "session_message" in tables:
-            return session, "v2"
+            return session, "v2", tables[session]
         raise SourceError(f"OpenCode database {path} has an unknown schema (no message tables)")
 
     def sessions(self, workspace: str) -> list[SessionInfo]:
@@ -90,8 +93,7 @@ class OpenCodeSource:
     def _sessions(self, path: Path, workspace: str) -> list[SessionInfo]:
         found: list[SessionInfo] = []
         with self._open(path) as db:
-            table, layout = self._layout(db, path)
-            columns = self._tables(db)[table]
+            table, layout, columns = self._layout(db, path)
 
             picked = [
                 f"`{name}`" if name in columns else default
@@ -151,7 +153,7 @@ class OpenCodeSource:
     def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
         path = self._path_of(session)
         with self._open(path) as db:
-            _, layout = self._layout(db, path)
+            _, layout, _ = self._layout(db, path)
             if layout == "v2":
                 return self._read_v2(db, session.session_id, watermark)
             return self._read_v1(db, session.session_id, watermark)
