@@ -218,6 +218,8 @@ class SessionMemory:
         sessions, _ = index.listed()
         touched = 0
         for info in sessions:
+            if index.stopping.is_set():
+                break
             record = index.store.imported(info.key)
             if record is None and not (self.settings.auto_import and info.top_level):
                 continue

@@ -74,6 +74,8 @@ class SessionIndex:
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self.stopping = threading.Event()
+        """Set at close: a running import stops after its current batch (a `partial` index, finished later)."""
 
     # -- finding sessions -------------------------------------------------------------
     def root(self, cwd: str | None) -> str:
@@ -261,6 +263,8 @@ class SessionIndex:
         wanted = [c.embedding_id for c in chunks] if chunks is not None else []
         missing = [eid for eid in dict.fromkeys([*wanted, *self.store.chunk_ids(key)]) if eid not in have]
         for start in range(0, len(missing), EMBED_BATCH):
+            if self.stopping.is_set():
+                break
             ids = missing[start : start + EMBED_BATCH]
             rows = self.store.chunks_by_id(ids)
             ids = [eid for eid in ids if eid in rows]
@@ -320,5 +324,10 @@ class SessionIndex:
         root = self.root(cwd)
         return self.store.keys_under(root)
 
-    def close(self) -> None:
+    def close(self, wait_sec: float = 30.0) -> None:
+        """Stop running work at its next batch, wait for it (bounded), then close the bookkeeping."""
+        self.stopping.set()
+        until = time.monotonic() + wait_sec
+        while self._busy and time.monotonic() < until:
+            time.sleep(0.05)
         self.store.close()

@@ -392,3 +392,41 @@ def test_current_session_skips_archived_and_child_sessions(home: dict[str, Path]
     assert index.current(str(home["ws"] / "sub" / "deeper"), None)[0].session_id == "ses_sub"  # type: ignore[union-attr]
     assert index.current(str(home["ws"]), "claude-code")[0] is None
     index.close()
+
+
+def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
+    home: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import graph.sessions.index as index_module
+
+    monkeypatch.setattr(index_module, "EMBED_BATCH", 1)
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_1", home["ws"])
+    conversation(db, "ses_1")
+    gate, entered = threading.Event(), threading.Event()
+
+    class GatedEncoder(HashEncoder):
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            entered.set()
+            gate.wait(10)
+            return super().encode(texts)
+
+    config = settings(home)
+    index = SessionIndex(home["ws"], home["data"] / "sessions", GatedEncoder(), config, sources_from(config))
+    worker = threading.Thread(target=index.import_session, args=(index.find("ses_1")[0],))
+    worker.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=index.close)
+    closer.start()
+    time.sleep(0.2)
+    gate.set()
+    closer.join(10)
+    worker.join(10)
+    assert not closer.is_alive() and not worker.is_alive()
+    index = make_index(home)
+    info = index.find("ses_1")[0]
+    status = index.status(info)
+    assert (status["status"], status["vectors"], status["chunks"]) == ("partial", 1, 3)
+    index.update_session(info)
+    assert index.status(info)["status"] == "ready"
+    index.close()
