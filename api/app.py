@@ -192,12 +192,25 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs
         return reply
 
     @app.get("/api/agent/search")
-    async def search(q: str = "", limit: int = 20) -> dict[str, Any]:
+    async def search(
+        q: str = "", limit: int = 20, session_id: str | None = None, cwd: str | None = None, source: str | None = None
+    ) -> dict[str, Any]:
+        """With session_id (or cwd, for its current session): that session's turns; else memory chunks."""
+        if session_id or cwd:
+            if not session_id:
+                current = await service.sessions("current", {"cwd": cwd, "source": source})
+                session_id = current["session_id"]
+            return await service.sessions(
+                "search", {"session_id": session_id, "q": q, "limit": limit, "source": source}
+            )
         return await service.search_chunks({"q": q, "limit": limit})
 
-    @app.get("/api/agent/index/status", response_model=IndexStatusResponse)
-    async def index_status() -> dict[str, Any]:
-        return await service.index_status()
+    @app.get("/api/agent/index/status")
+    async def index_status(session_id: str | None = None, cwd: str | None = None, source: str | None = None) -> Any:
+        """A session's index status (by id, or the current one under cwd); without either, the memory index."""
+        if session_id or cwd:
+            return await service.sessions("status", {"session_id": session_id, "cwd": cwd, "source": source})
+        return IndexStatusResponse.model_validate(await service.index_status()).model_dump(mode="json")
 
     @app.post("/api/agent/index/repair", response_model=RepairResponse)
     async def repair() -> dict[str, Any]:
@@ -224,5 +237,46 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs
     async def graph_stats(top: int = 10) -> dict[str, Any]:
         return await service.graph_summary(max(1, min(top, 100)))
 
+    _session_routes(app, service)
     app.openapi = lambda: _document_bodies(app)  # type: ignore[method-assign]
     return app
+
+
+def _session_routes(app: FastAPI, service: MemoryService) -> None:
+    """Vapor's agent-memory routes over the agents' own sessions (graph/sessions), and ours beyond it."""
+
+    @app.get("/api/agent/current-session")
+    async def current_session(cwd: str | None = None, source: str | None = None) -> dict[str, Any]:
+        return await service.sessions("current", {"cwd": cwd, "source": source})
+
+    @app.get("/api/agent/sessions")
+    async def sessions(cwd: str | None = None, source: str | None = None) -> dict[str, Any]:
+        return await service.sessions("list", {"cwd": cwd, "source": source})
+
+    @app.get("/api/agent/sessions/search")
+    async def sessions_search(
+        q: str = "", cwd: str | None = None, source: str | None = None, limit: int = 20
+    ) -> dict[str, Any]:
+        return await service.sessions("search_all", {"q": q, "cwd": cwd, "source": source, "limit": limit})
+
+    @app.get("/api/agent/sessions/{session_id}/search")
+    async def session_search(session_id: str, q: str = "", limit: int = 20, source: str | None = None) -> Any:
+        return await service.sessions("search", {"session_id": session_id, "q": q, "limit": limit, "source": source})
+
+    @app.get("/api/agent/sessions/{session_id}/context")
+    async def session_context(
+        session_id: str, q: str = "", context_turns: int = 2, limit: int = 3, source: str | None = None
+    ) -> dict[str, Any]:
+        params = {"session_id": session_id, "q": q, "context_turns": context_turns, "limit": limit, "source": source}
+        return await service.sessions("context", params)
+
+    def action_route(action: Literal["import", "update", "repair"]) -> None:
+        async def run(session_id: str, source: str | None = None) -> dict[str, Any]:
+            return await service.sessions(action, {"session_id": session_id, "source": source})
+
+        app.add_api_route(
+            f"/api/agent/sessions/{{session_id}}/{action}", run, methods=["POST"], name=f"session_{action}"
+        )
+
+    for action in ("import", "update", "repair"):
+        action_route(action)

@@ -30,6 +30,7 @@ STORE = "flowbaby_storeMemory"
 RETRIEVE = "flowbaby_retrieveMemory"
 BACKGROUND = "flowbaby_backgroundStatus"
 INDEX = "flowbaby_indexStatus"
+SESSIONS = "flowbaby_searchSessions"
 
 INSTRUCTIONS = (
     "Flowbaby is this workspace's long-term memory. Retrieve before reasoning: call "
@@ -66,6 +67,13 @@ BACKGROUND_DESCRIPTION = (
 INDEX_DESCRIPTION = (
     "Health of Flowbaby's search index: whether search works now (can_search), what is still being "
     "indexed (needs_update) and whether a repair is needed (needs_repair), with counts and coverage."
+)
+
+SESSIONS_DESCRIPTION = (
+    "Search this workspace's own agent sessions (OpenCode and Claude Code histories: what was said, "
+    "tool calls and their output) for a natural-language query; lower distance is better. Give "
+    "sessionId to search one session, else every indexed session of the workspace is searched. Use "
+    "it for details no stored memory kept: an old error message, a command that worked."
 )
 
 RETRY_ADVICE = {
@@ -167,7 +175,7 @@ class FlowbabyMCP(MCPServer[Any]):
 
 
 def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
-    """The four Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
+    """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
@@ -251,5 +259,18 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
             return success(await service.index_status(audited=True, agent_name=client_name(ctx)))
 
         return await framed(INDEX, call)
+
+    @server.tool(name=SESSIONS, title="Search Agent Sessions", description=SESSIONS_DESCRIPTION, annotations=reads)
+    async def search_sessions(
+        query: Annotated[str, Field(description="What to look for, in natural language")],
+        sessionId: Annotated[str | None, Field(description="One session; omit for every session")] = None,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most chunks to return")] = 10,
+    ) -> CallToolResult:
+        async def call() -> CallToolResult:
+            if sessionId:
+                return success(await service.sessions("search", {"session_id": sessionId, "q": query, "limit": limit}))
+            return success(await service.sessions("search_all", {"q": query, "limit": limit}))
+
+        return await framed(SESSIONS, call)
 
     return server

@@ -71,6 +71,7 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
     try:
+        await service.watch_sessions()
         await server.serve()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short

@@ -15,7 +15,7 @@ description: Use the workspace's Flowbaby memory. Retrieve past decisions before
 # Flowbaby memory
 
 Flowbaby keeps this workspace's decisions and progress summaries, searchable across sessions and
-agents. Its MCP server (`flowbaby`) offers four tools.
+agents, and indexes this workspace's own agent sessions. Its MCP server (`flowbaby`) offers five tools.
 
 ## When to retrieve: `flowbaby_retrieveMemory`
 - **Retrieve before reasoning.** At the start of each task, and whenever the user mentions earlier
@@ -24,6 +24,12 @@ agents. Its MCP server (`flowbaby`) offers four tools.
   back, say so and proceed from the code.
 - Parameters: `query` (required), `maxResults` (1-10, default 3), `maxTokens` (default 2000),
   `includeSuperseded` (default false: replaced versions stay hidden).
+
+## Details of earlier sessions: `flowbaby_searchSessions`
+- When you need something no summary kept (an old error message, the tool output that proved a
+  theory, the command that finally worked), search the workspace's OpenCode and Claude Code
+  sessions: `query` (required), `sessionId` (optional: one session), `limit` (default 10).
+  Lower `distance` is better; quote `chunk_text` with its `session_id`.
 
 ## When to store: `flowbaby_storeMemory`
 - **Store after meaningful progress:** a task finishes, a decision is made, a debugging session

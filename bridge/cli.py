@@ -1,4 +1,4 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo` and `graph`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph` and `sessions`."""
 
 from __future__ import annotations
 
@@ -118,11 +118,16 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.graph_cli import add_graph_commands, run_graph_command
 
     add_graph_commands(commands)
+    from bridge.sessions_cli import add_sessions_command, run_sessions_command
+
+    add_sessions_command(commands)
     args = parser.parse_args(argv)
-    if args.command in ("serve", "mcp"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
+    if args.command == "sessions":
+        sys.exit(run_sessions_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "bridge":

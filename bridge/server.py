@@ -26,7 +26,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service, take_stdout
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, SessionOp, open_service, take_stdout
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -87,6 +87,10 @@ class Bridge:
             "graphSnapshot": service.graph_snapshot,
             "indexStatus": lambda params: service.index_status(),
             "repair": service.repair,
+            **{
+                f"sessions{op[0].upper()}{op[1:].replace('_all', 'All')}": _sessions_method(service, op)
+                for op in SESSION_METHODS
+            },
             "shutdown": self._shutdown,
         }
         service.add_operation_listener(self._on_operation_end)
@@ -187,6 +191,24 @@ class Bridge:
         return FlowbabyError(code, message).to_response()
 
 
+SESSION_METHODS: tuple[SessionOp, ...] = (
+    "list",
+    "current",
+    "status",
+    "search",
+    "search_all",
+    "context",
+    "import",
+    "update",
+    "repair",
+)
+"""Bridge methods sessionsList, sessionsCurrent, ... sessionsSearchAll, ... over graph/sessions."""
+
+
+def _sessions_method(service: MemoryService, op: SessionOp) -> Callable[[dict[str, Any]], Any]:
+    return lambda params: service.sessions(op, params)
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
@@ -223,6 +245,7 @@ async def serve(
         writer.notify("bridgeUnavailable", service.to_response())
         return EXIT_WORKSPACE_UNAVAILABLE
     bridge = Bridge(service, writer, request_timeout_sec)
+    await service.watch_sessions()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, bridge.stopping.set)

@@ -68,12 +68,14 @@ from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle import RetrievalThrottle
 from graph.search.vectors import VectorIndex, memory_chunks, open_vector_index
+from graph.sessions.agent_api import SessionMemory, SessionOp
 
 __all__ = [
     "EXIT_WORKSPACE_UNAVAILABLE",
     "EXPORT_FORMATS",
     "FlowbabyService",
     "MemoryService",
+    "SessionOp",
     "TopicNotFound",
     "WorkspaceGraph",
     "WorkspacePaths",
@@ -131,6 +133,7 @@ class FlowbabyService:
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
+        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", self.embedder)
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -268,6 +271,7 @@ class FlowbabyService:
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
+        await self.session_memory.close()
         self.store.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
@@ -778,6 +782,17 @@ class FlowbabyService:
         """Until no operation is pending or running (tests, demo, bench)."""
         await self.operations.wait_idle()
 
+    # -- session memory (graph/sessions) ----------------------------------------------
+    async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
+        """The agents' own sessions: list, current, status, search, search_all, context,
+        import, update, repair (graph.sessions.agent_api)."""
+        return await self.session_memory.call(op, params if isinstance(params, dict) else {})
+
+    async def watch_sessions(self) -> dict[str, Any]:
+        """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""
+        self.session_memory.watch()
+        return {"watching": self.session_memory.settings.watch}
+
 
 class MemoryService(Protocol):
     """What every front calls: this process's own FlowbabyService when it owns the workspace,
@@ -802,6 +817,8 @@ class MemoryService(Protocol):
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
+    async def sessions(self, op: SessionOp, params: Any = ...) -> dict[str, Any]: ...
+    async def watch_sessions(self) -> dict[str, Any]: ...
     async def close(self, grace_sec: float = ...) -> None: ...
 
 

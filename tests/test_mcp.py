@@ -22,7 +22,13 @@ from tests.test_http_api import serve  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"flowbaby_storeMemory", "flowbaby_retrieveMemory", "flowbaby_backgroundStatus", "flowbaby_indexStatus"}
+TOOLS = {
+    "flowbaby_storeMemory",
+    "flowbaby_retrieveMemory",
+    "flowbaby_backgroundStatus",
+    "flowbaby_indexStatus",
+    "flowbaby_searchSessions",
+}
 CONTEXT = (
     "We moved the session cache from Memcached to Redis because billing/reconcile.py kept failing with "
     "E_LEDGER_LOCK when sessions were evicted under load."

@@ -221,6 +221,12 @@ class OwnerClient:
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:
         return await self._dict("graph_summary", top=top)
 
+    async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
+        return await self._dict("sessions", op=op, params=params)
+
+    async def watch_sessions(self) -> dict[str, Any]:
+        return await self._dict("watch_sessions")
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result: dict[str, Any] = await self.call(method, **args)
         return result

@@ -40,6 +40,8 @@ REMOTE_METHODS = frozenset(
         "search_chunks",
         "graph_snapshot",
         "graph_summary",
+        "sessions",
+        "watch_sessions",
     }
 )
 """The service methods a front may call through the owner: the whole API the fronts use."""

@@ -62,6 +62,13 @@ def _mcp(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_mcp_latency(root)
 
 
+@section("sessions")
+def _sessions(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.sessions import run_sessions
+
+    return run_sessions(root, Path(args.locomo))
+
+
 @section("latency100k")
 def _latency100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Opt-in (not in the default run): 10k then 100k memories, the 100k reusing the 10k's vectors."""

@@ -1,0 +1,101 @@
+"""Turns become chunks with Vapor's ids, `turn:<session>:<message>:<n>`.
+
+A message's blocks (text, tool calls, tool results and, when enabled, reasoning) are rendered
+as short lines, redacted, and packed into chunks of at most CHUNK_CHARS, so MiniLM (256 word
+pieces) reads each chunk whole.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from graph.sessions.model import Block, Message
+from graph.sessions.redact import MARK, redact
+
+CHUNK_CHARS = 800
+"""Longest chunk; about 200 word pieces of English, under MiniLM's 256."""
+TOOL_INPUT_CHARS = 300
+"""A tool call is indexed as its name and this much of its input."""
+TOOL_RESULT_CHARS = 2000
+"""A tool result is indexed up to this many characters; the rest is dropped with a marker."""
+
+
+@dataclass(frozen=True)
+class TurnChunk:
+    embedding_id: str
+    message_id: str
+    chunk_index: int
+    order: int
+    role: str
+    created_ms: int
+    text: str
+    redacted: bool
+
+
+def short_input(value: Any) -> str:
+    """A tool's input in one line: the command, path or query when there is one, else compact JSON."""
+    if isinstance(value, dict):
+        for key in ("command", "cmd", "filePath", "file_path", "path", "pattern", "query", "url", "description"):
+            if isinstance(value.get(key), str):
+                return str(value[key])[:TOOL_INPUT_CHARS]
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text[:TOOL_INPUT_CHARS]
+
+
+def render(block: Block) -> str:
+    if block.kind == "tool_call":
+        return f"[tool {block.tool}] {block.text}".strip()
+    if block.kind == "tool_result":
+        text = block.text
+        if len(text) > TOOL_RESULT_CHARS:
+            text = text[:TOOL_RESULT_CHARS] + f" … [{len(block.text) - TOOL_RESULT_CHARS} more characters not indexed]"
+        return f"[result {block.tool}] {text}".strip() if block.tool else text
+    if block.kind == "reasoning":
+        return f"[reasoning] {block.text}"
+    return block.text
+
+
+def _pieces(text: str) -> list[str]:
+    """Cut a long text at line, then word boundaries into pieces of at most CHUNK_CHARS."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        while len(line) > CHUNK_CHARS:
+            cut = line.rfind(" ", 0, CHUNK_CHARS)
+            cut = cut if cut > CHUNK_CHARS // 2 else CHUNK_CHARS
+            out.append(line[:cut])
+            line = line[cut:].lstrip()
+        if line.strip():
+            out.append(line)
+    return out
+
+
+def message_chunks(session_id: str, message: Message, reasoning: bool) -> list[TurnChunk]:
+    texts: list[str] = []
+    current = ""
+    for block in message.blocks:
+        if block.kind == "reasoning" and not reasoning:
+            continue
+        text, _ = redact(render(block))
+        for piece in _pieces(text):
+            if current and len(current) + 1 + len(piece) > CHUNK_CHARS:
+                texts.append(current)
+                current = ""
+            current = f"{current}\n{piece}" if current else piece
+    if current:
+        texts.append(current)
+    return [
+        TurnChunk(
+            embedding_id=f"turn:{session_id}:{message.message_id}:{n}",
+            message_id=message.message_id,
+            chunk_index=n,
+            order=message.order,
+            role=message.role,
+            created_ms=message.created_ms,
+            text=text,
+            redacted=MARK in text,
+        )
+        for n, text in enumerate(texts)
+    ]

@@ -1,0 +1,58 @@
+"""Session-memory settings, from the workspace .env and FLOWBABY_SESSIONS_* in the environment
+(the environment wins, as for every other setting)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dotenv import dotenv_values
+from pydantic import BaseModel
+
+from graph.sessions.sources import claude_code, opencode
+
+
+class SessionSettings(BaseModel):
+    opencode: bool = True
+    opencode_dir: Path
+    claude_code: bool = True
+    claude_dir: Path
+    reasoning: bool = False
+    """Index reasoning (thinking) text too; off by default."""
+    watch: bool = True
+    """Keep the workspace's sessions fresh while serve or a bridge owns it."""
+    watch_interval_sec: float = 2.0
+    auto_import: bool = True
+    """The watcher also imports the workspace's sessions that were never imported."""
+
+
+def load_session_settings(env_file: Path) -> SessionSettings:
+    values = {k: v for k, v in (dotenv_values(env_file) if env_file.is_file() else {}).items() if v is not None}
+    values.update({k: v for k, v in os.environ.items() if k.startswith("FLOWBABY_SESSIONS_")})
+
+    def flag(name: str, default: bool) -> bool:
+        raw = values.get(name, "").strip().lower()
+        return default if not raw else raw not in {"0", "false", "no", "off"}
+
+    def folder(name: str, default: Path) -> Path:
+        raw = values.get(name, "").strip()
+        return Path(raw).expanduser() if raw else default
+
+    return SessionSettings(
+        opencode=flag("FLOWBABY_SESSIONS_OPENCODE", True),
+        opencode_dir=folder("FLOWBABY_SESSIONS_OPENCODE_DIR", opencode.default_folder()),
+        claude_code=flag("FLOWBABY_SESSIONS_CLAUDE_CODE", True),
+        claude_dir=folder("FLOWBABY_SESSIONS_CLAUDE_DIR", claude_code.default_folder()),
+        reasoning=flag("FLOWBABY_SESSIONS_REASONING", False),
+        watch=flag("FLOWBABY_SESSIONS_WATCH", True),
+        watch_interval_sec=_seconds(values.get("FLOWBABY_SESSIONS_WATCH_SEC", "")),
+        auto_import=flag("FLOWBABY_SESSIONS_AUTO_IMPORT", True),
+    )
+
+
+def _seconds(raw: str) -> float:
+    """The watch interval: 2 s unless a number of at least 0.2 is given (a typo never stops a start)."""
+    try:
+        return max(0.2, float(raw)) if raw.strip() else 2.0
+    except ValueError:
+        return 2.0

@@ -1,0 +1,1 @@
+"""Read-only adapters over the agent clients' own session stores."""

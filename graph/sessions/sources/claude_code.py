@@ -1,0 +1,221 @@
+"""Claude Code transcripts, read-only: `<config>/projects/<cwd with every non-alphanumeric as
+'-'>/<sessionId>.jsonl`, plus `<sessionId>/subagents/*.jsonl` as part of the same session.
+
+Only `user` and `assistant` records are conversation; the rest (api-request-blob with its
+system prompts, attachments, queue operations...) is skipped. One assistant message may span
+several records: they are merged by `message.id`. A last line without its newline is still
+being written and is read next time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from graph.sessions.chunking import short_input
+from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
+
+HEADER_LINES = 200
+"""Records read to find a transcript's cwd and title without parsing it whole."""
+
+
+def default_folder() -> Path:
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+
+
+def project_folder_name(cwd: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
+
+
+@dataclass
+class _Header:
+    stamp: tuple[int, int]
+    cwd: str
+    title: str
+    count: int
+    updated_ms: int
+
+
+class ClaudeCodeSource:
+    name = "claude-code"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.problems: list[str] = []
+        self._headers: dict[Path, _Header] = {}
+
+    def _files(self, main: Path) -> list[Path]:
+        subagents = main.with_suffix("") / "subagents"
+        return [main, *sorted(subagents.glob("*.jsonl"))] if subagents.is_dir() else [main]
+
+    def sessions(self, workspace: str) -> list[SessionInfo]:
+        projects = self.folder / "projects"
+        if not projects.is_dir():
+            return []
+        prefix = project_folder_name(workspace)
+        found = []
+        self.problems = []
+        try:
+            folders = [p for p in projects.iterdir() if p.name == prefix or p.name.startswith(prefix + "-")]
+            for folder in folders:
+                for main in folder.glob("*.jsonl"):
+                    try:
+                        header = self._header(main)
+                    except OSError as exc:
+                        self.problems.append(f"Claude Code transcript {main} cannot be read: {exc}")
+                        continue
+                    if header is None or not within(header.cwd, workspace):
+                        continue
+                    files = self._files(main)
+                    stats = [f.stat() for f in files]
+                    found.append(
+                        SessionInfo(
+                            source=self.name,
+                            session_id=main.stem,
+                            title=header.title,
+                            directory=header.cwd,
+                            updated_ms=max(header.updated_ms, int(max(s.st_mtime for s in stats) * 1000)),
+                            message_count=header.count,
+                            fingerprint=str(main) + "|" + ";".join(f"{s.st_size}:{s.st_mtime_ns}" for s in stats),
+                        )
+                    )
+        except OSError as exc:
+            raise SourceError(f"Claude Code transcripts under {projects} cannot be read: {exc}") from None
+        return found
+
+    def _header(self, path: Path) -> _Header | None:
+        """cwd, title and message count of a transcript, cached by size and mtime."""
+        info = path.stat()
+        stamp = (info.st_size, info.st_mtime_ns)
+        cached = self._headers.get(path)
+        if cached is not None and cached.stamp == stamp:
+            return cached
+        cwd, title, last = "", "", 0
+        keys: set[str] = set()
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle):
+                record = _record(line)
+                if record is None:
+                    continue
+                cwd = cwd or str(record.get("cwd") or "")
+                if record.get("type") in ("summary", "custom-title", "ai-title") and not title:
+                    title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
+                if record.get("type") in ("user", "assistant"):
+                    keys.add(_key(record))
+                    last = max(last, _ms(record.get("timestamp")))
+                    if not title and record.get("type") == "user" and number < HEADER_LINES:
+                        title = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")[:80]
+        if not cwd:
+            return None
+        header = _Header(stamp, os.path.normpath(cwd), title.strip(), len(keys), last)
+        self._headers[path] = header
+        return header
+
+    def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
+        main = Path(session.fingerprint.split("|", 1)[0])
+        offsets: dict[str, int] = dict((watermark or {}).get("offsets", {}))
+        messages: dict[str, Message] = {}
+        tools: dict[str, str] = {}
+        full = not watermark
+        try:
+            for path in self._files(main):
+                start = offsets.get(str(path), 0)
+                if start > path.stat().st_size:  # rewritten: read the session again from the top
+                    return self.read(session, None)
+                offsets[str(path)] = self._read_file(path, start, messages, tools)
+        except OSError as exc:
+            raise SourceError(f"Claude Code transcript {main} cannot be read: {exc}") from None
+        return Batch(sorted(messages.values(), key=lambda m: (m.order, m.message_id)), {"offsets": offsets}, full)
+
+    def _read_file(self, path: Path, start: int, messages: dict[str, Message], tools: dict[str, str]) -> int:
+        """Merge the file's records from `start` into `messages`; returns the offset to resume at:
+        the first record of the last message (it may still grow), or the end of the last whole line."""
+        resume = start
+        last_start: dict[str, int] = {}
+        last_key: str | None = None
+        with path.open("rb") as handle:
+            handle.seek(start)
+            offset = start
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # cut mid-write: read it next time
+                at, offset = offset, offset + len(line)
+                resume = offset
+                record = _record(line)
+                if record is None or record.get("type") not in ("user", "assistant"):
+                    continue
+                key = _key(record)
+                last_start.setdefault(key, at)
+                blocks = _blocks(record, tools)
+                message = messages.get(key)
+                if message is None:
+                    role = record["type"]
+                    if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
+                        role = "tool"
+                    stamp = _ms(record.get("timestamp"))
+                    message = messages[key] = Message(key, role, stamp, stamp)
+                for block in blocks:
+                    if block not in message.blocks:  # a record repeated with the same block
+                        message.blocks.append(block)
+                last_key = key
+        if last_key is not None and messages[last_key].role == "assistant":
+            resume = last_start[last_key]
+        return resume
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _key(record: dict[str, Any]) -> str:
+    message = record.get("message") or {}
+    if record.get("type") == "assistant" and isinstance(message, dict) and message.get("id"):
+        return str(message["id"])
+    return str(record.get("uuid") or "")
+
+
+def _ms(stamp: Any) -> int:
+    try:
+        return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return 0
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text(v.get("text", "") if isinstance(v, dict) else v) for v in value)
+    return "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
+    message = record.get("message") or {}
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [Block("text", content)] if not record.get("isMeta") else []
+    blocks: list[Block] = []
+    for item in content or []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "text" and not record.get("isMeta"):
+            blocks.append(Block("text", _text(item.get("text"))))
+        elif kind == "thinking":
+            blocks.append(Block("reasoning", _text(item.get("thinking"))))
+        elif kind == "tool_use":
+            name = str(item.get("name") or "tool")
+            tools[str(item.get("id"))] = name
+            blocks.append(Block("tool_call", short_input(item.get("input")), name))
+        elif kind == "tool_result":
+            blocks.append(Block("tool_result", _text(item.get("content")), tools.get(str(item.get("tool_use_id")), "")))
+    return blocks

@@ -1,0 +1,97 @@
+"""Session chunk vectors: durable in LanceDB (`.flowbaby/sessions/vectors.lance`), searched as
+one in-memory float32 matrix per session (exact cosine; a few ms at thousands of chunks)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+DIMENSIONS = 384
+TABLE = "session_chunks"
+
+
+class SessionVectors:
+    def __init__(self, path: Path) -> None:
+        import lancedb
+
+        self._db = lancedb.connect(str(path))
+        schema = pa.schema(
+            [
+                pa.field("embedding_id", pa.string()),
+                pa.field("session_key", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), DIMENSIONS)),
+            ]
+        )
+        self._table = self._db.create_table(TABLE, schema=schema, exist_ok=True)
+        self._lock = threading.Lock()
+        self._sessions: dict[str, tuple[list[str], np.ndarray]] = {}
+        stored = self._table.to_lance().to_table(columns=["embedding_id", "session_key", "vector"])
+        if stored.num_rows:
+            flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS)
+            by_key: dict[str, list[int]] = {}
+            for row, key in enumerate(stored.column("session_key").to_pylist()):
+                by_key.setdefault(key, []).append(row)
+            ids = stored.column("embedding_id").to_pylist()
+            for key, rows in by_key.items():
+                self._sessions[key] = ([ids[r] for r in rows], matrix[rows])
+
+    def count(self, key: str) -> int:
+        entry = self._sessions.get(key)
+        return len(entry[0]) if entry else 0
+
+    def ids(self, key: str) -> set[str]:
+        entry = self._sessions.get(key)
+        return set(entry[0]) if entry else set()
+
+    def add(self, key: str, ids: list[str], vectors: np.ndarray) -> None:
+        if not ids:
+            return
+        with self._lock:
+            self._table.add(
+                pa.table(
+                    {
+                        "embedding_id": pa.array(ids, pa.string()),
+                        "session_key": pa.array([key] * len(ids), pa.string()),
+                        "vector": pa.FixedSizeListArray.from_arrays(
+                            pa.array(vectors.reshape(-1), pa.float32()), DIMENSIONS
+                        ),
+                    }
+                )
+            )
+            old_ids, old = self._sessions.get(key, ([], np.empty((0, DIMENSIONS), np.float32)))
+            self._sessions[key] = (old_ids + ids, np.vstack([old, vectors]))
+
+    def remove(self, key: str, ids: set[str]) -> None:
+        if not ids:
+            return
+        with self._lock:
+            listed = sorted(ids)
+            for start in range(0, len(listed), 500):
+                quoted = ",".join("'" + i.replace("'", "''") + "'" for i in listed[start : start + 500])
+                self._table.delete(f"embedding_id IN ({quoted})")
+            old_ids, old = self._sessions.get(key, ([], np.empty((0, DIMENSIONS), np.float32)))
+            keep = [i for i, eid in enumerate(old_ids) if eid not in ids]
+            self._sessions[key] = ([old_ids[i] for i in keep], old[keep])
+
+    def nearest(self, keys: list[str], vector: np.ndarray, limit: int) -> list[tuple[str, str, float]]:
+        """(session_key, embedding_id, cosine similarity) of the nearest chunks, best first."""
+        found: list[tuple[str, str, float]] = []
+        for key in keys:
+            entry = self._sessions.get(key)
+            if not entry or not entry[0]:
+                continue
+            ids, matrix = entry
+            scores = matrix @ vector
+            top = min(limit, len(ids))
+            best = np.argpartition(-scores, top - 1)[:top]
+            found.extend((key, ids[i], float(scores[i])) for i in best.tolist())
+        found.sort(key=lambda hit: -hit[2])
+        return found[:limit]
+
+    def optimize(self) -> None:
+        with self._lock:
+            self._table.optimize()

@@ -1,0 +1,155 @@
+"""A scripted Anthropic Messages API on loopback, for driving the real Claude Code offline.
+
+`POST /v1/messages` is answered with a streamed message (message_start, content blocks,
+message_delta, message_stop). The next scripted reply is used when the request's last message
+is the user's; a tool use is scripted as ("tool", name, input) and answered with a short text
+once its result comes back. Every request body is kept."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class FakeAnthropicModel:
+    def __init__(self) -> None:
+        self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
+        """Replies still to give: ("text", "...") or ("tool", name, input)."""
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._count = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeAnthropicModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def tool_results(self) -> list[str]:
+        with self._lock:
+            found = []
+            for body in self.requests:
+                for message in body.get("messages", []):
+                    for block in message.get("content") if isinstance(message.get("content"), list) else []:
+                        if isinstance(block, dict) and block.get("type") == "tool_result":
+                            found.append(json.dumps(block.get("content")))
+            return found
+
+    def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Content blocks of the answer to one request."""
+        with self._lock:
+            self.requests.append(body)
+            self._count += 1
+            messages = body.get("messages") or [{}]
+            last = messages[-1].get("content")
+            after_tool = isinstance(last, list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in last
+            )
+            if not body.get("tools") or after_tool or not self.script:
+                return [{"type": "text", "text": "Done." if after_tool or not self.script else "Noted."}]
+            step = self.script.pop(0)
+        if step[0] == "tool":
+            return [{"type": "tool_use", "id": f"toolu_{self._count:04d}", "name": step[1], "input": step[2]}]
+        return [{"type": "text", "text": str(step[1])}]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_HEAD(self) -> None:  # noqa: N802
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_GET(self) -> None:  # noqa: N802
+                self._json({"data": [], "has_more": False})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                    self._json({"input_tokens": 10})
+                    return
+                blocks = model.reply(body)
+                if not body.get("stream"):
+                    self._json(_message(body, blocks))
+                    return
+                events = [
+                    ("message_start", {"type": "message_start", "message": {**_message(body, []), "content": []}})
+                ]
+                for index, block in enumerate(blocks):
+                    if block["type"] == "text":
+                        start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+                    else:
+                        start = {**block, "input": {}}
+                        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                    events.append(
+                        ("content_block_start", {"type": "content_block_start", "index": index, "content_block": start})
+                    )
+                    events.append(
+                        ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                    )
+                    events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+                stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+                events.append(
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 5},
+                        },
+                    )
+                )
+                events.append(("message_stop", {"type": "message_stop"}))
+                data = b"".join(f"event: {name}\ndata: {json.dumps(event)}\n\n".encode() for name, event in events)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _json(self, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+def _message(body: dict[str, Any], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": f"msg_fake_{uuid.uuid4().hex[:16]}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-fake"),
+        "content": blocks,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 5,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+    }
