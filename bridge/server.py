@@ -78,6 +78,8 @@ class Bridge:
             "graphSnapshot": service.graph_snapshot,
             "indexStatus": lambda params: service.index_status(),
             "repair": service.repair,
+            "listImpliedSupersessions": service.implied_supersessions,
+            "confirmSupersession": service.confirm_supersession,
             "shutdown": self._shutdown,
         }
         service.add_operation_listener(self._on_operation_end)

@@ -221,6 +221,12 @@ class OwnerClient:
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:
         return await self._dict("graph_summary", top=top)
 
+    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("implied_supersessions", params=params)
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        return await self._dict("confirm_supersession", params=params)
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result: dict[str, Any] = await self.call(method, **args)
         return result

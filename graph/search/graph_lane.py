@@ -26,6 +26,7 @@ from typing import Any
 
 from graph.core.projection import STRUCTURAL_TYPES
 from graph.extract.extractor import extract_graph, normalise
+from graph.search.links import Hop
 
 _WORDS = re.compile(r"[\w/.#-]+")
 RELATED_DISCOUNT = 0.5
@@ -156,26 +157,41 @@ class GraphLane:
                     scores[memory_id] += value
         return {m: min(1.0, s / total) for m, s in scores.items()}
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]:
-        """memory_id -> [0, 1] for memories two hops from a seed (seed -> rare entity -> memory):
-        the seed's relative strength times the strongest join key they share."""
-        scores: dict[str, float] = {}
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]:
+        """memory_id -> how it is reached two hops from a seed (seed -> rare entity -> memory): the
+        seed's relative strength times the link, which is the entity's join strength for its type
+        (a ticket or a file is a join key, a shared date hardly is) times its rarity."""
+        hops: dict[str, Hop] = {}
         top_seed = max(seeds.values(), default=0.0)
         if top_seed <= 0:
             return {}
         with self._lock:
             limit = self._rare_limit()
+            scale = math.log(max(self._memories, 3))
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
                     holders = self._entity_memories[entity]
-                    if entity in exclude or not join or len(holders) > limit:
+                    if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
-                    value = strength / top_seed * join
+                    value = strength / top_seed * join * min(1.0, self._weight(entity) / scale)
                     for memory_id in holders:
-                        if memory_id not in seeds and value > scores.get(memory_id, 0.0):
-                            scores[memory_id] = value
-        return scores
+                        if memory_id not in seeds and value > hops.get(memory_id, Hop(0.0, "", ())).score:
+                            hops[memory_id] = Hop(value, seed, (self._names[entity],))
+        return hops
+
+    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
+        """What implicit supersession reads of the graph: the projection's version, its stated
+        relations by entity name, and each memory's entity names with their types."""
+        with self._lock:
+            relations = [
+                (self._names[a], name, self._names[b]) for (a, b), names in self._relations.items() for name in names
+            ]
+            names_of = {
+                m: {self._names[e]: self._types.get(e, "") for e in entities if e not in self._structural}
+                for m, entities in self._memory_entities.items()
+            }
+            return self._mtime, relations, names_of
 
     def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, Any]]]:
         """What the graph knows around one memory: its entities (and, at 2 hops, the entities
