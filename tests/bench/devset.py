@@ -73,8 +73,12 @@ def build_offline_workspace(root: Path, requests: list[dict[str, Any]], embedder
     return Retriever(Catalog(memories), embedder, GraphLane(paths.projection), lambda: index)
 
 
-def rank_topics(retriever: Retriever, question: str, lanes: frozenset[str] = LANES, k: int = 10) -> list[str]:
-    request = FlowbabyContextRequest(query=question, maxResults=k, maxTokens=100_000, includeSuperseded=True)
+def rank_topics(
+    retriever: Retriever, question: str, lanes: frozenset[str] = LANES, k: int = 10, abstain: bool = True
+) -> list[str]:
+    request = FlowbabyContextRequest(
+        query=question, maxResults=k, maxTokens=100_000, includeSuperseded=True, abstain=abstain
+    )
     entries, _, _ = retriever.retrieve(request, lanes)
     return [e.topicId for e in entries]
 
@@ -118,14 +122,18 @@ def run_devset(root: Path, path: Path = DEVSET) -> dict[str, Any]:
     asked = [q["question"] for q in questions]
     methods = {
         "flowbaby": [rank_topics(retriever, q) for q in asked],
+        "flowbaby, abstain off": [rank_topics(retriever, q, abstain=False) for q in asked],
         "flowbaby without graph": [rank_topics(retriever, q, frozenset({"vector", "lexical"})) for q in asked],
         "baseline RRF(BM25, MiniLM)": _rrf(_bm25_rank(requests, asked), _minilm_rank(requests, asked, embedder)),
     }
-    return {
-        "memories": len(requests),
-        "questions": len(questions),
-        "scores": {name: score(questions, ranked) for name, ranked in methods.items()},
-    }
+    scores = {name: score(questions, ranked) for name, ranked in methods.items()}
+    # Leave-out check: the same metrics on each half (fold) of every kind of question.
+    for fold in (0, 1):
+        picked = [i for i, q in enumerate(questions) if q["fold"] == fold]
+        scores[f"flowbaby, fold {fold}"] = score(
+            [questions[i] for i in picked], [methods["flowbaby"][i] for i in picked]
+        )
+    return {"memories": len(requests), "questions": len(questions), "scores": scores}
 
 
 def open_offline_workspace(root: Path, embedder: Embedder) -> Retriever:
