@@ -50,6 +50,10 @@ UBIQUITY_FRACTION = 0.5
 UBIQUITY_MIN_MEMORIES = 10
 
 
+def _loose_key(name: str) -> str:
+    return " ".join(re.split(r"[-_\s]+", normalise(name)))
+
+
 def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The projection file's node and edge records, read as plain JSON: the lane builds its own
     indexes, so building a networkx graph first only doubled the (re)load time."""
@@ -74,6 +78,8 @@ class GraphLane:
         self._ubiquitous: set[str] = set()
         self._relations: dict[tuple[str, str], set[str]] = {}
         self._memories = 0
+        self._spellings: dict[str, set[str]] = {}
+        """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
 
     def refresh(self) -> None:
         """Reload the indexes if the worker has written a new projection."""
@@ -88,6 +94,7 @@ class GraphLane:
             entity_memories: dict[str, set[str]] = {}
             memory_entities: dict[str, set[str]] = defaultdict(set)
             by_key: dict[str, set[str]] = defaultdict(set)
+            loose: dict[str, set[str]] = defaultdict(set)
             structural: set[str] = set()
             names: dict[str, str] = {}
             types: dict[str, str] = {}
@@ -102,6 +109,7 @@ class GraphLane:
                 names[node] = data.get("name", "")
                 types[node] = data.get("entity_type", "")
                 by_key[normalise(names[node])].add(node)
+                loose[_loose_key(names[node])].add(node)
                 if data.get("entity_type") in STRUCTURAL_TYPES:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
@@ -116,6 +124,7 @@ class GraphLane:
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
             self._names, self._types, self._relations = names, types, dict(relations)
             self._memories = len(memory_entities)
+            self._spellings = {e: group for group in loose.values() if len(group) > 1 for e in group}
             self._ubiquitous = self._find_ubiquitous()
             self._mtime = mtime
 
@@ -171,10 +180,12 @@ class GraphLane:
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
-                    holders = self._entity_memories[entity]
+                    holders = self._entity_memories[entity].union(
+                        *(self._entity_memories[e] for e in self._spellings.get(entity, ()))
+                    )
                     if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
-                    value = strength / top_seed * join * min(1.0, self._weight(entity) / scale)
+                    value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
                     for memory_id in holders:
                         if memory_id not in seeds and value > hops.get(memory_id, Hop(0.0, "", ())).score:
                             hops[memory_id] = Hop(value, seed, (self._names[entity],))

@@ -61,6 +61,10 @@ SEED_SHARE = 0.6
 EXPANSION_GATE = 0.4
 """A memory reached through a weak link must also be somewhat close to the question (best
 chunk cosine at least this): the graph links it, the question still has to be about it."""
+TIE_BREAK = 0.1
+OFF_TIME = 0.8
+"""When the question names a month, a linked memory created outside it and the month before counts
+0.8 of its link."""
 STRONG_LINK = 0.5
 STRONG_PER_SEED = 2
 """A link at least this strong (seed strength relative to the best seed, times the shared name's
@@ -108,6 +112,23 @@ def summary_text(memory: Memory) -> str:
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {item}" for item in items))
     return "\n\n".join(parts)
+
+
+_MONTH_NAMES = "january february march april may june july august september october november december"
+_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}  # noqa: SIM905
+_MONTH_WORD = re.compile(r"(?i)\b(" + "|".join(_MONTHS) + r")\b")
+
+
+def query_months(query: str) -> set[int]:
+    """Months a question names ("since early March", "in September"), with the month before each:
+    a cause is often logged a little before the effect is noticed. "may" counts only capitalised."""
+    months: set[int] = set()
+    for match in _MONTH_WORD.finditer(query):
+        if match.group(0) == "may" or match.group(0) == "MAY":
+            continue
+        month = _MONTHS[match.group(0).lower()]
+        months |= {month, 12 if month == 1 else month - 1}
+    return months
 
 
 def _strip_words(query: str, words: set[str]) -> str:
@@ -282,7 +303,9 @@ class Retriever:
             )
         matches = [s for s in candidates.values() if self._is_match(s, best_chunk)]
         if "graph" in lanes and matches:
-            matches = self._second_hop(matches, candidates, entities, best_chunk, total_weight, "vector" in lanes)
+            matches = self._second_hop(
+                request.query, matches, candidates, entities, best_chunk, total_weight, "vector" in lanes
+            )
 
         created = self.catalog.created
         newest = max((created[s.memory.memory_id] for s in matches), default=None)
@@ -349,6 +372,7 @@ class Retriever:
 
     def _second_hop(
         self,
+        query: str,
         matches: list[Scored],
         candidates: dict[str, Scored],
         entities: dict[str, float],
@@ -371,10 +395,19 @@ class Retriever:
                 if other not in seeds and value > hops.get(other, Hop(0.0, "", ())).score:
                     hops[other] = Hop(value, seed, (name,))
         by_id = self.catalog.by_id
+        months = query_months(query)
+        if months:  # "since early March": a linked memory from that time is the likelier cause
+            hops = {
+                m: h._replace(score=h.score * (1.0 if self.catalog.created[m].month in months else OFF_TIME))
+                for m, h in hops.items()
+                if m in self.catalog.created
+            }
         matched = {s.memory.memory_id for s in matches}
         margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
         placed: dict[str, int] = defaultdict(int)
-        for memory_id, hop in sorted(hops.items(), key=lambda kv: -kv[1].score):
+        # Strongest link first; among equal links, the memory closer to the question.
+        order = sorted(hops.items(), key=lambda kv: -(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)))
+        for memory_id, hop in order:
             memory = by_id.get(memory_id)
             if memory is None or (memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates):
                 continue
