@@ -226,9 +226,10 @@ def test_a_strong_link_places_a_memory_right_after_its_seed_however_far_from_the
         _seeded_graph("seed", cause=r.STRONG_LINK, third=r.STRONG_LINK, also=r.STRONG_LINK),
     )
     ranked = rank(ret, frozenset({"vector", "graph"}))
-    assert ids(ranked)[:2] == ["seed", "cause"] or ids(ranked)[:2] == ["seed", "third"]
+    # Equal links: the memories closer to the question go first, at most two per seed.
+    assert ids(ranked)[:3] == ["seed", "also", "cause"]
     placed = [s for s in ranked if s.via is not None and s.via.score >= r.STRONG_LINK]
-    assert len(placed) == r.STRONG_PER_SEED  # at most two strong placements per seed
+    assert {s.memory.memory_id for s in placed} == {"also", "cause"}
     assert all(s.via.source == "seed" for s in placed)
 
 
