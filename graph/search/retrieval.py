@@ -221,6 +221,7 @@ class Retriever:
         self._pairs_lock = threading.Lock()
         self._pairs_key: tuple[float | None, int, int] | None = None
         self._pairs: list[Pair] = []
+        self._retired: dict[tuple[str, int], dict[str, str]] = {}
 
     # -- lanes ----------------------------------------------------------------------
     def _vector_lane(
@@ -335,7 +336,7 @@ class Retriever:
         key = (version, len(self.catalog), self.catalog.changes)
         with self._pairs_lock:
             if self._pairs_key != key:
-                self._pairs = find_pairs(self.catalog.by_id, relations, names_of)
+                self._pairs = find_pairs(self.catalog.by_id, relations, names_of, self._retired)
                 self._pairs_key = key
             return self._pairs
 
@@ -489,7 +490,6 @@ class Retriever:
         )
         if reason:
             return Retrieved([], 0, reason)
-        topics = {m_id: m.topic_id for m_id, m in self.catalog.by_id.items()} if any(s.via for s in ranked) else {}
         for item in ranked:
             if len(entries) >= request.maxResults:
                 break
@@ -524,7 +524,7 @@ class Retriever:
                         {name.split("_")[0] for name in item.lanes if name != "hint"}
                         | ({"hints"} if "hint" in item.lanes else set())
                     ),
-                    via=describe_hop(item.via, topics) if item.via else None,
+                    via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
                     possiblySupersededBy=item.superseded_by,
                 )
             )
@@ -537,9 +537,10 @@ class Retrieved(NamedTuple):
     abstained: str | None
 
 
-def describe_hop(hop: Hop, topics: dict[str, str]) -> str:
+def describe_hop(hop: Hop, by_id: dict[str, Memory]) -> str:
     names = ", ".join(f"`{name}`" for name in hop.names)
-    return f"reached from `{topics.get(hop.source, hop.source)}` through {names}"
+    source = by_id[hop.source].topic_id if hop.source in by_id else hop.source
+    return f"reached from `{source}` through {names}"
 
 
 def abstain_reason(ranked: list[Scored], unknown: list[str]) -> str | None:

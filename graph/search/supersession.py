@@ -97,9 +97,12 @@ def find_pairs(
     memories: dict[str, Memory],
     relations: Iterable[tuple[str, str, str]],
     names_of: dict[str, dict[str, str]],
+    retired_cache: dict[tuple[str, int], dict[str, str]] | None = None,
 ) -> list[Pair]:
     """(older, newer) pairs. relations: (old name, relation, new name) from the graph; names_of:
-    memory -> {entity name: type} from the projection."""
+    memory -> {entity name: type} from the projection. retired_cache keeps each memory's retiring
+    sentences between calls (a memory's text never changes), so a new memory costs only its own."""
+    cache = {} if retired_cache is None else retired_cache
     live = {m_id: m for m_id, m in memories.items() if m.status in LIVE}
     holders: dict[str, set[str]] = {}
     for memory_id, names in names_of.items():
@@ -114,8 +117,11 @@ def find_pairs(
         for memory_id in holders.get(old, set()) & holders.get(new, set()):
             stated.setdefault(memory_id, []).append((old, new, f"{old} {relation.replace('_', ' ')} {new}"))
     for memory_id, memory in live.items():
-        written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
-        for name, sentence in _retired_names(memory, written).items():
+        key = (memory_id, len(names_of.get(memory_id, {})))
+        if key not in cache:
+            written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
+            cache[key] = _retired_names(memory, written)
+        for name, sentence in cache[key].items():
             stated.setdefault(memory_id, []).append((name, "", sentence))
     pairs: dict[tuple[str, str], Pair] = {}
     for newer_id, claims in stated.items():
