@@ -79,6 +79,9 @@ class GraphLane:
         self._relations: dict[tuple[str, str], set[str]] = {}
         self._memories = 0
         self._spellings: dict[str, set[str]] = {}
+        self._supersession_view: tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
+            None
+        )
         """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
 
     def refresh(self) -> None:
@@ -180,9 +183,9 @@ class GraphLane:
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
-                    holders = self._entity_memories[entity].union(
-                        *(self._entity_memories[e] for e in self._spellings.get(entity, ()))
-                    )
+                    holders = self._entity_memories[entity]
+                    if entity in self._spellings:
+                        holders = holders.union(*(self._entity_memories[e] for e in self._spellings[entity]))
                     if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
                     value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
@@ -193,8 +196,11 @@ class GraphLane:
 
     def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
         """What implicit supersession reads of the graph: the projection's version, its stated
-        relations by entity name, and each memory's entity names with their types."""
+        relations by entity name, and each memory's entity names with their types (built once per
+        projection version)."""
         with self._lock:
+            if self._supersession_view is not None and self._supersession_view[0] == self._mtime:
+                return self._supersession_view
             relations = [
                 (self._names[a], name, self._names[b]) for (a, b), names in self._relations.items() for name in names
             ]
@@ -202,7 +208,8 @@ class GraphLane:
                 m: {self._names[e]: self._types.get(e, "") for e in entities if e not in self._structural}
                 for m, entities in self._memory_entities.items()
             }
-            return self._mtime, relations, names_of
+            self._supersession_view = (self._mtime, relations, names_of)
+            return self._supersession_view
 
     def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, Any]]]:
         """What the graph knows around one memory: its entities (and, at 2 hops, the entities

@@ -10,6 +10,7 @@ the retrieval issue's note); the round values were what every fold picked.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -117,6 +118,12 @@ def summary_text(memory: Memory) -> str:
 _MONTH_NAMES = "january february march april may june july august september october november december"
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}  # noqa: SIM905
 _MONTH_WORD = re.compile(r"(?i)\b(" + "|".join(_MONTHS) + r")\b")
+
+
+@functools.lru_cache(maxsize=256)
+def _query_names(query: str) -> tuple[tuple[str, str], ...]:
+    """The offline extractor's entities of a query, with their types (cached: agents repeat queries)."""
+    return tuple((node["name"], node["type"]) for node in extract_graph(query)["nodes"])
 
 
 def query_months(query: str) -> set[int]:
@@ -324,9 +331,9 @@ class Retriever:
     def _unknown_names(self, query: str) -> list[str]:
         """Specific names the query writes that no memory contains."""
         return [
-            node["name"]
-            for node in extract_graph(query)["nodes"]
-            if node["type"] in SPECIFIC_TYPES and not self.catalog.lexical.knows(node["name"])
+            name
+            for name, kind in _query_names(query)
+            if kind in SPECIFIC_TYPES and not self.catalog.lexical.knows(name)
         ]
 
     def supersession_pairs(self) -> list[Pair]:
