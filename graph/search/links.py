@@ -96,7 +96,10 @@ class NameLinks:
                 else:
                     groups += [(w, self._holders[w]) for w in self._wildcards if fnmatch.fnmatch(key, w)]
                 for name, holders in groups:
-                    strength = self._strength(len(self._holders[key] | holders), total)
+                    together = holders if name == key else self._holders[key] | holders
+                    strength = self._strength(len(together), total)
+                    if not strength:
+                        continue
                     label = key if name == key else f"{key} ~ {name}"
                     for other in holders:
                         if other != memory_id and strength > out.get(other, (0.0, ""))[0]:

@@ -413,8 +413,14 @@ class Retriever:
         matched = {s.memory.memory_id for s in matches}
         margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
         placed: dict[str, int] = defaultdict(int)
-        # Strongest link first; among equal links, the memory closer to the question.
-        order = sorted(hops.items(), key=lambda kv: -(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)))
+        # Only strong links and memories close to the question can be placed; strongest link first,
+        # among equal links the memory closer to the question.
+        usable = [
+            (m, h)
+            for m, h in hops.items()
+            if h.score >= STRONG_LINK or best_chunk.get(m, 0.0) >= EXPANSION_GATE or not has_vector
+        ]
+        order = sorted(usable, key=lambda kv: -(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)))
         for memory_id, hop in order:
             memory = by_id.get(memory_id)
             if memory is None or (memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates):
