@@ -190,7 +190,8 @@ class GraphLane:
                         continue
                     value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
                     for memory_id in holders:
-                        if memory_id not in seeds and value > hops.get(memory_id, Hop(0.0, "", ())).score:
+                        # a weaker seed can itself be reached from a stronger one
+                        if seeds.get(memory_id, 0.0) < strength and value > hops.get(memory_id, Hop(0.0, "", ())).score:
                             hops[memory_id] = Hop(value, seed, (self._names[entity],))
         return hops
 

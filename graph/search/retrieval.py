@@ -68,6 +68,9 @@ OFF_TIME = 0.8
 0.8 of its link."""
 STRONG_LINK = 0.5
 STRONG_PER_SEED = 2
+SEED_LINK = 0.7
+"""A direct match among the seeds is placed after a stronger seed only through a link this strong
+(a ticket or a rare name both write, e.g. the incident and the rollout that fixed it)."""
 """A link at least this strong (seed strength relative to the best seed, times the shared name's
 type and rarity) places a memory right after its seed with no closeness gate, at most two per seed."""
 DECISION_RECORD_BOOST = 0.02
@@ -400,7 +403,7 @@ class Retriever:
         for seed, strength in seeds.items():
             for other, (link, name) in self.catalog.links.linked(seed).items():
                 value = strength / strongest * link
-                if other not in seeds and value > hops.get(other, Hop(0.0, "", ())).score:
+                if seeds.get(other, 0.0) < strength and value > hops.get(other, Hop(0.0, "", ())).score:
                     hops[other] = Hop(value, seed, (name,))
         by_id = self.catalog.by_id
         months = query_months(query)
@@ -427,14 +430,14 @@ class Retriever:
                 continue
             near = best_chunk.get(memory_id, 0.0) >= EXPANSION_GATE or not has_vector
             strong = hop.score >= STRONG_LINK and placed[hop.source] < STRONG_PER_SEED
-            if not (near or strong):
-                continue
+            if not (near or strong) or (memory_id in seeds and hop.score < SEED_LINK):
+                continue  # a weaker seed moves only through a very strong link from a stronger one
             item = candidates.setdefault(memory_id, Scored(memory))
             item.lanes["graph_expansion"] = hop.score
             # At most right after the memory it was reached from, whatever boost or recency it gets later.
             ceiling = candidates[hop.source].fused - margin * (1 + placed[hop.source])
             lifted = item.fused + GRAPH_EXPANSION_WEIGHT * hop.score
-            if strong:
+            if strong and item.fused < ceiling:  # a memory already ranked that high uses no placement
                 lifted = max(lifted, ceiling)
                 placed[hop.source] += 1
             if min(lifted, ceiling) > item.fused:
@@ -564,7 +567,7 @@ def abstain_reason(ranked: list[Scored], unknown: list[str]) -> str | None:
     file) that no memory contains, and no memory is very close."""
     head = ranked[:5]
     if not head:
-        return "no memory matches the query"
+        return None  # nothing matched at all: an empty result, not an abstention
     vector = max(s.lanes.get("vector", 0.0) for s in head)
     lexical = max(s.lanes.get("lexical", 0.0) for s in head)
     if vector < ABSTAIN_VECTOR and lexical < ABSTAIN_LEXICAL:
