@@ -24,6 +24,8 @@ from api.mcp_tools import build_mcp_server
 from bridge import jsonwire
 from graph import __version__
 from graph.core.contract import (
+    ConfirmSupersessionRequest,
+    ConfirmSupersessionResponse,
     ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
@@ -33,6 +35,7 @@ from graph.core.contract import (
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
+    ImpliedSupersessionsResponse,
     IndexStatusResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
@@ -82,6 +85,7 @@ async def _json_body(request: Request, retrieval: bool) -> Any:
 BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/ingest": FlowbabyIngestRequest,
     "/api/agent/retrieve": FlowbabyContextRequest,
+    "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -215,6 +219,14 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs
     @app.post("/api/agent/index/repair", response_model=RepairResponse)
     async def repair() -> dict[str, Any]:
         return await service.repair()
+
+    @app.get("/api/agent/supersessions", response_model=ImpliedSupersessionsResponse)
+    async def implied_supersessions() -> dict[str, Any]:
+        return await service.implied_supersessions()
+
+    @app.post("/api/agent/supersessions/confirm", response_model=ConfirmSupersessionResponse)
+    async def confirm_supersession(request: Request) -> dict[str, Any]:
+        return await service.confirm_supersession(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/memories/{topic_id}", response_model=MemoryVersionsResponse)
     async def memory(topic_id: str) -> dict[str, Any]:

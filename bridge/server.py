@@ -91,6 +91,8 @@ class Bridge:
                 f"sessions{op[0].upper()}{op[1:].replace('_all', 'All')}": _sessions_method(service, op)
                 for op in SESSION_METHODS
             },
+            "listImpliedSupersessions": service.implied_supersessions,
+            "confirmSupersession": service.confirm_supersession,
             "shutdown": self._shutdown,
         }
         service.add_operation_listener(self._on_operation_end)

@@ -24,6 +24,8 @@ from graph.core.audit import AuditLog
 from graph.core.contract import (
     BackgroundStatusRequest,
     ChunkSearchRequest,
+    ConfirmSupersessionRequest,
+    ConfirmSupersessionResponse,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
@@ -34,6 +36,7 @@ from graph.core.contract import (
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
+    ImpliedSupersessionsResponse,
     IndexStatusResponse,
     MemoryContextResponse,
     MemoryStatus,
@@ -512,7 +515,7 @@ class FlowbabyService:
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
                 try:
-                    entries, used = await asyncio.wait_for(
+                    entries, used, abstained = await asyncio.wait_for(
                         asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec
                     )
                 except TimeoutError:
@@ -532,12 +535,21 @@ class FlowbabyService:
             if note:
                 text = f"> {note['message']}\n\n{text}"
             reply = RetrieveMemoryResponse(
-                entries=entries, totalResults=len(entries), tokensUsed=used, markdown=text
+                entries=entries,
+                totalResults=len(entries),
+                tokensUsed=used,
+                markdown=text,
+                abstained=abstained is not None,
+                abstainReason=abstained,
             ).model_dump(mode="json")
         else:
-            reply = FlowbabyContextResponse(entries=entries, totalResults=len(entries), tokensUsed=used).model_dump(
-                mode="json"
-            )
+            reply = FlowbabyContextResponse(
+                entries=entries,
+                totalResults=len(entries),
+                tokensUsed=used,
+                abstained=abstained is not None,
+                abstainReason=abstained,
+            ).model_dump(mode="json")
         if note:
             reply["indexing"] = note
         return reply
@@ -596,6 +608,7 @@ class FlowbabyService:
                     "pendingOperations": active,
                     "failedOperations": failed_ops,
                     "withoutGraph": without_graph,
+                    "impliedSupersessions": len(self._retriever.supersession_pairs()) if self._retriever else 0,
                 },
                 "coverage": {
                     "vectors": round(vectors / memories, 4) if memories else 1.0,
@@ -778,6 +791,66 @@ class FlowbabyService:
         stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
         return GraphStatsResponse.model_validate(stats).model_dump(mode="json")
 
+    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+        """Pairs where a newer memory (another topicId) seems to replace what an older one decided,
+        for a person to confirm; nothing is hidden until they do."""
+        retriever = await self._ready_retriever()
+        pairs = await asyncio.to_thread(retriever.supersession_pairs)
+        by_id = retriever.catalog.by_id
+
+        def side(memory: Memory) -> dict[str, Any]:
+            return {
+                "topicId": memory.topic_id,
+                "memoryId": memory.memory_id,
+                "topic": memory.topic,
+                "status": memory.status.value,
+                "createdAt": memory.created_at,
+            }
+
+        listed = [
+            {
+                "older": side(by_id[p.older]),
+                "newer": side(by_id[p.newer]),
+                "replaced": p.replaced,
+                "replacement": p.replacement,
+                "evidence": p.evidence,
+            }
+            for p in pairs
+        ]
+        return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)}).model_dump(
+            mode="json"
+        )
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        """A person confirms a listed pair: the older memory's version becomes Superseded."""
+        request = validate_request(ConfirmSupersessionRequest, params)
+        retriever = await self._ready_retriever()
+        pairs = await asyncio.to_thread(retriever.supersession_pairs)
+        by_id = retriever.catalog.by_id
+        pair = next(
+            (
+                p
+                for p in pairs
+                if by_id[p.older].topic_id == request.olderTopicId and by_id[p.newer].topic_id == request.newerTopicId
+            ),
+            None,
+        )
+        if pair is None:
+            raise FlowbabyError(
+                ErrorCode.NOT_FOUND,
+                f'"{request.olderTopicId}" is not listed as possibly superseded by "{request.newerTopicId}"',
+            )
+        await asyncio.to_thread(self.store.set_status, pair.older, MemoryStatus.SUPERSEDED)
+        retriever.catalog.set_status(pair.older, MemoryStatus.SUPERSEDED)
+        return ConfirmSupersessionResponse.model_validate(
+            {
+                "topicId": request.olderTopicId,
+                "memoryId": pair.older,
+                "status": MemoryStatus.SUPERSEDED.value,
+                "supersededBy": request.newerTopicId,
+            }
+        ).model_dump(mode="json")
+
     async def wait_idle(self) -> None:
         """Until no operation is pending or running (tests, demo, bench)."""
         await self.operations.wait_idle()
@@ -819,6 +892,8 @@ class MemoryService(Protocol):
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
     async def sessions(self, op: SessionOp, params: Any = ...) -> dict[str, Any]: ...
     async def watch_sessions(self) -> dict[str, Any]: ...
+    async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]: ...
     async def close(self, grace_sec: float = ...) -> None: ...
 
 

@@ -68,7 +68,14 @@ def built_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: Path, built_workspace: Path) -> None:
     empty = spawn(workspace, *UNTHROTTLED).result("retrieveForAgent", {"query": "anything at all"})
-    assert empty == {"success": True, "entries": [], "totalResults": 0, "tokensUsed": 0}
+    assert empty == {
+        "success": True,
+        "entries": [],
+        "totalResults": 0,
+        "tokensUsed": 0,
+        "abstained": False,
+        "abstainReason": None,
+    }
     client = spawn(built_workspace, *UNTHROTTLED, env=_env())
     assert client.result("retrieveForAgent", {"query": "banana smoothie recipe with oat milk"})["entries"] == []
 

@@ -345,6 +345,8 @@ class FlowbabyContextRequest(_Strict):
     includeSuperseded: bool = False
     halfLifeDays: float = Field(default=DEFAULT_HALF_LIFE_DAYS, ge=1, le=36_500)
     contextHints: list[str] = Field(default_factory=list, max_length=20)
+    abstain: bool = True
+    """Return nothing (abstained, with the reason) when no memory shows evidence of being about the query."""
 
     @field_validator("query")
     @classmethod
@@ -408,6 +410,10 @@ class RetrievalEntry(BaseModel):
     decisions: list[str]
     lanes: list[str]
     tokens: int
+    via: str | None = None
+    """For a memory placed by the graph: the memory it was reached from and the names they share."""
+    possiblySupersededBy: str | None = None
+    """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
 
 
 class FlowbabyContextResponse(BaseModel):
@@ -415,6 +421,8 @@ class FlowbabyContextResponse(BaseModel):
     entries: list[RetrievalEntry]
     totalResults: int
     tokensUsed: int
+    abstained: bool = False
+    abstainReason: str | None = None
 
 
 class RetrieveMemoryResponse(FlowbabyContextResponse):
@@ -472,6 +480,7 @@ class IndexCounts(_Reply):
     pendingOperations: int
     failedOperations: int
     withoutGraph: int
+    impliedSupersessions: int = 0
 
 
 class IndexCoverage(_Reply):
@@ -614,3 +623,41 @@ class GraphSnapshotResponse(_Reply):
     graph: dict[str, Any]
     nodes: list[dict[str, Any]]
     edges: list[dict[str, Any]]
+
+
+# -- implicit supersession ------------------------------------------------------------------
+
+
+class SupersessionSide(_Reply):
+    topicId: str
+    memoryId: str
+    topic: str
+    status: MemoryStatus
+    createdAt: str
+
+
+class ImpliedSupersession(_Reply):
+    older: SupersessionSide
+    newer: SupersessionSide
+    replaced: str
+    replacement: str
+    evidence: str
+
+
+class ImpliedSupersessionsResponse(_Reply):
+    success: Literal[True] = True
+    pairs: list[ImpliedSupersession]
+    count: int
+
+
+class ConfirmSupersessionRequest(_Strict):
+    olderTopicId: str = Field(min_length=1)
+    newerTopicId: str = Field(min_length=1)
+
+
+class ConfirmSupersessionResponse(_Reply):
+    success: Literal[True] = True
+    topicId: str
+    memoryId: str
+    status: MemoryStatus
+    supersededBy: str

@@ -285,6 +285,11 @@ class MemoryStore:
         with self._transaction() as cur:
             cur.executemany("UPDATE memories SET graph_state = ? WHERE memory_id = ?", [(state, m) for m in memory_ids])
 
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None:
+        """A person's decision about a version (confirming an implied supersession)."""
+        with self._transaction() as cur:
+            cur.execute("UPDATE memories SET status = ? WHERE memory_id = ?", (status.value, memory_id))
+
     def counts(self) -> dict[str, int]:
         with self._lock:
             rows = self._conn.execute("SELECT graph_state, COUNT(*) AS n FROM memories GROUP BY graph_state").fetchall()

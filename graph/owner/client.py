@@ -227,6 +227,12 @@ class OwnerClient:
     async def watch_sessions(self) -> dict[str, Any]:
         return await self._dict("watch_sessions")
 
+    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("implied_supersessions", params=params)
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        return await self._dict("confirm_supersession", params=params)
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result: dict[str, Any] = await self.call(method, **args)
         return result

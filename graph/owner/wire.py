@@ -28,6 +28,8 @@ from graph.core.workspace import WorkspacePaths
 
 REMOTE_METHODS = frozenset(
     {
+        "implied_supersessions",
+        "confirm_supersession",
         "health",
         "ingest",
         "store_memory",

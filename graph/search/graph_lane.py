@@ -25,6 +25,7 @@ from typing import Any
 
 from graph.core.projection import STRUCTURAL_TYPES, read_projection_json
 from graph.extract.extractor import extract_graph, normalise
+from graph.search.links import Hop
 
 _WORDS = re.compile(r"[\w/.#-]+")
 RELATED_DISCOUNT = 0.5
@@ -46,6 +47,10 @@ JOIN_STRENGTH = {
 symbol is a join key; a shared date, place or everyday concept hardly is."""
 UBIQUITY_FRACTION = 0.5
 UBIQUITY_MIN_MEMORIES = 10
+
+
+def _loose_key(name: str) -> str:
+    return " ".join(re.split(r"[-_\s]+", normalise(name)))
 
 
 def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
@@ -82,6 +87,11 @@ class GraphLane:
         self._memories = 0
         self.damaged = False
         """The projection file could not be read: the lane serves an empty graph until it is rebuilt."""
+        self._spellings: dict[str, set[str]] = {}
+        """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
+        self._supersession_view: tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
+            None
+        )
 
     def refresh(self) -> None:
         """Reload the indexes if the worker has written a new projection."""
@@ -98,6 +108,7 @@ class GraphLane:
             entity_memories: dict[str, set[str]] = {}
             memory_entities: dict[str, set[str]] = defaultdict(set)
             by_key: dict[str, set[str]] = defaultdict(set)
+            loose: dict[str, set[str]] = defaultdict(set)
             structural: set[str] = set()
             names: dict[str, str] = {}
             types: dict[str, str] = {}
@@ -112,6 +123,7 @@ class GraphLane:
                 names[node] = data.get("name", "")
                 types[node] = data.get("entity_type", "")
                 by_key[normalise(names[node])].add(node)
+                loose[_loose_key(names[node])].add(node)
                 if data.get("entity_type") in STRUCTURAL_TYPES:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
@@ -126,6 +138,7 @@ class GraphLane:
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
             self._names, self._types, self._relations = names, types, dict(relations)
             self._memories = len(memory_entities)
+            self._spellings = {e: group for group in loose.values() if len(group) > 1 for e in group}
             self._ubiquitous = self._find_ubiquitous()
             self._mtime = mtime
 
@@ -167,26 +180,48 @@ class GraphLane:
                     scores[memory_id] += value
         return {m: min(1.0, s / total) for m, s in scores.items()}
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]:
-        """memory_id -> [0, 1] for memories two hops from a seed (seed -> rare entity -> memory):
-        the seed's relative strength times the strongest join key they share."""
-        scores: dict[str, float] = {}
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]:
+        """memory_id -> how it is reached two hops from a seed (seed -> rare entity -> memory): the
+        seed's relative strength times the link, which is the entity's join strength for its type
+        (a ticket or a file is a join key, a shared date hardly is) times its rarity."""
+        hops: dict[str, Hop] = {}
         top_seed = max(seeds.values(), default=0.0)
         if top_seed <= 0:
             return {}
         with self._lock:
             limit = self._rare_limit()
+            scale = math.log(max(self._memories, 3))
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
                     holders = self._entity_memories[entity]
-                    if entity in exclude or not join or len(holders) > limit:
+                    if entity in self._spellings:
+                        holders = holders.union(*(self._entity_memories[e] for e in self._spellings[entity]))
+                    if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
-                    value = strength / top_seed * join
+                    value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
                     for memory_id in holders:
-                        if memory_id not in seeds and value > scores.get(memory_id, 0.0):
-                            scores[memory_id] = value
-        return scores
+                        # a weaker seed can itself be reached from a stronger one
+                        if seeds.get(memory_id, 0.0) < strength and value > hops.get(memory_id, Hop(0.0, "", ())).score:
+                            hops[memory_id] = Hop(value, seed, (self._names[entity],))
+        return hops
+
+    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
+        """What implicit supersession reads of the graph: the projection's version, its stated
+        relations by entity name, and each memory's entity names with their types (built once per
+        projection version)."""
+        with self._lock:
+            if self._supersession_view is not None and self._supersession_view[0] == self._mtime:
+                return self._supersession_view
+            relations = [
+                (self._names[a], name, self._names[b]) for (a, b), names in self._relations.items() for name in names
+            ]
+            names_of = {
+                m: {self._names[e]: self._types.get(e, "") for e in entities if e not in self._structural}
+                for m, entities in self._memory_entities.items()
+            }
+            self._supersession_view = (self._mtime, relations, names_of)
+            return self._supersession_view
 
     def neighbourhood(self, memory_id: str, hops: int) -> dict[str, list[dict[str, Any]]]:
         """What the graph knows around one memory: its entities (and, at 2 hops, the entities

@@ -74,6 +74,11 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def knows(self, text: str) -> bool:
+        """Whether every term of the text is in some memory."""
+        with self._lock:
+            return all(term in self._postings for term in tokenize(text))
+
     def search(self, query: str, limit: int | None = None) -> dict[str, float]:
         """memory_id -> normalised BM25 in [0, 1], for memories sharing a query term, in the order
         they were first reached (query term by query term, then as added). With a limit: only the

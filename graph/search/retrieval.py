@@ -10,6 +10,7 @@ the retrieval issue's note); the round values were what every fold picked.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -18,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -29,7 +30,10 @@ from graph.core.contract import (
     parse_timestamp,
 )
 from graph.core.store import Memory
+from graph.extract.extractor import extract_graph
 from graph.search.lexical import LexicalIndex
+from graph.search.links import Hop, NameLinks
+from graph.search.supersession import Pair, find_pairs, is_historic
 from graph.search.tokens import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
@@ -52,10 +56,23 @@ VECTOR_WEIGHT = 1.0
 GRAPH_SEED_WEIGHT = 0.1
 GRAPH_EXPANSION_WEIGHT = 0.5
 HINT_WEIGHT = 0.25
-EXPANSION_SEEDS = 1
+EXPANSION_SEEDS = 3
+SEED_SHARE = 0.6
+"""The graph expands from the best three direct matches, those within this share of the best."""
 EXPANSION_GATE = 0.4
-"""A memory reached through the graph must also be somewhat close to the question (best
+"""A memory reached through a weak link must also be somewhat close to the question (best
 chunk cosine at least this): the graph links it, the question still has to be about it."""
+TIE_BREAK = 0.1
+OFF_TIME = 0.8
+"""When the question names a month, a linked memory created outside it and the month before counts
+0.8 of its link."""
+STRONG_LINK = 0.5
+STRONG_PER_SEED = 2
+SEED_LINK = 0.7
+"""A direct match among the seeds is placed after a stronger seed only through a link this strong
+(a ticket or a rare name both write, e.g. the incident and the rollout that fixed it)."""
+"""A link at least this strong (seed strength relative to the best seed, times the shared name's
+type and rarity) places a memory right after its seed with no closeness gate, at most two per seed."""
 DECISION_RECORD_BOOST = 0.02
 RECENCY_WEIGHT = 0.003
 """The most recency can add: enough to order near-ties newest first, never enough to
@@ -64,6 +81,12 @@ VECTOR_CANDIDATES = 1000
 LANE_CANDIDATES = 300
 """Each lexical or graph lane contributes its best this many memories: a memory outside
 every lane's top 300 cannot reach the top 50 of the fusion."""
+ABSTAIN_VECTOR = 0.5
+ABSTAIN_LEXICAL = 0.6
+ABSTAIN_UNKNOWN_VECTOR = 0.7
+SPECIFIC_TYPES = frozenset({"technology", "identifier", "issue", "file"})
+"""Entity types that name one specific thing: a query naming one that no memory holds is about
+something the workspace has no memory of."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
@@ -74,6 +97,10 @@ class Scored:
     lanes: dict[str, float] = field(default_factory=dict)
     fused: float = 0.0
     score: float = 0.0
+    via: Hop | None = None
+    superseded_by: str | None = None
+    """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
+    """Set when the graph placed this memory: the memory it was reached from and the names shared."""
 
 
 def summary_text(memory: Memory) -> str:
@@ -89,6 +116,29 @@ def summary_text(memory: Memory) -> str:
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {item}" for item in items))
     return "\n\n".join(parts)
+
+
+_MONTH_NAMES = "january february march april may june july august september october november december"
+_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}  # noqa: SIM905
+_MONTH_WORD = re.compile(r"(?i)\b(" + "|".join(_MONTHS) + r")\b")
+
+
+@functools.lru_cache(maxsize=256)
+def _query_names(query: str) -> tuple[tuple[str, str], ...]:
+    """The offline extractor's entities of a query, with their types (cached: agents repeat queries)."""
+    return tuple((node["name"], node["type"]) for node in extract_graph(query)["nodes"])
+
+
+def query_months(query: str) -> set[int]:
+    """Months a question names ("since early March", "in September"), with the month before each:
+    a cause is often logged a little before the effect is noticed. "may" counts only capitalised."""
+    months: set[int] = set()
+    for match in _MONTH_WORD.finditer(query):
+        if match.group(0) == "may" or match.group(0) == "MAY":
+            continue
+        month = _MONTHS[match.group(0).lower()]
+        months |= {month, 12 if month == 1 else month - 1}
+    return months
 
 
 def _strip_words(query: str, words: set[str]) -> str:
@@ -111,6 +161,9 @@ class Catalog:
         self.created: dict[str, datetime] = {}
         self._topics: dict[str, list[str]] = defaultdict(list)
         self.lexical = LexicalIndex()
+        self.links = NameLinks()
+        self.changes = 0
+        """Counts status changes made after loading (a confirmed supersession), for caches."""
         for memory in memories:
             self.add(memory)
 
@@ -128,10 +181,17 @@ class Catalog:
             self.by_id[memory.memory_id] = memory
             self.created[memory.memory_id] = parse_timestamp(memory.created_at)
             self._topics[memory.topic_id].append(memory.memory_id)
-        self.lexical.add(memory.memory_id, " ".join(text for _, items in memory.sections() for text in items))
+        text = " ".join(text for _, items in memory.sections() for text in items)
+        self.lexical.add(memory.memory_id, text)
+        self.links.add(memory.memory_id, text)
 
     def __len__(self) -> int:
         return len(self.by_id)
+
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None:
+        with self._lock:
+            self.by_id[memory_id].status = status
+            self.changes += 1
 
 
 class TextEncoder(Protocol):
@@ -159,7 +219,9 @@ class GraphSearch(Protocol):
 
     def seed(self, entities: dict[str, float]) -> dict[str, float]: ...
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]: ...
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]: ...
+
+    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]: ...
 
 
 class Retriever:
@@ -172,6 +234,10 @@ class Retriever:
         self.embedder = embedder
         self.graph = graph
         self._vectors = vectors
+        self._pairs_lock = threading.Lock()
+        self._pairs_key: tuple[float | None, int, int] | None = None
+        self._pairs: list[Pair] = []
+        self._retired: dict[tuple[str, int], dict[str, str]] = {}
 
     # -- lanes ----------------------------------------------------------------------
     def _vector_lane(
@@ -254,24 +320,9 @@ class Retriever:
             )
         matches = [s for s in candidates.values() if self._is_match(s, best_chunk)]
         if "graph" in lanes and matches:
-            # Two hops from the best direct matches: memory -> rare entity -> memory.
-            first_pass = sorted(matches, key=lambda s: -s.fused)[:EXPANSION_SEEDS]
-            seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass}
-            lane("graph_expansion", self.graph.expand(seeds, exclude=set(entities)))
-            matched = {s.memory.memory_id for s in matches}
-            # A memory reached through the graph ranks at most right after the one it was reached
-            # from, whatever boost or recency it gets later.
-            margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
-            ceiling = min(s.fused for s in first_pass) - margin
-            for item in candidates.values():
-                near = best_chunk.get(item.memory.memory_id, 0.0) >= EXPANSION_GATE or "vector" not in lanes
-                if "graph_expansion" in item.lanes and not near:
-                    del item.lanes["graph_expansion"]
-                elif "graph_expansion" in item.lanes:
-                    lifted = item.fused + GRAPH_EXPANSION_WEIGHT * item.lanes["graph_expansion"]
-                    item.fused = max(item.fused, min(lifted, ceiling))
-                    matched.add(item.memory.memory_id)
-            matches = [s for s in candidates.values() if s.memory.memory_id in matched]
+            matches = self._second_hop(
+                request.query, matches, candidates, entities, best_chunk, total_weight, "vector" in lanes
+            )
 
         created = self.catalog.created
         newest = max((created[s.memory.memory_id] for s in matches), default=None)
@@ -282,7 +333,124 @@ class Retriever:
         matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
         if "vector" in lanes and len(lanes) > 1:
             matches = self._interleave_vector_picks(matches, coverage)
+        if "graph" in lanes:
+            matches = self._newer_first(matches, request)
         return matches
+
+    def _unknown_names(self, query: str) -> list[str]:
+        """Specific names the query writes that no memory contains."""
+        return [
+            name
+            for name, kind in _query_names(query)
+            if kind in SPECIFIC_TYPES and not self.catalog.lexical.knows(name)
+        ]
+
+    def supersession_pairs(self) -> list[Pair]:
+        """Implicit supersession pairs over the whole workspace, cached per projection and catalog size."""
+        self.graph.refresh()
+        version, relations, names_of = self.graph.supersession_inputs()
+        key = (version, len(self.catalog), self.catalog.changes)
+        with self._pairs_lock:
+            if self._pairs_key != key:
+                self._pairs = find_pairs(self.catalog.by_id, relations, names_of, self._retired)
+                self._pairs_key = key
+            return self._pairs
+
+    def _newer_first(self, ranked: list[Scored], request: FlowbabyContextRequest) -> list[Scored]:
+        """An older memory that a newer one (another topicId) seems to replace is marked, and for a
+        current-state question the newer one is placed right before it, even if it did not match."""
+        replaced: dict[str, list[str]] = defaultdict(list)
+        for pair in self.supersession_pairs():
+            replaced[pair.older].append(pair.newer)
+        if not replaced:
+            return ranked
+        by_id = self.catalog.by_id
+        order = list(ranked)
+        historic = is_historic(request.query)
+        for item in ranked:
+            newer_ids = replaced.get(item.memory.memory_id, [])
+            if not newer_ids:
+                continue
+            newest = max(newer_ids, key=lambda m: (by_id[m].created_at, m))
+            item.superseded_by = by_id[newest].topic_id
+            if historic:
+                continue
+            position = order.index(item)
+            current = next((s for s in order if s.memory.memory_id == newest), None)
+            if current is None:
+                current = Scored(by_id[newest], lanes={"graph_supersession": 1.0}, score=item.score)
+            elif order.index(current) < position:
+                continue
+            else:
+                order.remove(current)
+            current.score = max(current.score, item.score)
+            order.insert(position, current)
+        return order
+
+    def _second_hop(
+        self,
+        query: str,
+        matches: list[Scored],
+        candidates: dict[str, Scored],
+        entities: dict[str, float],
+        best_chunk: dict[str, float],
+        total_weight: float,
+        has_vector: bool,
+    ) -> list[Scored]:
+        """Memory -> specific shared name -> memory, from the best few direct matches. A strong link
+        (a rare, specific name) places the reached memory right after the one it was reached from,
+        however little it resembles the question: it is the cause the question cannot name. A weak
+        link only adds to a memory that is itself somewhat close to the question."""
+        first_pass = sorted(matches, key=lambda s: -s.fused)[:EXPANSION_SEEDS]
+        top = first_pass[0].fused
+        seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass if s.fused >= SEED_SHARE * top}
+        hops = self.graph.expand(seeds, exclude=set(entities))
+        strongest = max(seeds.values())
+        for seed, strength in seeds.items():
+            for other, (link, name) in self.catalog.links.linked(seed).items():
+                value = strength / strongest * link
+                if seeds.get(other, 0.0) < strength and value > hops.get(other, Hop(0.0, "", ())).score:
+                    hops[other] = Hop(value, seed, (name,))
+        by_id = self.catalog.by_id
+        months = query_months(query)
+        if months:  # "since early March": a linked memory from that time is the likelier cause
+            hops = {
+                m: h._replace(score=h.score * (1.0 if self.catalog.created[m].month in months else OFF_TIME))
+                for m, h in hops.items()
+                if m in self.catalog.created
+            }
+        matched = {s.memory.memory_id for s in matches}
+        margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
+        placed: dict[str, int] = defaultdict(int)
+        # Only strong links and memories close to the question can be placed; strongest link first,
+        # among equal links the memory closer to the question.
+        usable = [
+            (m, h)
+            for m, h in hops.items()
+            if h.score >= STRONG_LINK or best_chunk.get(m, 0.0) >= EXPANSION_GATE or not has_vector
+        ]
+        order = sorted(usable, key=lambda kv: -(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)))
+        for memory_id, hop in order:
+            memory = by_id.get(memory_id)
+            if memory is None or (memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates):
+                continue
+            near = best_chunk.get(memory_id, 0.0) >= EXPANSION_GATE or not has_vector
+            strong = hop.score >= STRONG_LINK and placed[hop.source] < STRONG_PER_SEED
+            if not (near or strong) or (memory_id in seeds and hop.score < SEED_LINK):
+                continue  # a weaker seed moves only through a very strong link from a stronger one
+            item = candidates.setdefault(memory_id, Scored(memory))
+            item.lanes["graph_expansion"] = hop.score
+            # At most right after the memory it was reached from, whatever boost or recency it gets later.
+            ceiling = candidates[hop.source].fused - margin * (1 + placed[hop.source])
+            lifted = item.fused + GRAPH_EXPANSION_WEIGHT * hop.score
+            if strong and item.fused < ceiling:  # a memory already ranked that high uses no placement
+                lifted = max(lifted, ceiling)
+                placed[hop.source] += 1
+            if min(lifted, ceiling) > item.fused:
+                item.fused = min(lifted, ceiling)
+                item.via = hop
+            matched.add(memory_id)
+        return [s for s in candidates.values() if s.memory.memory_id in matched]
 
     @staticmethod
     def _interleave_vector_picks(ranked: list[Scored], coverage: dict[str, float]) -> list[Scored]:
@@ -333,13 +501,18 @@ class Retriever:
         return round(min(1.0, max(0.0, score)), 6)
 
     # -- packing ----------------------------------------------------------------------
-    def retrieve(
-        self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES
-    ) -> tuple[list[RetrievalEntry], int]:
-        """Entries packed into maxResults and maxTokens, and the tokens they use."""
+    def retrieve(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> Retrieved:
+        """Entries packed into maxResults and maxTokens, the tokens they use, and why nothing was
+        returned when the retriever abstained."""
         entries: list[RetrievalEntry] = []
         used = 0
-        for item in self.rank(request, lanes):
+        ranked = self.rank(request, lanes)
+        reason = (
+            abstain_reason(ranked, self._unknown_names(request.query)) if request.abstain and lanes == LANES else None
+        )
+        if reason:
+            return Retrieved([], 0, reason)
+        for item in ranked:
             if len(entries) >= request.maxResults:
                 break
             text = summary_text(item.memory)
@@ -373,9 +546,44 @@ class Retriever:
                         {name.split("_")[0] for name in item.lanes if name != "hint"}
                         | ({"hints"} if "hint" in item.lanes else set())
                     ),
+                    via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
+                    possiblySupersededBy=item.superseded_by,
                 )
             )
-        return entries, used
+        return Retrieved(entries, used, None)
+
+
+class Retrieved(NamedTuple):
+    entries: list[RetrievalEntry]
+    tokens: int
+    abstained: str | None
+
+
+def describe_hop(hop: Hop, by_id: dict[str, Memory]) -> str:
+    names = ", ".join(f"`{name}`" for name in hop.names)
+    source = by_id[hop.source].topic_id if hop.source in by_id else hop.source
+    return f"reached from `{source}` through {names}"
+
+
+def abstain_reason(ranked: list[Scored], unknown: list[str]) -> str | None:
+    """Why no memory is about the query, or None. Two signs, calibrated on the Pawpoint dev set's
+    20 unanswerable questions against its answerable ones and LoCoMo dev (a grid kept to the cuts
+    that cost at most 1 point of recall@5 on either): none of the best five has a close sentence
+    or a strong word match; or the query names a specific thing (a technology, identifier, ticket or
+    file) that no memory contains, and no memory is very close."""
+    head = ranked[:5]
+    if not head:
+        return None  # nothing matched at all: an empty result, not an abstention
+    vector = max(s.lanes.get("vector", 0.0) for s in head)
+    lexical = max(s.lanes.get("lexical", 0.0) for s in head)
+    if vector < ABSTAIN_VECTOR and lexical < ABSTAIN_LEXICAL:
+        return (
+            f"no memory is close to the query (best sentence match {vector:.2f} < {ABSTAIN_VECTOR}, "
+            f"best word match {lexical:.2f} < {ABSTAIN_LEXICAL})"
+        )
+    if unknown and vector < ABSTAIN_UNKNOWN_VECTOR:
+        return f"no memory mentions {', '.join(unknown)} (best sentence match {vector:.2f})"
+    return None
 
 
 def render_markdown(entries: list[RetrievalEntry]) -> str:
@@ -394,6 +602,10 @@ def render_markdown(entries: list[RetrievalEntry]) -> str:
         ]
         if entry.planId:
             meta.insert(1, f"plan `{entry.planId}`")
+        if entry.via:
+            lines += ["", f"**Via:** {entry.via}"]
+        if entry.possiblySupersededBy:
+            lines += ["", f"**Possibly superseded by:** `{entry.possiblySupersededBy}` (unconfirmed)"]
         lines += [
             "",
             f"**Metadata:** {', '.join(meta)}",

@@ -187,16 +187,17 @@ async def _ablations(workspace: Path, questions: list[dict[str, Any]]) -> dict[s
         "lexical lane": {"lexical"},
         "graph lane": {"graph"},
         "fusion without graph": {"vector", "lexical"},
+        "all lanes, abstain off": {"vector", "lexical", "graph"},
     }
     try:
         out = {}
         for name, lanes in variants.items():
             out[name] = []
             for q in questions:
-                reply = await service.retrieve(
-                    {"query": q["question"], "maxResults": 10, "maxTokens": 100000, "includeSuperseded": True},
-                    lanes=frozenset(lanes),
-                )
+                params = {"query": q["question"], "maxResults": 10, "maxTokens": 100000, "includeSuperseded": True}
+                if name == "all lanes, abstain off":
+                    params["abstain"] = False
+                reply = await service.retrieve(params, lanes=frozenset(lanes))
                 out[name].append([e["topicId"] for e in reply["entries"]])
         return out
     finally:

@@ -101,6 +101,21 @@ def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
 
 
+@section("devset")
+def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.devset import run_devset
+
+    return run_devset(root)
+
+
+def devset_table(scores: dict[str, dict[str, float]]) -> str:
+    columns = list(next(iter(scores.values())))
+    lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, row in scores.items():
+        lines.append(f"| {name} | " + " | ".join(f"{row.get(c, float('nan')):g}" for c in columns) + " |")
+    return "\n".join(lines)
+
+
 def recall_table(recall: dict[str, dict[str, float]]) -> str:
     columns = ["R@1", "R@3", "R@5", "R@10", "multi-hop R@5", "temporal R@5", "open-domain R@5", "single-hop R@5"]
     lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
@@ -131,6 +146,8 @@ def main() -> None:
     print(json.dumps(report, indent=2))
     if "recall" in report.get("locomo", {}):
         print("\n" + recall_table(report["locomo"]["recall"]))
+    if "scores" in report.get("devset", {}):
+        print("\n" + devset_table(report["devset"]["scores"]))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from typing import Any
 
 from graph.core.contract import MemoryStatus
 from graph.core.store import Memory
+from graph.search.links import Hop
 
 QUERY_AXIS, HINT_AXIS = 0, 1
 DIMENSIONS = 3
@@ -104,6 +105,8 @@ class FakeGraph:
     ubiquitous: set[str] = field(default_factory=set)
     refreshed: int = 0
     expand_calls: list[tuple[dict[str, float], set[str]]] = field(default_factory=list)
+    relations: list[tuple[str, str, str]] = field(default_factory=list)
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def refresh(self) -> None:
         self.refreshed += 1
@@ -121,9 +124,14 @@ class FakeGraph:
                 scores[memory_id] = max(scores.get(memory_id, 0.0), weight * score)
         return scores
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, float]:
+    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]:
+        """Every expansion memory is reached from the strongest seed through one entity, "e_link"."""
         self.expand_calls.append((dict(seeds), set(exclude)))
-        return dict(self.expansion)
+        source = max(seeds, key=lambda m: seeds[m])
+        return {m: Hop(score, source, ("e_link",)) for m, score in self.expansion.items()}
+
+    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
+        return None, list(self.relations), {m: dict(names) for m, names in self.names.items()}
 
 
 class FakeWorker:

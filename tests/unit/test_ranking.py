@@ -11,6 +11,7 @@ import pytest
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.core.store import Memory
 from graph.search import retrieval as r
+from graph.search.links import Hop
 from graph.search.retrieval import Catalog, Retriever, Scored, summary_text
 from graph.search.tokens import count_tokens
 from tests.unit.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
@@ -162,13 +163,14 @@ def test_a_graph_reached_memory_keeps_its_place_ahead_of_vector_picks() -> None:
         memory("hop"),  # shares no word with the question: reached through the graph only
         memory("vec"),
     ]
-    graph = _seeded_graph("seed", hop=0.5)
+    weak = r.STRONG_LINK - 0.05  # a weak link: added to the hop's own score, gated by its cosine
+    graph = _seeded_graph("seed", hop=weak)
     ret = retriever(memories, {"seed": [0.8], "lexi": [0.5], "hop": [0.45], "vec": [0.6]}, graph)
     lex = lexical(ret, "lexi")
     fused = {
         "seed": lexical(ret, "seed") + 0.8 + r.GRAPH_SEED_WEIGHT,
         "lexi": lex + 0.5,
-        "hop": 0.45 + r.GRAPH_EXPANSION_WEIGHT * 0.5,
+        "hop": 0.45 + r.GRAPH_EXPANSION_WEIGHT * weak,
         "vec": 0.6,
     }
     # Fused order seed, lexi, hop, vec; the vector lane alone prefers vec (0.6) to hop (0.45),
@@ -179,9 +181,12 @@ def test_a_graph_reached_memory_keeps_its_place_ahead_of_vector_picks() -> None:
     hop = ranked[2]
     assert "graph_expansion" in hop.lanes
     assert hop.fused == pytest.approx(fused["hop"], abs=1e-5)
-    # Expansion starts from the best direct match and skips the question's own entities.
+    # Expansion starts from the best direct matches (within SEED_SHARE of the best) and skips the
+    # question's own entities.
     [(seeds, exclude)] = graph.expand_calls
-    assert seeds == {"seed": pytest.approx(fused["seed"] / TOTAL, abs=1e-5)} and exclude == {"e_ticket"}
+    expected = {m: fused[m] / TOTAL for m in ("seed", "lexi", "vec") if fused[m] >= r.SEED_SHARE * fused["seed"]}
+    assert seeds == pytest.approx(expected, abs=1e-5) and exclude == {"e_ticket"}
+    assert hop.via == Hop(weak, "seed", ("e_link",))
 
 
 def test_a_graph_reached_memory_ranks_at_most_right_after_its_seed() -> None:
@@ -203,13 +208,43 @@ def test_a_graph_reached_memory_must_still_be_close_to_the_question() -> None:
     ret = retriever(
         [memory("seed"), memory("near"), memory("far"), memory("remote")],
         {"seed": [0.8], "near": [gate + 0.01], "far": [gate - 0.05], "remote": [0.1]},
-        _seeded_graph("seed", near=0.2, far=1.0, remote=1.0),
+        _seeded_graph("seed", near=0.2, far=0.45, remote=0.45),
     )
     ranked = {s.memory.memory_id: s for s in rank(ret, frozenset({"vector", "graph"}))}
     assert set(ranked) == {"seed", "near", "far"}  # far is still a vector match; remote is not
     assert "graph_expansion" in ranked["near"].lanes
     assert "graph_expansion" not in ranked["far"].lanes
     assert ranked["far"].fused == pytest.approx(gate - 0.05, abs=1e-5)
+
+
+def test_a_strong_link_places_a_memory_right_after_its_seed_however_far_from_the_question() -> None:
+    # The cause of "why did X happen" shares one specific name with X's memory and no word with the
+    # question: a strong link brings it in, right after its seed, ahead of closer direct matches.
+    ret = retriever(
+        [memory("seed"), memory("cause"), memory("close"), memory("also"), memory("third")],
+        {"seed": [0.8], "cause": [0.05], "close": [0.6], "also": [0.2]},
+        _seeded_graph("seed", cause=r.STRONG_LINK, third=r.STRONG_LINK, also=r.STRONG_LINK),
+    )
+    ranked = rank(ret, frozenset({"vector", "graph"}))
+    # Equal links: the memories closer to the question go first, at most two per seed.
+    assert ids(ranked)[:3] == ["seed", "also", "cause"]
+    placed = [s for s in ranked if s.via is not None and s.via.score >= r.STRONG_LINK]
+    assert {s.memory.memory_id for s in placed} == {"also", "cause"}
+    assert all(s.via.source == "seed" for s in placed)
+
+
+def test_via_names_the_seed_topic_and_the_shared_name_in_entries_and_markdown() -> None:
+    ret = retriever(
+        [memory("seed", topic_id="nightly-export"), memory("cause", topic_id="spot-pools")],
+        {"seed": [0.8], "cause": [0.05]},
+        _seeded_graph("seed", cause=1.0),
+    )
+    entries, _, abstained = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=5, abstain=False))
+    assert abstained is None
+    by_topic = {e.topicId: e for e in entries}
+    assert by_topic["nightly-export"].via is None
+    assert by_topic["spot-pools"].via == "reached from `nightly-export` through `e_link`"
+    assert "**Via:** reached from `nightly-export` through `e_link`" in r.render_markdown(entries)
 
 
 def test_without_the_vector_lane_the_graph_alone_brings_the_second_hop() -> None:
@@ -254,7 +289,7 @@ def _packing(**sizes: int) -> tuple[Retriever, dict[str, int]]:
 
 def test_packing_stops_at_max_results() -> None:
     ret, tokens = _packing(a=5, b=5, c=5)
-    entries, used = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=2), VECTOR)
+    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=2), VECTOR)
     assert [e.memoryId for e in entries] == ["a", "b"]
     assert used == tokens["a"] + tokens["b"] == sum(e.tokens for e in entries)
     assert entries[0].lanes == ["vector"] and entries[0].score >= entries[1].score
@@ -264,7 +299,7 @@ def test_packing_skips_what_does_not_fit_for_a_smaller_lower_ranked_memory() -> 
     ret, tokens = _packing(a=5, big=300, c=5)
     budget = tokens["a"] + tokens["c"]
     assert tokens["a"] + tokens["big"] > budget
-    entries, used = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
+    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
     assert [e.memoryId for e in entries] == ["a", "c"]
     assert used == budget
 
@@ -273,7 +308,7 @@ def test_a_first_memory_larger_than_the_budget_is_truncated() -> None:
     ret, tokens = _packing(big=400, small=5)
     budget = 50
     assert tokens["big"] > budget
-    entries, used = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
+    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
     assert [e.memoryId for e in entries] == ["big"]
     assert entries[0].summaryText.endswith("…[truncated]")
     assert entries[0].tokens == count_tokens(entries[0].summaryText) == used <= budget

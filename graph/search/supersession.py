@@ -1,0 +1,147 @@
+"""Implicit supersession: a newer memory, under another topicId, that replaces what an older one decided.
+
+"Moved the mobile app's offline store from Realm to SQLite" makes the older "keep offline data in
+Realm" decision stale, though no one re-saved that topic. The evidence is the graph's stated
+relations (the offline extractor's `moved_to` and `replaced_by`: "moved X to Y", "migrated from X
+to Y", "X was replaced by Y") and sentences that retire a name ("X was dropped", "we no longer use
+X"). A pair is (older, newer) when:
+
+- the newer memory states that X was replaced (and names Y, when the relation has one);
+- the older memory, saved earlier under another topicId, decided X: X is in its topic or decisions,
+  and it does not already name Y;
+- both are live (Active or DecisionRecord).
+
+The inference can be wrong, so nothing is hidden: retrieval ranks the newer one first for
+current-state questions and marks the older with `possiblySupersededBy`; a person confirms.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from graph.core.contract import MemoryStatus
+from graph.core.store import Memory
+from graph.search.links import name_keys
+
+REPLACING = frozenset({"moved_to", "replaced_by"})
+_RETIRE = re.compile(
+    r"(?i)\b(?:no longer (?:use[sd]?|using|run[s]?|need[s]?)|dropped|deprecated|retired|shut down|sunset|"
+    r"removed|replaced)\b"
+)
+_MOVED = re.compile(r"(?i)\b(?:mov|migrat|switch|port)(?:e|es|ed|ing|ion)?\b")
+_HISTORIC = re.compile(
+    r"(?i)\b(?:used to|originally|previously|initially|at first|before (?:we|the)|in the past|old|former|"
+    r"did we (?:use|pick|choose)|was (?:it|the)|were we)\b"
+)
+LIVE = frozenset({MemoryStatus.ACTIVE, MemoryStatus.DECISION_RECORD})
+MAX_HOLDERS = 0.05
+"""A replaced name held by more than this share of memories (a platform everyone mentions) is
+too broad to mark them all stale."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    older: str
+    newer: str
+    replaced: str
+    replacement: str
+    evidence: str
+
+
+def is_historic(question: str) -> bool:
+    """A question about how things were ("what did we use before") wants the older memory."""
+    return bool(_HISTORIC.search(question))
+
+
+def _pattern(name: str) -> str:
+    """A name as a pattern where '-', '_' and a space are the same ("sealed-secrets", "sealed secrets")."""
+    parts = [re.escape(p) for p in re.split(r"[-_\s]+", name.strip()) if p]
+    return r"(?<![\w-])" + r"[-_\s]+".join(parts) + r"(?![\w-])"
+
+
+def _mentions(text: str, name: str) -> bool:
+    return bool(name.strip()) and bool(re.search(_pattern(name), text, re.IGNORECASE))
+
+
+_FROM_TO = re.compile(r"(?i)\bfrom\s+((?:[\w.+-]+\s+){0,2}?[\w.+-]+)\s+(?:to|onto|into)\b")
+
+
+def _retired_names(memory: Memory, names: Iterable[str]) -> dict[str, str]:
+    """Names a memory retires in so many words: name -> the sentence. A name inside a longer one
+    found at the same place ("Twilio" in "Twilio Video") does not count on its own."""
+    found: dict[str, str] = {}
+    names = list(names)
+    for text in [memory.topic, memory.context, *memory.decisions]:
+        for sentence in re.split(r"(?<=[.;!?])\s+", text):
+            spans: list[tuple[int, int, str]] = []
+            moved = _MOVED.search(sentence)
+            from_to = _FROM_TO.search(sentence, moved.end()) if moved else None
+            if moved and from_to and from_to.start() - moved.end() <= 40:
+                spans.append((from_to.start(1), from_to.end(1), from_to.group(1).lower()))
+            cue = _RETIRE.search(sentence)
+            for name in names if cue else ():
+                assert cue is not None
+                match = re.search(_pattern(name), sentence, re.IGNORECASE)
+                # "X was dropped" (X just before the cue) or "dropped X", "migrated from X to Y" (just after)
+                if match and (0 <= cue.start() - match.end() <= 12 or 0 <= match.start() - cue.end() <= 24):
+                    spans.append((match.start(), match.end(), name))
+            for start, end, name in spans:
+                if not any(s <= start and end <= e and (e - s) > (end - start) for s, e, _ in spans):
+                    found.setdefault(name, sentence.strip())
+    return found
+
+
+def find_pairs(
+    memories: dict[str, Memory],
+    relations: Iterable[tuple[str, str, str]],
+    names_of: dict[str, dict[str, str]],
+    retired_cache: dict[tuple[str, int], dict[str, str]] | None = None,
+) -> list[Pair]:
+    """(older, newer) pairs. relations: (old name, relation, new name) from the graph; names_of:
+    memory -> {entity name: type} from the projection. retired_cache keeps each memory's retiring
+    sentences between calls (a memory's text never changes), so a new memory costs only its own."""
+    cache = {} if retired_cache is None else retired_cache
+    live = {m_id: m for m_id, m in memories.items() if m.status in LIVE}
+    holders: dict[str, set[str]] = {}
+    for memory_id, names in names_of.items():
+        if memory_id in live:
+            for name in names:
+                holders.setdefault(name, set()).add(memory_id)
+    limit = max(3, MAX_HOLDERS * len(live))
+    stated: dict[str, list[tuple[str, str, str]]] = {}  # newer -> (replaced, replacement, evidence)
+    for old, relation, new in relations:
+        if relation not in REPLACING:
+            continue
+        for memory_id in holders.get(old, set()) & holders.get(new, set()):
+            stated.setdefault(memory_id, []).append((old, new, f"{old} {relation.replace('_', ' ')} {new}"))
+    for memory_id, memory in live.items():
+        key = (memory_id, len(names_of.get(memory_id, {})))
+        if key not in cache:
+            written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
+            cache[key] = _retired_names(memory, written)
+        for name, sentence in cache[key].items():
+            stated.setdefault(memory_id, []).append((name, "", sentence))
+    pairs: dict[tuple[str, str], Pair] = {}
+    for newer_id, claims in stated.items():
+        newer = live[newer_id]
+        for old, new, evidence in claims:
+            candidates = holders.get(old) or {m for m, o in live.items() if o is not newer and _mentions(_text(o), old)}
+            if len(candidates) > limit:
+                continue
+            for older_id in candidates:
+                older = live[older_id]
+                if older.topic_id == newer.topic_id or older.created_at >= newer.created_at:
+                    continue
+                decided = " ".join([older.topic, *older.decisions])
+                if not _mentions(decided, old) or (new and _mentions(_text(older), new)):
+                    continue
+                if _retired_names(older, [old]):
+                    continue  # the older one retires it too: not the thing it decided
+                pairs.setdefault((older_id, newer_id), Pair(older_id, newer_id, old, new, evidence))
+    return sorted(pairs.values(), key=lambda p: (memories[p.newer].created_at, p.older))
+
+
+def _text(memory: Memory) -> str:
+    return " ".join(t for _, items in memory.sections() for t in items)
