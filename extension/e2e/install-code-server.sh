@@ -20,9 +20,12 @@ echo '{"private": true}' > package.json
 npm install --no-audit --no-fund --save-exact "node@$NODE_VERSION" >&2
 export PATH="$WORK/node_modules/node/bin:$PATH"
 node --version >&2
-npm install --no-audit --no-fund --save-exact --unsafe-perm "code-server@$CODE_SERVER_VERSION" >&2
+npm install --no-audit --no-fund --save-exact "code-server@$CODE_SERVER_VERSION" >&2
 "$WORK/node_modules/.bin/code-server" --version >&2
 cd /
-# The native modules hold no absolute paths, so the finished tree can move into place.
-mv "$WORK" "$DEST" && trap - EXIT
+# The native modules hold no absolute paths, so the finished tree can move into place
+# (unless a concurrent build got there first).
+if [ ! -e "$DEST" ]; then
+  mv -T "$WORK" "$DEST" && trap - EXIT
+fi
 echo "$DEST"

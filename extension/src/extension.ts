@@ -219,6 +219,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       }
     }),
     vscode.commands.registerCommand("flowbaby.openLogs", openLogs),
+    vscode.commands.registerCommand("flowbaby.showActivity", () => activity.show(true)),
     vscode.commands.registerCommand("flowbaby.installClaudeCode", () => install("claude-code", "Claude Code")),
     vscode.commands.registerCommand("flowbaby.installOpenCode", () => install("opencode", "OpenCode")),
     vscode.commands.registerCommand("flowbaby.restartBridge", async () => {
