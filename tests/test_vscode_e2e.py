@@ -214,6 +214,16 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     )
     assert re.search(r"Flowbaby: \d+ memories · \d+ running · \d+ queued · \w+", seen["statusBar"]), context
 
+    # The commands for people and the MCP server definition provider.
+    people = results["people"]
+    assert people["mcpJson"]["mcpServers"]["flowbaby"]["args"][-3:] == ["mcp", "--workspace", str(workspace)], context
+    assert people["opencodeJson"]["mcp"]["flowbaby"]["command"][-3:] == ["mcp", "--workspace", str(workspace)]
+    assert any(toast.startswith("Flowbaby: repair queued") for toast in seen["toasts"]), context
+    assert any(toast.startswith("Flowbaby: installed for Claude Code") for toast in seen["toasts"]), context
+    assert any(re.match(r"Flowbaby graph: \d+ memories", toast) for toast in seen["toasts"]), context
+    assert "Flowbaby Graph" in seen["tabs"], context
+    assert any("Flowbaby" in row for row in seen["mcpServers"]), context
+
     # The README's screenshot, refreshed when FLOWBABY_UPDATE_SCREENSHOT is set.
     if os.environ.get("FLOWBABY_UPDATE_SCREENSHOT"):
         shutil.copyfile(tmp_path / "screenshot.png", SCREENSHOT)

@@ -12,7 +12,7 @@ const env = (name) => {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main() {
-  const seen = { toasts: [], dialogs: [], activity: "", statusBar: "", agentDone: false, log: [] };
+  const seen = { toasts: [], dialogs: [], activity: "", statusBar: "", mcpServers: [], tabs: [], agentDone: false, log: [] };
   const save = () => fs.writeFileSync(env("OUT"), JSON.stringify(seen, null, 2));
   const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 420000);
   const browser = await chromium.launch({ executablePath: env("CHROMIUM"), headless: true, args: ["--no-sandbox", "--disable-gpu"] });
@@ -53,6 +53,12 @@ async function main() {
       await sleep(500);
     }
     await sleep(1500);
+    const picks = page.locator(".quick-input-widget .monaco-list-row");
+    await picks.first().waitFor({ timeout: 15000 }).catch(() => undefined);
+    seen.mcpServers = (await picks.allInnerTexts()).map((row) => row.replace(/\s+/g, " ").trim());
+    await page.keyboard.press("Escape");
+    seen.tabs = (await page.locator(".tabs-container .tab").allInnerTexts()).map((tab) => tab.trim());
+    await poll();
     // Rendered lines use no-break spaces and wrap: join each wrapped line back to its "[…]" start.
     const rendered = (await page.locator(".part.panel .monaco-editor .view-lines").allInnerTexts()).join("\n");
     seen.activity = rendered.replace(/\u00a0/g, " ").replace(/\n(?!\[)/g, "");

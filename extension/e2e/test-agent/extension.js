@@ -76,7 +76,18 @@ exports.activate = async function activate() {
     }
     return { status: "timeout" };
   });
+  // The commands for people: repair, install for Claude Code / OpenCode, stats + graph view.
+  await step("people", async () => {
+    await vscode.commands.executeCommand("flowbaby.repairIndex");
+    await vscode.commands.executeCommand("flowbaby.installClaudeCode");
+    await vscode.commands.executeCommand("flowbaby.installOpenCode");
+    await vscode.commands.executeCommand("flowbaby.showStats");
+    const read = (name) => (fs.existsSync(path.join(folder, name)) ? JSON.parse(fs.readFileSync(path.join(folder, name), "utf8")) : null);
+    return { mcpJson: read(".mcp.json"), opencodeJson: read("opencode.json") };
+  });
   await vscode.commands.executeCommand("flowbaby.showActivity");
+  // Leaves VS Code's MCP server list open for the driver to read (the provider's "Flowbaby").
+  void vscode.commands.executeCommand("workbench.mcp.listServer").then(undefined, () => undefined);
   results.done = true;
   save();
 };
