@@ -60,6 +60,23 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
     raise AssertionError(f"code-server did not answer {url} within {timeout}s")
 
 
+def _wait_no_process(needle: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                args = cmdline.read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"bridge" in args and needle.encode() in args:
+                alive.append(cmdline.parent.name)
+        if not alive:
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def test_extension_in_code_server(tmp_path: Path) -> None:
     reason = ensure_extension_npm()
     if reason:
@@ -151,6 +168,8 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
             os.killpg(server.pid, 9)
             server.wait()
         log.close()
+    # Closing VS Code stops the bridge: no flowbaby process for this workspace is left behind.
+    assert _wait_no_process(str(workspace), 60), f"a flowbaby process for {workspace} outlived code-server"
     elapsed = time.monotonic() - started
     print(f"vscode e2e: {elapsed:.1f}s (code-server already built)")
 
