@@ -2,7 +2,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { AgentApi, formatRetrieveResult, formatStoreResult } from "../src/core/agentApi";
+import * as path from "node:path";
 import { BridgeClient, BridgeUnavailableError } from "../src/core/bridgeClient";
+import { resolveFlowbabyCommand } from "../src/core/executable";
 import { JsonObject } from "../src/core/jsonRpc";
 import { RetrievalThrottle } from "../src/core/throttle";
 import { validateIngestRequest } from "../src/core/validation";
@@ -146,12 +148,15 @@ describe("bridge lifecycle (real bridge)", { timeout: 240_000 }, () => {
     }
   });
 
-  it("stops cleanly: shutdown, exit code 0", async () => {
-    const bridge = new BridgeClient({ workspace: tempWorkspace(), command, healthTimeoutMs: 60_000 });
+  it("starts through flowbaby.pythonPath and stops cleanly: shutdown, exit code 0", async () => {
+    const python = path.join(path.dirname(command.file), "python");
+    const viaPython = resolveFlowbabyCommand({ pythonPath: python }, undefined)!;
+    const bridge = new BridgeClient({ workspace: tempWorkspace(), command: viaPython, healthTimeoutMs: 60_000 });
     await bridge.start();
     const pid = bridge.pid!;
     await bridge.stop();
     assert.equal(bridge.state, "stopped");
+    assert.equal(bridge.exitCode, 0);
     assert.throws(() => process.kill(pid, 0));
   });
 

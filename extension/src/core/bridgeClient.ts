@@ -76,6 +76,11 @@ export class BridgeClient extends EventEmitter {
     return this.child?.pid;
   }
 
+  /** Exit code of the last bridge process once it has exited (0 after a clean stop). */
+  get exitCode(): number | null | undefined {
+    return this.child?.exitCode;
+  }
+
   /** Starts the bridge (if needed) and resolves with its first `health` result. */
   start(): Promise<JsonObject> {
     this.stopping = false;
