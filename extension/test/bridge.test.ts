@@ -140,7 +140,10 @@ describe("bridge lifecycle (real bridge)", { timeout: 240_000 }, () => {
       const ready = waitFor<JsonObject>(bridge, "ready", 90_000);
       process.kill(first, "SIGKILL");
       await crashed;
+      // A call during the backoff waits for the restarted bridge instead of failing.
+      const during = await bridge.call("health");
       const [health] = await ready;
+      assert.equal(during.pid, health.pid);
       assert.notEqual(health.pid, first);
       assert.equal((await bridge.call("health")).status, "ready");
     } finally {

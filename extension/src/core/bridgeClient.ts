@@ -104,6 +104,22 @@ export class BridgeClient extends EventEmitter {
     if (this._state === "unavailable" && this.lastError) {
       throw this.lastError;
     }
+    if (this.restartTimer) {
+      // Keep the backoff: wait for the scheduled restart instead of starting at once.
+      await new Promise<void>((resolve, reject) => {
+        const settle = (state: BridgeState) => {
+          if (state === "ready" || state === "unavailable" || state === "stopped") {
+            this.off("state", settle);
+            if (state === "ready") {
+              resolve();
+            } else {
+              reject(this.lastError ?? new BridgeUnavailableError("The Flowbaby bridge stopped", "FLOWBABY_ERROR"));
+            }
+          }
+        };
+        this.on("state", settle);
+      });
+    }
     if (this._state !== "ready" || !this.rpc || this.rpc.isClosed) {
       await this.start();
     }
