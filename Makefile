@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo check test test-unit test-fast bench clean
+.PHONY: setup demo check test test-unit test-fast bench clean vsix e2e-setup
 
 setup: $(STAMP)
 
@@ -29,7 +29,7 @@ check: setup
 
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
 # their own bridge and cognee worker subprocesses, so two run side by side on two cores.
-test: setup
+test: setup e2e-setup
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
@@ -45,3 +45,14 @@ bench: setup
 
 clean:
 	rm -rf .flowbaby-demo bench-results.json
+
+# The VS Code extension (extension/): pinned npm tools in its ignored node_modules, then
+# extension/flowbaby-<version>.vsix (@vscode/vsce 3, offline).
+vsix:
+	cd extension && npm ci --no-audit --no-fund && npm run package
+
+# What the extension's tests need from outside: its npm packages, Debian's chromium and
+# libkrb5-dev, and code-server built once per machine (~6-15 min) into ~/.cache/flowbaby.
+# Never fails: what cannot be installed here is reported, and those tests skip with the reason.
+e2e-setup: setup
+	$(PY) -m tests.vscode_tools

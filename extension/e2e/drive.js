@@ -1,0 +1,76 @@
+// Drives code-server in headless Debian chromium (playwright-core, executablePath: no browser
+// download). Confirms the tools' confirmation dialogs, records toasts, reads the "Flowbaby Agent
+// Activity" Output channel and the status bar, and takes the README screenshot.
+// Env: URL, CHROMIUM, RESULTS (the test agent's file), OUT (what this script saw), SCREENSHOT, TIMEOUT_MS.
+const fs = require("fs");
+const { chromium } = require("playwright-core");
+
+const env = (name) => {
+  if (!process.env[name]) throw new Error(`${name} is required`);
+  return process.env[name];
+};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function main() {
+  const seen = { toasts: [], dialogs: [], activity: "", statusBar: "", mcpServers: [], tabs: [], agentDone: false, log: [] };
+  const save = () => fs.writeFileSync(env("OUT"), JSON.stringify(seen, null, 2));
+  const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 420000);
+  const browser = await chromium.launch({ executablePath: env("CHROMIUM"), headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    page.on("console", (message) => {
+      if (message.type() === "error") seen.log.push(message.text().slice(0, 300));
+    });
+    await page.goto(env("URL"), { waitUntil: "domcontentloaded" });
+    await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
+
+    const poll = async () => {
+      for (const toast of await page.locator(".notification-toast .notification-list-item-message").allInnerTexts()) {
+        if (!seen.toasts.includes(toast)) seen.toasts.push(toast);
+      }
+      const dialog = page.locator(".monaco-dialog-box");
+      if (await dialog.count()) {
+        const textOf = (await dialog.first().innerText()).replace(/\s+/g, " ").trim();
+        seen.dialogs.push(textOf);
+        // Confirm: VS Code labels the primary button "Yes" (Cancel comes first on Linux).
+        await dialog.first().locator(".dialog-buttons .monaco-button", { hasText: /^\s*Yes\s*$/ }).first().click();
+      }
+      try {
+        seen.agentDone = JSON.parse(fs.readFileSync(env("RESULTS"), "utf8")).done === true;
+      } catch {
+        /* not written yet */
+      }
+    };
+    while (!seen.agentDone && Date.now() < deadline) {
+      await poll();
+      save();
+      await sleep(500);
+    }
+    // The success toast of the graph build may come after the agent saw the operation complete.
+    const toastDeadline = Math.min(deadline, Date.now() + 60000);
+    while (!seen.toasts.some((toast) => /memory graph built|graph building failed/.test(toast)) && Date.now() < toastDeadline) {
+      await poll();
+      await sleep(500);
+    }
+    await sleep(1500);
+    const picks = page.locator(".quick-input-widget .monaco-list-row");
+    await picks.first().waitFor({ timeout: 15000 }).catch(() => undefined);
+    seen.mcpServers = (await picks.allInnerTexts()).map((row) => row.replace(/\s+/g, " ").trim());
+    await page.keyboard.press("Escape");
+    seen.tabs = (await page.locator(".tabs-container .tab").allInnerTexts()).map((tab) => tab.trim());
+    await poll();
+    // Rendered lines use no-break spaces and wrap: join each wrapped line back to its "[…]" start.
+    const rendered = (await page.locator(".part.panel .monaco-editor .view-lines").allInnerTexts()).join("\n");
+    seen.activity = rendered.replace(/\u00a0/g, " ").replace(/\n(?!\[)/g, "");
+    seen.statusBar = (await page.locator(".statusbar-item").allInnerTexts()).filter((item) => item.includes("Flowbaby")).join(" | ");
+    await page.screenshot({ path: env("SCREENSHOT") });
+  } finally {
+    save();
+    await browser.close();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,303 @@
+/** VS Code glue: everything here is thin; the logic lives in ./core (plain node, unit-tested). */
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import * as vscode from "vscode";
+import {
+  AgentApi,
+  RETRIEVE_TOOL,
+  STORE_TOOL,
+  formatRetrieveResult,
+  formatStoreResult,
+  isoSeconds,
+} from "./core/agentApi";
+import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
+import { FlowbabyCommand, resolveFlowbabyCommand } from "./core/executable";
+import { JsonObject } from "./core/jsonRpc";
+import { RetrievalThrottle } from "./core/throttle";
+import { ValidationResult, validateIngestRequest } from "./core/validation";
+
+export { validateIngestRequest };
+
+/** What `vscode.extensions.getExtension('flowbaby.flowbaby').exports` offers other extensions. */
+export interface FlowbabyExtensionApi {
+  validateIngestRequest(payload: unknown): ValidationResult;
+  ingestForAgent(requestJson: string): Promise<string>;
+  retrieveForAgent(requestJson: string): Promise<string>;
+  backgroundStatus(operationId?: string): Promise<string>;
+}
+
+let bridge: BridgeClient | undefined;
+
+function settings() {
+  const flowbaby = vscode.workspace.getConfiguration("flowbaby");
+  const access = vscode.workspace.getConfiguration("flowbabyMemory.agentAccess");
+  return {
+    command: flowbaby.get<string>("command", ""),
+    pythonPath: flowbaby.get<string>("pythonPath", ""),
+    healthTimeoutMs: Math.max(1, flowbaby.get<number>("healthTimeoutSeconds", 30)) * 1000,
+    showSuccess: flowbaby.get<boolean>("notifications.showSuccess", true),
+    rateLimitPerMinute: access.get<number>("rateLimitPerMinute", 10),
+    maxConcurrentRequests: access.get<number>("maxConcurrentRequests", 2),
+  };
+}
+
+function run(command: FlowbabyCommand, args: string[], cwd: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(command.file, [...command.prefix, ...args], { cwd, timeout: 120_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, out: `${stdout}${stderr}`.trim() });
+    });
+  });
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<FlowbabyExtensionApi> {
+  const activity = vscode.window.createOutputChannel("Flowbaby Agent Activity");
+  const logs = vscode.window.createOutputChannel("Flowbaby", { log: true });
+  context.subscriptions.push(activity, logs);
+  const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  const config = settings();
+  const command = resolveFlowbabyCommand(config, workspace);
+  const throttle = new RetrievalThrottle(config);
+
+  const openLogs = async () => {
+    logs.show(true);
+    const file = workspace && path.join(workspace, ".flowbaby", "logs", "flowbaby.log");
+    if (file && fs.existsSync(file)) {
+      await vscode.window.showTextDocument(vscode.Uri.file(file), { preview: true, preserveFocus: true });
+    }
+  };
+  const showUnavailable = (message: string) => {
+    void vscode.window.showErrorMessage(`Flowbaby: ${message}`, "Open logs").then((choice) => {
+      if (choice === "Open logs") {
+        void openLogs();
+      }
+    });
+  };
+
+  let call: (method: string, params?: JsonObject) => Promise<JsonObject>;
+  if (!workspace) {
+    call = async () => {
+      throw new BridgeUnavailableError("Open a folder to use Flowbaby memory", "INVALID_WORKSPACE_PATH");
+    };
+  } else if (!command) {
+    logs.error("flowbaby was not found: set flowbaby.command, create the workspace .venv, or put flowbaby on PATH");
+    showUnavailable("bridgeUnavailable: the flowbaby executable was not found (setting flowbaby.command, workspace .venv, PATH)");
+    call = async () => {
+      throw new BridgeUnavailableError("The flowbaby executable was not found", "FLOWBABY_ERROR");
+    };
+  } else {
+    bridge = new BridgeClient({ workspace, command, healthTimeoutMs: config.healthTimeoutMs });
+    bridge.on("log", (line: string) => logs.info(line));
+    bridge.on("unavailable", (error: BridgeUnavailableError) =>
+      showUnavailable(`bridgeUnavailable: ${error.errorCode}: ${error.message}`),
+    );
+    bridge.on("crashed", () => logs.warn("the bridge crashed; restarting with backoff"));
+    call = (method, params) => bridge!.call(method, params);
+  }
+
+  const api = new AgentApi({ call, throttle, activity: (line) => activity.appendLine(line) });
+
+  // Status bar: memories, running and queued operations, index status.
+  const status = vscode.window.createStatusBarItem("flowbaby.status", vscode.StatusBarAlignment.Left, 100);
+  status.name = "Flowbaby";
+  status.command = "flowbaby.showStats";
+  status.text = "$(database) Flowbaby: starting…";
+  status.show();
+  context.subscriptions.push(status);
+  const refreshStatus = async () => {
+    try {
+      const [health, index, background] = await Promise.all([
+        call("health"),
+        call("indexStatus"),
+        call("backgroundStatus", {}),
+      ]);
+      const counts = (background.counts ?? {}) as Record<string, number>;
+      status.text = `$(database) Flowbaby: ${String(health.memories)} memories · ${counts.running ?? 0} running · ${counts.pending ?? 0} queued · ${String(index.status)}`;
+      status.tooltip = `${String(index.message)}\nClick for graph stats and the graph view.`;
+      status.backgroundColor = index.needs_repair ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+    } catch (error) {
+      status.text = "$(warning) Flowbaby: unavailable";
+      status.tooltip = (error as Error).message;
+    }
+  };
+  const timer = setInterval(() => void refreshStatus(), 30_000);
+  context.subscriptions.push({ dispose: () => clearInterval(timer) });
+
+  bridge?.on("notification", (method: string, params: JsonObject) => {
+    if (method !== "backgroundOperationCompleted") {
+      return;
+    }
+    const id = String(params.operationId);
+    if (params.status === "completed") {
+      activity.appendLine(`[Background] ${isoSeconds()} - Operation ${id} - Status: completed`);
+      if (settings().showSuccess) {
+        void vscode.window.showInformationMessage(`Flowbaby: memory graph built (${id}).`);
+      }
+    } else {
+      const code = String(params.errorCode ?? "UNKNOWN");
+      activity.appendLine(`[Background] ${isoSeconds()} - Operation ${id} - Status: failed (${code})`);
+      void vscode.window.showErrorMessage(`Flowbaby: graph building failed for ${id}: ${code}.`, "Open logs").then((choice) => {
+        if (choice === "Open logs") {
+          void openLogs();
+        }
+      });
+    }
+    void refreshStatus();
+  });
+  bridge?.on("ready", () => void refreshStatus());
+  bridge?.start().catch((error: Error) => logs.error(`bridge start: ${error.message}`));
+
+  const graphFile = path.join(context.globalStorageUri.fsPath, "flowbaby-graph.html");
+  const showGraph = async () => {
+    if (!workspace || !command) {
+      showUnavailable("no workspace folder or flowbaby executable");
+      return;
+    }
+    fs.mkdirSync(path.dirname(graphFile), { recursive: true });
+    const exported = await run(command, ["graph", "export", "--workspace", workspace, "--format", "html", "--out", graphFile], workspace);
+    if (exported.code !== 0) {
+      logs.error(exported.out);
+      showUnavailable(`graph export failed: ${exported.out.split("\n").pop()}`);
+      return;
+    }
+    const panel = vscode.window.createWebviewPanel("flowbaby.graph", "Flowbaby Graph", vscode.ViewColumn.Active, {
+      enableScripts: true,
+    });
+    panel.webview.html = fs.readFileSync(graphFile, "utf8");
+  };
+
+  const install = async (client: "claude-code" | "opencode", label: string) => {
+    if (!workspace || !command) {
+      showUnavailable("no workspace folder or flowbaby executable");
+      return;
+    }
+    const result = await run(command, ["install", "--client", client, "--workspace", workspace], workspace);
+    logs.info(`flowbaby install --client ${client}: exit ${result.code}\n${result.out}`);
+    if (result.code === 0) {
+      void vscode.window.showInformationMessage(`Flowbaby: installed for ${label}. ${result.out.split("\n")[0] ?? ""}`);
+    } else {
+      showUnavailable(`install for ${label} failed (exit ${result.code}): ${result.out.split("\n")[0] ?? ""}`);
+    }
+  };
+
+  context.subscriptions.push(
+    vscode.commands.registerCommand("Flowbaby.ingestForAgent", async (requestJson: string) => {
+      const answer = await api.ingestForAgent(requestJson);
+      void refreshStatus();
+      return answer;
+    }),
+    vscode.commands.registerCommand("Flowbaby.retrieveForAgent", (requestJson: string) => api.retrieveForAgent(requestJson)),
+    vscode.commands.registerCommand("Flowbaby.backgroundStatus", (operationId?: string) => api.backgroundStatus(operationId)),
+    vscode.commands.registerCommand("flowbaby.showGraph", showGraph),
+    vscode.commands.registerCommand("flowbaby.showStats", async () => {
+      try {
+        const stats = await call("graphStats");
+        const top = ((stats.topEntities as JsonObject[]) ?? []).slice(0, 5).map((row) => String(row.name));
+        void vscode.window.showInformationMessage(
+          `Flowbaby graph: ${String(stats.memories)} memories (${String(stats.memoriesInGraph)} in the graph), ` +
+            `${String(stats.entities)} entities, ${String(stats.relations)} relations.` +
+            (top.length ? ` Top entities: ${top.join(", ")}.` : ""),
+        );
+      } catch (error) {
+        showUnavailable((error as Error).message);
+        return;
+      }
+      await showGraph();
+    }),
+    vscode.commands.registerCommand("flowbaby.repairIndex", async () => {
+      try {
+        const result = await call("repair");
+        const index = (result.index ?? {}) as JsonObject;
+        void vscode.window.showInformationMessage(
+          `Flowbaby: repair queued ${String(result.requeuedMemories)} graph(s) and ${String(result.reembeddedMemories)} embedding(s); index ${String(index.status)}.`,
+        );
+        void refreshStatus();
+      } catch (error) {
+        showUnavailable((error as Error).message);
+      }
+    }),
+    vscode.commands.registerCommand("flowbaby.openLogs", openLogs),
+    vscode.commands.registerCommand("flowbaby.showActivity", () => activity.show(true)),
+    vscode.commands.registerCommand("flowbaby.installClaudeCode", () => install("claude-code", "Claude Code")),
+    vscode.commands.registerCommand("flowbaby.installOpenCode", () => install("opencode", "OpenCode")),
+    vscode.commands.registerCommand("flowbaby.restartBridge", async () => {
+      await bridge?.restart().catch((error: Error) => showUnavailable(error.message));
+    }),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration("flowbabyMemory.agentAccess")) {
+        throttle.configure(settings());
+      }
+    }),
+  );
+
+  // Language Model Tools (the docs' #flowbabyStoreSummary and #flowbabyRetrieveMemory).
+  context.subscriptions.push(
+    vscode.lm.registerTool<Record<string, unknown>>(STORE_TOOL, {
+      prepareInvocation(options) {
+        const topic = String(options.input.topic ?? "");
+        return {
+          invocationMessage: `Storing "${topic}" in Flowbaby memory`,
+          confirmationMessages: {
+            title: "Store memory in Flowbaby?",
+            message: new vscode.MarkdownString(`Store this conversation summary in Flowbaby knowledge graph?\n\n**Topic:** ${topic}`),
+          },
+        };
+      },
+      async invoke(options) {
+        const result = await api.storeMemoryTool(options.input);
+        void refreshStatus();
+        return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(formatStoreResult(result, options.input.topic))]);
+      },
+    }),
+    vscode.lm.registerTool<Record<string, unknown>>(RETRIEVE_TOOL, {
+      prepareInvocation(options) {
+        const query = String(options.input.query ?? "");
+        return {
+          invocationMessage: `Searching Flowbaby memory for "${query}"`,
+          confirmationMessages: {
+            title: "Retrieve Flowbaby memory?",
+            message: new vscode.MarkdownString(`Search this workspace's Flowbaby memory for:\n\n> ${query}`),
+          },
+        };
+      },
+      async invoke(options) {
+        const result = await api.retrieveMemoryTool(options.input);
+        return new vscode.LanguageModelToolResult([new vscode.LanguageModelTextPart(formatRetrieveResult(result))]);
+      },
+    }),
+  );
+
+  // MCP: the same tools for agent mode and any MCP-aware chat, without a config file.
+  if (typeof vscode.lm.registerMcpServerDefinitionProvider === "function") {
+    const changed = new vscode.EventEmitter<void>();
+    context.subscriptions.push(
+      changed,
+      vscode.lm.registerMcpServerDefinitionProvider("flowbaby.mcp", {
+        onDidChangeMcpServerDefinitions: changed.event,
+        provideMcpServerDefinitions() {
+          if (!workspace || !command) {
+            return [];
+          }
+          return [
+            new vscode.McpStdioServerDefinition("Flowbaby", command.file, [...command.prefix, "mcp", "--workspace", workspace]),
+          ];
+        },
+      }),
+    );
+  }
+
+  logs.info(`Flowbaby activated on ${os.platform()}; workspace ${workspace ?? "(none)"}; command ${command?.file ?? "(none)"}`);
+  return {
+    validateIngestRequest,
+    ingestForAgent: (requestJson) => api.ingestForAgent(requestJson),
+    retrieveForAgent: (requestJson) => api.retrieveForAgent(requestJson),
+    backgroundStatus: (operationId) => api.backgroundStatus(operationId),
+  };
+}
+
+export async function deactivate(): Promise<void> {
+  await bridge?.stop();
+  bridge = undefined;
+}

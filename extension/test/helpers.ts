@@ -1,0 +1,43 @@
+/** Shared test helpers: the real `flowbaby` of this checkout and throwaway workspaces. */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { FlowbabyCommand, resolveFlowbabyCommand } from "../src/core/executable";
+
+/** The repository root (extension/out/test -> ../../..). */
+export const REPO = path.resolve(__dirname, "..", "..", "..");
+
+/** FLOWBABY_BIN, else the checkout's .venv, else PATH. */
+export function flowbabyCommand(): FlowbabyCommand {
+  const explicit = process.env.FLOWBABY_BIN;
+  const command = resolveFlowbabyCommand({ command: explicit }, REPO);
+  if (!command) {
+    throw new Error("flowbaby not found: set FLOWBABY_BIN or run `make setup` in the repository");
+  }
+  return command;
+}
+
+export function tempWorkspace(prefix = "fb-ext-"): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function waitFor<T>(emitter: NodeJS.EventEmitter, event: string, timeoutMs: number): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "${event}" within ${timeoutMs} ms`)), timeoutMs);
+    emitter.once(event, (...args: T[]) => {
+      clearTimeout(timer);
+      resolve(args);
+    });
+  });
+}
+
+export function ingestPayload(topicId: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    topic: "Redis caching decision",
+    context: "We moved the session cache from Memcached to Redis because sessions must survive restarts.",
+    decisions: ["Use Redis with a 15 minute TTL"],
+    agentName: "unit-test agent",
+    metadata: { topicId, createdAt: "2025-03-01T10:00:00Z", updatedAt: "2025-03-01T10:00:00Z", planId: "plan-015" },
+    ...extra,
+  };
+}
