@@ -69,13 +69,23 @@ class SessionIndex:
         self.settings = settings
         self.sources = {source.name: source for source in sources}
         self.store = SessionStore(folder / "index.sqlite")
-        self.vectors = SessionVectors(folder / "vectors.lance")
+        self._vectors_path = folder / "vectors.lance"
+        self._vectors: SessionVectors | None = None
         self.model = model_label(encoder.model_path)
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self.stopping = threading.Event()
         """Set at close: a running import stops after its current batch (a `partial` index, finished later)."""
+
+    @property
+    def vectors(self) -> SessionVectors:
+        """Opened on first need: the watcher lists sources every few seconds, and a workspace
+        without sessions should not hold LanceDB's table (tens of MB) for it."""
+        with self._guard:
+            if self._vectors is None:
+                self._vectors = SessionVectors(self._vectors_path)
+            return self._vectors
 
     # -- finding sessions -------------------------------------------------------------
     def root(self, cwd: str | None) -> str:

@@ -28,7 +28,8 @@ class SessionVectors:
         self._table = self._db.create_table(TABLE, schema=schema, exist_ok=True)
         self._lock = threading.Lock()
         self._sessions: dict[str, tuple[list[str], np.ndarray]] = {}
-        stored = self._table.to_lance().to_table(columns=["embedding_id", "session_key", "vector"])
+        # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
+        stored = self._table.to_arrow().select(["embedding_id", "session_key", "vector"])
         if stored.num_rows:
             flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
             matrix = np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS)
