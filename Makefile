@@ -29,8 +29,10 @@ check: setup
 
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
 # their own bridge and cognee worker subprocesses, so two run side by side on two cores.
+# Tests that assert a latency bound (marker `alone`) run afterwards with the machine to themselves.
 test: setup e2e-setup
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone" tests
+	$(PY) -m pytest -q -p no:cacheprovider -m alone tests
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
 # The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.

@@ -13,7 +13,7 @@ from api.guard import HEADER_TIMEOUT_SEC, MAX_CONNECTIONS
 from tests.bench.http_abuse import HALF_OPEN, run_abuse
 from tests.test_http_api import Server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # the 1 s bound holds with no other test beside it
 
 
 def test_http_abuse_run(workspace: Path) -> None:
