@@ -193,6 +193,8 @@ def open_vector_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, Path
     try:
         return VectorIndex(path, embedder), None
     except Exception as exc:
+        if not path.exists():  # nothing on disk to blame: the failure is the warm-up's own
+            raise
         aside = path.with_name(f"{path.name}.broken-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
         log.warning(
             "vector index %s is unreadable (%s: %s); moved to %s and rebuilt", path, type(exc).__name__, exc, aside
