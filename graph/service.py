@@ -60,7 +60,8 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.store import Memory, MemoryStore, StoreDamaged, new_operation_id
+from graph.core.storage import MemoryStoreBackend, open_memory_store
+from graph.core.store import Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -112,7 +113,7 @@ class FlowbabyService:
         self.paths = paths
         self.settings = settings
         self._lock = lock
-        self.store = MemoryStore(paths.store_db, check=True)
+        self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
         self.audit = AuditLog(paths.audit_log)
         self.embedder = Embedder(settings.embedding_model)
         self._vectors: VectorIndex | None = None
