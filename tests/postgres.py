@@ -46,12 +46,14 @@ class PostgresServer:
     password: str
     user: str | None
     """The system user the server runs as (None: this process's user)."""
+    durable: bool = False
+    """fsync as a production server has it (benchmarks); tests run without, for speed."""
     started_sec: float = 0.0
     """initdb + start, measured."""
     _databases: int = field(default=0, repr=False)
 
     @classmethod
-    def start(cls, password: str = "team-secret") -> PostgresServer:
+    def start(cls, password: str = "team-secret", *, durable: bool = False) -> PostgresServer:
         began = time.perf_counter()
         root = Path(tempfile.mkdtemp(prefix="flowbaby-pg-"))
         root.chmod(0o755)
@@ -65,7 +67,7 @@ class PostgresServer:
         pwfile.write_text(password + "\n")
         if user:
             shutil.chown(pwfile, user, user)
-        server = cls(root, free_port(), password, user)
+        server = cls(root, free_port(), password, user, durable)
         server._run(
             "initdb", "-D", str(root / "data"), "-U", SUPERUSER, "--pwfile", str(pwfile),
             "--auth=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions",
@@ -79,7 +81,9 @@ class PostgresServer:
         subprocess.run([str(bin_dir() / exe), *args], check=True, capture_output=True, user=self.user, timeout=60)
 
     def _pg_ctl(self, action: str) -> None:
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off"
         args = ["-D", str(self.root / "data"), "-w", "-l", str(self.root / "log")]
         if action == "start":
             args += ["-o", options]
