@@ -71,7 +71,8 @@ from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle import RetrievalThrottle
-from graph.search.vectors import VectorIndex, memory_chunks, open_vector_index
+from graph.search.vector_backend import MemoryVectors, open_memory_vectors
+from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 
 __all__ = [
@@ -116,7 +117,7 @@ class FlowbabyService:
         self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
         self.audit = AuditLog(paths.audit_log)
         self.embedder = Embedder(settings.embedding_model)
-        self._vectors: VectorIndex | None = None
+        self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
         self.graph_lane = GraphLane(paths.projection)
         self.throttle = RetrievalThrottle(rate_limit_per_minute)
@@ -196,7 +197,7 @@ class FlowbabyService:
         the last process staged but did not get to embed. An unreadable vector folder is moved
         aside and every memory re-embedded from SQLite; an unreadable projection is served as
         empty and rebuilt by the worker."""
-        index, aside = await asyncio.to_thread(open_vector_index, self.paths.vectors, self.embedder)
+        index, aside = await asyncio.to_thread(open_memory_vectors, self.paths, self.embedder)
         self._vectors = index
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
@@ -230,7 +231,7 @@ class FlowbabyService:
         self._projection_rebuild = self.store.queue_operation([])
         return True
 
-    async def vectors(self) -> VectorIndex:
+    async def vectors(self) -> MemoryVectors:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
         if self._warm_task is not None:
             await asyncio.shield(self._warm_task)

@@ -1,5 +1,5 @@
 """Real fronts on the team backend (FLOWBABY_DATABASE_URL): a bridge subprocess stages, builds
-and retrieves with its memories in Postgres; a second folder on the same namespace sees them;
+and retrieves with its memory versions and vectors in Postgres; a second folder on the same namespace sees them;
 fronts started against a database that is down refuse with a clear message and exit code 3."""
 
 from __future__ import annotations
@@ -45,12 +45,16 @@ def test_a_bridge_keeps_its_memories_in_the_team_namespace(spawn, postgres: Post
     entries = client.result("retrieveForAgent", {"query": "Redis cache TTL", "maxResults": 5})["entries"]
     assert [(e["topicId"], e["version"]) for e in entries][:1] == [("redis-cache", 2)]
     client.close()
-    assert not (laptop / ".flowbaby" / "memories.sqlite").exists()  # the versions live in Postgres
+    for local in ("memories.sqlite", "vectors.lance"):  # versions and vectors live in Postgres
+        assert not (laptop / ".flowbaby" / local).exists()
+    schema = schema_name(namespace)
     with psycopg.connect(postgres.url()) as conn:
         rows = conn.execute(
-            f'SELECT version, status, graph_state FROM "{schema_name(namespace)}".memories ORDER BY version'.encode()
+            f'SELECT version, status, graph_state FROM "{schema}".memories ORDER BY version'.encode()
         ).fetchall()
+        chunks = conn.execute(f'SELECT count(DISTINCT memory_id) FROM "{schema}".memory_chunks'.encode()).fetchone()
     assert rows == [(1, "Superseded", "indexed"), (2, "Active", "indexed")]
+    assert chunks == (2,)
 
     ci = tmp_path / "ci-runner"  # another folder (machine) on the same namespace
     ci.mkdir()

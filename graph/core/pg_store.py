@@ -87,6 +87,22 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX operations_state ON operations (state);
         """,
     ),
+    (
+        2,
+        "memory chunk vectors (pgvector, HNSW on inner product; the bundled MiniLM's 384 dimensions)",
+        """
+        CREATE TABLE memory_chunks (
+            memory_id TEXT NOT NULL,
+            topic_id TEXT NOT NULL,
+            field TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            embedding vector(384) NOT NULL,
+            PRIMARY KEY (memory_id, chunk_index)
+        );
+        CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops);
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
