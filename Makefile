@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo check test test-unit test-fast bench clean vsix e2e-setup
+.PHONY: setup demo demo-team check test test-unit test-fast bench clean vsix e2e-setup
 
 setup: $(STAMP)
 
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: setup
 	$(VENV)/bin/flowbaby demo --workspace .flowbaby-demo --fresh
+
+# The demo on the team backend: a local Postgres 18 + pgvector (dev extras), then a second folder.
+demo-team: setup
+	$(PY) -m tests.team_demo
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml; CI runs it before the tests.
 check: setup
