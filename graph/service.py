@@ -60,7 +60,8 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.store import Memory, MemoryStore, StoreDamaged, new_operation_id
+from graph.core.storage import MemoryStoreBackend, open_memory_store
+from graph.core.store import Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -70,7 +71,8 @@ from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle import RetrievalThrottle
-from graph.search.vectors import VectorIndex, memory_chunks, open_vector_index
+from graph.search.vector_backend import MemoryVectors, open_memory_vectors
+from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 
 __all__ = [
@@ -112,10 +114,10 @@ class FlowbabyService:
         self.paths = paths
         self.settings = settings
         self._lock = lock
-        self.store = MemoryStore(paths.store_db, check=True)
+        self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
         self.audit = AuditLog(paths.audit_log)
         self.embedder = Embedder(settings.embedding_model)
-        self._vectors: VectorIndex | None = None
+        self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
         self.graph_lane = GraphLane(paths.projection)
         self.throttle = RetrievalThrottle(rate_limit_per_minute)
@@ -195,7 +197,7 @@ class FlowbabyService:
         the last process staged but did not get to embed. An unreadable vector folder is moved
         aside and every memory re-embedded from SQLite; an unreadable projection is served as
         empty and rebuilt by the worker."""
-        index, aside = await asyncio.to_thread(open_vector_index, self.paths.vectors, self.embedder)
+        index, aside = await asyncio.to_thread(open_memory_vectors, self.paths, self.embedder)
         self._vectors = index
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
@@ -229,7 +231,7 @@ class FlowbabyService:
         self._projection_rebuild = self.store.queue_operation([])
         return True
 
-    async def vectors(self) -> VectorIndex:
+    async def vectors(self) -> MemoryVectors:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
         if self._warm_task is not None:
             await asyncio.shield(self._warm_task)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bridge.client import BridgeClient
+from tests.postgres import PostgresServer
 
 
 def summary(topic_id: str = "redis-cache", **overrides: Any) -> dict[str, Any]:
@@ -58,3 +59,11 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
     for client in clients:
         if client.proc.poll() is None:
             client.close(timeout=60)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real Postgres 18 + pgvector server per test session (per xdist worker), on loopback."""
+    server = PostgresServer.start()
+    yield server
+    server.remove()

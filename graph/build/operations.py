@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from graph.build.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
-from graph.core.store import MemoryStore
+from graph.core.storage import MemoryStoreBackend
 
 log = logging.getLogger("flowbaby.operations")
 
@@ -44,7 +44,7 @@ class GraphWorker(Protocol):
 class OperationManager:
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryStoreBackend,
         worker: GraphWorker,
         *,
         max_running: int,

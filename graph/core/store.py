@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
 from graph.core.workspace import create_private
@@ -106,12 +106,18 @@ class Memory:
         ]
 
 
+class Row(Protocol):
+    """A result row by column name: sqlite3.Row here, a dict from the Postgres backend."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
 def memory_uuid(topic_id: str, version: int) -> str:
     """A stable id per version; cognee takes it as the data id, so graph nodes trace back."""
     return str(uuid.uuid5(_MEMORY_NAMESPACE, f"{topic_id}#v{version}"))
 
 
-def _row_to_memory(row: sqlite3.Row) -> Memory:
+def row_to_memory(row: Row) -> Memory:
     return Memory(
         memory_id=row["memory_id"],
         topic_id=row["topic_id"],
@@ -137,7 +143,7 @@ def _row_to_memory(row: sqlite3.Row) -> Memory:
     )
 
 
-def _row_to_operation(row: sqlite3.Row, topic_ids: list[str]) -> OperationStatus:
+def row_to_operation(row: Row, topic_ids: list[str]) -> OperationStatus:
     return OperationStatus(
         operationId=row["operation_id"],
         status=row["state"],
@@ -260,7 +266,7 @@ class MemoryStore:
         marks = ",".join("?" * len(memory_ids))
         with self._lock:
             rows = self._conn.execute(f"SELECT * FROM memories WHERE memory_id IN ({marks})", memory_ids).fetchall()
-        by_id = {row["memory_id"]: _row_to_memory(row) for row in rows}
+        by_id = {row["memory_id"]: row_to_memory(row) for row in rows}
         return [by_id[m] for m in memory_ids if m in by_id]
 
     def topic_versions(self, topic_id: str) -> list[Memory]:
@@ -268,12 +274,12 @@ class MemoryStore:
             rows = self._conn.execute(
                 "SELECT * FROM memories WHERE topic_id = ? ORDER BY version", (topic_id,)
             ).fetchall()
-        return [_row_to_memory(row) for row in rows]
+        return [row_to_memory(row) for row in rows]
 
     def iter_memories(self) -> Iterator[Memory]:
         with self._lock:
             rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
-        return (_row_to_memory(row) for row in rows)
+        return (row_to_memory(row) for row in rows)
 
     def memory_states(self) -> dict[str, tuple[str, str]]:
         """memory_id -> (status, graph_state) of every version: the only columns that change after staging."""
@@ -315,7 +321,7 @@ class MemoryStore:
     def _with_topics(self, row: sqlite3.Row) -> OperationStatus:
         memory_ids = json.loads(row["memory_ids"])
         topics = [m.topic_id for m in self.get_memories(memory_ids)]
-        return _row_to_operation(row, topics)
+        return row_to_operation(row, topics)
 
     def count_operations(self, states: tuple[str, ...] = ("pending", "running")) -> int:
         """Operations in these states (by default the unfinished ones)."""

@@ -108,6 +108,13 @@ def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_devset(root)
 
 
+@section("postgres")
+def _postgres(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.team_store import run_team_store
+
+    return run_team_store(root)
+
+
 def devset_table(scores: dict[str, dict[str, float]]) -> str:
     columns = list(next(iter(scores.values())))
     lines = ["| method | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]

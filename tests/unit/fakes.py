@@ -5,11 +5,14 @@ test sets up and nothing else, the way httpx's MockTransport stands in for a net
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from graph.core.contract import MemoryStatus
 from graph.core.store import Memory
@@ -155,3 +158,17 @@ class FakeWorker:
 
     async def stop(self, grace_sec: float = 5.0) -> None:
         self.stops += 1
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from the text's hash: equal texts, equal vectors."""
+
+    dimensions = 384
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+            vector = np.random.default_rng(seed).standard_normal(self.dimensions).astype(np.float32)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out

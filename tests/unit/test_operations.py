@@ -1,10 +1,11 @@
-"""The operation manager over a real SQLite ledger (tmp_path) with a fake worker: capacity and
-backlog, batching, crash retries, terminal failures, parking at shutdown and recovery."""
+"""The operation manager over a real ledger (both backends, tests/unit/conftest.py) with a fake
+worker: capacity and backlog, batching, crash retries, terminal failures, parking at shutdown and
+recovery."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from graph.build.operations import MAX_ATTEMPTS, OperationManager
 from graph.build.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.settings import LLMSettings, Settings
-from graph.core.store import MemoryStore, new_operation_id
+from graph.core.storage import MemoryStoreBackend
+from graph.core.store import new_operation_id
 from graph.core.workspace import WorkspaceLock, resolve_workspace
 from graph.service import FlowbabyService
 from tests.conftest import summary
@@ -25,14 +27,7 @@ WAIT = 5.0
 """Seconds a test waits for the manager before it fails (normally it takes milliseconds)."""
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    db = MemoryStore(tmp_path / "store.db")
-    yield db
-    db.close()
-
-
-def stage(store: MemoryStore, count: int) -> list[str]:
+def stage(store: MemoryStoreBackend, count: int) -> list[str]:
     """Stage `count` memories, one operation each; returns their operation ids in order."""
     ops = []
     for i in range(count):
@@ -42,7 +37,7 @@ def stage(store: MemoryStore, count: int) -> list[str]:
     return ops
 
 
-def manager(store: MemoryStore, worker: FakeWorker) -> tuple[OperationManager, list[OperationStatus]]:
+def manager(store: MemoryStoreBackend, worker: FakeWorker) -> tuple[OperationManager, list[OperationStatus]]:
     ops = OperationManager(store, worker, max_running=MAX_RUNNING, max_queued=MAX_QUEUED, timeout_sec=30)
     reported: list[OperationStatus] = []
 
@@ -69,11 +64,11 @@ async def drain(ops: OperationManager) -> None:
     await ops.stop(grace_sec=1)
 
 
-def states(store: MemoryStore, op_ids: list[str]) -> list[str]:
+def states(store: MemoryStoreBackend, op_ids: list[str]) -> list[str]:
     return [store.operation(op).status for op in op_ids]  # type: ignore[union-attr]
 
 
-def test_capacity_is_running_plus_queued_and_beyond_it_is_backlog(store: MemoryStore) -> None:
+def test_capacity_is_running_plus_queued_and_beyond_it_is_backlog(store: MemoryStoreBackend) -> None:
     ops, _ = manager(store, FakeWorker())
     assert ops.capacity == MAX_RUNNING + MAX_QUEUED
     for _ in range(ops.capacity):
@@ -87,7 +82,7 @@ def test_capacity_is_running_plus_queued_and_beyond_it_is_backlog(store: MemoryS
     assert store.count_operations() == ops.capacity
 
 
-def test_finished_operations_free_the_backlog(store: MemoryStore) -> None:
+def test_finished_operations_free_the_backlog(store: MemoryStoreBackend) -> None:
     ops, _ = manager(store, FakeWorker())
     staged = stage(store, ops.capacity)
     run(lambda: drain(ops))
@@ -95,7 +90,7 @@ def test_finished_operations_free_the_backlog(store: MemoryStore) -> None:
     ops.check_backlog()  # no longer raises
 
 
-def test_batches_of_max_running_and_the_rest_waits(store: MemoryStore) -> None:
+def test_batches_of_max_running_and_the_rest_waits(store: MemoryStoreBackend) -> None:
     gate = asyncio.Event()
     worker = FakeWorker(gate)
     ops, reported = manager(store, worker)
@@ -125,7 +120,7 @@ def test_batches_of_max_running_and_the_rest_waits(store: MemoryStore) -> None:
     assert store.counts() == {"memories": len(staged), "graph_indexed": len(staged)}
 
 
-def test_a_worker_crash_is_retried_once(store: MemoryStore) -> None:
+def test_a_worker_crash_is_retried_once(store: MemoryStoreBackend) -> None:
     worker = FakeWorker(WorkerFailure(BackgroundErrorCode.WORKER_CRASHED, "died"), {"llmCalls": 1})
     ops, reported = manager(store, worker)
     [op] = stage(store, 1)
@@ -136,7 +131,7 @@ def test_a_worker_crash_is_retried_once(store: MemoryStore) -> None:
     assert [s.status for s in reported] == ["completed"]  # the retry is not reported as an end
 
 
-def test_a_worker_that_keeps_crashing_fails_the_operation(store: MemoryStore) -> None:
+def test_a_worker_that_keeps_crashing_fails_the_operation(store: MemoryStoreBackend) -> None:
     crashes = [WorkerFailure(BackgroundErrorCode.WORKER_CRASHED, f"died {i}") for i in range(MAX_ATTEMPTS)]
     worker = FakeWorker(*crashes)
     ops, reported = manager(store, worker)
@@ -154,7 +149,7 @@ def test_a_worker_that_keeps_crashing_fails_the_operation(store: MemoryStore) ->
 @pytest.mark.parametrize(
     "code", [BackgroundErrorCode.LLM_ERROR, BackgroundErrorCode.LLM_TIMEOUT, BackgroundErrorCode.LLM_RATE_LIMITED]
 )
-def test_an_llm_failure_is_terminal_and_keeps_what_was_built(store: MemoryStore, code: ErrorCode) -> None:
+def test_an_llm_failure_is_terminal_and_keeps_what_was_built(store: MemoryStoreBackend, code: ErrorCode) -> None:
     built_op, failed_op = stage(store, 2)
     built_memory = store.operation(built_op).memoryIds[0]  # type: ignore[union-attr]
     usage = {"llmCalls": 4, "llmFailedCalls": 3}
@@ -171,7 +166,7 @@ def test_an_llm_failure_is_terminal_and_keeps_what_was_built(store: MemoryStore,
     assert store.counts() == {"memories": 2, "graph_indexed": 1, "graph_failed": 1}
 
 
-def test_a_failed_repair_keeps_the_memories_whose_graph_was_built(store: MemoryStore) -> None:
+def test_a_failed_repair_keeps_the_memories_whose_graph_was_built(store: MemoryStoreBackend) -> None:
     ops_staged = stage(store, 2)
     memories = [store.operation(op).memoryIds[0] for op in ops_staged]  # type: ignore[union-attr]
     store.finish(ops_staged, "failed", error_code="LLM_ERROR", error="first try")
@@ -184,7 +179,7 @@ def test_a_failed_repair_keeps_the_memories_whose_graph_was_built(store: MemoryS
     assert [m.graph_state for m in store.get_memories(memories)] == ["indexed", "failed"]
 
 
-def test_an_unexpected_error_fails_the_batch_and_the_manager_lives_on(store: MemoryStore) -> None:
+def test_an_unexpected_error_fails_the_batch_and_the_manager_lives_on(store: MemoryStoreBackend) -> None:
     worker = FakeWorker(RuntimeError("boom"), {})
     ops, _ = manager(store, worker)
     [first] = stage(store, 1)
@@ -205,7 +200,7 @@ def test_an_unexpected_error_fails_the_batch_and_the_manager_lives_on(store: Mem
     assert (status.status, status.errorCode, status.error) == ("failed", "FLOWBABY_ERROR", "RuntimeError: boom")
 
 
-def test_shutdown_parks_the_running_batch_and_the_next_start_runs_it(store: MemoryStore) -> None:
+def test_shutdown_parks_the_running_batch_and_the_next_start_runs_it(store: MemoryStoreBackend) -> None:
     never = asyncio.Event()
     stuck = FakeWorker(never)
     ops, reported = manager(store, stuck)
@@ -230,15 +225,14 @@ def test_shutdown_parks_the_running_batch_and_the_next_start_runs_it(store: Memo
     assert [len(batch) for batch in fresh.batches] == [2, 1]
 
 
-def test_recovery_requeues_what_a_dead_process_left_running(tmp_path: Path) -> None:
-    path = tmp_path / "store.db"
-    dead = MemoryStore(path)
+def test_recovery_requeues_what_a_dead_process_left_running(open_store: Callable[[], MemoryStoreBackend]) -> None:
+    dead = open_store()
     running, waiting = stage(dead, 2)
     dead.mark_running([running])
     memories = dead.operation(running).memoryIds  # type: ignore[union-attr]
     dead.close()  # the process is gone; its ledger still says running
 
-    store = MemoryStore(path)
+    store = open_store()
     [new] = store.recover_interrupted()
     old = store.operation(running)
     assert old is not None and (old.status, old.errorCode) == ("terminated", "WORKER_CRASHED")
@@ -249,14 +243,13 @@ def test_recovery_requeues_what_a_dead_process_left_running(tmp_path: Path) -> N
     assert sorted(m for batch in worker.batches for m in batch) == sorted(
         memories + store.operation(waiting).memoryIds  # type: ignore[union-attr]
     )
-    store.close()
 
 
 def _usage(**fields: Any) -> dict[str, Any]:
     return {"llmCalls": 0, "llmFailedCalls": 0, "llmPromptTokens": 0, "llmCompletionTokens": 0, **fields}
 
 
-def test_llm_usage_counts_each_batch_once(store: MemoryStore) -> None:
+def test_llm_usage_counts_each_batch_once(store: MemoryStoreBackend) -> None:
     ops, _ = manager(store, FakeWorker(_usage(llmCalls=3, llmPromptTokens=100), _usage(llmCalls=2)))
     stage(store, MAX_RUNNING + 1)  # two batches
     run(lambda: drain(ops))
@@ -264,8 +257,9 @@ def test_llm_usage_counts_each_batch_once(store: MemoryStore) -> None:
     assert (usage["batches"], usage["calls"], usage["promptTokens"]) == (2, 3 + 2, 100)
 
 
-def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(tmp_path: Path) -> None:
-    """Through the service's ingest (never opened: no worker, no model), with the default limits."""
+def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(tmp_path: Path, backend: str) -> None:
+    """Through the service's ingest (never opened: no worker, no model), with the default limits,
+    on the backend that FLOWBABY_DATABASE_URL selects."""
     root = tmp_path / "ws"
     root.mkdir()
     paths = resolve_workspace(root)
@@ -288,7 +282,7 @@ def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(tmp_path: Pa
         service.store.close()
 
 
-def store_state(store: MemoryStore) -> dict[str, int]:
+def store_state(store: MemoryStoreBackend) -> dict[str, int]:
     memories = list(store.iter_memories())
     return {
         "memories": len(memories),

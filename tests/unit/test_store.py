@@ -1,26 +1,18 @@
-"""The store on a real SQLite file in tmp_path: versions and supersession, the ledger's
-states and transitions, repair and recovery of interrupted operations."""
+"""The store over both backends (tests/unit/conftest.py: a real SQLite file in tmp_path, a real
+Postgres namespace): versions and supersession, the ledger's states and transitions, repair and
+recovery of interrupted operations."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
+from collections.abc import Callable
 
 from graph.core.contract import MemoryStatus
-from graph.core.store import MemoryStore, memory_uuid, new_operation_id
+from graph.core.storage import MemoryStoreBackend
+from graph.core.store import memory_uuid, new_operation_id
 from tests.unit.fakes import memory
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[MemoryStore]:
-    db = MemoryStore(tmp_path / "store.db")
-    yield db
-    db.close()
-
-
-def stage(store: MemoryStore, topic_id: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> tuple[str, str]:
+def stage(store: MemoryStoreBackend, topic_id: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> tuple[str, str]:
     """Stage a version of the topic; returns (memory id, operation id)."""
     op = new_operation_id()
     staged = store.stage(memory("", topic_id=topic_id, status=status), op)
@@ -28,7 +20,7 @@ def stage(store: MemoryStore, topic_id: str, status: MemoryStatus = MemoryStatus
 
 
 # -- versions ----------------------------------------------------------------------------
-def test_a_new_version_supersedes_the_old_one(store: MemoryStore) -> None:
+def test_a_new_version_supersedes_the_old_one(store: MemoryStoreBackend) -> None:
     first, _ = stage(store, "cache", MemoryStatus.DECISION_RECORD)
     other, _ = stage(store, "other")
     second, _ = stage(store, "cache")
@@ -43,7 +35,7 @@ def test_a_new_version_supersedes_the_old_one(store: MemoryStore) -> None:
     assert store.get_memories([other])[0].status is MemoryStatus.ACTIVE  # another topic is untouched
 
 
-def test_an_agent_marked_superseded_memory_stays_stored(store: MemoryStore) -> None:
+def test_an_agent_marked_superseded_memory_stays_stored(store: MemoryStoreBackend) -> None:
     marked, op = stage(store, "old-plan", MemoryStatus.SUPERSEDED)
     [stored] = store.get_memories([marked])
     assert (stored.status, stored.version, stored.operation_id) == (MemoryStatus.SUPERSEDED, 1, op)
@@ -51,19 +43,17 @@ def test_an_agent_marked_superseded_memory_stays_stored(store: MemoryStore) -> N
     assert store.operation(op).status == "pending"  # type: ignore[union-attr]  # its graph is still built
 
 
-def test_the_store_survives_a_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "store.db"
-    first = MemoryStore(path)
+def test_the_store_survives_a_reopen(open_store: Callable[[], MemoryStoreBackend]) -> None:
+    first = open_store()
     memory_id, op = stage(first, "cache")
     first.close()
-    again = MemoryStore(path)
+    again = open_store()
     assert [m.memory_id for m in again.iter_memories()] == [memory_id]
     assert again.operation(op).memoryIds == [memory_id]  # type: ignore[union-attr]
-    again.close()
 
 
 # -- ledger ------------------------------------------------------------------------------
-def test_staging_queues_one_pending_operation(store: MemoryStore) -> None:
+def test_staging_queues_one_pending_operation(store: MemoryStoreBackend) -> None:
     memory_id, op = stage(store, "cache")
     status = store.operation(op)
     assert status is not None
@@ -73,7 +63,7 @@ def test_staging_queues_one_pending_operation(store: MemoryStore) -> None:
     assert store.counts() == {"memories": 1, "graph_pending": 1}
 
 
-def test_running_requeue_and_refund(store: MemoryStore) -> None:
+def test_running_requeue_and_refund(store: MemoryStoreBackend) -> None:
     _, op = stage(store, "cache")
     store.mark_running([op])
     running = store.operation(op)
@@ -88,7 +78,7 @@ def test_running_requeue_and_refund(store: MemoryStore) -> None:
     assert store.count_operations() == 1
 
 
-def test_finishing_moves_the_graph_state(store: MemoryStore) -> None:
+def test_finishing_moves_the_graph_state(store: MemoryStoreBackend) -> None:
     done, done_op = stage(store, "a")
     lost, lost_op = stage(store, "b")
     store.mark_running([done_op, lost_op])
@@ -104,7 +94,7 @@ def test_finishing_moves_the_graph_state(store: MemoryStore) -> None:
     assert store.memories_without_graph() == [lost]
 
 
-def test_a_failed_operation_never_unbuilds_an_indexed_memory(store: MemoryStore) -> None:
+def test_a_failed_operation_never_unbuilds_an_indexed_memory(store: MemoryStoreBackend) -> None:
     built, op = stage(store, "a")
     store.set_graph_state([built], "indexed")
     store.finish([op], "failed", error_code="LLM_ERROR", error="later memories failed")
@@ -112,7 +102,7 @@ def test_a_failed_operation_never_unbuilds_an_indexed_memory(store: MemoryStore)
     assert store.memories_without_graph() == []
 
 
-def test_repair_queues_one_operation_for_every_memory_without_graph(store: MemoryStore) -> None:
+def test_repair_queues_one_operation_for_every_memory_without_graph(store: MemoryStoreBackend) -> None:
     ids, ops = zip(*(stage(store, t) for t in ("a", "b", "c")), strict=True)
     store.finish([ops[0], ops[2]], "failed", error_code="LLM_TIMEOUT", error="slow")
     store.finish([ops[1]], "completed")
@@ -125,7 +115,7 @@ def test_repair_queues_one_operation_for_every_memory_without_graph(store: Memor
     assert [m.operation_id for m in store.get_memories(missing)] == [repair, repair]
 
 
-def test_recovery_terminates_running_operations_and_queues_their_memories_again(store: MemoryStore) -> None:
+def test_recovery_terminates_running_operations_and_queues_their_memories_again(store: MemoryStoreBackend) -> None:
     running, running_op = stage(store, "a")
     _, waiting_op = stage(store, "b")
     store.mark_running([running_op])

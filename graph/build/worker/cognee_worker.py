@@ -119,9 +119,9 @@ class CogneeWorker:
         return graph
 
     def _store(self) -> Any:
-        from graph.core.store import MemoryStore
+        from graph.core.storage import open_memory_store
 
-        return MemoryStore(self.paths.store_db)
+        return open_memory_store(self.paths, owner=False)
 
     async def rebuild_projection(self) -> dict[str, Any]:
         """An empty batch: no memory to build, only the projection to rebuild from cognee's graph

@@ -1,0 +1,89 @@
+"""The seam between the engine and its durable store of memory versions and operations.
+
+The engine (graph.service, graph.build) reaches the store only through `MemoryStoreBackend`.
+The embedded default is `graph.core.store.MemoryStore` (SQLite under `.flowbaby/`); setting
+FLOWBABY_DATABASE_URL=postgresql://... in the process environment selects the team backend
+(`graph.core.pg_store`), one namespace per workspace. The URL is read from the environment
+only, never from a workspace's .env: it carries a password and decides where every memory goes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, OperationStatus
+from graph.core.store import Memory, MemoryStore
+from graph.core.workspace import WorkspacePaths
+
+DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
+NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
+_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+
+
+class MemoryStoreBackend(Protocol):
+    """Memory versions with supersession, and the background operation ledger (see MemoryStore)."""
+
+    def close(self) -> None: ...
+    def stage(self, memory: Memory, operation_id: str) -> Memory: ...
+    def get_memories(self, memory_ids: list[str]) -> list[Memory]: ...
+    def topic_versions(self, topic_id: str) -> list[Memory]: ...
+    def iter_memories(self) -> Iterator[Memory]: ...
+    def memory_states(self) -> dict[str, tuple[str, str]]: ...
+    def set_graph_state(self, memory_ids: list[str], state: str) -> None: ...
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None: ...
+    def counts(self) -> dict[str, int]: ...
+    def operations(self, states: tuple[str, ...] | None = None) -> list[OperationStatus]: ...
+    def operation(self, operation_id: str) -> OperationStatus | None: ...
+    def count_operations(self, states: tuple[str, ...] = ("pending", "running")) -> int: ...
+    def llm_usage(self) -> dict[str, Any]: ...
+    def mark_running(self, operation_ids: list[str]) -> None: ...
+    def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None: ...
+    def finish(
+        self,
+        operation_ids: list[str],
+        state: str,
+        *,
+        error_code: str | None = None,
+        error: str | None = None,
+        metrics: dict[str, Any] | None = None,
+    ) -> None: ...
+    def memories_without_graph(self) -> list[str]: ...
+    def queue_operation(self, memory_ids: list[str]) -> str: ...
+    def recover_interrupted(self) -> list[str]: ...
+    def prune_operations(self, keep: int = ...) -> int: ...
+
+
+def database_url() -> str:
+    """The team database's URL, or "" for the embedded store."""
+    url = os.environ.get(DATABASE_URL_ENV, "").strip()
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a postgresql:// URL")
+    return url
+
+
+def namespace_for(paths: WorkspacePaths) -> str:
+    """FLOWBABY_NAMESPACE, else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
+    explicit = os.environ.get(NAMESPACE_ENV, "").strip()
+    if explicit:
+        if not _NAMESPACE.match(explicit):
+            raise FlowbabyError(
+                ErrorCode.FLOWBABY_ERROR,
+                f"{NAMESPACE_ENV} must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit",
+            )
+        return explicit
+    slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48]
+    return slug or "default"
+
+
+def open_memory_store(paths: WorkspacePaths, *, check: bool = False, owner: bool = True) -> MemoryStoreBackend:
+    """The workspace's store. `check`: SQLite's integrity check (the owner, once per start).
+    `owner`: the serving process, which holds the namespace; the graph worker child does not."""
+    url = database_url()
+    if not url:
+        return MemoryStore(paths.store_db, check=check)
+    from graph.core.pg_store import PostgresMemoryStore
+
+    return PostgresMemoryStore(url, namespace_for(paths), owner=owner)
