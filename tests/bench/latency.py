@@ -128,6 +128,10 @@ class CachedEmbedder:
     def __init__(self, embedder: Embedder, cache: dict[str, list[float]]) -> None:
         self._inner, self._cache = embedder, cache
 
+    @property
+    def dimensions(self) -> int:
+        return self._inner.dimensions
+
     def encode(self, texts: list[str]) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         self._cache.update(zip(missing, self._inner.encode(missing), strict=True))

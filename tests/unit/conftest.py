@@ -13,7 +13,8 @@ import pytest
 from graph.core.storage import DATABASE_URL_ENV, NAMESPACE_ENV, MemoryStoreBackend
 from graph.core.store import MemoryStore
 
-BACKENDS = ["sqlite", "postgres"]
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+"""`make test-unit` deselects the postgres runs (a server subprocess); `make test` runs both."""
 
 
 @pytest.fixture(params=BACKENDS)

@@ -17,7 +17,7 @@ from tests.postgres import PostgresServer
 from tests.unit.fakes import HashEmbedder, memory
 
 
-@pytest.fixture(params=["lancedb", "pgvector"])
+@pytest.fixture(params=["lancedb", pytest.param("pgvector", marks=pytest.mark.postgres)])
 def open_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], MemoryVectors]]:
     namespace = f"t{uuid.uuid4().hex[:12]}"
     opened: list[PgVectorIndex] = []
