@@ -79,6 +79,24 @@ class LexicalIndex:
         with self._lock:
             return all(term in self._postings for term in tokenize(text))
 
+    def known_share(self, query: str) -> float:
+        """The share of the query's term weight (qtf * idf) on terms some memory holds. A term no memory
+        holds weighs what a term in no memory would (the highest idf), so "Japanese localisation" counts
+        against a workspace that only knows "plan", which search's self-normalised scores cannot show."""
+        query_terms = Counter(tokenize(query))
+        with self._lock:
+            n = len(self._ids)
+            if not n or not query_terms:
+                return 1.0
+            known = total = 0.0
+            for term, qtf in query_terms.items():
+                postings = self._postings.get(term)
+                df = postings.size if postings is not None else 0
+                weight = qtf * math.log(1 + (n - df + 0.5) / (df + 0.5))
+                total += weight
+                known += weight if df else 0.0
+        return known / total if total > 0 else 1.0
+
     def search(self, query: str, limit: int | None = None) -> dict[str, float]:
         """memory_id -> normalised BM25 in [0, 1], for memories sharing a query term, in the order
         they were first reached (query term by query term, then as added). With a limit: only the

@@ -57,6 +57,12 @@ def name_keys(text: str) -> set[str]:
     return keys
 
 
+def is_identifier(name: str) -> bool:
+    """A name only a system writes (a file, ticket, error code, versioned or dotted name: a digit, `_`,
+    `/` or `.`, or three parts or more), as opposed to a hyphenated phrase ("sci-fi", "must-visit")."""
+    return bool(re.search(r"[\d_/.]", name)) or len([p for p in _PARTS.split(name) if p]) >= 3
+
+
 def _is_date_or_number(raw: str) -> bool:
     return bool(re.fullmatch(r"[\d.:/-]+[a-z]?|\d+(st|nd|rd|th|s|am|pm|ms|mb|gb|kb|px|h|m)", raw))
 

@@ -59,3 +59,53 @@ def test_ablations_never_abstain() -> None:
     ret = _retriever({"a": [r.ABSTAIN_VECTOR - 0.05]}, memory("a"))
     entries, _, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY), frozenset({"vector", "lexical"}))
     assert reason is None and [e.topicId for e in entries] == ["a"]
+
+
+def test_no_match_standing_out_abstains_but_a_clear_best_match_answers() -> None:
+    # Both above the first sign's cut, below the third's, and nearly tied: no memory is about the query.
+    top = (r.ABSTAIN_VECTOR + r.ABSTAIN_AMBIGUOUS_VECTOR) / 2
+    assert top > r.ABSTAIN_VECTOR
+    tied = _retriever({"a": [top], "b": [top - r.ABSTAIN_MARGIN / 2]}, memory("a"), memory("b"))
+    entries, _, reason = tied.retrieve(FlowbabyContextRequest(query=QUERY))
+    assert entries == [] and reason is not None and "no memory stands out" in reason
+    # The same best score, clearly ahead of the runner-up: a paraphrase that shares no word still answers.
+    clear = _retriever({"a": [top], "b": [top - 2 * r.ABSTAIN_MARGIN]}, memory("a"), memory("b"))
+    assert clear.retrieve(FlowbabyContextRequest(query=QUERY))[2] is None
+
+
+def test_words_the_workspace_knows_keep_a_tied_weak_match() -> None:
+    top = (r.ABSTAIN_VECTOR + r.ABSTAIN_AMBIGUOUS_VECTOR) / 2
+    words = [memory("a", context="the invoice export runs nightly"), memory("b", context="invoice export to S3")]
+    ret = _retriever({"a": [top], "b": [top]}, *words)
+    entries, _, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY))
+    assert reason is None and {e.topicId for e in entries} == {"a", "b"}
+
+
+def test_known_share_counts_the_query_words_no_memory_holds() -> None:
+    catalog = Catalog([memory("a", context="dental charts"), memory("b", context="billing plans")])
+    lexical = catalog.lexical
+    assert lexical.known_share("billing plans") == 1.0
+    assert lexical.known_share("Japanese localisation") == 0.0
+    half = lexical.known_share("plan Japanese")
+    assert 0.0 < half < 0.5  # the unknown word weighs more than a word a memory holds
+    # search's own score ignores the unknown word: the best match looks as good as without it.
+    assert lexical.search("plan Japanese")["b"] == lexical.search("plan")["b"]
+
+
+def test_an_acronym_no_memory_writes_is_a_named_thing_too() -> None:
+    # The offline extractor types GDPR as a concept; written as an acronym, it still names one thing.
+    query = "What is our policy on GDPR export requests?"
+    mid = (r.ABSTAIN_VECTOR + r.ABSTAIN_UNKNOWN_VECTOR) / 2
+
+    def ask(context: str) -> str | None:
+        ret = Retriever(
+            Catalog([memory("exp", context=context)]),
+            FakeEncoder(query),
+            FakeGraph(),
+            lambda: FakeChunkIndex({"exp": [chunk_vector(mid)]}),
+        )
+        return ret.retrieve(FlowbabyContextRequest(query=query))[2]
+
+    reason = ask("Clinics can request a full data export.")
+    assert reason is not None and "no memory mentions GDPR" in reason
+    assert ask("GDPR export requests are answered within 30 days.") is None

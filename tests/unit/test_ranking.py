@@ -312,3 +312,23 @@ def test_a_first_memory_larger_than_the_budget_is_truncated() -> None:
     assert [e.memoryId for e in entries] == ["big"]
     assert entries[0].summaryText.endswith("…[truncated]")
     assert entries[0].tokens == count_tokens(entries[0].summaryText) == used <= budget
+
+
+@pytest.mark.parametrize(("name", "moves"), [("plat-2291", True), ("legacy_pricing_v1", True), ("sci-fi", False)])
+def test_a_weaker_direct_match_moves_up_only_through_an_identifier(name: str, moves: bool) -> None:
+    # Twenty memories, the name in two: a rare, strong link (above SEED_LINK) from the best seed.
+    fillers = [memory(f"f{i}") for i in range(17)]
+    first = memory("first", context=f"The incident names {name}.")
+    second = memory("second", context=f"The rollout names {name}.")
+    ret = retriever([first, memory("middle"), second, *fillers], {"first": [0.8], "middle": [0.7], "second": [0.6]})
+    link, _ = ret.catalog.links.linked("first")["second"]
+    assert link >= r.SEED_LINK
+    order = ids(rank(ret, frozenset({"vector", "graph"})))
+    assert order == (["first", "second", "middle"] if moves else ["first", "middle", "second"])
+
+
+def test_identifiers_are_names_only_a_system_writes() -> None:
+    from graph.search.links import is_identifier
+
+    assert all(map(is_identifier, ["plat-2291", "legacy_pricing_v1", "billing/export.py", "pp-scans-prod"]))
+    assert not any(map(is_identifier, ["sci-fi", "must-visit", "batch-workers", "lebron"]))
