@@ -72,6 +72,7 @@ from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle import RetrievalThrottle
 from graph.search.vectors import VectorIndex, memory_chunks, open_vector_index
 from graph.sessions.agent_api import SessionMemory, SessionOp
+from graph.sessions.encoder import SessionEncoder
 
 __all__ = [
     "EXIT_WORKSPACE_UNAVAILABLE",
@@ -136,7 +137,7 @@ class FlowbabyService:
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
-        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", self.embedder)
+        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod

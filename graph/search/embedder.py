@@ -72,13 +72,19 @@ class Embedder:
         options = onnxruntime.SessionOptions()
         options.enable_cpu_mem_arena = False  # give a burst's memory back instead of keeping an arena
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        session = onnxruntime.InferenceSession(
+            str(self._model_file(folder)), options, providers=["CPUExecutionProvider"]
+        )
         tokenizer = Tokenizer.from_file(str(Path(self.model_path) / "tokenizer.json"))
         pad = tokenizer.padding or {}  # the file's pad token, padded to the batch's longest like sentence-transformers
         tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
         tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
         release_freed_memory()  # the model file's bytes, parsed into tensors and dropped
         return session, tokenizer, list(meta["inputs"])
+
+    def _model_file(self, folder: Path) -> Path:
+        """The graph to run from the export folder (a subclass may run a derived one)."""
+        return folder / "model.onnx"
 
     @cached_property
     def tokenizer(self) -> WordPieceTokenizer:

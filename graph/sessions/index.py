@@ -31,6 +31,10 @@ EMBED_BATCH = 256
 class Encoder(Protocol):
     model_path: str
 
+    @property
+    def variant(self) -> str:
+        """Names the graph the vectors come from; vectors of another variant are not comparable."""
+
     def encode(self, texts: list[str]) -> list[list[float]]: ...
 
 
@@ -70,12 +74,23 @@ class SessionIndex:
         self.sources = {source.name: source for source in sources}
         self.store = SessionStore(folder / "index.sqlite")
         self.vectors = SessionVectors(folder / "vectors.lance")
+        self._forget_other_variant(folder / "vectors.variant")
         self.model = model_label(encoder.model_path)
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self.stopping = threading.Event()
         """Set at close: a running import stops after its current batch (a `partial` index, finished later)."""
+
+    def _forget_other_variant(self, marker: Path) -> None:
+        """Vectors made by another encoder variant (say, before the int8 session model) are
+        dropped: their sessions show `repair_needed` until repaired or updated."""
+        variant = self.encoder.variant
+        if marker.is_file() and marker.read_text() == variant:
+            return
+        if self.vectors.total():
+            self.vectors.clear()
+        marker.write_text(variant)
 
     # -- finding sessions -------------------------------------------------------------
     def root(self, cwd: str | None) -> str:
@@ -262,6 +277,7 @@ class SessionIndex:
         have = self.vectors.ids(key)
         wanted = [c.embedding_id for c in chunks] if chunks is not None else []
         missing = [eid for eid in dict.fromkeys([*wanted, *self.store.chunk_ids(key)]) if eid not in have]
+        seen: dict[str, np.ndarray] = {}  # repeated outputs ("Done.", the same test run) embed once per call
         for start in range(0, len(missing), EMBED_BATCH):
             if self.stopping.is_set():
                 break
@@ -269,10 +285,12 @@ class SessionIndex:
             rows = self.store.chunks_by_id(ids)
             ids = [eid for eid in ids if eid in rows]
             texts = [rows[eid]["text"] for eid in ids]
-            unique = list(dict.fromkeys(texts))  # repeated outputs ("Done.", the same test run) embed once
-            encoded = np.asarray(self.encoder.encode(unique), dtype=np.float32)
-            where = {text: i for i, text in enumerate(unique)}
-            self.vectors.add(key, ids, encoded[[where[text] for text in texts]])
+            unique = [text for text in dict.fromkeys(texts) if text not in seen]
+            if unique:
+                encoded = np.asarray(self.encoder.encode(unique), dtype=np.float32)
+                seen.update(zip(unique, encoded, strict=True))
+            if ids:
+                self.vectors.add(key, ids, np.stack([seen[text] for text in texts]))
         return len(missing)
 
     # -- search -----------------------------------------------------------------------

@@ -43,6 +43,9 @@ class SessionVectors:
         entry = self._sessions.get(key)
         return len(entry[0]) if entry else 0
 
+    def total(self) -> int:
+        return sum(len(ids) for ids, _ in self._sessions.values())
+
     def ids(self, key: str) -> set[str]:
         entry = self._sessions.get(key)
         return set(entry[0]) if entry else set()
@@ -91,6 +94,12 @@ class SessionVectors:
             found.extend((key, ids[i], float(scores[i])) for i in best.tolist())
         found.sort(key=lambda hit: -hit[2])
         return found[:limit]
+
+    def clear(self) -> None:
+        """Drop every vector (they came from another encoder variant)."""
+        with self._lock:
+            self._table.delete("true")
+            self._sessions.clear()
 
     def optimize(self) -> None:
         with self._lock:
