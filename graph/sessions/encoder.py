@@ -21,7 +21,11 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from graph.search.embedder import Embedder
 from graph.search.onnx_export import ensure_exported
@@ -33,6 +37,8 @@ MODEL_FILE = "session-int8.onnx"
 META_FILE = "session-int8.json"
 MIN_COSINE = 0.99
 """Every probe's int8 vector must be at least this close to its fp32 vector."""
+WORKERS = min(os.cpu_count() or 1, 4)
+"""Batches of long texts encoded at once (ONNX Runtime sessions are safe to run concurrently)."""
 SHORT_TOKENS = 24
 """Texts of at most this many word pieces (with [CLS] and [SEP]) are encoded in fp32."""
 
@@ -86,10 +92,25 @@ def _current(meta_path: Path) -> bool:
 
 
 class _Derived(Embedder):
-    """The Embedder over the derived file (int8, or the fp32 graph when the check failed)."""
+    """The Embedder over the derived file (int8, or the fp32 graph when the check failed).
+
+    Batches run side by side, one thread each, rather than one after another on all cores: on
+    a busy machine a batch split over threads waits for the slowest of them at every operator
+    (measured at load 12 on 2 cores: 1.4x the wall time and 1.6x the CPU time)."""
+
+    intra_op_threads = 1
+
+    def __init__(self, model_path: str) -> None:
+        super().__init__(model_path)
+        self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="session-encoder")
 
     def _model_file(self, folder: Path) -> Path:
         return derived(self.model_path)[0]
+
+    def _run(self, session: Any, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        if len(feeds) == 1:
+            return [session.run(None, feeds[0])[0]]
+        return list(self._pool.map(lambda feed: session.run(None, feed)[0], feeds))
 
 
 class SessionEncoder:
@@ -166,7 +187,6 @@ def derive(model_path: str) -> dict[str, object]:
 
 def _min_cosine(model_path: str, reference: Path, candidate: Path) -> float:
     """The lowest cosine between the two graphs' vectors of PROBES."""
-    import numpy as np
 
     class _Fixed(Embedder):
         def __init__(self, path: Path) -> None:
