@@ -1,6 +1,6 @@
 """The encoder of session chunks and session queries: the memories' MiniLM, fused and int8.
 
-A 3,000-message session is ~3,500 chunks and ~340,000 word pieces; the fp32 graph spends the
+A 3,000-message session is ~5,000 chunks and ~340,000 word pieces; the fp32 graph spends the
 whole import encoding them. This file is derived locally, once per model export, from the same
 exported graph the memories use (`graph.search.onnx_export`): ONNX Runtime's transformer fusion
 (attention, layer norms, GELU), then dynamic int8 quantisation with per-channel weight scales.
