@@ -10,12 +10,14 @@ setup: $(STAMP)
 
 # One pip call against the pinned set (constraints.txt): installing in steps resolves
 # versions that conflict (docs/cognee.md). torch is pinned to the local CPU build.
-# Then MiniLM is exported to ONNX once (user cache, keyed by the model's content), so the
+# Then MiniLM is exported to ONNX once (user cache, keyed by the model's content), and the
+# session encoder's int8 graph derived from it (graph/sessions/encoder.py), so the
 # first start does not pay for it.
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,notebook]'
 	$(PY) -m graph.search.onnx_export
+	$(PY) -m graph.sessions.encoder >/dev/null
 	touch $(STAMP)
 
 demo: setup

@@ -74,6 +74,7 @@ from graph.search.throttle import RetrievalThrottle
 from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
+from graph.sessions.encoder import SessionEncoder
 
 __all__ = [
     "EXIT_WORKSPACE_UNAVAILABLE",
@@ -138,7 +139,7 @@ class FlowbabyService:
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
-        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", self.embedder)
+        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod

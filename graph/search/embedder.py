@@ -56,6 +56,9 @@ class Embedder:
     """Sorted by length like sentence-transformers; smaller than its 64 to bound the peak
     (attention is batch x 12 x 256 x 256 floats: 50 MB at 16)."""
 
+    intra_op_threads = 0
+    """ONNX Runtime's threads per batch; 0 is its default (one per core)."""
+
     def __init__(self, model_path: str) -> None:
         self.model_path = model_path
         self._lock = threading.Lock()
@@ -72,13 +75,21 @@ class Embedder:
         options = onnxruntime.SessionOptions()
         options.enable_cpu_mem_arena = False  # give a burst's memory back instead of keeping an arena
         options.log_severity_level = 3
-        session = onnxruntime.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        if self.intra_op_threads:
+            options.intra_op_num_threads = self.intra_op_threads
+        session = onnxruntime.InferenceSession(
+            str(self._model_file(folder)), options, providers=["CPUExecutionProvider"]
+        )
         tokenizer = Tokenizer.from_file(str(Path(self.model_path) / "tokenizer.json"))
         pad = tokenizer.padding or {}  # the file's pad token, padded to the batch's longest like sentence-transformers
         tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
         tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
         release_freed_memory()  # the model file's bytes, parsed into tensors and dropped
         return session, tokenizer, list(meta["inputs"])
+
+    def _model_file(self, folder: Path) -> Path:
+        """The graph to run from the export folder (a subclass may run a derived one)."""
+        return folder / "model.onnx"
 
     @cached_property
     def tokenizer(self) -> WordPieceTokenizer:
@@ -103,24 +114,28 @@ class Embedder:
         with self._lock:
             session, tokenizer, names = self._session
             order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-            parts, padded = [], 0
+            feeds = []
             for start in range(0, len(order), self.batch_size):
                 batch = [texts[i] for i in order[start : start + self.batch_size]]
                 encodings = tokenizer.encode_batch(batch)
-                feeds = {
+                arrays = {
                     "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
                     "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
                     "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
                 }
-                parts.append(session.run(None, {name: feeds[name] for name in names})[0])
-                padded += feeds["input_ids"].size
+                feeds.append({name: arrays[name] for name in names})
+            parts = self._run(session, feeds)
             out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
             out[order] = np.concatenate(parts)
-            if padded > TRIM_AFTER_TOKENS:
+            if sum(feed["input_ids"].size for feed in feeds) > TRIM_AFTER_TOKENS:
                 release_freed_memory()
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         vectors: list[list[float]] = (out / np.maximum(norms, 1e-12)).tolist()
         return vectors
+
+    def _run(self, session: Any, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        """The model's output for each batch, in order (a subclass may run them in parallel)."""
+        return [session.run(None, feed)[0] for feed in feeds]
 
 
 def release_freed_memory() -> None:

@@ -1,8 +1,9 @@
 """Turns become chunks with Vapor's ids, `turn:<session>:<message>:<n>`.
 
 A message's blocks (text, tool calls, tool results and, when enabled, reasoning) are rendered
-as short lines, redacted, and packed into chunks of at most CHUNK_CHARS, so MiniLM (256 word
-pieces) reads each chunk whole.
+as short lines, redacted, and packed into chunks of at most CHUNK_CHARS: about 120 word pieces of
+English, the length all-MiniLM-L6-v2 was trained at (128), so each chunk is read whole, one
+topic per vector, and attention (quadratic in length) stays cheap.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 from graph.sessions.model import Block, Message
 from graph.sessions.redact import MARK, redact
 
-CHUNK_CHARS = 800
-"""Longest chunk; about 200 word pieces of English, under MiniLM's 256."""
+CHUNK_CHARS = 480
+"""Longest chunk; about 120 word pieces of English (dense code or logs stay under MiniLM's 256)."""
 TOOL_INPUT_CHARS = 300
 """A tool call is indexed as its name and this much of its input."""
 TOOL_RESULT_CHARS = 2000

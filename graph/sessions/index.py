@@ -31,6 +31,10 @@ EMBED_BATCH = 256
 class Encoder(Protocol):
     model_path: str
 
+    @property
+    def variant(self) -> str:
+        """Names the graph the vectors come from; vectors of another variant are not comparable."""
+
     def encode(self, texts: list[str]) -> list[list[float]]: ...
 
 
@@ -70,6 +74,7 @@ class SessionIndex:
         self.sources = {source.name: source for source in sources}
         self.store = SessionStore(folder / "index.sqlite")
         self._vectors_path = folder / "vectors.lance"
+        self._variant_marker = folder / "vectors.variant"
         self._vectors: SessionVectors | None = None
         self.model = model_label(encoder.model_path)
         self._busy: set[str] = set()
@@ -84,8 +89,20 @@ class SessionIndex:
         without sessions should not hold LanceDB's table (tens of MB) for it."""
         with self._guard:
             if self._vectors is None:
-                self._vectors = SessionVectors(self._vectors_path)
+                vectors = SessionVectors(self._vectors_path)
+                self._forget_other_variant(vectors)
+                self._vectors = vectors
             return self._vectors
+
+    def _forget_other_variant(self, vectors: SessionVectors) -> None:
+        """Vectors made by another encoder variant (say, before the int8 session model) are
+        dropped: their sessions show `repair_needed` until repaired or updated."""
+        variant = self.encoder.variant
+        if self._variant_marker.is_file() and self._variant_marker.read_text() == variant:
+            return
+        if vectors.total():
+            vectors.clear()
+        self._variant_marker.write_text(variant)
 
     # -- finding sessions -------------------------------------------------------------
     def root(self, cwd: str | None) -> str:
@@ -272,6 +289,7 @@ class SessionIndex:
         have = self.vectors.ids(key)
         wanted = [c.embedding_id for c in chunks] if chunks is not None else []
         missing = [eid for eid in dict.fromkeys([*wanted, *self.store.chunk_ids(key)]) if eid not in have]
+        seen: dict[str, np.ndarray] = {}  # repeated outputs ("Done.", the same test run) embed once per call
         for start in range(0, len(missing), EMBED_BATCH):
             if self.stopping.is_set():
                 break
@@ -279,10 +297,12 @@ class SessionIndex:
             rows = self.store.chunks_by_id(ids)
             ids = [eid for eid in ids if eid in rows]
             texts = [rows[eid]["text"] for eid in ids]
-            unique = list(dict.fromkeys(texts))  # repeated outputs ("Done.", the same test run) embed once
-            encoded = np.asarray(self.encoder.encode(unique), dtype=np.float32)
-            where = {text: i for i, text in enumerate(unique)}
-            self.vectors.add(key, ids, encoded[[where[text] for text in texts]])
+            unique = [text for text in dict.fromkeys(texts) if text not in seen]
+            if unique:
+                encoded = np.asarray(self.encoder.encode(unique), dtype=np.float32)
+                seen.update(zip(unique, encoded, strict=True))
+            if ids:
+                self.vectors.add(key, ids, np.stack([seen[text] for text in texts]))
         return len(missing)
 
     # -- search -----------------------------------------------------------------------

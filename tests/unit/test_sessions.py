@@ -29,6 +29,7 @@ class HashEncoder:
     """Words hashed into 384 buckets, normalised: texts sharing words are close."""
 
     model_path = "/models/all-MiniLM-L6-v2"
+    variant = "hash"
 
     def encode(self, texts: list[str]) -> list[list[float]]:
         out = np.zeros((len(texts), 384), dtype=np.float32)
@@ -204,6 +205,42 @@ def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path]) 
     index = make_index(home)
     status = index.status(index.find("ses_1")[0])
     assert (status["status"], status["can_search"], status["coverage"]) == ("partial", True, 0.75)
+    index.close()
+
+
+def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[str, Path]) -> None:
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_1", home["ws"])
+    conversation(db, "ses_1")
+    db.turn("ses_1", "assistant", text("Done."), tool("bash", "make test", "ok"))
+    db.turn("ses_1", "assistant", text("Done."), tool("bash", "make test", "ok"))  # same texts: embedded once
+    calls: list[list[str]] = []
+
+    class CountingEncoder(HashEncoder):
+        def encode(self, texts: list[str]) -> list[list[float]]:
+            calls.append(list(texts))
+            return super().encode(texts)
+
+    class OtherVariant(CountingEncoder):
+        variant = "hash-v2"
+
+    config = settings(home)
+    index = SessionIndex(home["ws"], home["data"] / "sessions", CountingEncoder(), config, sources_from(config))
+    info = index.find("ses_1")[0]
+    index.import_session(info)
+    embedded = [t for call in calls for t in call]
+    assert len(embedded) == len(set(embedded)) and index.status(info)["status"] == "ready"
+    index.close()
+
+    index = SessionIndex(home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config))
+    status = index.status(info)
+    assert (status["status"], status["vectors"]) == ("repair_needed", 0)
+    index.repair_session(info)
+    assert index.status(info)["status"] == "ready"
+    index.close()
+    assert (home["data"] / "sessions" / "vectors.variant").read_text() == "hash-v2"
+    index = SessionIndex(home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config))
+    assert index.status(info)["status"] == "ready"  # same variant: vectors kept
     index.close()
 
 
