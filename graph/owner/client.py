@@ -108,6 +108,8 @@ class OwnerClient:
         self._local: Any = None
         self._listeners: list[OperationListener] = []
         self._switch = asyncio.Lock()
+        self._watching = False
+        """This front asked for session watching: a process that takes over keeps it going."""
 
     @classmethod
     async def connect(cls, paths: WorkspacePaths, opener: Opener, deadline_sec: float = 10.0) -> OwnerClient:
@@ -179,6 +181,8 @@ class OwnerClient:
             log.warning("the owner of %s went away: this process (pid %s) owns it now", self.paths.root, os.getpid())
             for listener in self._listeners:
                 self._local.add_operation_listener(listener)
+            if self._watching:
+                await self._local.watch_sessions()
 
     # -- the service API, forwarded (typed as the fronts' MemoryService) --------------------
     async def health(self) -> dict[str, Any]:
@@ -225,6 +229,7 @@ class OwnerClient:
         return await self._dict("sessions", op=op, params=params)
 
     async def watch_sessions(self) -> dict[str, Any]:
+        self._watching = True
         return await self._dict("watch_sessions")
 
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:

@@ -52,6 +52,10 @@ class FakeService:
             raise RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "slow down", retryAfterSec=6)
         return {"success": True, "markdown": markdown, "by": self.name}
 
+    async def watch_sessions(self) -> dict[str, Any]:
+        self.calls.append(("watch_sessions", None))
+        return {"watching": True}
+
     async def close(self, grace_sec: float = 30.0) -> None:
         self.closed = True
 
@@ -155,6 +159,25 @@ def test_a_front_takes_over_when_the_owner_leaves(paths: WorkspacePaths) -> None
         assert successor.calls == [("ingest", {"topic": "after the owner left"})]
         await front.close()
         assert successor.closed
+
+    asyncio.run(scenario())
+
+
+def test_a_front_that_took_over_keeps_watching_sessions(paths: WorkspacePaths) -> None:
+    async def scenario() -> None:
+        first, endpoint = await _owner(paths, "first")
+        successor = FakeService("second")
+
+        async def opener() -> FakeService:
+            return successor
+
+        front = await OwnerClient.connect(paths, opener=opener)
+        assert (await front.watch_sessions())["watching"]
+        assert ("watch_sessions", None) in first.calls
+        await endpoint.close()
+        await front.call("ingest", params={"topic": "after the owner left"})
+        assert successor.calls[0] == ("watch_sessions", None)  # started as the process took over
+        await front.close()
 
     asyncio.run(scenario())
 
