@@ -12,8 +12,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+# Before litellm is imported here or by the modules below: otherwise it fetches its price table
+# from GitHub at import (3 attempts, in a thread) and the suite reaches beyond loopback.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 import litellm  # noqa: E402
-import pytest
+import pytest  # noqa: E402
 
 from graph.build.worker.cognee_runtime import llm_environment  # noqa: E402
 from graph.build.worker.cognee_worker import llm_error_code  # noqa: E402
@@ -23,7 +27,7 @@ from graph.core.projection import load_projection  # noqa: E402
 from graph.core.settings import LLMSettings  # noqa: E402
 from graph.core.store import MemoryStore  # noqa: E402
 from tests.conftest import summary  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # sets LITELLM_LOCAL_MODEL_COST_MAP before litellm is imported
+from tests.fake_openai import FakeOpenAI  # noqa: E402
 
 NETGUARD = Path(__file__).parent / "netguard"
 
