@@ -202,7 +202,8 @@ class GraphLane:
                     value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
                     for memory_id in holders:
                         # a weaker seed can itself be reached from a stronger one
-                        if seeds.get(memory_id, 0.0) < strength and value > hops.get(memory_id, Hop(0.0, "", ())).score:
+                        reached = hops.get(memory_id)
+                        if seeds.get(memory_id, 0.0) < strength and value > (reached.score if reached else 0.0):
                             hops[memory_id] = Hop(value, seed, (self._names[entity],))
         return hops
 
