@@ -28,10 +28,13 @@ from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, M
 from graph.core.store import (
     KEEP_FINISHED_OPERATIONS,
     Memory,
+    insert_memory_sql,
     memory_uuid,
+    memory_values,
     new_operation_id,
     row_to_memory,
     row_to_operation,
+    usage_summary,
 )
 
 MIGRATION_LOCK = 0x466C6F77  # "Flow": one database-wide key; migrations take milliseconds
@@ -282,34 +285,7 @@ class PostgresMemoryStore:
                     "UPDATE memories SET status = %s WHERE topic_id = %s AND version < %s",
                     (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
                 )
-            cur.execute(
-                """INSERT INTO memories (memory_id, topic_id, version, status, topic, context, decisions,
-                   rationale, open_questions, next_steps, refs, time_scope, agent_name, session_id, plan_id,
-                   created_at, updated_at, staged_at, char_count, graph_state, operation_id)
-                   VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,'pending',%s)""",
-                (
-                    memory.memory_id,
-                    memory.topic_id,
-                    memory.version,
-                    memory.status.value,
-                    memory.topic,
-                    memory.context,
-                    json.dumps(memory.decisions),
-                    json.dumps(memory.rationale),
-                    json.dumps(memory.open_questions),
-                    json.dumps(memory.next_steps),
-                    json.dumps(memory.references),
-                    memory.time_scope,
-                    memory.agent_name,
-                    memory.session_id,
-                    memory.plan_id,
-                    memory.created_at,
-                    memory.updated_at,
-                    memory.staged_at,
-                    memory.char_count,
-                    operation_id,
-                ),
-            )
+            cur.execute(insert_memory_sql("%s"), memory_values(memory, operation_id))
             cur.execute(
                 "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
                 (operation_id, json.dumps([memory.memory_id]), utc_now()),
@@ -398,17 +374,15 @@ class PostgresMemoryStore:
         with self._cursor() as cur:
             row = cur.execute(query.encode()).fetchone()
         assert row is not None
-        prompt, completion = row["llmprompttokens"] or 0, row["llmcompletiontokens"] or 0
-        return {
-            "batches": int(row["batches"]),
-            "calls": row["llmcalls"] or 0,
-            "failedCalls": row["llmfailedcalls"] or 0,
-            "promptTokens": prompt,
-            "completionTokens": completion,
-            "totalTokens": prompt + completion,
-            "llmSec": round(row["llmsec"] or 0.0, 3),
-            "costUsd": None if row["llmcostusd"] is None else round(row["llmcostusd"], 6),
-        }
+        return usage_summary(
+            row["batches"],
+            row["llmcalls"],
+            row["llmfailedcalls"],
+            row["llmprompttokens"],
+            row["llmcompletiontokens"],
+            row["llmsec"],
+            row["llmcostusd"],
+        )
 
     def mark_running(self, operation_ids: list[str]) -> None:
         with self._cursor(transaction=True) as cur:

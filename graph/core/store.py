@@ -143,6 +143,66 @@ def row_to_memory(row: Row) -> Memory:
     )
 
 
+def insert_memory_sql(mark: str) -> str:
+    """The INSERT of a newly staged version (graph state `pending`), with the driver's
+    placeholder: `?` for sqlite3, `%s` for psycopg."""
+    columns = (
+        "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
+        "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
+        "graph_state, operation_id"
+    )
+    marks = ",".join([mark] * 19 + ["'pending'", mark])
+    return f"INSERT INTO memories ({columns}) VALUES ({marks})"
+
+
+def memory_values(memory: Memory, operation_id: str) -> tuple[Any, ...]:
+    """The values of insert_memory_sql, in its order; list fields as JSON text."""
+    return (
+        memory.memory_id,
+        memory.topic_id,
+        memory.version,
+        memory.status.value,
+        memory.topic,
+        memory.context,
+        json.dumps(memory.decisions),
+        json.dumps(memory.rationale),
+        json.dumps(memory.open_questions),
+        json.dumps(memory.next_steps),
+        json.dumps(memory.references),
+        memory.time_scope,
+        memory.agent_name,
+        memory.session_id,
+        memory.plan_id,
+        memory.created_at,
+        memory.updated_at,
+        memory.staged_at,
+        memory.char_count,
+        operation_id,
+    )
+
+
+def usage_summary(
+    batches: int,
+    calls: int | None,
+    failed: int | None,
+    prompt: int | None,
+    completion: int | None,
+    seconds: float | None,
+    cost: float | None,
+) -> dict[str, Any]:
+    """`llm_usage`'s answer from the ledger's per-batch sums (SQL gives None for an empty sum)."""
+    return {
+        "batches": int(batches),
+        "calls": calls or 0,
+        "failedCalls": failed or 0,
+        "promptTokens": prompt or 0,
+        "completionTokens": completion or 0,
+        "totalTokens": (prompt or 0) + (completion or 0),
+        "llmSec": round(seconds or 0.0, 3),
+        "costUsd": None if cost is None else round(cost, 6),
+    }
+
+
 def row_to_operation(row: Row, topic_ids: list[str]) -> OperationStatus:
     return OperationStatus(
         operationId=row["operation_id"],
@@ -225,34 +285,7 @@ class MemoryStore:
                     "UPDATE memories SET status = ? WHERE topic_id = ? AND version < ?",
                     (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
                 )
-            cur.execute(
-                """INSERT INTO memories (memory_id, topic_id, version, status, topic, context, decisions,
-                   rationale, open_questions, next_steps, refs, time_scope, agent_name, session_id, plan_id,
-                   created_at, updated_at, staged_at, char_count, graph_state, operation_id)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,'pending',?)""",
-                (
-                    memory.memory_id,
-                    memory.topic_id,
-                    memory.version,
-                    memory.status.value,
-                    memory.topic,
-                    memory.context,
-                    json.dumps(memory.decisions),
-                    json.dumps(memory.rationale),
-                    json.dumps(memory.open_questions),
-                    json.dumps(memory.next_steps),
-                    json.dumps(memory.references),
-                    memory.time_scope,
-                    memory.agent_name,
-                    memory.session_id,
-                    memory.plan_id,
-                    memory.created_at,
-                    memory.updated_at,
-                    memory.staged_at,
-                    memory.char_count,
-                    operation_id,
-                ),
-            )
+            cur.execute(insert_memory_sql("?"), memory_values(memory, operation_id))
             cur.execute(
                 "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
                 (operation_id, json.dumps([memory.memory_id]), utc_now()),
@@ -342,17 +375,7 @@ class MemoryStore:
                 "WHERE json_extract(metrics, '$.llmCalls') IS NOT NULL "
                 "GROUP BY COALESCE(json_extract(metrics, '$.batchId'), operation_id))"
             ).fetchone()
-        batches, calls, failed, prompt, completion, seconds, cost = row
-        return {
-            "batches": batches,
-            "calls": calls or 0,
-            "failedCalls": failed or 0,
-            "promptTokens": prompt or 0,
-            "completionTokens": completion or 0,
-            "totalTokens": (prompt or 0) + (completion or 0),
-            "llmSec": round(seconds or 0.0, 3),
-            "costUsd": None if cost is None else round(cost, 6),
-        }
+        return usage_summary(*row)
 
     def mark_running(self, operation_ids: list[str]) -> None:
         now = utc_now()
