@@ -125,6 +125,10 @@ class SessionEncoder:
         self._int8 = _Derived(fp32.model_path)
 
     @property
+    def dimensions(self) -> int:
+        return self.fp32.dimensions  # the int8 graph is derived from it: same size
+
+    @property
     def variant(self) -> str:
         path, meta = derived(self.model_path)
         return f"{path.parent.name}/{path.name}@{meta['derive_version']}:short{SHORT_TOKENS}"

@@ -32,6 +32,10 @@ class Encoder(Protocol):
     model_path: str
 
     @property
+    def dimensions(self) -> int:
+        """The vector size, read from the model."""
+
+    @property
     def variant(self) -> str:
         """Names the graph the vectors come from; vectors of another variant are not comparable."""
 
@@ -89,7 +93,7 @@ class SessionIndex:
         without sessions should not hold LanceDB's table (tens of MB) for it."""
         with self._guard:
             if self._vectors is None:
-                vectors = SessionVectors(self._vectors_path)
+                vectors = SessionVectors(self._vectors_path, self.encoder.dimensions)
                 self._forget_other_variant(vectors)
                 self._vectors = vectors
             return self._vectors

@@ -13,36 +13,46 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-DIMENSIONS = 384
 TABLE = "session_chunks"
 
 
 class SessionVectors:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, dimensions: int) -> None:
+        """`dimensions` is the encoder's vector size; a table of another size (another model) is
+        dropped and made again, since its vectors cannot be compared with this model's queries."""
         import lancedb
 
+        self.dimensions = dimensions
         self._db = lancedb.connect(str(path))
         schema = pa.schema(
             [
                 pa.field("embedding_id", pa.string()),
                 pa.field("session_key", pa.string()),
-                pa.field("vector", pa.list_(pa.float32(), DIMENSIONS)),
+                pa.field("vector", pa.list_(pa.float32(), dimensions)),
             ]
         )
-        self._table = self._db.create_table(TABLE, schema=schema, exist_ok=True)
+        self._table = self._db.create_table(TABLE, schema=schema, exist_ok=True, mode=self._mode(schema))
         self._lock = threading.Lock()
         self._sessions: dict[str, tuple[list[str], np.ndarray]] = {}
         # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
         stored = self._table.to_arrow().select(["embedding_id", "session_key", "vector"])
         if stored.num_rows:
             flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, DIMENSIONS)
+            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dimensions)
             by_key: dict[str, list[int]] = {}
             for row, key in enumerate(stored.column("session_key").to_pylist()):
                 by_key.setdefault(key, []).append(row)
             ids = stored.column("embedding_id").to_pylist()
             for key, rows in by_key.items():
                 self._sessions[key] = ([ids[r] for r in rows], matrix[rows])
+
+    def _mode(self, schema: pa.Schema) -> str:
+        """ "overwrite" when the stored table holds vectors of another size, else "create"."""
+        try:
+            stored = self._db.open_table(TABLE).schema.field("vector").type
+        except ValueError:  # no table yet
+            return "create"
+        return "create" if stored == schema.field("vector").type else "overwrite"
 
     def count(self, key: str) -> int:
         entry = self._sessions.get(key)
@@ -65,12 +75,12 @@ class SessionVectors:
                         "embedding_id": pa.array(ids, pa.string()),
                         "session_key": pa.array([key] * len(ids), pa.string()),
                         "vector": pa.FixedSizeListArray.from_arrays(
-                            pa.array(vectors.reshape(-1), pa.float32()), DIMENSIONS
+                            pa.array(vectors.reshape(-1), pa.float32()), self.dimensions
                         ),
                     }
                 )
             )
-            old_ids, old = self._sessions.get(key, ([], np.empty((0, DIMENSIONS), np.float32)))
+            old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             self._sessions[key] = (old_ids + ids, np.vstack([old, vectors]))
 
     def remove(self, key: str, ids: set[str]) -> None:
@@ -81,7 +91,7 @@ class SessionVectors:
             for start in range(0, len(listed), 500):
                 quoted = ",".join("'" + i.replace("'", "''") + "'" for i in listed[start : start + 500])
                 self._table.delete(f"embedding_id IN ({quoted})")
-            old_ids, old = self._sessions.get(key, ([], np.empty((0, DIMENSIONS), np.float32)))
+            old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             keep = [i for i, eid in enumerate(old_ids) if eid not in ids]
             self._sessions[key] = ([old_ids[i] for i in keep], old[keep])
 

@@ -22,6 +22,7 @@ from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
 from graph.sessions.redact import redact
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
+from graph.sessions.vectors import SessionVectors
 from tests.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
 
 
@@ -30,6 +31,7 @@ class HashEncoder:
 
     model_path = "/models/all-MiniLM-L6-v2"
     variant = "hash"
+    dimensions = 384
 
     def encode(self, texts: list[str]) -> list[list[float]]:
         out = np.zeros((len(texts), 384), dtype=np.float32)
@@ -467,3 +469,16 @@ def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
     index.update_session(info)
     assert index.status(info)["status"] == "ready"
     index.close()
+
+
+def test_session_vectors_of_another_size_are_made_again(tmp_path: Path) -> None:
+    """A model of another vector size (FLOWBABY_EMBEDDING_MODEL) gets a table of its size."""
+    path = tmp_path / "vectors.lance"
+    first = SessionVectors(path, 384)
+    first.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 384), np.float32))
+    assert first.total() == 1
+    other = SessionVectors(path, 8)
+    assert other.total() == 0  # the 384-d vectors cannot be compared with 8-d queries
+    other.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 8), np.float32))
+    assert [hit[0] for hit in other.nearest(["opencode:ses_1"], np.ones(8, np.float32), 1)] == ["opencode:ses_1"]
+    assert SessionVectors(path, 8).total() == 1
