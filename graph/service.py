@@ -61,7 +61,7 @@ from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.storage import MemoryStoreBackend, open_memory_store
-from graph.core.store import Memory, StoreDamaged, new_operation_id
+from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -349,8 +349,10 @@ class FlowbabyService:
             staged_at=utc_now(),
             char_count=fields.char_count(),
         )
-        try:
-            memory = self.store.stage(memory, new_operation_id())
+        try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
+            memory = self.store.stage(memory, new_operation_id(), capacity=self.operations.capacity)
+        except BacklogFull:
+            raise self.operations.backlog_error() from None
         except Exception as exc:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started

@@ -1,6 +1,6 @@
 """What only the team backend has, on the session's real Postgres server: namespaces that never
-share a row, one migration when processes start together, one serving process per namespace,
-concurrent staging of one topic, and start-up failures that name their cause."""
+share a row, one migration when processes start together, leases and re-claim across servers, the backlog
+limit across servers, concurrent staging of one topic, and start-up failures that name their cause."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from graph.core.contract import FlowbabyError, MemoryStatus
 from graph.core.pg_store import MIGRATIONS, PostgresMemoryStore, schema_name
-from graph.core.store import memory_uuid, new_operation_id
+from graph.core.store import BacklogFull, memory_uuid, new_operation_id
 from tests.postgres import PostgresServer, free_port
 from tests.unit.fakes import memory
 
@@ -47,17 +47,90 @@ def test_namespaces_never_share_a_row(postgres: PostgresServer) -> None:
         beta.close()
 
 
-def test_a_namespace_has_one_serving_process(postgres: PostgresServer) -> None:
+def test_a_dead_servers_lease_runs_out_and_another_server_finishes_its_operation(postgres: PostgresServer) -> None:
     name = namespace()
-    first = PostgresMemoryStore(postgres.url(), name)
-    with pytest.raises(FlowbabyError, match=rf'"{name}" .* served by another flowbaby process \(flowbaby .* pid'):
-        PostgresMemoryStore(postgres.url(), name)
+    a, b = PostgresMemoryStore(postgres.url(), name), PostgresMemoryStore(postgres.url(), name)
     worker = PostgresMemoryStore(postgres.url(), name, owner=False)  # the graph worker child reads alongside
-    staged = first.stage(memory("", topic_id="a"), new_operation_id())
-    assert [m.memory_id for m in worker.iter_memories()] == [staged.memory_id]
-    worker.close()
-    first.close()  # the lock goes with the connection: the next server takes over
-    PostgresMemoryStore(postgres.url(), name).close()
+    try:
+        ops = [a.stage(memory("", topic_id=f"t{i}"), new_operation_id()).operation_id for i in range(3)]
+        assert [op.operationId for op in a.claim(2, lease_sec=0.5)] == ops[:2]
+        assert b.claim(2, lease_sec=30) == []  # two running in the namespace: the limit holds across servers
+        assert a.renew(ops[:2], lease_sec=0.5) == ops[:2]
+        assert b.recover_interrupted() == []  # a live lease is never taken at start-up
+        time.sleep(0.6)  # a stops renewing (it died): its leases run out
+        taken = b.claim(2, lease_sec=30)
+        assert [(op.operationId, op.status, op.attempts) for op in taken] == [
+            (ops[0], "running", 2),
+            (ops[1], "running", 2),
+        ]
+        assert a.renew(ops[:2], lease_sec=30) == []  # a (only stalled) learns it lost them
+        a.finish(ops[:2], "failed", error_code="X")  # ... and its late finish changes nothing
+        assert [a.operation(op).status for op in ops[:2]] == ["running", "running"]  # type: ignore[union-attr]
+        b.finish(ops[:2], "completed")
+        assert [a.operation(op).status for op in ops[:2]] == ["completed", "completed"]  # type: ignore[union-attr]
+        assert [m.graph_state for m in worker.get_memories(a.operation(ops[0]).memoryIds)] == ["indexed"]  # type: ignore[union-attr]
+        assert [op.operationId for op in a.claim(2, lease_sec=30)] == ops[2:]
+        with pytest.raises(RuntimeError):
+            worker.claim(1, lease_sec=30)
+    finally:
+        for store in (a, b, worker):
+            store.close()
+
+
+def test_servers_claiming_together_never_take_one_operation_twice(postgres: PostgresServer) -> None:
+    """FOR UPDATE SKIP LOCKED under the claim lock: four stores claim 200 operations one at a time
+    and finish each; every operation is claimed exactly once. Prints the claim throughput."""
+    name = namespace()
+    stores = [PostgresMemoryStore(postgres.url(), name) for _ in range(4)]
+    for i in range(200):
+        stores[0].stage(memory("", topic_id=f"t{i}"), new_operation_id())
+    claimed: list[list[str]] = [[] for _ in stores]
+
+    def work(index: int) -> None:
+        store = stores[index]
+        while batch := store.claim(1, lease_sec=30):
+            claimed[index].extend(op.operationId for op in batch)
+            store.finish([op.operationId for op in batch], "completed")
+
+    began = time.perf_counter()
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    every = [op for ops in claimed for op in ops]
+    assert len(every) == len(set(every)) == 200
+    assert stores[0].count_operations() == 0
+    print(f"claim+finish: {200 / elapsed:.0f} operations/s over 4 stores; per store {[len(c) for c in claimed]}")
+    for store in stores:
+        store.close()
+
+
+def test_the_backlog_limit_holds_across_servers(postgres: PostgresServer) -> None:
+    """Two stores stage at once with capacity 5 (2 running + 3 queued): exactly 5 are staged."""
+    name = namespace()
+    stores = [PostgresMemoryStore(postgres.url(), name) for _ in range(2)]
+    accepted: list[str] = []
+    refused: list[int] = []
+
+    def stage_many(store: PostgresMemoryStore, offset: int) -> None:
+        for i in range(10):
+            try:
+                staged = store.stage(memory("", topic_id=f"t{offset + i}"), new_operation_id(), capacity=5)
+                accepted.append(staged.memory_id)
+            except BacklogFull:
+                refused.append(i)
+
+    threads = [threading.Thread(target=stage_many, args=(store, 100 * i)) for i, store in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (len(accepted), len(refused)) == (5, 15)
+    assert stores[1].counts()["memories"] == 5 and stores[1].count_operations() == 5
+    for store in stores:
+        store.close()
 
 
 def test_concurrent_staging_of_one_topic_gives_consecutive_versions(postgres: PostgresServer) -> None:
@@ -150,7 +223,7 @@ def test_a_server_that_is_down_names_the_cause() -> None:
 
 def test_after_a_server_restart_the_next_call_reconnects(postgres: PostgresServer) -> None:
     """The call that meets the dropped connection fails; the next one opens a new one (and the
-    serving process takes its namespace again). Nothing staged before is lost."""
+    Nothing staged before is lost."""
     store = PostgresMemoryStore(postgres.url(), namespace())
     staged = store.stage(memory("", topic_id="kept"), new_operation_id())
     postgres.restart()

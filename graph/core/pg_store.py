@@ -4,9 +4,13 @@ workspace can name another's rows.
 
 Same behaviour as graph.core.store.MemoryStore (the unit tests run over both). Differences that
 matter: staging takes a per-topic transaction lock, so two processes staging the same topic get
-consecutive versions; the serving process holds its namespace with a session advisory lock (one
-serving process per namespace until operations are leased, see INGEST_CONTRACT.md 15). Schema
-migrations are the versioned SQL below, applied at open under a database-wide advisory lock.
+consecutive versions; any number of servers share a namespace: they claim operations with
+FOR UPDATE SKIP LOCKED and hold each claimed one by a lease that the running batch renews, and
+an operation whose lease ran out (its server died) is claimed again by any server (see
+INGEST_CONTRACT.md 15). Staging checks the namespace's backlog and claiming its running limit under
+transaction advisory locks, so the limits hold across servers. Staging, new vectors and status
+changes are announced with NOTIFY on the namespace's channel (graph.search.pg_refresh listens).
+Schema migrations are the versioned SQL below, applied at open under a database-wide advisory lock.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import json
 import os
 import socket
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +32,7 @@ from psycopg.rows import dict_row
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, MemoryStatus, OperationStatus, utc_now
 from graph.core.store import (
     KEEP_FINISHED_OPERATIONS,
+    BacklogFull,
     Memory,
     insert_memory_sql,
     memory_uuid,
@@ -38,7 +44,8 @@ from graph.core.store import (
 )
 
 MIGRATION_LOCK = 0x466C6F77  # "Flow": one database-wide key; migrations take milliseconds
-OWNER_LOCK = 0x62616279  # "baby", with hashtext(namespace): the namespace's serving process
+BACKLOG_LOCK = 0x62616279  # "baby", with hashtext(namespace): the backlog check and insert of staging
+CLAIM_LOCK = 0x636C6D73  # "clms", with hashtext(namespace): the running-limit check and claim
 TOPIC_LOCK = 0x746F7063  # "topc", with hashtext(topic id): staging a topic, per transaction
 CONNECT_TIMEOUT_SEC = 5
 
@@ -106,12 +113,37 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops);
         """,
     ),
+    (
+        3,
+        "operation leases (many servers per namespace), chunk arrival times, retrieval starts",
+        """
+        ALTER TABLE operations ADD COLUMN claimed_by TEXT, ADD COLUMN lease_until TIMESTAMPTZ;
+        CREATE INDEX operations_claimable ON operations (state, lease_until);
+        ALTER TABLE memory_chunks ADD COLUMN added_at TIMESTAMPTZ NOT NULL DEFAULT now();
+        CREATE INDEX memory_chunks_added ON memory_chunks (added_at);
+        CREATE TABLE retrieval_starts (started_at TIMESTAMPTZ NOT NULL);
+        CREATE INDEX retrieval_starts_at ON retrieval_starts (started_at);
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
 
 def schema_name(namespace: str) -> str:
     return f"flowbaby_{namespace}"
+
+
+def channel_name(namespace: str) -> str:
+    """The namespace's LISTEN/NOTIFY channel (an identifier, like its schema)."""
+    return f"flowbaby_{namespace}"
+
+
+def notify(cur: psycopg.Cursor[Any], namespace: str, kind: str, ids: list[str], **extra: str) -> None:
+    """Announce a change to the namespace's other servers; inside a transaction it is sent at
+    commit (and not at all on rollback). Payloads stay far below NOTIFY's 8000 bytes: callers
+    send at most EMBED_BATCH (64) ids of 36 characters."""
+    payload = json.dumps({"kind": kind, "ids": ids, "pid": os.getpid(), **extra})
+    cur.execute("SELECT pg_notify(%s, %s)", (channel_name(namespace), payload))
 
 
 def _where(url: str) -> tuple[str, str]:
@@ -207,19 +239,22 @@ def migrate(conn: psycopg.Connection[Any], namespace: str) -> list[int]:
 
 
 class PostgresMemoryStore:
-    """MemoryStore's behaviour over one connection to the namespace's schema (one lock, as there)."""
+    """MemoryStore's behaviour over one connection to the namespace's schema (one lock, as there).
+    `owner`: a serving process, which claims operations; the graph worker child (False) only reads."""
+
+    shared = True
 
     def __init__(self, url: str, namespace: str, *, owner: bool = True) -> None:
         self.namespace = namespace
         self._url = url
         self._where = _where(url)[0]
         self._owner = owner
+        self.holder = f"{socket.gethostname()} pid {os.getpid()} {uuid.uuid4().hex[:8]}"
+        """Who holds the leases this store claims (one per open store, so a restart is another holder)."""
         self._lock = threading.Lock()
         self._conn = connect(url)
         try:
             self.migrated = migrate(self._conn, namespace)
-            if owner:
-                self._hold_namespace()
             self._use_schema()
         except BaseException:
             self._conn.close()
@@ -228,37 +263,16 @@ class PostgresMemoryStore:
     def _use_schema(self) -> None:
         self._conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
 
-    def _hold_namespace(self) -> None:
-        held = self._conn.execute(
-            "SELECT pg_try_advisory_lock(%s, hashtext(%s)) AS held", (OWNER_LOCK, self.namespace)
-        ).fetchone()
-        if held and held["held"]:
-            return
-        holder = self._conn.execute(
-            "SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = hashtext(%s)::oid AND l.objsubid = 2",
-            (OWNER_LOCK, self.namespace),
-        ).fetchone()
-        raise FlowbabyError(
-            ErrorCode.FLOWBABY_ERROR,
-            f'The namespace "{self.namespace}" on {self._where} is served by another flowbaby process '
-            f"({holder['application_name'] if holder else 'unknown'}); one server per namespace for now",
-            namespace=self.namespace,
-        )
-
     def close(self) -> None:
         with self._lock:
             self._conn.close()
 
     @contextmanager
     def _cursor(self, *, transaction: bool = False) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """The connection under the lock; a connection the server dropped is opened again once
-        (a namespace's holder must re-take its lock: another process may have taken it meanwhile)."""
+        """The connection under the lock; a connection the server dropped is opened again once."""
         with self._lock:
             if self._conn.broken or self._conn.closed:
                 self._conn = connect(self._url)
-                if self._owner:
-                    self._hold_namespace()
                 self._use_schema()
             if transaction:
                 with self._conn.transaction(), self._conn.cursor() as cur:
@@ -268,9 +282,16 @@ class PostgresMemoryStore:
                     yield cur
 
     # -- staging -----------------------------------------------------------------
-    def stage(self, memory: Memory, operation_id: str) -> Memory:
-        """Store a new version of the topic, supersede the previous one, queue its operation."""
+    def stage(self, memory: Memory, operation_id: str, *, capacity: int | None = None) -> Memory:
+        """Store a new version of the topic, supersede the previous one, queue its operation.
+        `capacity`: raise BacklogFull instead when the namespace has that many unfinished operations,
+        counted under the namespace's backlog lock so that two servers cannot both pass."""
         with self._cursor(transaction=True) as cur:
+            if capacity is not None:
+                cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (BACKLOG_LOCK, self.namespace))
+                unfinished = cur.execute("SELECT COUNT(*) AS n FROM operations WHERE state IN ('pending', 'running')")
+                if int(unfinished.fetchone()["n"]) >= capacity:  # type: ignore[index]
+                    raise BacklogFull(capacity)
             cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TOPIC_LOCK, memory.topic_id))
             row = cur.execute(
                 "SELECT memory_id, version FROM memories WHERE topic_id = %s ORDER BY version DESC LIMIT 1",
@@ -290,6 +311,7 @@ class PostgresMemoryStore:
                 "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
                 (operation_id, json.dumps([memory.memory_id]), utc_now()),
             )
+            notify(cur, self.namespace, "queued", [operation_id])
         return memory
 
     # -- memories ----------------------------------------------------------------
@@ -323,6 +345,7 @@ class PostgresMemoryStore:
     def set_status(self, memory_id: str, status: MemoryStatus) -> None:
         with self._cursor(transaction=True) as cur:
             cur.execute("UPDATE memories SET status = %s WHERE memory_id = %s", (status.value, memory_id))
+            notify(cur, self.namespace, "status", [memory_id], status=status.value)
 
     def counts(self) -> dict[str, int]:
         with self._cursor() as cur:
@@ -392,14 +415,62 @@ class PostgresMemoryStore:
                 (utc_now(), operation_ids),
             )
 
+    def claim(self, limit: int, lease_sec: float) -> list[OperationStatus]:
+        """Up to `limit` operations for this server, oldest first: pending ones, and running ones whose
+        lease ran out (their server died). Running, attempts counted, leased to this store until
+        now + lease_sec. `limit` is the namespace's running limit: operations other servers hold
+        under a live lease count against it (checked under the claim lock)."""
+        if not self._owner:
+            raise RuntimeError("only a serving process claims operations")
+        with self._cursor(transaction=True) as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (CLAIM_LOCK, self.namespace))
+            live = cur.execute("SELECT COUNT(*) AS n FROM operations WHERE state='running' AND lease_until >= now()")
+            free = limit - int(live.fetchone()["n"])  # type: ignore[index]
+            if free <= 0:
+                return []
+            rows = cur.execute(
+                "SELECT operation_id FROM operations WHERE state='pending' "
+                "OR (state='running' AND COALESCE(lease_until, '-infinity') < now()) "
+                "ORDER BY created_at, seq LIMIT %s FOR UPDATE SKIP LOCKED",
+                (free,),
+            ).fetchall()
+            ids = [row["operation_id"] for row in rows]
+            if not ids:
+                return []
+            cur.execute(
+                "UPDATE operations SET state='running', started_at=%s, attempts=attempts+1, claimed_by=%s, "
+                "lease_until=now() + make_interval(secs => %s) WHERE operation_id = ANY(%s)",
+                (utc_now(), self.holder, lease_sec, ids),
+            )
+            claimed = cur.execute(
+                "SELECT * FROM operations WHERE operation_id = ANY(%s) ORDER BY created_at, seq", (ids,)
+            ).fetchall()
+        return self._with_topics(claimed)
+
+    def renew(self, operation_ids: list[str], lease_sec: float) -> list[str]:
+        """Extend this store's leases; returns the operations it still holds (a server that stalled past
+        its lease may find one claimed by another server)."""
+        with self._cursor(transaction=True) as cur:
+            rows = cur.execute(
+                "UPDATE operations SET lease_until = now() + make_interval(secs => %s) "
+                "WHERE operation_id = ANY(%s) AND state='running' AND claimed_by=%s RETURNING operation_id",
+                (lease_sec, operation_ids, self.holder),
+            ).fetchall()
+        return [row["operation_id"] for row in rows]
+
+    _NOT_HELD_ELSEWHERE = "NOT (state='running' AND claimed_by IS NOT NULL AND claimed_by <> %s)"
+    """A running operation leased to another holder is not this store's to requeue or finish."""
+
     def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None:
         """Back to pending: after a worker crash the attempt counts; parked at shutdown it does not."""
         with self._cursor(transaction=True) as cur:
             cur.execute(
-                "UPDATE operations SET state='pending', started_at=NULL, attempts=GREATEST(0, attempts-%s)"
-                " WHERE operation_id = ANY(%s)",
-                (1 if refund_attempt else 0, operation_ids),
+                "UPDATE operations SET state='pending', started_at=NULL, attempts=GREATEST(0, attempts-%s), "
+                f"claimed_by=NULL, lease_until=NULL WHERE operation_id = ANY(%s) AND {self._NOT_HELD_ELSEWHERE}",
+                (1 if refund_attempt else 0, operation_ids, self.holder),
             )
+            if cur.rowcount:
+                notify(cur, self.namespace, "queued", operation_ids)
 
     def finish(
         self,
@@ -413,14 +484,14 @@ class PostgresMemoryStore:
         """Close operations and move their memories' graph state in one transaction."""
         graph_state = {"completed": "indexed", "failed": "failed"}.get(state, "pending")
         with self._cursor(transaction=True) as cur:
-            cur.execute(
-                "UPDATE operations SET state=%s, finished_at=%s, error_code=%s, error=%s, metrics=%s"
-                " WHERE operation_id = ANY(%s)",
-                (state, utc_now(), error_code, error, json.dumps(metrics or {}), operation_ids),
-            )
+            closed = cur.execute(
+                "UPDATE operations SET state=%s, finished_at=%s, error_code=%s, error=%s, metrics=%s, lease_until=NULL"
+                f" WHERE operation_id = ANY(%s) AND {self._NOT_HELD_ELSEWHERE} RETURNING operation_id",
+                (state, utc_now(), error_code, error, json.dumps(metrics or {}), operation_ids, self.holder),
+            ).fetchall()
             cur.execute(
                 "UPDATE memories SET graph_state=%s WHERE operation_id = ANY(%s) AND graph_state != 'indexed'",
-                (graph_state, operation_ids),
+                (graph_state, [row["operation_id"] for row in closed]),
             )
 
     def memories_without_graph(self) -> list[str]:
@@ -447,12 +518,17 @@ class PostgresMemoryStore:
         return operation_id
 
     def recover_interrupted(self) -> list[str]:
-        """At start-up: running operations become terminated and their memories are queued again
-        (safe here because the namespace has one serving process, which holds it)."""
+        """At start-up: running operations that no server holds by a lease (left by a version without
+        leases, or marked running without a claim) become terminated and their memories are queued again.
+        Leased ones are never touched here: a live lease is another server's, and an expired one is
+        claimed again, under the same id, by whichever server claims next."""
         requeued: list[str] = []
         now = utc_now()
         with self._cursor(transaction=True) as cur:
-            rows = cur.execute("SELECT operation_id, memory_ids FROM operations WHERE state='running' ORDER BY seq")
+            rows = cur.execute(
+                "SELECT operation_id, memory_ids FROM operations WHERE state='running' AND lease_until IS NULL "
+                "ORDER BY seq FOR UPDATE SKIP LOCKED"
+            )
             for row in rows.fetchall():
                 cur.execute(
                     "UPDATE operations SET state='terminated', finished_at=%s, error_code=%s, "
@@ -471,6 +547,8 @@ class PostgresMemoryStore:
                     (new_id, json.loads(row["memory_ids"])),
                 )
                 requeued.append(new_id)
+            if requeued:
+                notify(cur, self.namespace, "queued", requeued)
         return requeued
 
     def prune_operations(self, keep: int = KEEP_FINISHED_OPERATIONS) -> int:

@@ -228,11 +228,18 @@ class StoreDamaged(Exception):
     """memories.sqlite is not a readable SQLite database (or fails its integrity check)."""
 
 
+class BacklogFull(Exception):
+    """stage(capacity=N) found N unfinished operations: nothing was staged (429_FLOWBABY_BACKLOG)."""
+
+
 class MemoryStore:
     """Repository over the workspace SQLite file. Thread-safe through one lock.
 
     `readonly` opens it without writing anything (no schema, no WAL switch): for inspection
     while another process owns the workspace."""
+
+    shared = False
+    """One process owns the file (WorkspaceLock): no other server claims its operations."""
 
     def __init__(self, path: Path, *, readonly: bool = False, check: bool = False) -> None:
         """`check` runs SQLite's quick_check first (the owner does, once per start)."""
@@ -269,9 +276,14 @@ class MemoryStore:
         return _Tx(self)
 
     # -- staging -----------------------------------------------------------------
-    def stage(self, memory: Memory, operation_id: str) -> Memory:
-        """Store a new version of the topic, supersede the previous one, queue its operation."""
+    def stage(self, memory: Memory, operation_id: str, *, capacity: int | None = None) -> Memory:
+        """Store a new version of the topic, supersede the previous one, queue its operation.
+        `capacity`: raise BacklogFull instead when that many operations are unfinished."""
         with self._transaction() as cur:
+            if capacity is not None:
+                unfinished = cur.execute("SELECT COUNT(*) FROM operations WHERE state IN ('pending', 'running')")
+                if unfinished.fetchone()[0] >= capacity:
+                    raise BacklogFull(capacity)
             row = cur.execute(
                 "SELECT memory_id, version FROM memories WHERE topic_id = ? ORDER BY version DESC LIMIT 1",
                 (memory.topic_id,),
@@ -384,6 +396,23 @@ class MemoryStore:
                 "UPDATE operations SET state='running', started_at=?, attempts=attempts+1 WHERE operation_id=?",
                 [(now, op) for op in operation_ids],
             )
+
+    def claim(self, limit: int, lease_sec: float) -> list[OperationStatus]:
+        """Up to `limit` pending operations, oldest first, now running (attempts counted). The
+        owning process is the only claimer here, so the lease is not recorded."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT operation_id FROM operations WHERE state='pending' ORDER BY created_at, rowid LIMIT ?",
+                (limit,),
+            ).fetchall()
+        ids = [row["operation_id"] for row in rows]
+        if ids:
+            self.mark_running(ids)
+        return [status for status in (self.operation(op) for op in ids) if status is not None]
+
+    def renew(self, operation_ids: list[str], lease_sec: float) -> list[str]:
+        """No lease to renew: every claimed operation stays this process's."""
+        return list(operation_ids)
 
     def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None:
         """Back to pending: after a worker crash the attempt counts; parked at shutdown it does not."""

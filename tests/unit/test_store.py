@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
 from graph.core.contract import MemoryStatus
 from graph.core.storage import MemoryStoreBackend
-from graph.core.store import memory_uuid, new_operation_id
+from graph.core.store import BacklogFull, memory_uuid, new_operation_id
 from tests.unit.fakes import memory
 
 
@@ -128,3 +130,25 @@ def test_recovery_terminates_running_operations_and_queues_their_memories_again(
     [moved] = store.get_memories([running])
     assert (moved.operation_id, moved.graph_state) == (new, "pending")
     assert store.recover_interrupted() == []  # nothing left running
+
+
+# -- claims (the manager's way to start operations) ------------------------------------------
+def test_claim_starts_the_oldest_pending_operations_and_counts_the_attempt(store: MemoryStoreBackend) -> None:
+    ops = [stage(store, topic)[1] for topic in ("a", "b", "c")]
+    claimed = store.claim(2, lease_sec=30)
+    assert [(op.operationId, op.status, op.attempts, op.topicIds) for op in claimed] == [
+        (ops[0], "running", 1, ["a"]),
+        (ops[1], "running", 1, ["b"]),
+    ]
+    assert store.renew(ops[:2], lease_sec=30) == ops[:2]
+    store.finish(ops[:2], "completed")
+    assert [op.operationId for op in store.claim(2, lease_sec=30)] == [ops[2]]
+    assert store.claim(2, lease_sec=30) == []
+
+
+def test_the_store_refuses_to_stage_beyond_its_capacity(store: MemoryStoreBackend) -> None:
+    for topic in ("a", "b"):
+        store.stage(memory("", topic_id=topic), new_operation_id(), capacity=2)
+    with pytest.raises(BacklogFull):
+        store.stage(memory("", topic_id="c"), new_operation_id(), capacity=2)
+    assert store.counts()["memories"] == 2 and store.count_operations() == 2
