@@ -60,7 +60,7 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.storage import MemoryStoreBackend, open_memory_store
+from graph.core.storage import Closeable, MemoryStoreBackend, open_memory_store, watch_namespace
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
@@ -69,8 +69,9 @@ from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.remote_changes import RemoteChanges
 from graph.search.retrieval import Catalog, Retriever, render_markdown
-from graph.search.throttle import RetrievalThrottle
+from graph.search.throttle import open_retrieval_throttle
 from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
@@ -121,7 +122,7 @@ class FlowbabyService:
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
         self.graph_lane = GraphLane(paths.projection)
-        self.throttle = RetrievalThrottle(rate_limit_per_minute)
+        self.throttle = open_retrieval_throttle(paths, rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
         self._warm_task: asyncio.Task[None] | None = None
@@ -140,6 +141,8 @@ class FlowbabyService:
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
         self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
+        self._namespace_listener: Closeable | None = None
+        """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -186,6 +189,14 @@ class FlowbabyService:
         service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
         service.operations.start()
         service.operations.notify()
+        changes = RemoteChanges(
+            asyncio.get_running_loop(),
+            service.store,
+            lambda: service._retriever,
+            lambda: service._vectors,
+            service.operations.notify,
+        )
+        service._namespace_listener = await asyncio.to_thread(watch_namespace, paths, changes.handle)
         try:
             await service._endpoint.start()
         except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before
@@ -278,6 +289,9 @@ class FlowbabyService:
             if task is not None:
                 task.cancel()
         await self.session_memory.close()
+        if self._namespace_listener is not None:
+            self._namespace_listener.close()
+        self.throttle.close()
         self.store.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)

@@ -4,6 +4,7 @@ limit across servers, concurrent staging of one topic, and start-up failures tha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -233,3 +234,59 @@ def test_after_a_server_restart_the_next_call_reconnects(postgres: PostgresServe
     store.stage(memory("", topic_id="after"), new_operation_id())
     assert store.counts()["memories"] == 2
     store.close()
+
+
+def test_retrieval_throttles_hold_across_servers(postgres: PostgresServer) -> None:
+    """Two servers' throttles on one namespace: 2 running and 5 waiting in all, then 429; the
+    per-minute budget is counted over both."""
+    from graph.core.contract import RetrievalError, RetrievalErrorCode
+    from graph.search.pg_throttle import SharedRetrievalThrottle
+
+    name = namespace()
+    a, b = (SharedRetrievalThrottle(postgres.url(), name, None) for _ in range(2))
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+        running = 0
+        peak = 0
+
+        async def retrieve(throttle: SharedRetrievalThrottle) -> None:
+            nonlocal running, peak
+            async with throttle.admit():
+                running += 1
+                peak = max(peak, running)
+                await release.wait()
+                running -= 1
+
+        tasks = [asyncio.create_task(retrieve(t)) for t in (a, b, a, b, a, b, a)]
+        await asyncio.sleep(0.5)
+        assert running == 2  # two run in the namespace, five wait (on both servers)
+        for throttle in (a, b):
+            with pytest.raises(RetrievalError) as full:
+                async with throttle.admit():
+                    pass
+            assert full.value.code is RetrievalErrorCode.QUEUE_FULL
+        release.set()
+        await asyncio.gather(*tasks)
+        assert peak == 2
+
+        other = namespace()
+        limited = [SharedRetrievalThrottle(postgres.url(), other, 3) for _ in range(2)]
+        for throttle in (limited[0], limited[1], limited[0]):
+            async with throttle.admit():
+                pass
+        with pytest.raises(RetrievalError) as budget:
+            async with limited[1].admit():
+                pass
+        assert budget.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
+        began = time.perf_counter()
+        for _ in range(50):
+            async with a.admit():
+                pass
+        print(f"shared throttle admission: {(time.perf_counter() - began) / 50 * 1000:.2f} ms per retrieval")
+        for throttle in limited:
+            throttle.close()
+
+    asyncio.run(scenario())
+    a.close()
+    b.close()

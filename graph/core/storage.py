@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, OperationStatus
@@ -92,3 +92,31 @@ def open_memory_store(paths: WorkspacePaths, *, check: bool = False, owner: bool
     from graph.core.pg_store import PostgresMemoryStore
 
     return PostgresMemoryStore(url, namespace_for(paths), owner=owner)
+
+
+REFRESH_POLL_ENV = "FLOWBABY_REFRESH_POLL_SEC"
+REFRESH_POLL_SEC = 5.0
+"""How often a server on the team backend reads recent chunk arrivals, in case a notification was lost."""
+
+
+def watch_namespace(
+    paths: WorkspacePaths, handler: Callable[[str, list[str], dict[str, Any]], None]
+) -> Closeable | None:
+    """On the team backend: listen to the namespace's changes made by other servers (graph.core.pg_events),
+    started and listening; None on the embedded store (one process per workspace: nothing to follow)."""
+    url = database_url()
+    if not url:
+        return None
+    from graph.core.pg_events import NamespaceListener
+
+    try:
+        poll = float(os.environ.get(REFRESH_POLL_ENV) or REFRESH_POLL_SEC)
+    except ValueError:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{REFRESH_POLL_ENV} is seconds") from None
+    listener = NamespaceListener(url, namespace_for(paths), handler, max(0.05, poll))
+    listener.start()
+    return listener
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from graph.core.pg_store import connect, migrate, schema_name
+from graph.core.pg_store import connect, migrate, notify, schema_name
 from graph.core.store import Memory
 from graph.search.embedder import Embedder
 from graph.search.vectors import Chunk, memory_chunks
@@ -25,6 +25,10 @@ DIMENSIONS = 384
 EF_SEARCH = 200
 """hnsw.ef_search at least this (pgvector's default, 40, found 74% of the exact top 10 on random
 vectors here; 200 found all); a larger limit raises it to the limit, up to pgvector's 1000."""
+
+
+NOTIFY_IDS = 100
+"""Memory ids per notification: 100 ids of 36 characters stay well below NOTIFY's 8000 bytes."""
 
 
 def _literal(vector: Any) -> str:
@@ -87,8 +91,16 @@ class PgVectorIndex:
                     "VALUES (%s, %s, %s, %s, %s, %s::vector) ON CONFLICT (memory_id, chunk_index) DO NOTHING",
                     rows,
                 )
+                ids = list(dict.fromkeys(c.memory_id for c in chunks))
+                for start in range(0, len(ids), NOTIFY_IDS):  # the other servers add them to their catalogs
+                    notify(cur, self.namespace, "searchable", ids[start : start + NOTIFY_IDS])
             self._count += len(rows)
         return len(rows)
+
+    def note_added(self, rows: int) -> None:
+        """Chunks another server added (graph.search.remote_changes): they bound the search limit too."""
+        with self._lock:
+            self._count += rows
 
     def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
         """The nearest chunks as (memory_id, cosine similarity), best first (HNSW)."""
@@ -120,7 +132,7 @@ class PgVectorIndex:
         return {row["memory_id"] for row in rows}
 
     def count(self) -> int:
-        """Rows at open plus this process's adds (a bound for the search limit, not a census)."""
+        """Rows at open plus the adds this process made or heard of (a bound for the search limit, not a census)."""
         return self._count
 
     def optimize(self) -> None:

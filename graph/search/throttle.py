@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from graph.core.contract import RetrievalError, RetrievalErrorCode
+from graph.core.storage import database_url, namespace_for
+from graph.core.workspace import WorkspacePaths
 
 MAX_RUNNING = 2
 MAX_WAITING = 5
@@ -28,6 +30,9 @@ class RetrievalThrottle:
         self._slots = asyncio.Semaphore(MAX_RUNNING)
         self._admitted = 0
         self._starts: deque[float] = deque()
+
+    def close(self) -> None:
+        """Nothing held outside this process (the team backend's throttle holds a connection)."""
 
     @asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
@@ -55,3 +60,14 @@ class RetrievalThrottle:
                 yield
         finally:
             self._admitted -= 1
+
+
+def open_retrieval_throttle(paths: WorkspacePaths, per_minute: int | None) -> RetrievalThrottle:
+    """This process's throttle; on the team backend, one shared by every server on the namespace
+    (graph.search.pg_throttle)."""
+    url = database_url()
+    if not url:
+        return RetrievalThrottle(per_minute)
+    from graph.search.pg_throttle import SharedRetrievalThrottle
+
+    return SharedRetrievalThrottle(url, namespace_for(paths), per_minute)
