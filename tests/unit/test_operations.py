@@ -289,3 +289,32 @@ def store_state(store: MemoryStoreBackend) -> dict[str, int]:
         "operations": len(store.operations()),
         "superseded": sum(m.status.value == "Superseded" for m in memories),
     }
+
+
+def test_a_running_batch_keeps_its_lease_and_a_second_manager_takes_nothing_of_it(
+    open_store: Callable[[], MemoryStoreBackend], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two managers on one ledger (two servers on Postgres; on SQLite one owner claims, so only the
+    first part applies): the batch outlives the lease several times over, renewals keep it."""
+    monkeypatch.setenv("FLOWBABY_LEASE_SEC", "0.4")
+    monkeypatch.setenv("FLOWBABY_LEASE_RENEW_SEC", "0.1")
+    store = open_store()
+    op = stage(store, 1)[0]
+    release = asyncio.Event()
+    first, _ = manager(store, FakeWorker(release))
+
+    async def body() -> None:
+        first.start()
+        first.notify()
+        await until(lambda: states(store, [op]) == ["running"])
+        await asyncio.sleep(1.2)  # three leases long
+        if store.shared:
+            other = open_store()
+            assert other.claim(MAX_RUNNING, lease_sec=30) == []  # still held: renewed
+            other.close()
+        release.set()
+        await first.wait_idle()
+        await first.stop(grace_sec=1)
+
+    run(body)
+    assert states(store, [op]) == ["completed"]
