@@ -71,7 +71,7 @@ from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.remote_changes import RemoteChanges
 from graph.search.retrieval import Catalog, Retriever, render_markdown
-from graph.search.throttle import open_retrieval_throttle
+from graph.search.throttle_backend import open_retrieval_throttle
 from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from graph.core.contract import RetrievalError, RetrievalErrorCode
-from graph.core.storage import database_url, namespace_for
-from graph.core.workspace import WorkspacePaths
 
 MAX_RUNNING = 2
 MAX_WAITING = 5
@@ -60,14 +58,3 @@ class RetrievalThrottle:
                 yield
         finally:
             self._admitted -= 1
-
-
-def open_retrieval_throttle(paths: WorkspacePaths, per_minute: int | None) -> RetrievalThrottle:
-    """This process's throttle; on the team backend, one shared by every server on the namespace
-    (graph.search.pg_throttle)."""
-    url = database_url()
-    if not url:
-        return RetrievalThrottle(per_minute)
-    from graph.search.pg_throttle import SharedRetrievalThrottle
-
-    return SharedRetrievalThrottle(url, namespace_for(paths), per_minute)

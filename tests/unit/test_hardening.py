@@ -394,9 +394,9 @@ def test_staging_runs_off_the_event_loop(service: FlowbabyService, monkeypatch: 
     requests (and, under bridge --http, stdio)."""
     slow_stage = service.store.stage
 
-    def stage(*args: Any) -> Any:
+    def stage(*args: Any, **kwargs: Any) -> Any:
         time.sleep(0.5)
-        return slow_stage(*args)
+        return slow_stage(*args, **kwargs)
 
     monkeypatch.setattr(service.store, "stage", stage)
 
