@@ -290,3 +290,18 @@ def test_retrieval_throttles_hold_across_servers(postgres: PostgresServer) -> No
     asyncio.run(scenario())
     a.close()
     b.close()
+
+
+def test_an_operation_whose_servers_keep_dying_fails_after_three_claims(postgres: PostgresServer) -> None:
+    name = namespace()
+    stores = [PostgresMemoryStore(postgres.url(), name) for _ in range(4)]
+    op = stores[0].stage(memory("", topic_id="poison"), new_operation_id()).operation_id or ""
+    for store in stores[:3]:  # each claims it and dies (stops renewing)
+        assert [c.operationId for c in store.claim(2, lease_sec=0.2)] == [op]
+        time.sleep(0.3)
+    assert stores[3].claim(2, lease_sec=30) == []
+    status = stores[3].operation(op)
+    assert status is not None and (status.status, status.errorCode, status.attempts) == ("failed", "WORKER_CRASHED", 3)
+    assert stores[3].memories_without_graph() == status.memoryIds  # repair queues it again
+    for store in stores:
+        store.close()

@@ -48,6 +48,9 @@ BACKLOG_LOCK = 0x62616279  # "baby", with hashtext(namespace): the backlog check
 CLAIM_LOCK = 0x636C6D73  # "clms", with hashtext(namespace): the running-limit check and claim
 TOPIC_LOCK = 0x746F7063  # "topc", with hashtext(topic id): staging a topic, per transaction
 CONNECT_TIMEOUT_SEC = 5
+MAX_CLAIMS = 3
+"""An operation whose lease ran out this many times (every server that took it died) fails with
+WORKER_CRASHED instead of being claimed again: it may be what kills them. `repair` queues it again."""
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -424,6 +427,22 @@ class PostgresMemoryStore:
             raise RuntimeError("only a serving process claims operations")
         with self._cursor(transaction=True) as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (CLAIM_LOCK, self.namespace))
+            given_up = cur.execute(
+                "UPDATE operations SET state='failed', finished_at=%s, error_code=%s, lease_until=NULL, error=%s "
+                "WHERE state='running' AND lease_until < now() AND attempts >= %s RETURNING operation_id",
+                (
+                    utc_now(),
+                    BackgroundErrorCode.WORKER_CRASHED.value,
+                    f"Every server that ran this operation stopped before it ended ({MAX_CLAIMS} times)",
+                    MAX_CLAIMS,
+                ),
+            ).fetchall()
+            if given_up:
+                cur.execute(
+                    "UPDATE memories SET graph_state='failed' WHERE operation_id = ANY(%s) "
+                    "AND graph_state != 'indexed'",
+                    ([row["operation_id"] for row in given_up],),
+                )
             live = cur.execute("SELECT COUNT(*) AS n FROM operations WHERE state='running' AND lease_until >= now()")
             free = limit - int(live.fetchone()["n"])  # type: ignore[index]
             if free <= 0:
