@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
-OPT_IN = {"latency100k"}
+OPT_IN = {"latency100k", "postgres100k"}
 """Sections too long for a default `make bench` (about half an hour here); run with --only."""
 
 
@@ -110,9 +110,22 @@ def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 @section("postgres")
 def _postgres(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The store operations (team_store), then the engine at 1k and 10k memories on both backends,
+    the shared queue, a second server joining, and the 730k-memory sizing (team_scale)."""
+    from tests.bench.team_scale import run_team_scale
     from tests.bench.team_store import run_team_store
 
-    return run_team_store(root)
+    (root / "store").mkdir()
+    (root / "scale").mkdir()
+    return {"store": run_team_store(root / "store", vector_memories=2000), **run_team_scale(root / "scale")}
+
+
+@section("postgres100k")
+def _postgres100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Opt-in: the engine part of `postgres` at 1k, 10k and 100k memories (no queue or second-server part)."""
+    from tests.bench.team_scale import run_team_scale
+
+    return run_team_scale(root, sizes=(1_000, 10_000, 100_000), servers=False)
 
 
 def devset_table(scores: dict[str, dict[str, float]]) -> str:
