@@ -305,3 +305,42 @@ def test_an_operation_whose_servers_keep_dying_fails_after_three_claims(postgres
     assert stores[3].memories_without_graph() == status.memoryIds  # repair queues it again
     for store in stores:
         store.close()
+
+
+def test_other_servers_hear_of_changes_and_the_poll_finds_what_no_notification_announced(
+    postgres: PostgresServer,
+) -> None:
+    from graph.core.pg_events import NamespaceListener
+
+    name = namespace()
+    store = PostgresMemoryStore(postgres.url(), name)
+    heard: list[tuple[str, list[str], float]] = []
+    listener = NamespaceListener(
+        postgres.url(), name, lambda k, ids, _: heard.append((k, ids, time.perf_counter())), 0.3
+    )
+    listener.start()
+    try:
+        staged = store.stage(memory("", topic_id="a"), new_operation_id())
+        began = time.perf_counter()  # committed: the notification is on its way
+        store.set_status(staged.memory_id, MemoryStatus.SUPERSEDED)
+        while len(heard) < 2:
+            assert time.perf_counter() - began < 5
+            time.sleep(0.005)
+        assert [(k, ids) for k, ids, _ in heard[:2]] == [
+            ("queued", [staged.operation_id]),
+            ("status", [staged.memory_id]),
+        ]
+        print(f"commit -> handler: {(heard[0][2] - began) * 1000:.1f} ms")
+        with psycopg.connect(postgres.url()) as conn:  # chunks written without a notification
+            conn.execute(
+                f'INSERT INTO "{schema_name(name)}".memory_chunks (memory_id, topic_id, field, chunk_index, text, '
+                "embedding) VALUES (%s, 'a', 'topic', 0, 'x', array_fill(0.0, ARRAY[384])::real[]::vector)".encode(),
+                (staged.memory_id,),
+            )
+        deadline = time.perf_counter() + 5
+        while not any(k == "searchable" and staged.memory_id in ids for k, ids, _ in heard):
+            assert time.perf_counter() < deadline
+            time.sleep(0.01)
+    finally:
+        listener.close()
+        store.close()

@@ -127,7 +127,15 @@ class OperationManager:
 
     async def _run(self) -> None:
         while not self._stopping:
-            batch = self._store.claim(self._max_running, self._lease_sec)
+            try:
+                batch = self._store.claim(self._max_running, self._lease_sec)
+            except Exception:
+                if not self._store.shared:
+                    raise
+                # The database away for a moment: this server's work waits in it, as does everyone's.
+                log.warning("could not claim operations; trying again in %.1fs", self._renew_sec, exc_info=True)
+                await asyncio.sleep(self._renew_sec)
+                continue
             if not batch:
                 self._idle.set()
                 self._wake.clear()
