@@ -22,6 +22,7 @@ from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
 from graph.core.audit import AuditLog
 from graph.core.contract import (
+    DATABASE_FAULTS,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
@@ -255,9 +256,16 @@ class FlowbabyService:
                 await asyncio.to_thread(index.add_memories, fresh)
                 for memory in fresh:
                     catalog.add(memory)
-            except Exception:  # repair (or the next start) re-embeds whatever is missing
-                self._embed_failures += 1
-                log.exception("embedding %d memories failed", len(batch))
+            except Exception as exc:  # repair (or the next start) re-embeds whatever is missing
+                if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
+                    # The memories are staged in the team database, which is away: embed them once it is back.
+                    log.warning("embedding %d memories waits for the team database: %s", len(batch), exc.message)
+                    await asyncio.sleep(float(exc.details.get("retryAfterSec", 5)))
+                    for memory in batch:
+                        self._embed_queue.put_nowait(memory)
+                else:
+                    self._embed_failures += 1
+                    log.exception("embedding %d memories failed", len(batch))
             finally:
                 for _ in batch:
                     self._embed_queue.task_done()
@@ -279,6 +287,9 @@ class FlowbabyService:
                 task.cancel()
         await self.session_memory.close()
         self.store.close()
+        close_vectors = getattr(self._vectors, "close", None)  # the team backend's pooled connections
+        if close_vectors is not None:
+            close_vectors()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
 
@@ -351,6 +362,8 @@ class FlowbabyService:
         )
         try:
             memory = self.store.stage(memory, new_operation_id())
+        except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
+            raise
         except Exception as exc:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
@@ -529,6 +542,11 @@ class FlowbabyService:
         except RetrievalError as error:
             self._record(command, agent_name, query, started, error.code.value)
             raise
+        except FlowbabyError as error:  # the team database's faults, in the retrieval shape
+            if error.code not in DATABASE_FAULTS:
+                raise
+            self._record(command, agent_name, query, started, error.code.value)
+            raise RetrievalError(RetrievalErrorCode(error.code.value), error.message, **error.details) from None
         self._record(command, agent_name, query, started, None)
         note = await self._unsearched(retriever)
         if await asyncio.to_thread(self._check_projection):

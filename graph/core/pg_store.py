@@ -15,7 +15,7 @@ import json
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,6 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, MemoryStatus, OperationStatus, utc_now
+from graph.core.pg_pool import acquire_pool, release_pool
 from graph.core.store import (
     KEEP_FINISHED_OPERATIONS,
     Memory,
@@ -41,6 +42,9 @@ MIGRATION_LOCK = 0x466C6F77  # "Flow": one database-wide key; migrations take mi
 OWNER_LOCK = 0x62616279  # "baby", with hashtext(namespace): the namespace's serving process
 TOPIC_LOCK = 0x746F7063  # "topc", with hashtext(topic id): staging a topic, per transaction
 CONNECT_TIMEOUT_SEC = 5
+EF_SEARCH = 200
+"""hnsw.ef_search at least this (pgvector's default, 40, found 74% of the exact top 10 on random
+vectors here; 200 found all); graph.search.pg_vectors raises it to a larger limit, up to pgvector's 1000."""
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -114,7 +118,7 @@ def schema_name(namespace: str) -> str:
     return f"flowbaby_{namespace}"
 
 
-def _where(url: str) -> tuple[str, str]:
+def describe_url(url: str) -> tuple[str, str]:
     """(host:port/database, user) of a URL for messages; never the password."""
     try:
         info = conninfo_to_dict(url)
@@ -126,7 +130,7 @@ def _where(url: str) -> tuple[str, str]:
 
 def connect(url: str) -> psycopg.Connection[dict[str, Any]]:
     """An autocommit connection, or a FlowbabyError that names the cause (never the password)."""
-    where, user = _where(url)
+    where, user = describe_url(url)
     try:
         return psycopg.connect(
             url,
@@ -177,7 +181,7 @@ def migrate(conn: psycopg.Connection[Any], namespace: str) -> list[int]:
     applied_here: list[int] = []
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
     try:
-        require_pgvector(conn, _where(conn.info.dsn)[0])
+        require_pgvector(conn, describe_url(conn.info.dsn)[0])
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
         conn.execute(
             sql.SQL(
@@ -206,27 +210,40 @@ def migrate(conn: psycopg.Connection[Any], namespace: str) -> list[int]:
     return applied_here
 
 
+def configure_connection(namespace: str) -> Callable[[psycopg.Connection[Any]], None]:
+    """What every pooled connection of a namespace gets once: its schema first on the search
+    path, and pgvector's HNSW breadth (graph.search.pg_vectors raises it per query when asked)."""
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(namespace))))
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(EF_SEARCH),))
+
+    return configure
+
+
 class PostgresMemoryStore:
-    """MemoryStore's behaviour over one connection to the namespace's schema (one lock, as there)."""
+    """MemoryStore's behaviour over the namespace's connection pool (graph.core.pg_pool). The
+    serving process also holds the namespace lock on a connection of its own (a session lock)."""
 
     def __init__(self, url: str, namespace: str, *, owner: bool = True) -> None:
         self.namespace = namespace
         self._url = url
-        self._where = _where(url)[0]
+        self._where = describe_url(url)[0]
         self._owner = owner
         self._lock = threading.Lock()
+        """Guards the namespace lock's connection."""
         self._conn = connect(url)
         try:
             self.migrated = migrate(self._conn, namespace)
             if owner:
                 self._hold_namespace()
-            self._use_schema()
+            else:
+                self._conn.close()
+            self._pool = acquire_pool(url, namespace, self._where, configure_connection(namespace), connect)
         except BaseException:
             self._conn.close()
             raise
-
-    def _use_schema(self) -> None:
-        self._conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
+        self._generation = self._pool.generation
 
     def _hold_namespace(self) -> None:
         held = self._conn.execute(
@@ -249,22 +266,33 @@ class PostgresMemoryStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+        release_pool(self._url, self.namespace)
+
+    def _keep_namespace(self) -> None:
+        """After an outage the lock's session may be gone: take the namespace again (another
+        process may have taken it meanwhile: then this one is told so)."""
+        with self._lock:
+            if self._generation == self._pool.generation and not self._conn.broken:
+                return
+            try:
+                self._conn.execute("")
+            except psycopg.OperationalError:
+                self._conn.close()
+                self._conn = connect(self._url)
+                self._hold_namespace()
+            self._generation = self._pool.generation
 
     @contextmanager
     def _cursor(self, *, transaction: bool = False) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """The connection under the lock; a connection the server dropped is opened again once
-        (a namespace's holder must re-take its lock: another process may have taken it meanwhile)."""
-        with self._lock:
-            if self._conn.broken or self._conn.closed:
-                self._conn = connect(self._url)
-                if self._owner:
-                    self._hold_namespace()
-                self._use_schema()
+        """A pooled connection for one call (DATABASE_BUSY / DATABASE_UNAVAILABLE when there is none)."""
+        with self._pool.connection() as conn:
+            if self._owner and (self._generation != self._pool.generation or self._conn.broken):
+                self._keep_namespace()
             if transaction:
-                with self._conn.transaction(), self._conn.cursor() as cur:
+                with conn.transaction(), conn.cursor() as cur:
                     yield cur
             else:
-                with self._conn.cursor() as cur:
+                with conn.cursor() as cur:
                     yield cur
 
     # -- staging -----------------------------------------------------------------
