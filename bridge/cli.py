@@ -52,7 +52,7 @@ def use_database_url(args: argparse.Namespace) -> None:
     if url:
         import os
 
-        from graph.core.storage import DATABASE_URL_ENV
+        from graph.service import DATABASE_URL_ENV
 
         os.environ[DATABASE_URL_ENV] = url
 

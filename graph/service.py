@@ -61,6 +61,7 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
+from graph.core.storage import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
 from graph.core.storage import MemoryStoreBackend, open_memory_store
 from graph.core.store import Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
