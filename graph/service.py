@@ -141,6 +141,8 @@ class FlowbabyService:
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
+        self._warm_fault: FlowbabyError | None = None
+        """The team database's fault that holds warm-up back, answered to retrievals meanwhile."""
         self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
 
     # -- lifecycle -----------------------------------------------------------------
@@ -185,7 +187,7 @@ class FlowbabyService:
         if pruned:
             log.info("pruned %d old finished operations from the ledger", pruned)
         service._embed_task = asyncio.create_task(service._embed_loop(), name="flowbaby-embed")
-        service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
+        service._warm_task = asyncio.create_task(service._warm_up_through_outages(), name="flowbaby-warm")
         service.operations.start()
         service.operations.notify()
         try:
@@ -219,6 +221,25 @@ class FlowbabyService:
             log.info("embedding %d memories left without vectors", len(missing))
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
+
+    async def _warm_up_through_outages(self) -> None:
+        """Warm-up, tried again while the team database does not answer; retrievals meanwhile get its code."""
+        while True:
+            try:
+                await self._warm_up()
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
+                self._warm_fault = error
+                log.warning("warm-up waits for the team database: %s", error.message)
+                close_vectors = getattr(self._vectors, "close", None)
+                if close_vectors is not None:
+                    close_vectors()
+                self._vectors = None
+                await asyncio.sleep(float(error.details.get("retryAfterSec", 5)))
+            else:
+                self._warm_fault = None
+                return
 
     def _check_projection(self) -> bool:
         """Queue one rebuild of an unreadable projection (an operation with no memories: the
@@ -484,6 +505,9 @@ class FlowbabyService:
         """The retriever once warm-up is done, after a short wait for memories staged just
         before (read-your-writes). Loading the model on a cold start is not the search: it
         gets its own allowance. A longer backlog does not block search (see _unsearched)."""
+        fault = self._warm_fault
+        if fault is not None:
+            raise RetrievalError(RetrievalErrorCode(fault.code.value), fault.message, **fault.details)
         try:
             await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
         except TimeoutError:

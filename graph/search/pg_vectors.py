@@ -12,8 +12,10 @@ import threading
 from typing import Any
 
 import numpy as np
+import psycopg
 
-from graph.core.pg_pool import acquire_pool, release_pool
+from graph.core.contract import FlowbabyError
+from graph.core.pg_pool import acquire_pool, database_unavailable, release_pool
 from graph.core.pg_store import EF_SEARCH, configure_connection, connect, describe_url, migrate
 from graph.core.store import Memory
 from graph.search.embedder import Embedder
@@ -38,11 +40,18 @@ class PgVectorIndex:
         self._embedder = embedder
         self._count_lock = threading.Lock()
         self._url, self.namespace = url, namespace
-        with connect(url) as conn:
-            migrate(conn, namespace)
+        try:
+            with connect(url) as conn:
+                migrate(conn, namespace)
+        except (FlowbabyError, psycopg.OperationalError):  # the store opened a moment ago: the database went away since
+            raise database_unavailable(describe_url(url)[0]) from None
         self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
-        with self._pool.connection() as conn:
-            row = conn.execute("SELECT count(*) AS n FROM memory_chunks").fetchone()
+        try:
+            with self._pool.connection() as conn:
+                row = conn.execute("SELECT count(*) AS n FROM memory_chunks").fetchone()
+        except BaseException:
+            release_pool(url, namespace)
+            raise
         self._count = int(row["n"]) if row else 0
 
     def close(self) -> None:
