@@ -82,6 +82,24 @@ def test_a_store_answers_database_unavailable_then_recovers_by_itself(own_postgr
     assert first_refusal < 2 and refusals < 0.1
 
 
+def test_a_restart_between_two_quick_calls_costs_one_call(postgres: PostgresServer) -> None:
+    """A connection used within CHECK_IDLE_SEC is not checked: if the server restarted meanwhile,
+    that call answers DATABASE_UNAVAILABLE (and changed nothing), every connection is renewed,
+    and the next call succeeds without waiting."""
+    store = PostgresMemoryStore(postgres.url(), _namespace())
+    store.stage(memory("", topic_id="kept"), new_operation_id())
+    postgres.restart()
+    expected = {"kept", "after"}
+    try:  # the pool may hand out a connection idle for longer (checked, so this call succeeds)
+        store.stage(memory("", topic_id="maybe"), new_operation_id())
+        expected.add("maybe")
+    except FlowbabyError as lost:
+        assert lost.code is ErrorCode.DATABASE_UNAVAILABLE
+    store.stage(memory("", topic_id="after"), new_operation_id())
+    assert {m.topic_id for m in store.iter_memories()} == expected
+    store.close()
+
+
 def test_an_exhausted_pool_queues_then_answers_database_busy(
     postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

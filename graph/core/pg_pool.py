@@ -19,6 +19,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from graph.core.contract import ErrorCode, FlowbabyError
 
 log = logging.getLogger("flowbaby.postgres")
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+"""Its warning per failed reconnection attempt, every back-off step of an outage, would drown the log;
+this module says once when the database stops answering and once when it is back."""
 
 POOL_MIN_ENV = "FLOWBABY_PG_POOL_MIN"
 POOL_MAX_ENV = "FLOWBABY_PG_POOL_MAX"
@@ -44,6 +48,10 @@ DEFAULT_POOL_TIMEOUT_SEC = 10.0
 """How long a request queues for a free connection before DATABASE_BUSY."""
 PROBE_INTERVAL_SEC = 0.5
 """While the database is down: at most one probe connection this often, every other request is refused at once."""
+CHECK_IDLE_SEC = 1.0
+"""A connection idle longer than this is checked (one empty query) before a call gets it, so that one
+the server dropped meanwhile is replaced rather than failing the call; checking every checkout
+cost a round trip per call (0.16 -> 0.44 ms for a one-row read, measured)."""
 RETRY_AFTER_UNAVAILABLE_SEC = 5
 RETRY_AFTER_BUSY_SEC = 2
 
@@ -126,6 +134,7 @@ class PgPool:
         self._state = threading.Lock()
         self._down_since: float | None = None
         self._last_probe = 0.0
+        self._last_used: weakref.WeakKeyDictionary[psycopg.Connection[Any], float] = weakref.WeakKeyDictionary()
         self._pool = self._new_pool()
 
     def _new_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
@@ -175,7 +184,16 @@ class PgPool:
                 now - self._down_since,
             )
             self._down_since = None
-        old.close(timeout=0)
+        # The old pool's threads may sleep in a reconnection back-off: let them stop off the request path.
+        threading.Thread(target=old.close, kwargs={"timeout": 5.0}, name="flowbaby-pool-close", daemon=True).start()
+
+    def _renew(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> None:
+        """The server restarted between two calls: every connection made before is dead (each is
+        replaced, not checked in turn), and session state held elsewhere (the namespace lock) too."""
+        pool.drain()
+        with self._state:
+            self.generation += 1
+        log.warning("the team database %s restarted; connections renewed", self.where)
 
     def _reachable(self) -> bool:
         try:
@@ -185,8 +203,8 @@ class PgPool:
         return True
 
     def _checkout(self, pool: ConnectionPool[psycopg.Connection[dict[str, Any]]]) -> psycopg.Connection[dict[str, Any]]:
-        """A connection that answers. One the server dropped (idle through a restart) goes back
-        broken, and the pool replaces it; if the server cannot be reached at all, it is down."""
+        """A connection that answers (if it was idle for CHECK_IDLE_SEC). One the server dropped goes
+        back broken, and the pool replaces it; if the server cannot be reached at all, it is down."""
         began = time.monotonic()
         while True:
             try:
@@ -196,6 +214,8 @@ class PgPool:
                     raise database_busy(self.where, round(time.monotonic() - began, 1)) from None
                 self._mark_down()
                 raise database_unavailable(self.where) from None
+            if time.monotonic() - self._last_used.get(conn, 0.0) < CHECK_IDLE_SEC:
+                return conn
             try:
                 conn.execute("")
                 return conn
@@ -204,8 +224,7 @@ class PgPool:
                 if not self._reachable():
                     self._mark_down()
                     raise database_unavailable(self.where) from None
-                with self._state:  # the server restarted between two calls: session state elsewhere is gone too
-                    self.generation += 1
+                self._renew(pool)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
@@ -219,9 +238,13 @@ class PgPool:
         except psycopg.OperationalError as exc:
             if not connection_lost(conn, exc):
                 raise
-            self._mark_down()
+            if self._reachable():
+                self._renew(pool)
+            else:
+                self._mark_down()
             raise database_unavailable(self.where) from None
         finally:
+            self._last_used[conn] = time.monotonic()
             pool.putconn(conn)
 
 
