@@ -62,6 +62,8 @@ STATUS: dict[str, int] = {
         (RetrievalErrorCode.NOT_INITIALIZED, 503),
         (ErrorCode.BRIDGE_TIMEOUT, 504),
         (ErrorCode.FLOWBABY_ERROR, 500),
+        (ErrorCode.DATABASE_UNAVAILABLE, 503),
+        (ErrorCode.DATABASE_BUSY, 503),
     )
 }
 """HTTP status of each reply code (keyed by wire value: the ingest and retrieval enums share some)."""

@@ -92,6 +92,15 @@ RETRY_ADVICE = {
         "The background queue is full, nothing was stored: retry in {retry}-60s, or skip a low-priority "
         "summary and fold it into the next one.",
     ),
+    "DATABASE_UNAVAILABLE": (
+        "503_DATABASE_UNAVAILABLE",
+        "The team database is not answering and nothing was stored or read: wait {retry}s and retry the same "
+        "call; tell the user the memory server's database is down if it persists.",
+    ),
+    "DATABASE_BUSY": (
+        "503_DATABASE_BUSY",
+        "The team database is saturated and nothing was stored or read: wait {retry}s and retry the same call.",
+    ),
 }
 """Contract codes that mean 'try again later', the 429 family the agent docs name, and what to do."""
 

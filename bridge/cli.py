@@ -33,7 +33,28 @@ def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=None,
         help="operator override of the retrieval rate limit; 0 switches it off (trusted batch work)",
     )
+    database_arguments(parser)
     return parser
+
+
+def database_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--database-url",
+        metavar="postgresql://USER@HOST:PORT/DB",
+        help="the team backend (as FLOWBABY_DATABASE_URL); leave the password out of it (a command line is "
+        "visible to other users) and give it in PGPASSWORD or ~/.pgpass",
+    )
+
+
+def use_database_url(args: argparse.Namespace) -> None:
+    """--database-url becomes FLOWBABY_DATABASE_URL of this process and its graph worker (never logged)."""
+    url = getattr(args, "database_url", None)
+    if url:
+        import os
+
+        from graph.service import DATABASE_URL_ENV
+
+        os.environ[DATABASE_URL_ENV] = url
 
 
 def tls_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +69,7 @@ def run_bridge(args: argparse.Namespace) -> int:
 
     from bridge.server import serve
 
+    use_database_url(args)
     os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     http = tls = None
     if args.http:
@@ -83,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
+    database_arguments(serve)
     mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
     mcp.add_argument(
         "--workspace", required=True, help="workspace folder (an absolute path: clients start it anywhere)"
@@ -100,6 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
+    database_arguments(mcp)
     from bridge.install import CLIENTS
 
     for name, text in (
@@ -122,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
 
     add_sessions_command(commands)
     args = parser.parse_args(argv)
+    use_database_url(args)
     if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
         import os
 

@@ -22,6 +22,7 @@ from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
 from graph.core.audit import AuditLog
 from graph.core.contract import (
+    DATABASE_FAULTS,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
@@ -60,6 +61,7 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
+from graph.core.storage import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
 from graph.core.storage import Closeable, MemoryStoreBackend, open_memory_store, watch_namespace
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token
@@ -140,6 +142,8 @@ class FlowbabyService:
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths)
         self._embed_failures = 0
+        self._warm_fault: FlowbabyError | None = None
+        """The team database's fault that holds warm-up back, answered to retrievals meanwhile."""
         self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
@@ -186,7 +190,7 @@ class FlowbabyService:
         if pruned:
             log.info("pruned %d old finished operations from the ledger", pruned)
         service._embed_task = asyncio.create_task(service._embed_loop(), name="flowbaby-embed")
-        service._warm_task = asyncio.create_task(service._warm_up(), name="flowbaby-warm")
+        service._warm_task = asyncio.create_task(service._warm_up_through_outages(), name="flowbaby-warm")
         service.operations.start()
         service.operations.notify()
         changes = RemoteChanges(
@@ -229,6 +233,25 @@ class FlowbabyService:
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
 
+    async def _warm_up_through_outages(self) -> None:
+        """Warm-up, tried again while the team database does not answer; retrievals meanwhile get its code."""
+        while True:
+            try:
+                await self._warm_up()
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
+                self._warm_fault = error
+                log.warning("warm-up waits for the team database: %s", error.message)
+                close_vectors = getattr(self._vectors, "close", None)
+                if close_vectors is not None:
+                    close_vectors()
+                self._vectors = None
+                await asyncio.sleep(float(error.details.get("retryAfterSec", 5)))
+            else:
+                self._warm_fault = None
+                return
+
     def _check_projection(self) -> bool:
         """Queue one rebuild of an unreadable projection (an operation with no memories: the
         worker rebuilds the file from cognee's graph). Searches meanwhile use no graph lane.
@@ -266,9 +289,16 @@ class FlowbabyService:
                 await asyncio.to_thread(index.add_memories, fresh)
                 for memory in fresh:
                     catalog.add(memory)
-            except Exception:  # repair (or the next start) re-embeds whatever is missing
-                self._embed_failures += 1
-                log.exception("embedding %d memories failed", len(batch))
+            except Exception as exc:  # repair (or the next start) re-embeds whatever is missing
+                if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
+                    # The memories are staged in the team database, which is away: embed them once it is back.
+                    log.warning("embedding %d memories waits for the team database: %s", len(batch), exc.message)
+                    await asyncio.sleep(float(exc.details.get("retryAfterSec", 5)))
+                    for memory in batch:
+                        self._embed_queue.put_nowait(memory)
+                else:
+                    self._embed_failures += 1
+                    log.exception("embedding %d memories failed", len(batch))
             finally:
                 for _ in batch:
                     self._embed_queue.task_done()
@@ -293,6 +323,9 @@ class FlowbabyService:
             self._namespace_listener.close()
         self.throttle.close()
         self.store.close()
+        close_vectors = getattr(self._vectors, "close", None)  # the team backend's pooled connections
+        if close_vectors is not None:
+            close_vectors()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
 
@@ -367,6 +400,8 @@ class FlowbabyService:
             memory = self.store.stage(memory, new_operation_id(), capacity=self.operations.capacity)
         except BacklogFull:
             raise self.operations.backlog_error() from None
+        except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
+            raise
         except Exception as exc:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
@@ -486,6 +521,9 @@ class FlowbabyService:
         """The retriever once warm-up is done, after a short wait for memories staged just
         before (read-your-writes). Loading the model on a cold start is not the search: it
         gets its own allowance. A longer backlog does not block search (see _unsearched)."""
+        fault = self._warm_fault
+        if fault is not None:
+            raise RetrievalError(RetrievalErrorCode(fault.code.value), fault.message, **fault.details)
         try:
             await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
         except TimeoutError:
@@ -545,6 +583,11 @@ class FlowbabyService:
         except RetrievalError as error:
             self._record(command, agent_name, query, started, error.code.value)
             raise
+        except FlowbabyError as error:  # the team database's faults, in the retrieval shape
+            if error.code not in DATABASE_FAULTS:
+                raise
+            self._record(command, agent_name, query, started, error.code.value)
+            raise RetrievalError(RetrievalErrorCode(error.code.value), error.message, **error.details) from None
         self._record(command, agent_name, query, started, None)
         note = await self._unsearched(retriever)
         if await asyncio.to_thread(self._check_projection):

@@ -109,6 +109,10 @@ class PostgresServer:
     def stop(self) -> None:
         self._pg_ctl("stop")
 
+    def resume(self) -> None:
+        """Start again after stop() (same data, same port)."""
+        self._pg_ctl("start")
+
     def restart(self) -> None:
         self._pg_ctl("stop")
         self._pg_ctl("start")

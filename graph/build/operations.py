@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from graph.build.worker_client import WorkerFailure
-from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
+from graph.core.contract import DATABASE_FAULTS, BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.storage import MemoryStoreBackend
 
 log = logging.getLogger("flowbaby.operations")
@@ -115,7 +115,7 @@ class OperationManager:
         )
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="flowbaby-operations")
+        self._task = asyncio.create_task(self._supervise(), name="flowbaby-operations")
 
     def notify(self) -> None:
         """A new operation is pending."""
@@ -124,6 +124,29 @@ class OperationManager:
 
     async def wait_idle(self) -> None:
         await self._idle.wait()
+
+    async def _supervise(self) -> None:
+        """The loop, kept alive through a team-database outage (DATABASE_UNAVAILABLE / BUSY): the
+        batch it cut short goes back to pending once the database answers, and runs again."""
+        while not self._stopping:
+            try:
+                await self._run()
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
+                log.warning("background operations wait for the team database: %s", error.message)
+                await self._requeue_after_outage(float(error.details.get("retryAfterSec", 5)))
+
+    async def _requeue_after_outage(self, wait_sec: float) -> None:
+        while True:
+            await asyncio.sleep(wait_sec)
+            try:
+                running = [op.operationId for op in self._store.operations(("running",))]
+                self._store.requeue(running, refund_attempt=True)
+                return
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
 
     async def _run(self) -> None:
         while not self._stopping:

@@ -36,6 +36,14 @@ class ErrorCode(str, Enum):
     NOT_FOUND = "NOT_FOUND"
     UNAUTHORIZED = "UNAUTHORIZED"
     """HTTP front only: a missing or wrong bearer token."""
+    DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    """Team backend: the database does not answer; nothing was changed, retry after retryAfterSec."""
+    DATABASE_BUSY = "DATABASE_BUSY"
+    """Team backend: no pooled connection freed up in time; nothing was changed, retry after retryAfterSec."""
+
+
+DATABASE_FAULTS = (ErrorCode.DATABASE_UNAVAILABLE, ErrorCode.DATABASE_BUSY)
+"""The team database's transient faults: the request changed nothing and may be retried after retryAfterSec."""
 
 
 class BackgroundErrorCode(str, Enum):
@@ -327,6 +335,10 @@ class RetrievalErrorCode(str, Enum):
     NOT_INITIALIZED = "NOT_INITIALIZED"
     FLOWBABY_ERROR = "FLOWBABY_ERROR"
     """An unexpected exception, framed by the bridge in the retrieval shape."""
+    DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
+    """Team backend: the database does not answer (as ErrorCode.DATABASE_UNAVAILABLE)."""
+    DATABASE_BUSY = "DATABASE_BUSY"
+    """Team backend: no pooled connection freed up in time (as ErrorCode.DATABASE_BUSY)."""
 
 
 class RetrievalError(ContractFailure):

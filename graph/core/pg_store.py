@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,6 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, MemoryStatus, OperationStatus, utc_now
+from graph.core.pg_pool import acquire_pool, release_pool
 from graph.core.store import (
     KEEP_FINISHED_OPERATIONS,
     BacklogFull,
@@ -51,6 +51,9 @@ CONNECT_TIMEOUT_SEC = 5
 MAX_CLAIMS = 3
 """An operation whose lease ran out this many times (every server that took it died) fails with
 WORKER_CRASHED instead of being claimed again: it may be what kills them. `repair` queues it again."""
+EF_SEARCH = 200
+"""hnsw.ef_search at least this (pgvector's default, 40, found 74% of the exact top 10 on random
+vectors here; 200 found all); graph.search.pg_vectors raises it to a larger limit, up to pgvector's 1000."""
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -149,7 +152,7 @@ def notify(cur: psycopg.Cursor[Any], namespace: str, kind: str, ids: list[str], 
     cur.execute("SELECT pg_notify(%s, %s)", (channel_name(namespace), payload))
 
 
-def _where(url: str) -> tuple[str, str]:
+def describe_url(url: str) -> tuple[str, str]:
     """(host:port/database, user) of a URL for messages; never the password."""
     try:
         info = conninfo_to_dict(url)
@@ -161,7 +164,7 @@ def _where(url: str) -> tuple[str, str]:
 
 def connect(url: str) -> psycopg.Connection[dict[str, Any]]:
     """An autocommit connection, or a FlowbabyError that names the cause (never the password)."""
-    where, user = _where(url)
+    where, user = describe_url(url)
     try:
         return psycopg.connect(
             url,
@@ -212,7 +215,7 @@ def migrate(conn: psycopg.Connection[Any], namespace: str) -> list[int]:
     applied_here: list[int] = []
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
     try:
-        require_pgvector(conn, _where(conn.info.dsn)[0])
+        require_pgvector(conn, describe_url(conn.info.dsn)[0])
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
         conn.execute(
             sql.SQL(
@@ -241,47 +244,50 @@ def migrate(conn: psycopg.Connection[Any], namespace: str) -> list[int]:
     return applied_here
 
 
+def configure_connection(namespace: str) -> Callable[[psycopg.Connection[Any]], None]:
+    """What every pooled connection of a namespace gets once: its schema first on the search
+    path, and pgvector's HNSW breadth (graph.search.pg_vectors raises it per query when asked)."""
+
+    def configure(conn: psycopg.Connection[Any]) -> None:
+        conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(namespace))))
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(EF_SEARCH),))
+
+    return configure
+
+
 class PostgresMemoryStore:
-    """MemoryStore's behaviour over one connection to the namespace's schema (one lock, as there).
-    `owner`: a serving process, which claims operations; the graph worker child (False) only reads."""
+    """MemoryStore's behaviour over the namespace's connection pool (graph.core.pg_pool), shared by
+    every server of the namespace. `owner`: a serving process, which claims operations; the graph
+    worker child (False) only reads."""
 
     shared = True
 
     def __init__(self, url: str, namespace: str, *, owner: bool = True) -> None:
         self.namespace = namespace
         self._url = url
-        self._where = _where(url)[0]
+        self._where = describe_url(url)[0]
         self._owner = owner
         self.holder = f"{socket.gethostname()} pid {os.getpid()} {uuid.uuid4().hex[:8]}"
         """Who holds the leases this store claims (one per open store, so a restart is another holder)."""
-        self._lock = threading.Lock()
-        self._conn = connect(url)
+        conn = connect(url)
         try:
-            self.migrated = migrate(self._conn, namespace)
-            self._use_schema()
-        except BaseException:
-            self._conn.close()
-            raise
-
-    def _use_schema(self) -> None:
-        self._conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
+            self.migrated = migrate(conn, namespace)
+        finally:
+            conn.close()
+        self._pool = acquire_pool(url, namespace, self._where, configure_connection(namespace), connect)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        release_pool(self._url, self.namespace)
 
     @contextmanager
     def _cursor(self, *, transaction: bool = False) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
-        """The connection under the lock; a connection the server dropped is opened again once."""
-        with self._lock:
-            if self._conn.broken or self._conn.closed:
-                self._conn = connect(self._url)
-                self._use_schema()
+        """A pooled connection for one call (DATABASE_BUSY / DATABASE_UNAVAILABLE when there is none)."""
+        with self._pool.connection() as conn:
             if transaction:
-                with self._conn.transaction(), self._conn.cursor() as cur:
+                with conn.transaction(), conn.cursor() as cur:
                     yield cur
             else:
-                with self._conn.cursor() as cur:
+                with conn.cursor() as cur:
                     yield cur
 
     # -- staging -----------------------------------------------------------------

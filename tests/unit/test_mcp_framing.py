@@ -37,3 +37,10 @@ def test_success_keeps_the_reply_as_structured_content() -> None:
     result = success({"success": True, "summary_id": "t"}, "text")
     assert not result.is_error and result.structured_content == {"success": True, "summary_id": "t"}
     assert result.content[0].text == "text"  # type: ignore[union-attr]
+
+
+def test_team_database_faults_carry_retry_advice() -> None:
+    for code, wait in (("DATABASE_UNAVAILABLE", 5), ("DATABASE_BUSY", 2)):
+        result = failure({"success": False, "error": "…", "errorCode": code, "retryAfterSec": wait})
+        assert result.is_error and result.structured_content["retryable"] == f"503_{code}"  # type: ignore[index]
+        assert f"wait {wait}s" in result.structured_content["retryAdvice"]  # type: ignore[index]

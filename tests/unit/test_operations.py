@@ -318,3 +318,36 @@ def test_a_running_batch_keeps_its_lease_and_a_second_manager_takes_nothing_of_i
 
     run(body)
     assert states(store, [op]) == ["completed"]
+
+
+class _OutageStore:
+    """The ledger, whose `finish` meets a team-database outage `outages` times."""
+
+    def __init__(self, store: MemoryStoreBackend, outages: int) -> None:
+        self._store, self.outages = store, outages
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        if self.outages:
+            self.outages -= 1
+            raise FlowbabyError(ErrorCode.DATABASE_UNAVAILABLE, "The team database does not answer", retryAfterSec=0.01)
+        self._store.finish(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_database_outage_pauses_the_manager_and_the_cut_batch_runs_again(store: MemoryStoreBackend) -> None:
+    """The manager outlives DATABASE_UNAVAILABLE: the batch whose end could not be recorded goes back
+    to pending (its attempt refunded) once the ledger answers, and runs again to completion."""
+    flaky = _OutageStore(store, outages=2)
+    worker = FakeWorker()
+    ops, _ = manager(flaky, worker)  # type: ignore[arg-type]
+    op_ids = stage(store, 1)
+
+    async def body() -> None:
+        await drain(ops)
+
+    run(body)
+    status = store.operation(op_ids[0])
+    assert status is not None and status.status == "completed" and flaky.outages == 0
+    assert status.attempts == 1  # the runs the outage cut short were refunded
