@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from graph import __version__
 from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
-from graph.core.audit import AuditLog
+from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     BackgroundStatusRequest,
     ChunkSearchRequest,
@@ -60,8 +60,16 @@ from graph.core.net import is_loopback
 from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.storage import MemoryStoreBackend, open_memory_store
+from graph.core.storage import (
+    NAMESPACES_DIR,
+    MemoryStoreBackend,
+    database_url,
+    namespace_for,
+    namespace_problem,
+    open_memory_store,
+)
 from graph.core.store import Memory, StoreDamaged, new_operation_id
+from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -77,6 +85,7 @@ from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 
 __all__ = [
+    "AUDIT_USER",
     "EXIT_WORKSPACE_UNAVAILABLE",
     "EXPORT_FORMATS",
     "FlowbabyService",
@@ -89,6 +98,17 @@ __all__ = [
     "is_loopback",
     "open_service",
     "take_stdout",
+    # the team server (api/tenancy.py, bridge/tokens_cli.py)
+    "NAMESPACES_DIR",
+    "GrantCache",
+    "TokenStore",
+    "database_url",
+    "digest",
+    "issue",
+    "namespace_for",
+    "namespace_problem",
+    "open_token_store",
+    "verify",
 ]
 """What the fronts (bridge/, api/) may use besides graph.core.contract; a test holds them to it."""
 
@@ -116,7 +136,7 @@ class FlowbabyService:
         self.settings = settings
         self._lock = lock
         self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
-        self.audit = AuditLog(paths.audit_log)
+        self.audit = open_audit_log(paths)
         self.embedder = Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
@@ -149,8 +169,10 @@ class FlowbabyService:
         *,
         log_to_stderr: bool = True,
         rate_limit_per_minute: int | None = None,
+        own_logging: bool = True,
     ) -> FlowbabyService:
-        """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off."""
+        """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
+        own_logging=False leaves the process's logging as it is (a team server's namespace services)."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -162,7 +184,8 @@ class FlowbabyService:
                 raise FlowbabyError(
                     ErrorCode.FLOWBABY_ERROR, f"Cannot read the workspace settings {paths.env_file}: {reason}"
                 ) from None
-            configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
+            if own_logging:
+                configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
             service = cls(paths, settings, lock, rate or None)
         except StoreDamaged as exc:
@@ -278,6 +301,7 @@ class FlowbabyService:
             if task is not None:
                 task.cancel()
         await self.session_memory.close()
+        await asyncio.to_thread(self.audit.close)
         self.store.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
@@ -926,3 +950,20 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+def open_audit_log(paths: WorkspacePaths) -> AuditSink:
+    """The audit file under .flowbaby/, or the namespace's audit table on the team backend."""
+    url = database_url()
+    if not url:
+        return AuditLog(paths.audit_log)
+    from graph.core.pg_audit import PostgresAuditLog
+
+    return PostgresAuditLog(url, namespace_for(paths))
+
+
+def open_token_store(url: str) -> TokenStore:
+    """The team database's per-user tokens (schema flowbaby_admin, migrated on open)."""
+    from graph.core.pg_admin import PostgresTokenStore
+
+    return PostgresTokenStore(url)

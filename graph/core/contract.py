@@ -36,6 +36,12 @@ class ErrorCode(str, Enum):
     NOT_FOUND = "NOT_FOUND"
     UNAUTHORIZED = "UNAUTHORIZED"
     """HTTP front only: a missing or wrong bearer token."""
+    INVALID_NAMESPACE = "INVALID_NAMESPACE"
+    """HTTP front only: a namespace name that breaks the rule, or a path and header that disagree."""
+    NAMESPACE_FORBIDDEN = "NAMESPACE_FORBIDDEN"
+    """HTTP front only: a valid token used on a namespace outside its scope."""
+    NAMESPACE_UNAVAILABLE = "NAMESPACE_UNAVAILABLE"
+    """HTTP front only: the team server could not open the namespace (e.g. served elsewhere)."""
 
 
 class BackgroundErrorCode(str, Enum):

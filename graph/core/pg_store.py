@@ -106,6 +106,25 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops);
         """,
     ),
+    (
+        4,
+        "the audit log, with the user of the request's token (graph.core.pg_audit)",
+        """
+        CREATE TABLE audit_log (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at TEXT NOT NULL,
+            command TEXT NOT NULL,
+            user_name TEXT,
+            agent_name TEXT,
+            topic_digest TEXT,
+            result TEXT NOT NULL,
+            error_code TEXT,
+            duration_ms DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX audit_log_at ON audit_log (at);
+        CREATE INDEX audit_log_user ON audit_log (user_name);
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
