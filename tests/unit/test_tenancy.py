@@ -201,3 +201,18 @@ def test_the_router(path: str, headers: dict[str, str], status: int, seen_or_cod
     else:
         assert response.json()["errorCode"] == seen_or_code
         assert response.headers["connection"] == "close"
+
+
+def test_a_namespace_folder_is_its_namespace_whatever_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    from graph.core.storage import namespace_for
+    from graph.core.workspace import WorkspacePaths
+
+    monkeypatch.setenv("FLOWBABY_NAMESPACE", "home")
+    assert namespace_for(WorkspacePaths(Path("/srv/ws/.flowbaby/namespaces/alpha"))) == "alpha"
+    assert namespace_for(WorkspacePaths(Path("/srv/ws"))) == "home"
+    monkeypatch.delenv("FLOWBABY_NAMESPACE")
+    assert namespace_for(WorkspacePaths(Path("/srv/My Project"))) == "my-project"
+    with pytest.raises(FlowbabyError, match='folder name .*"admin" is reserved'):
+        namespace_for(WorkspacePaths(Path("/srv/admin")))
