@@ -216,3 +216,20 @@ def test_a_namespace_folder_is_its_namespace_whatever_the_environment_says(monke
     assert namespace_for(WorkspacePaths(Path("/srv/My Project"))) == "my-project"
     with pytest.raises(FlowbabyError, match='folder name .*"admin" is reserved'):
         namespace_for(WorkspacePaths(Path("/srv/admin")))
+
+
+def test_the_audit_file_names_a_user_only_for_a_per_user_token(tmp_path: Any) -> None:
+    import json
+
+    from graph.core.audit import AuditLog
+
+    log = AuditLog(tmp_path / "agent_audit.log")
+    fields: dict[str, Any] = {"agent_name": "a", "topic": "t", "result": "success", "error_code": None}
+    log.record("ingestForAgent", duration_ms=1.0, **fields)
+    reset = AUDIT_USER.set("alice")
+    try:
+        log.record("retrieveForAgent", duration_ms=2.0, **fields)
+    finally:
+        AUDIT_USER.reset(reset)
+    first, second = (json.loads(line) for line in (tmp_path / "agent_audit.log").read_text().splitlines())
+    assert "user" not in first and second["user"] == "alice"
