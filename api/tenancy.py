@@ -126,7 +126,11 @@ class NamespaceServices:
                 await asyncio.to_thread(root.mkdir, mode=0o700, parents=True, exist_ok=True)
                 try:
                     self._open[namespace] = await FlowbabyService.open(
-                        root, log_to_stderr=False, rate_limit_per_minute=self._rate, own_logging=False
+                        root,
+                        log_to_stderr=False,
+                        rate_limit_per_minute=self._rate,
+                        own_logging=False,
+                        embedder=getattr(self.default, "embedder", None),  # one model for all (not via an owner)
                     )
                 except FlowbabyError as error:
                     raise FlowbabyError(

@@ -130,14 +130,21 @@ class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
     def __init__(
-        self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock, rate_limit_per_minute: int | None
+        self,
+        paths: WorkspacePaths,
+        settings: Settings,
+        lock: WorkspaceLock,
+        rate_limit_per_minute: int | None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
         self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
         self.audit = open_audit_log(paths)
-        self.embedder = Embedder(settings.embedding_model)
+        # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
+        same = embedder is not None and embedder.model_path == settings.embedding_model
+        self.embedder = embedder if embedder is not None and same else Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
         self.graph_lane = GraphLane(paths.projection)
@@ -170,9 +177,11 @@ class FlowbabyService:
         log_to_stderr: bool = True,
         rate_limit_per_minute: int | None = None,
         own_logging: bool = True,
+        embedder: Embedder | None = None,
     ) -> FlowbabyService:
         """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
-        own_logging=False leaves the process's logging as it is (a team server's namespace services)."""
+        own_logging=False leaves the process's logging as it is, and `embedder` is another service's
+        model to share if it is the same one (a team server's namespace services)."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -187,7 +196,7 @@ class FlowbabyService:
             if own_logging:
                 configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
-            service = cls(paths, settings, lock, rate or None)
+            service = cls(paths, settings, lock, rate or None, embedder)
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
