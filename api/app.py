@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -18,9 +18,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
 
-from api.auth import token_matches
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
+from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from bridge import jsonwire
 from graph import __version__
 from graph.core.contract import (
@@ -44,7 +44,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import MemoryService
+from graph.service import MemoryService, WorkspacePaths, namespace_for
 
 log = logging.getLogger("flowbaby.api")
 
@@ -53,12 +53,15 @@ STATUS: dict[str, int] = {
     for code, status in (
         (ErrorCode.INVALID_PAYLOAD, 400),
         (RetrievalErrorCode.INVALID_REQUEST, 400),
+        (ErrorCode.INVALID_NAMESPACE, 400),
         (ErrorCode.UNAUTHORIZED, 401),
+        (ErrorCode.NAMESPACE_FORBIDDEN, 403),
         (ErrorCode.NOT_FOUND, 404),
         (ErrorCode.BACKLOG, 429),
         (RetrievalErrorCode.RATE_LIMIT_EXCEEDED, 429),
         (RetrievalErrorCode.QUEUE_FULL, 429),
         (ErrorCode.MISSING_API_KEY, 503),
+        (ErrorCode.NAMESPACE_UNAVAILABLE, 503),
         (RetrievalErrorCode.NOT_INITIALIZED, 503),
         (ErrorCode.BRIDGE_TIMEOUT, 504),
         (ErrorCode.FLOWBABY_ERROR, 500),
@@ -112,11 +115,30 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs: bool = False) -> FastAPI:
+def own_namespace(service: MemoryService) -> str | None:
+    """The embedded server's namespace (its folder's), or None if that name is no namespace."""
+    paths = getattr(service, "paths", None)
+    if not isinstance(paths, WorkspacePaths):
+        return None
+    try:
+        return namespace_for(paths)
+    except FlowbabyError:
+        return None
+
+
+def create_app(
+    service: MemoryService, token: str, host: str = "127.0.0.1", docs: bool = False, tenancy: Tenancy | None = None
+) -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
     is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
-    `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for."""
+    `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for.
+    `tenancy`: a team server's tokens and namespaces (api/tenancy.py); by default the workspace's
+    token and namespace. Routes call the request's namespace's service (MCP: the server's own)."""
+    if tenancy is None:
+        namespaces = NamespaceServices(service, own_namespace(service), team=False)
+        tenancy = Tenancy(WorkspaceToken(token), namespaces)
     mcp = build_mcp_server(service)
+    service = cast(MemoryService, CurrentService(service))
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
 
     @contextlib.asynccontextmanager
@@ -138,16 +160,7 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs
     app.router.routes.extend(mcp_app.routes)
     app.add_middleware(BodyLimit)  # innermost: a body is read only once the token checked out
 
-    @app.middleware("http")
-    async def authenticate(request: Request, call_next: Any) -> Any:
-        if request.url.path not in {"/api/health", "/docs", "/openapi.json"} and not token_matches(
-            token, request.headers.get("authorization")
-        ):
-            response = _failure(FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token").to_response())
-            response.headers["Connection"] = "close"  # its body, if any, is never read
-            return response
-        return await call_next(request)
-
+    app.add_middleware(NamespaceRouter, tenancy=tenancy)  # token, namespace and scope; bodies unread
     app.add_middleware(InFlightLimit)
     app.add_middleware(HostGuard, rule=HostRule(host))
 
@@ -172,7 +185,7 @@ def create_app(service: MemoryService, token: str, host: str = "127.0.0.1", docs
     @app.get("/api/health", response_model=HealthResponse | PublicHealthResponse)
     async def health(request: Request) -> dict[str, Any]:
         """Without the token: only that it is up, and its version (no path, no pid)."""
-        if token_matches(token, request.headers.get("authorization")):
+        if AUTHORIZED.get():
             return await service.health()
         return PublicHealthResponse(version=__version__).model_dump(mode="json")
 

@@ -14,8 +14,18 @@ import uvicorn
 from api.app import create_app
 from api.auth import resolve_token
 from api.guard import GuardedH11Protocol, install_log_limits, raise_descriptor_limit
+from api.tenancy import NamespaceServices, TeamTokens, Tenancy, WorkspaceToken
 from graph.core.contract import FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, is_loopback, open_service
+from graph.service import (
+    EXIT_WORKSPACE_UNAVAILABLE,
+    MemoryService,
+    TokenStore,
+    database_url,
+    is_loopback,
+    namespace_for,
+    open_service,
+    open_token_store,
+)
 
 log = logging.getLogger("flowbaby.api")
 
@@ -58,10 +68,14 @@ async def serve(
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
+    team: TeamServer | None = None
     try:
-        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs)
+        team = await asyncio.to_thread(TeamServer.open, service, rate_limit_per_minute) if database_url() else None
+        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team)
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.message}", file=sys.stderr)
+        if team is not None:
+            team.tokens.close()
         await service.close()
         return EXIT_WORKSPACE_UNAVAILABLE
     # uvicorn's own handlers re-raise the signal once it stops, which killed the process before
@@ -76,8 +90,34 @@ async def serve(
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short
             loop.add_signal_handler(sig, lambda: None)
-        await service.close()
+        # Every namespace at once: each may take its grace period to park a running batch.
+        await asyncio.gather(service.close(), *([team.close()] if team is not None else []))
     return 0
+
+
+class TeamServer:
+    """`serve` with FLOWBABY_DATABASE_URL: many namespaces, per-user tokens (api/tenancy.py)."""
+
+    def __init__(self, services: NamespaceServices, tokens: TokenStore) -> None:
+        self.services = services
+        self.tokens = tokens
+
+    @classmethod
+    def open(cls, service: MemoryService, rate_limit_per_minute: int | None) -> TeamServer:
+        """Raises FlowbabyError if the token schema cannot be reached or migrated."""
+        namespace = namespace_for(service.paths)
+        return cls(
+            NamespaceServices(service, namespace, team=True, rate=rate_limit_per_minute),
+            open_token_store(database_url()),
+        )
+
+    def tenancy(self, token: str) -> Tenancy:
+        workspace = WorkspaceToken(token, self.services.namespace)
+        return Tenancy(TeamTokens(workspace, self.tokens), self.services)
+
+    async def close(self) -> None:
+        await self.services.close()
+        await asyncio.to_thread(self.tokens.close)
 
 
 def http_server(
@@ -88,10 +128,11 @@ def http_server(
     own_signals: bool = True,
     tls: TLS | None = None,
     docs: bool = False,
+    team: TeamServer | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for this service; it announces its URL and token source on stderr.
     With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT. Raises
-    FlowbabyError if the token file is refused."""
+    FlowbabyError if the token file is refused. `team`: serve many namespaces (serve only)."""
     token, source = resolve_token(service.paths)
     if not is_loopback(host):
         log.warning(
@@ -100,7 +141,7 @@ def http_server(
     install_log_limits()
     raise_descriptor_limit()
     config = uvicorn.Config(
-        create_app(service, token, host, docs=docs),
+        create_app(service, token, host, docs=docs, tenancy=team.tenancy(token) if team else None),
         host=host,
         port=port,
         log_level="warning",
@@ -114,6 +155,9 @@ def http_server(
     )
     server = uvicorn.Server(config) if own_signals else _QuietServer(config)
     scheme = "https" if tls else "http"
+    if team is not None:
+        own = team.services.namespace
+        source += f"; per-user tokens from the team database; /api/ns/{{namespace}}/..., own namespace {own}"
     print(f"flowbaby API on {scheme}://{host}:{port} (token: {source})", file=sys.stderr, flush=True)
     log.info("API on %s://%s:%d, token from %s", scheme, host, port, source)
     return server

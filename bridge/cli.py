@@ -1,4 +1,5 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph` and `sessions`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`
+and `tokens`."""
 
 from __future__ import annotations
 
@@ -145,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.sessions_cli import add_sessions_command, run_sessions_command
 
     add_sessions_command(commands)
+    from bridge.tokens_cli import add_tokens_command, run_tokens_command
+
+    add_tokens_command(commands)
     args = parser.parse_args(argv)
     use_database_url(args)
     if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
@@ -155,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_sessions_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
+    if args.command == "tokens":
+        sys.exit(run_tokens_command(args))
     if args.command == "bridge":
         sys.exit(run_bridge(args))
     if args.command in ("install", "uninstall"):

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from graph import __version__
 from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
-from graph.core.audit import AuditLog
+from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
     BackgroundStatusRequest,
@@ -62,8 +62,18 @@ from graph.core.projection import load_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.storage import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
-from graph.core.storage import Closeable, MemoryStoreBackend, open_memory_store, watch_namespace
+from graph.core.storage import (
+    NAMESPACES_DIR,
+    Closeable,
+    MemoryStoreBackend,
+    database_url,
+    namespace_for,
+    namespace_problem,
+    open_memory_store,
+    watch_namespace,
+)
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
+from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
@@ -80,6 +90,7 @@ from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 
 __all__ = [
+    "AUDIT_USER",
     "EXIT_WORKSPACE_UNAVAILABLE",
     "EXPORT_FORMATS",
     "FlowbabyService",
@@ -92,6 +103,17 @@ __all__ = [
     "is_loopback",
     "open_service",
     "take_stdout",
+    # the team server (api/tenancy.py, bridge/tokens_cli.py)
+    "NAMESPACES_DIR",
+    "GrantCache",
+    "TokenStore",
+    "database_url",
+    "digest",
+    "issue",
+    "namespace_for",
+    "namespace_problem",
+    "open_token_store",
+    "verify",
 ]
 """What the fronts (bridge/, api/) may use besides graph.core.contract; a test holds them to it."""
 
@@ -113,14 +135,21 @@ class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
     def __init__(
-        self, paths: WorkspacePaths, settings: Settings, lock: WorkspaceLock, rate_limit_per_minute: int | None
+        self,
+        paths: WorkspacePaths,
+        settings: Settings,
+        lock: WorkspaceLock,
+        rate_limit_per_minute: int | None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
         self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
-        self.audit = AuditLog(paths.audit_log)
-        self.embedder = Embedder(settings.embedding_model)
+        self.audit = open_audit_log(paths)
+        # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
+        same = embedder is not None and embedder.model_path == settings.embedding_model
+        self.embedder = embedder if embedder is not None and same else Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
         self.graph_lane = GraphLane(paths.projection)
@@ -156,8 +185,12 @@ class FlowbabyService:
         *,
         log_to_stderr: bool = True,
         rate_limit_per_minute: int | None = None,
+        own_logging: bool = True,
+        embedder: Embedder | None = None,
     ) -> FlowbabyService:
-        """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off."""
+        """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
+        own_logging=False leaves the process's logging as it is, and `embedder` is another service's
+        model to share if it is the same one (a team server's namespace services)."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -169,9 +202,10 @@ class FlowbabyService:
                 raise FlowbabyError(
                     ErrorCode.FLOWBABY_ERROR, f"Cannot read the workspace settings {paths.env_file}: {reason}"
                 ) from None
-            configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
+            if own_logging:
+                configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
-            service = cls(paths, settings, lock, rate or None)
+            service = cls(paths, settings, lock, rate or None, embedder)
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
@@ -322,6 +356,7 @@ class FlowbabyService:
         if self._namespace_listener is not None:
             self._namespace_listener.close()
         self.throttle.close()
+        await asyncio.to_thread(self.audit.close)
         self.store.close()
         close_vectors = getattr(self._vectors, "close", None)  # the team backend's pooled connections
         if close_vectors is not None:
@@ -985,3 +1020,20 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+def open_audit_log(paths: WorkspacePaths) -> AuditSink:
+    """The audit file under .flowbaby/, or the namespace's audit table on the team backend."""
+    url = database_url()
+    if not url:
+        return AuditLog(paths.audit_log)
+    from graph.core.pg_audit import PostgresAuditLog
+
+    return PostgresAuditLog(url, namespace_for(paths))
+
+
+def open_token_store(url: str) -> TokenStore:
+    """The team database's per-user tokens (schema flowbaby_admin, migrated on open)."""
+    from graph.core.pg_admin import PostgresTokenStore
+
+    return PostgresTokenStore(url)

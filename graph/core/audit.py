@@ -1,7 +1,10 @@
 """The per-workspace audit trail: one JSON line per agent command in agent_audit.log.
 
 It records who asked for what and how it ended, never the summary text itself:
-the topic appears only as the first 8 hex digits of its sha256.
+the topic appears only as the first 8 hex digits of its sha256. On a team server the user of
+the request's token is recorded too (`AUDIT_USER`, set by the HTTP front per request), and with
+FLOWBABY_DATABASE_URL the entries go to the namespace's `audit_log` table instead of the file
+(graph.core.pg_audit).
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import logging
 import os
 import threading
 import time
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any, Protocol
 
 from graph.core.contract import utc_now
 from graph.core.workspace import PRIVATE_FILE_MODE
@@ -20,12 +25,53 @@ from graph.core.workspace import PRIVATE_FILE_MODE
 log = logging.getLogger("flowbaby.audit")
 WARN_EVERY_SEC = 60.0
 """A failing audit write (full disk) is logged at most this often."""
+AUDIT_USER: ContextVar[str | None] = ContextVar("flowbaby_audit_user", default=None)
+"""The user of the current request's per-user token (None: the workspace's own token, stdio)."""
 
 
 def topic_digest(topic: str | None) -> str | None:
     if not topic:
         return None
     return hashlib.sha256(topic.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+
+
+def audit_entry(
+    command: str,
+    *,
+    agent_name: str | None,
+    topic: str | None,
+    result: str,
+    error_code: str | None,
+    duration_ms: float,
+) -> dict[str, Any]:
+    """One entry; `user` only when a per-user token made the call (the file stays as it was)."""
+    entry = {
+        "timestamp": utc_now(),
+        "command": command,
+        "agentName": agent_name[:256] if agent_name else agent_name,
+        "topicDigest": topic_digest(topic),
+        "result": result,
+        "errorCode": error_code,
+        "durationMs": round(duration_ms, 3),
+    }
+    user = AUDIT_USER.get()
+    if user is not None:
+        entry["user"] = user
+    return entry
+
+
+class AuditSink(Protocol):
+    def record(
+        self,
+        command: str,
+        *,
+        agent_name: str | None,
+        topic: str | None,
+        result: str,
+        error_code: str | None,
+        duration_ms: float,
+    ) -> None: ...
+    def close(self) -> None: ...
 
 
 class AuditLog:
@@ -46,15 +92,14 @@ class AuditLog:
         error_code: str | None,
         duration_ms: float,
     ) -> None:
-        entry = {
-            "timestamp": utc_now(),
-            "command": command,
-            "agentName": agent_name[:256] if agent_name else agent_name,
-            "topicDigest": topic_digest(topic),
-            "result": result,
-            "errorCode": error_code,
-            "durationMs": round(duration_ms, 3),
-        }
+        entry = audit_entry(
+            command,
+            agent_name=agent_name,
+            topic=topic,
+            result=result,
+            error_code=error_code,
+            duration_ms=duration_ms,
+        )
         # A rejected request may carry a lone surrogate; it is written as its JSON escape.
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
@@ -73,3 +118,6 @@ class AuditLog:
                 if now - self._warned_at >= WARN_EVERY_SEC:
                     self._warned_at = now
                     log.warning("audit log not written (%s); %d lines dropped so far", exc, self.dropped)
+
+    def close(self) -> None:
+        """Each line is written and closed at once: nothing to flush."""

@@ -41,6 +41,12 @@ class ErrorCode(str, Enum):
     DATABASE_BUSY = "DATABASE_BUSY"
     """Team backend: no pooled connection freed up in time; nothing was changed, retry after retryAfterSec."""
 
+    INVALID_NAMESPACE = "INVALID_NAMESPACE"
+    """HTTP front only: a namespace name that breaks the rule, or a path and header that disagree."""
+    NAMESPACE_FORBIDDEN = "NAMESPACE_FORBIDDEN"
+    """HTTP front only: a valid token used on a namespace outside its scope."""
+    NAMESPACE_UNAVAILABLE = "NAMESPACE_UNAVAILABLE"
+    """HTTP front only: the team server could not open the namespace (e.g. served elsewhere)."""
 
 DATABASE_FAULTS = (ErrorCode.DATABASE_UNAVAILABLE, ErrorCode.DATABASE_BUSY)
 """The team database's transient faults: the request changed nothing and may be retried after retryAfterSec."""

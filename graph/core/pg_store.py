@@ -131,6 +131,25 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX retrieval_starts_at ON retrieval_starts (started_at);
         """,
     ),
+    (
+        4,
+        "the audit log, with the user of the request's token (graph.core.pg_audit)",
+        """
+        CREATE TABLE audit_log (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            at TEXT NOT NULL,
+            command TEXT NOT NULL,
+            user_name TEXT,
+            agent_name TEXT,
+            topic_digest TEXT,
+            result TEXT NOT NULL,
+            error_code TEXT,
+            duration_ms DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX audit_log_at ON audit_log (at);
+        CREATE INDEX audit_log_user ON audit_log (user_name);
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 

@@ -16,11 +16,15 @@ from typing import Any, Protocol
 
 from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, OperationStatus
 from graph.core.store import Memory, MemoryStore
-from graph.core.workspace import WorkspacePaths
+from graph.core.workspace import DATA_DIR, WorkspacePaths
 
 DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
 NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+RESERVED_NAMESPACES = frozenset({"admin"})
+"""Names no namespace may take: schema `flowbaby_admin` holds the server's tokens."""
+NAMESPACES_DIR = "namespaces"
+"""Under a team server's `.flowbaby/`: one working folder per namespace it serves (logs, worker)."""
 
 
 class MemoryStoreBackend(Protocol):
@@ -69,18 +73,28 @@ def database_url() -> str:
     return url
 
 
+def namespace_problem(name: str) -> str | None:
+    """Why `name` cannot be a namespace, or None."""
+    if not _NAMESPACE.match(name):
+        return "must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit"
+    if name in RESERVED_NAMESPACES:
+        return f'"{name}" is reserved'
+    return None
+
+
 def namespace_for(paths: WorkspacePaths) -> str:
-    """FLOWBABY_NAMESPACE, else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
+    """A team server's namespace folder (`<workspace>/.flowbaby/namespaces/<ns>`) is that namespace,
+    whatever the environment says (its graph worker inherits the server's); else FLOWBABY_NAMESPACE,
+    else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
+    if paths.root.parent.name == NAMESPACES_DIR and paths.root.parent.parent.name == DATA_DIR:
+        return paths.root.name
     explicit = os.environ.get(NAMESPACE_ENV, "").strip()
-    if explicit:
-        if not _NAMESPACE.match(explicit):
-            raise FlowbabyError(
-                ErrorCode.FLOWBABY_ERROR,
-                f"{NAMESPACE_ENV} must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit",
-            )
-        return explicit
-    slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48]
-    return slug or "default"
+    slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48] or "default"
+    problem = namespace_problem(explicit or slug)
+    if problem:
+        source = NAMESPACE_ENV if explicit else f"The namespace from the folder name (set {NAMESPACE_ENV})"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{source} {problem}")
+    return explicit or slug
 
 
 def open_memory_store(paths: WorkspacePaths, *, check: bool = False, owner: bool = True) -> MemoryStoreBackend:
