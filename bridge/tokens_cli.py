@@ -1,4 +1,4 @@
-"""`flowbaby tokens create|list|revoke`: a team server's per-user API tokens (INGEST_CONTRACT.md 15.9).
+"""`flowbaby tokens create|list|revoke`: a team server's per-user API tokens (INGEST_CONTRACT.md 15.11).
 
 They live in the team database (FLOWBABY_DATABASE_URL, process environment only), schema
 flowbaby_admin, hashed; a new token is printed once, on stdout, and cannot be shown again.
