@@ -106,6 +106,76 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops);
         """,
     ),
+    (
+        5,
+        "lexical search: each memory's words as a tsvector kept by a trigger, GIN-indexed (graph.search.pg_lexical)",
+        """
+        CREATE FUNCTION lexical_vector(body TEXT) RETURNS tsvector
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            RETURN to_tsvector('pg_catalog.english'::regconfig, regexp_replace(body, '[^[:alnum:]]+', ' ', 'g'));
+        CREATE TABLE memory_lexemes (
+            memory_id TEXT PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            lexemes tsvector NOT NULL,
+            length INTEGER NOT NULL
+        );
+        CREATE INDEX memory_lexemes_gin ON memory_lexemes USING gin (lexemes);
+        CREATE FUNCTION memory_lexemes_keep() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        DECLARE
+            words tsvector := lexical_vector(concat_ws(' ', NEW.topic, NEW.context, (
+                SELECT string_agg(item, ' ') FROM jsonb_array_elements_text(
+                    NEW.decisions::jsonb || NEW.rationale::jsonb || NEW.open_questions::jsonb
+                    || NEW.next_steps::jsonb || NEW.refs::jsonb) AS item)));
+        BEGIN
+            INSERT INTO memory_lexemes VALUES (
+                NEW.memory_id, words, (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(words))
+            ) ON CONFLICT (memory_id) DO UPDATE SET lexemes = EXCLUDED.lexemes, length = EXCLUDED.length;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memory_lexemes_keep AFTER INSERT OR UPDATE OF topic, context, decisions, rationale,
+            open_questions, next_steps, refs ON memories FOR EACH ROW EXECUTE FUNCTION memory_lexemes_keep();
+        UPDATE memories SET topic = topic;
+        """,
+    ),
+    (
+        6,
+        "session memory: imported sessions, their chunks, and chunk vectors (pgvector, the encoder's size)",
+        """
+        CREATE TABLE session_records (
+            key TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            directory TEXT NOT NULL,
+            title TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            watermark TEXT NOT NULL,
+            imported_at TEXT NOT NULL
+        );
+        CREATE INDEX session_records_session ON session_records (session_id);
+        CREATE TABLE session_chunks (
+            embedding_id TEXT PRIMARY KEY,
+            session_key TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            ord BIGINT NOT NULL,
+            role TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX session_chunks_order ON session_chunks (session_key, ord, message_id, chunk_index);
+        CREATE INDEX session_chunks_message ON session_chunks (session_key, message_id);
+        CREATE TABLE session_vectors (
+            embedding_id TEXT PRIMARY KEY,
+            session_key TEXT NOT NULL,
+            embedding vector NOT NULL
+        );
+        CREATE INDEX session_vectors_session ON session_vectors (session_key);
+        CREATE TABLE session_vector_model (
+            only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
+            dimensions INTEGER NOT NULL,
+            variant TEXT NOT NULL DEFAULT ''
+        );
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
