@@ -108,7 +108,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         5,
-        "lexical search: each memory's words as a tsvector kept by a trigger, GIN-indexed (graph.search.pg_lexical)",
+        "lexical search: each memory's words as a GIN-indexed tsvector and as postings, kept by a trigger",
         """
         CREATE FUNCTION lexical_vector(body TEXT) RETURNS tsvector
             LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -119,16 +119,26 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             length INTEGER NOT NULL
         );
         CREATE INDEX memory_lexemes_gin ON memory_lexemes USING gin (lexemes);
+        CREATE TABLE memory_terms (
+            lexeme TEXT NOT NULL,
+            memory_id TEXT NOT NULL REFERENCES memory_lexemes ON DELETE CASCADE,
+            tf INTEGER NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (lexeme, memory_id) INCLUDE (tf, length)
+        );
+        CREATE INDEX memory_terms_memory ON memory_terms (memory_id);
         CREATE FUNCTION memory_lexemes_keep() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
         DECLARE
             words tsvector := lexical_vector(concat_ws(' ', NEW.topic, NEW.context, (
                 SELECT string_agg(item, ' ') FROM jsonb_array_elements_text(
                     NEW.decisions::jsonb || NEW.rationale::jsonb || NEW.open_questions::jsonb
                     || NEW.next_steps::jsonb || NEW.refs::jsonb) AS item)));
+            total INTEGER := (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(words));
         BEGIN
-            INSERT INTO memory_lexemes VALUES (
-                NEW.memory_id, words, (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(words))
-            ) ON CONFLICT (memory_id) DO UPDATE SET lexemes = EXCLUDED.lexemes, length = EXCLUDED.length;
+            DELETE FROM memory_lexemes WHERE memory_id = NEW.memory_id;
+            INSERT INTO memory_lexemes VALUES (NEW.memory_id, words, total);
+            INSERT INTO memory_terms
+                SELECT lexeme, NEW.memory_id, array_length(positions, 1), total FROM unnest(words);
             RETURN NULL;
         END $$;
         CREATE TRIGGER memory_lexemes_keep AFTER INSERT OR UPDATE OF topic, context, decisions, rationale,

@@ -1,16 +1,18 @@
 """The lexical lane on Postgres full-text, the team backend's counterpart of graph.search.lexical.
 
-The database keeps each memory's words: a trigger on `memories` writes `memory_lexemes` (a
-tsvector of the memory's whole text, GIN-indexed, and its length) in the staging transaction
-(migration 5), so no server rebuilds an index at start and every server sees every memory.
+The database keeps each memory's words: a trigger on `memories` writes, in the staging transaction
+(migration 5), `memory_lexemes` (a tsvector of the memory's whole text, GIN-indexed, and its length)
+and `memory_terms` (the tsvector's postings: word, memory, count), so no server rebuilds an index at
+start and every server sees every memory.
 Words are runs of letters and digits (`redis-cache` -> redis, cache; `E_LEDGER_LOCK` -> e, ledger,
 lock; `billing/reconcile.py` -> billing, reconcile, py, as graph.search.text splits them), then
 Postgres' `english` configuration (its stopwords, the Snowball stemmer).
 
 The score is the in-memory lane's: BM25 (k1 1.2, b 0.75) self-normalised by what the query could
-reach, computed in one SQL statement (document frequencies from the GIN index, term frequencies
-from the tsvector's positions), so fusion weights, match floors and abstention cuts keep their
-meaning. ts_rank_cd was measured too and ranks worse (INGEST_CONTRACT.md 15).
+reach, computed in one SQL statement over the postings, so fusion weights, match floors and
+abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over the tsvector alone
+(unnesting every matching memory's tsvector for its counts) was 10x slower than over postings
+(INGEST_CONTRACT.md 15). The GIN index answers whether words are known (knows, known_share).
 """
 
 from __future__ import annotations
@@ -33,30 +35,27 @@ _TERMS = """
 """Each distinct word of the query, how often the query writes it, and how many memories hold it
 (lexemes are letters and digits only, so quoting them as a tsquery needs no escaping)."""
 
-_SEARCH = f"""
-    WITH totals AS (SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS average FROM memory_lexemes),
-    terms AS (
-        SELECT t.lexeme, t.qtf, ln(1 + (totals.n - t.df + 0.5) / (t.df + 0.5)) AS idf
-        FROM ({_TERMS}) AS t, totals WHERE t.df > 0
+_SEARCH = """
+    WITH totals AS MATERIALIZED (
+        SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS average FROM memory_lexemes
     ),
-    reach AS (
-        SELECT sum(qtf * idf * (%(k1)s + 1)) AS attainable,
-            string_agg('''' || lexeme || '''', ' | ')::tsquery AS query
-        FROM terms
+    terms AS MATERIALIZED (
+        SELECT q.lexeme, array_length(q.positions, 1)::float8 AS qtf,
+            ln(1 + (totals.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+        FROM unnest(lexical_vector(%(query)s)) AS q, totals,
+            LATERAL (SELECT count(*)::float8 AS df FROM memory_terms p WHERE p.lexeme = q.lexeme) AS d
+        WHERE d.df > 0
     )
-    SELECT m.memory_id, sum(
-        terms.qtf * terms.idf * w.tf * (%(k1)s + 1)
-        / (w.tf + %(k1)s * (1 - %(b)s + %(b)s * m.length / totals.average))
-    ) / (SELECT attainable FROM reach) AS score
-    FROM memory_lexemes m
-    CROSS JOIN LATERAL (SELECT lexeme, array_length(positions, 1)::float8 AS tf FROM unnest(m.lexemes)) AS w
-    JOIN terms ON terms.lexeme = w.lexeme
-    CROSS JOIN totals
-    WHERE m.lexemes @@ (SELECT query FROM reach)
-    GROUP BY m.memory_id
-    ORDER BY score DESC, m.memory_id
+    SELECT p.memory_id, sum(
+        terms.qtf * terms.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / totals.average))
+    ) / (SELECT sum(qtf * idf * (%(k1)s + 1)) FROM terms) AS score
+    FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme CROSS JOIN totals
+    GROUP BY p.memory_id
+    ORDER BY score DESC, p.memory_id
     LIMIT %(limit)s
 """
+"""BM25 over the postings of the query's words (an index range each), as LexicalIndex.search does
+over its in-memory postings."""
 
 
 class PgLexicalIndex:
