@@ -115,18 +115,19 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             RETURN to_tsvector('pg_catalog.english'::regconfig, regexp_replace(body, '[^[:alnum:]]+', ' ', 'g'));
         CREATE TABLE memory_lexemes (
             memory_id TEXT PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            doc BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
             lexemes tsvector NOT NULL,
             length INTEGER NOT NULL
         );
         CREATE INDEX memory_lexemes_gin ON memory_lexemes USING gin (lexemes);
         CREATE TABLE memory_terms (
             lexeme TEXT NOT NULL,
-            memory_id TEXT NOT NULL REFERENCES memory_lexemes ON DELETE CASCADE,
+            doc BIGINT NOT NULL REFERENCES memory_lexemes (doc) ON DELETE CASCADE,
             tf INTEGER NOT NULL,
             length INTEGER NOT NULL,
-            PRIMARY KEY (lexeme, memory_id) INCLUDE (tf, length)
+            PRIMARY KEY (lexeme, doc) INCLUDE (tf, length)
         );
-        CREATE INDEX memory_terms_memory ON memory_terms (memory_id);
+        CREATE INDEX memory_terms_doc ON memory_terms (doc);
         CREATE FUNCTION memory_lexemes_keep() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
         DECLARE
             words tsvector := lexical_vector(concat_ws(' ', NEW.topic, NEW.context, (
@@ -134,11 +135,12 @@ MIGRATIONS: list[tuple[int, str, str]] = [
                     NEW.decisions::jsonb || NEW.rationale::jsonb || NEW.open_questions::jsonb
                     || NEW.next_steps::jsonb || NEW.refs::jsonb) AS item)));
             total INTEGER := (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(words));
+            added BIGINT;
         BEGIN
             DELETE FROM memory_lexemes WHERE memory_id = NEW.memory_id;
-            INSERT INTO memory_lexemes VALUES (NEW.memory_id, words, total);
-            INSERT INTO memory_terms
-                SELECT lexeme, NEW.memory_id, array_length(positions, 1), total FROM unnest(words);
+            INSERT INTO memory_lexemes (memory_id, lexemes, length) VALUES (NEW.memory_id, words, total)
+                RETURNING doc INTO added;
+            INSERT INTO memory_terms SELECT lexeme, added, array_length(positions, 1), total FROM unnest(words);
             RETURN NULL;
         END $$;
         CREATE TRIGGER memory_lexemes_keep AFTER INSERT OR UPDATE OF topic, context, decisions, rationale,

@@ -2,8 +2,8 @@
 
 The database keeps each memory's words: a trigger on `memories` writes, in the staging transaction
 (migration 5), `memory_lexemes` (a tsvector of the memory's whole text, GIN-indexed, and its length)
-and `memory_terms` (the tsvector's postings: word, memory, count), so no server rebuilds an index at
-start and every server sees every memory.
+and `memory_terms` (the tsvector's postings: word, memory number, count, memory length), so no
+server rebuilds an index at start and every server sees every memory.
 Words are runs of letters and digits (`redis-cache` -> redis, cache; `E_LEDGER_LOCK` -> e, ledger,
 lock; `billing/reconcile.py` -> billing, reconcile, py, as graph.search.text splits them), then
 Postgres' `english` configuration (its stopwords, the Snowball stemmer).
@@ -11,7 +11,7 @@ Postgres' `english` configuration (its stopwords, the Snowball stemmer).
 The score is the in-memory lane's: BM25 (k1 1.2, b 0.75) self-normalised by what the query could
 reach, computed in one SQL statement over the postings, so fusion weights, match floors and
 abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over the tsvector alone
-(unnesting every matching memory's tsvector for its counts) was 10x slower than over postings
+(unnesting every matching memory's tsvector for its counts) was 5-6x slower than over postings
 (INGEST_CONTRACT.md 15). The GIN index answers whether words are known (knows, known_share).
 """
 
@@ -37,7 +37,8 @@ _TERMS = """
 
 _SEARCH = """
     WITH totals AS MATERIALIZED (
-        SELECT count(*)::float8 AS n, coalesce(avg(length), 1)::float8 AS average FROM memory_lexemes
+        SELECT count(*)::float8 AS n, coalesce(sum(length)::float8 / nullif(count(*), 0), 1) AS average
+        FROM memory_lexemes
     ),
     terms AS MATERIALIZED (
         SELECT q.lexeme, array_length(q.positions, 1)::float8 AS qtf,
@@ -45,17 +46,23 @@ _SEARCH = """
         FROM unnest(lexical_vector(%(query)s)) AS q, totals,
             LATERAL (SELECT count(*)::float8 AS df FROM memory_terms p WHERE p.lexeme = q.lexeme) AS d
         WHERE d.df > 0
+    ),
+    best AS (
+        SELECT p.doc, sum(
+            terms.qtf * terms.idf * p.tf * (%(k1)s + 1)
+            / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / totals.average))
+        ) AS bm25
+        FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme CROSS JOIN totals
+        GROUP BY p.doc
+        ORDER BY bm25 DESC, p.doc
+        LIMIT %(limit)s
     )
-    SELECT p.memory_id, sum(
-        terms.qtf * terms.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / totals.average))
-    ) / (SELECT sum(qtf * idf * (%(k1)s + 1)) FROM terms) AS score
-    FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme CROSS JOIN totals
-    GROUP BY p.memory_id
-    ORDER BY score DESC, p.memory_id
-    LIMIT %(limit)s
+    SELECT m.memory_id, best.bm25 / (SELECT sum(qtf * idf * (%(k1)s + 1)) FROM terms) AS score
+    FROM best JOIN memory_lexemes m ON m.doc = best.doc
+    ORDER BY best.bm25 DESC, best.doc
 """
-"""BM25 over the postings of the query's words (an index range each), as LexicalIndex.search does
-over its in-memory postings."""
+"""BM25 over the postings of the query's words (an index range each), summed per memory by its
+integer `doc` (staging order, which also breaks ties, as LexicalIndex's position does)."""
 
 
 class PgLexicalIndex:

@@ -73,9 +73,9 @@ class TsvectorBm25(PgLexicalIndex):
                 SELECT q.lexeme, array_length(q.positions, 1)::float8 AS qtf,
                     ln(1 + (totals.n - d.df + 0.5) / (d.df + 0.5)) AS idf
                 FROM unnest(lexical_vector(%(query)s)) AS q, totals, LATERAL (SELECT count(*)::float8 AS df
-                    FROM memory_lexemes m WHERE m.lexemes @@ ( || q.lexeme || )::tsquery) AS d
+                    FROM memory_lexemes m WHERE m.lexemes @@ ('''' || q.lexeme || '''')::tsquery) AS d
                 WHERE d.df > 0),
-            reach AS (SELECT sum(qtf * idf * 2.2) AS a, string_agg( || lexeme || , ' | ')::tsquery AS q
+            reach AS (SELECT sum(qtf * idf * 2.2) AS a, string_agg('''' || lexeme || '''', ' | ')::tsquery AS q
                 FROM terms)
             SELECT m.memory_id, sum(terms.qtf * terms.idf * w.tf * 2.2
                 / (w.tf + 1.2 * (0.25 + 0.75 * m.length / totals.average))) / (SELECT a FROM reach) AS score
@@ -229,60 +229,61 @@ def main() -> None:
     embedder = Embedder(default_model_path())
     report: dict[str, Any] = {}
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            if args.skip_quality:
-                args.locomo = Path("/nonexistent")
-            requests, questions = load_devset()
-            asked = [q["question"] for q in questions]
-            lane, fused = evaluate(url, requests, asked, Path(tmp) / "devset", embedder)
-            answerable = [i for i, q in enumerate(questions) if q["kind"] != "unanswerable"]
-            answers = [
-                questions[i]["answers"] if "answers" in questions[i] else [questions[i]["newer"]] for i in answerable
-            ]
-            report["devset"] = {
-                name: {
-                    "lexical lane": recall_mrr([lane[name][i] for i in answerable], answers),
-                    "fused": score(questions, fused[name]) | recall_mrr([fused[name][i] for i in answerable], answers),
-                }
-                for name in lane
-            }
-            print(json.dumps(report, indent=1), flush=True)
-            if args.locomo.is_file():
-                lanes: dict[str, list[list[str]]] = {}
-                fuseds: dict[str, list[list[str]]] = {}
-                all_questions: list[dict[str, Any]] = []
-                for conversation in load_conversations(args.locomo):
-                    qs = conversation["questions"]
-                    lane, fused = evaluate(
-                        url,
-                        conversation["requests"],
-                        [q["question"] for q in qs],
-                        Path(tmp) / conversation["sample"],
-                        embedder,
-                    )
-                    for name in lane:
-                        lanes.setdefault(name, []).extend(lane[name])
-                        fuseds.setdefault(name, []).extend(fused[name])
-                    all_questions += qs
-                answers = [q["evidence"] for q in all_questions]
-                report["locomo"] = {
+        if not args.skip_quality:
+            with tempfile.TemporaryDirectory() as tmp:
+                requests, questions = load_devset()
+                asked = [q["question"] for q in questions]
+                lane, fused = evaluate(url, requests, asked, Path(tmp) / "devset", embedder)
+                answerable = [i for i, q in enumerate(questions) if q["kind"] != "unanswerable"]
+                answers = [
+                    questions[i]["answers"] if "answers" in questions[i] else [questions[i]["newer"]]
+                    for i in answerable
+                ]
+                report["devset"] = {
                     name: {
-                        "lexical lane": {
-                            k: v
-                            for k, v in session_recall(lanes[name], all_questions).items()
-                            if k in ("R@1", "R@5", "multi-hop R@5")
-                        }
-                        | {"MRR": recall_mrr(lanes[name], answers)["MRR"]},
-                        "fused": {
-                            k: v
-                            for k, v in session_recall(fuseds[name], all_questions).items()
-                            if k in ("R@1", "R@5", "multi-hop R@5")
-                        }
-                        | {"MRR": recall_mrr(fuseds[name], answers)["MRR"]},
+                        "lexical lane": recall_mrr([lane[name][i] for i in answerable], answers),
+                        "fused": score(questions, fused[name])
+                        | recall_mrr([fused[name][i] for i in answerable], answers),
                     }
-                    for name in lanes
+                    for name in lane
                 }
-                print(json.dumps(report["locomo"], indent=1), flush=True)
+                print(json.dumps(report, indent=1), flush=True)
+                if args.locomo.is_file():
+                    lanes: dict[str, list[list[str]]] = {}
+                    fuseds: dict[str, list[list[str]]] = {}
+                    all_questions: list[dict[str, Any]] = []
+                    for conversation in load_conversations(args.locomo):
+                        qs = conversation["questions"]
+                        lane, fused = evaluate(
+                            url,
+                            conversation["requests"],
+                            [q["question"] for q in qs],
+                            Path(tmp) / conversation["sample"],
+                            embedder,
+                        )
+                        for name in lane:
+                            lanes.setdefault(name, []).extend(lane[name])
+                            fuseds.setdefault(name, []).extend(fused[name])
+                        all_questions += qs
+                    answers = [q["evidence"] for q in all_questions]
+                    report["locomo"] = {
+                        name: {
+                            "lexical lane": {
+                                k: v
+                                for k, v in session_recall(lanes[name], all_questions).items()
+                                if k in ("R@1", "R@5", "multi-hop R@5")
+                            }
+                            | {"MRR": recall_mrr(lanes[name], answers)["MRR"]},
+                            "fused": {
+                                k: v
+                                for k, v in session_recall(fuseds[name], all_questions).items()
+                                if k in ("R@1", "R@5", "multi-hop R@5")
+                            }
+                            | {"MRR": recall_mrr(fuseds[name], answers)["MRR"]},
+                        }
+                        for name in lanes
+                    }
+                    print(json.dumps(report["locomo"], indent=1), flush=True)
         report["warm_up"] = [warm_up(url, n) for n in args.warm]
         print(json.dumps(report["warm_up"], indent=1), flush=True)
     finally:
