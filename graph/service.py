@@ -81,6 +81,7 @@ from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.lexical_backend import open_lexical
 from graph.search.remote_changes import RemoteChanges
 from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle_backend import open_retrieval_throttle
@@ -256,7 +257,8 @@ class FlowbabyService:
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
         # Search starts with what is indexed; the rest is embedded in the background, and
         # retrievals say how many memories they could not search yet.
-        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed])
+        lexical = await asyncio.to_thread(open_lexical, self.paths)
+        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
         missing = [m for m in memories if m.memory_id not in indexed]
         await asyncio.to_thread(self.graph_lane.refresh)
         if await asyncio.to_thread(self._check_projection):

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import psycopg
 from graph.core.pg_store import schema_name
 from tests.conftest import summary
 from tests.postgres import PostgresServer, free_port
+from tests.session_fixtures import OpenCodeDb, text, tool
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,3 +95,58 @@ def test_fronts_refuse_to_start_when_the_database_is_down(workspace: Path) -> No
     assert b"FLOWBABY_ERROR: Cannot connect to the team database" in serve.stderr
     for output in (bridge.stdout, bridge.stderr, serve.stderr):
         assert b"Traceback" not in output and b"s3cret-pw" not in output
+
+
+def test_the_lexical_lane_and_session_memory_live_in_the_team_namespace(
+    spawn, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """On Postgres, an exact identifier is found by the database's full-text lane, and an OpenCode
+    session on disk is imported and searched with its chunks and vectors in the namespace."""
+    namespace = f"team{uuid.uuid4().hex[:8]}"
+    laptop = tmp_path / "laptop"
+    laptop.mkdir()
+    db = OpenCodeDb(tmp_path / "opencode")
+    db.session("ses_team", laptop, "Canary placement")
+    db.turn("ses_team", "user", text("Which region should the payments canary run in?"))
+    db.turn("ses_team", "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
+    db.turn("ses_team", "assistant", text("Done."), tool("bash", "make test", "42 passed"))
+    env = _env(postgres.url(), namespace) | {
+        "FLOWBABY_SESSIONS_OPENCODE_DIR": str(tmp_path / "opencode"),
+        "FLOWBABY_SESSIONS_CLAUDE_CODE": "0",
+        "FLOWBABY_SESSIONS_WATCH": "0",
+    }
+    client = spawn(laptop, env=env)
+    client.result("ingestForAgent", summary())
+    client.result(
+        "ingestForAgent",
+        summary(
+            "ledger-drift",
+            topic="Nightly reconciliation drift",
+            context="The reconciler flagged KX-40913 when two ledgers disagreed by one cent.",
+            decisions=["Round half-even in the reconciler"],
+        ),
+    )
+    client.result("ingestForAgent", summary("ui-theme", topic="Dark mode", context="The web app follows the OS theme."))
+    deadline = time.monotonic() + 120
+    while True:  # searchable once embedded (the lexical lane serves the memories the catalog holds)
+        reply = client.result("retrieveForAgent", {"query": "KX-40913", "maxResults": 3, "abstain": False})
+        entries = reply.get("entries", [])
+        if entries or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert entries and entries[0]["topicId"] == "ledger-drift" and "lexical" in entries[0]["lanes"], reply
+
+    imported = client.result("sessionsImport", {"session_id": "ses_team"}, timeout=120)
+    assert imported["index_status"]["status"] == "ready", imported
+    hits = client.result("sessionsSearch", {"session_id": "ses_team", "q": "lowest card network latency", "limit": 2})
+    assert "eu-west-3" in hits["results"][0]["chunk_text"], hits
+    client.close()
+    db.close()
+    assert not (laptop / ".flowbaby" / "sessions" / "index.sqlite").exists()
+    assert not (laptop / ".flowbaby" / "sessions" / "vectors.lance").exists()
+    schema = schema_name(namespace)
+    with psycopg.connect(postgres.url()) as conn:
+        terms = conn.execute(f"SELECT count(*) FROM \"{schema}\".memory_terms WHERE lexeme = 'kx'".encode()).fetchone()
+        chunks = conn.execute(f'SELECT count(*) FROM "{schema}".session_chunks'.encode()).fetchone()
+        vectors = conn.execute(f'SELECT count(*) FROM "{schema}".session_vectors'.encode()).fetchone()
+    assert terms == (1,) and chunks == vectors and chunks is not None and chunks[0] >= 3

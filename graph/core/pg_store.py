@@ -150,6 +150,88 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX audit_log_user ON audit_log (user_name);
         """,
     ),
+    (
+        5,
+        "lexical search: each memory's words as a GIN-indexed tsvector and as postings, kept by a trigger",
+        """
+        CREATE FUNCTION lexical_vector(body TEXT) RETURNS tsvector
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            RETURN to_tsvector('pg_catalog.english'::regconfig, regexp_replace(body, '[^[:alnum:]]+', ' ', 'g'));
+        CREATE TABLE memory_lexemes (
+            memory_id TEXT PRIMARY KEY REFERENCES memories ON DELETE CASCADE,
+            doc BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+            lexemes tsvector NOT NULL,
+            length INTEGER NOT NULL
+        );
+        CREATE INDEX memory_lexemes_gin ON memory_lexemes USING gin (lexemes);
+        CREATE TABLE memory_terms (
+            lexeme TEXT NOT NULL,
+            doc BIGINT NOT NULL REFERENCES memory_lexemes (doc) ON DELETE CASCADE,
+            tf INTEGER NOT NULL,
+            length INTEGER NOT NULL,
+            PRIMARY KEY (lexeme, doc) INCLUDE (tf, length)
+        );
+        CREATE INDEX memory_terms_doc ON memory_terms (doc);
+        CREATE FUNCTION memory_lexemes_keep() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        DECLARE
+            words tsvector := lexical_vector(concat_ws(' ', NEW.topic, NEW.context, (
+                SELECT string_agg(item, ' ') FROM jsonb_array_elements_text(
+                    NEW.decisions::jsonb || NEW.rationale::jsonb || NEW.open_questions::jsonb
+                    || NEW.next_steps::jsonb || NEW.refs::jsonb) AS item)));
+            total INTEGER := (SELECT coalesce(sum(array_length(positions, 1)), 0) FROM unnest(words));
+            added BIGINT;
+        BEGIN
+            DELETE FROM memory_lexemes WHERE memory_id = NEW.memory_id;
+            INSERT INTO memory_lexemes (memory_id, lexemes, length) VALUES (NEW.memory_id, words, total)
+                RETURNING doc INTO added;
+            INSERT INTO memory_terms SELECT lexeme, added, array_length(positions, 1), total FROM unnest(words);
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER memory_lexemes_keep AFTER INSERT OR UPDATE OF topic, context, decisions, rationale,
+            open_questions, next_steps, refs ON memories FOR EACH ROW EXECUTE FUNCTION memory_lexemes_keep();
+        UPDATE memories SET topic = topic;
+        """,
+    ),
+    (
+        6,
+        "session memory: imported sessions, their chunks, and chunk vectors (pgvector, the encoder's size)",
+        """
+        CREATE TABLE session_records (
+            key TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            directory TEXT NOT NULL,
+            title TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            watermark TEXT NOT NULL,
+            imported_at TEXT NOT NULL
+        );
+        CREATE INDEX session_records_session ON session_records (session_id);
+        CREATE TABLE session_chunks (
+            embedding_id TEXT PRIMARY KEY,
+            session_key TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            ord BIGINT NOT NULL,
+            role TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            text TEXT NOT NULL
+        );
+        CREATE INDEX session_chunks_order ON session_chunks (session_key, ord, message_id, chunk_index);
+        CREATE INDEX session_chunks_message ON session_chunks (session_key, message_id);
+        CREATE TABLE session_vectors (
+            embedding_id TEXT PRIMARY KEY,
+            session_key TEXT NOT NULL,
+            embedding vector NOT NULL
+        );
+        CREATE INDEX session_vectors_session ON session_vectors (session_key);
+        CREATE TABLE session_vector_model (
+            only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
+            dimensions INTEGER NOT NULL,
+            variant TEXT NOT NULL DEFAULT ''
+        );
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 

@@ -32,6 +32,7 @@ from graph.core.contract import (
 from graph.core.store import Memory
 from graph.extract.extractor import extract_graph
 from graph.search.lexical import LexicalIndex
+from graph.search.lexical_backend import LexicalSearch
 from graph.search.links import Hop, NameLinks, is_identifier
 from graph.search.supersession import Pair, find_pairs, is_historic
 from graph.search.tokens import count_tokens, truncate_to_tokens
@@ -171,14 +172,15 @@ def _strip_words(query: str, words: set[str]) -> str:
 
 
 class Catalog:
-    """Every stored memory version, in memory, with the lexical index over them."""
+    """Every stored memory version, in memory, with the lexical index over them (in memory by
+    default; the team backend's is Postgres full-text, which the database keeps)."""
 
-    def __init__(self, memories: Iterable[Memory]) -> None:
+    def __init__(self, memories: Iterable[Memory], lexical: LexicalSearch | None = None) -> None:
         self._lock = threading.Lock()
         self.by_id: dict[str, Memory] = {}
         self.created: dict[str, datetime] = {}
         self._topics: dict[str, list[str]] = defaultdict(list)
-        self.lexical = LexicalIndex()
+        self.lexical: LexicalSearch = lexical if lexical is not None else LexicalIndex()
         self.links = NameLinks()
         self.changes = 0
         """Counts status changes made after loading (a confirmed supersession), for caches."""

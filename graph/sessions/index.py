@@ -1,7 +1,8 @@
 """The session index: import, update and repair sessions, report Vapor's statuses, search.
 
 Synchronous and thread-safe: the async front runs each call in a worker thread. Sessions are
-keyed `<source>:<session id>`; chunk texts and watermarks live in SQLite, vectors in LanceDB.
+keyed `<source>:<session id>`; chunk texts and watermarks live in SQLite, vectors in LanceDB
+(or both in the namespace's Postgres schema: graph.sessions.backend).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from graph.sessions.backend import SessionVectorStore, open_session_store, open_session_vectors
 from graph.sessions.chunking import TurnChunk, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, within
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
-from graph.sessions.store import SessionStore
-from graph.sessions.vectors import SessionVectors
 
 EMBED_BATCH = 256
 """Chunks embedded and written per step: an interrupted import leaves a `partial` index."""
@@ -76,10 +76,9 @@ class SessionIndex:
         self.encoder = encoder
         self.settings = settings
         self.sources = {source.name: source for source in sources}
-        self.store = SessionStore(folder / "index.sqlite")
-        self._vectors_path = folder / "vectors.lance"
-        self._variant_marker = folder / "vectors.variant"
-        self._vectors: SessionVectors | None = None
+        self.store = open_session_store(Path(workspace), folder)
+        self._folder = folder
+        self._vectors: SessionVectorStore | None = None
         self.model = model_label(encoder.model_path)
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
@@ -88,25 +87,17 @@ class SessionIndex:
         """Set at close: a running import stops after its current batch (a `partial` index, finished later)."""
 
     @property
-    def vectors(self) -> SessionVectors:
+    def vectors(self) -> SessionVectorStore:
         """Opened on first need: the watcher lists sources every few seconds, and a workspace
-        without sessions should not hold LanceDB's table (tens of MB) for it."""
+        without sessions should not hold LanceDB's table (tens of MB) for it. Vectors made by
+        another encoder variant (say, before the int8 session model) are dropped: their sessions
+        show `repair_needed` until repaired or updated."""
         with self._guard:
             if self._vectors is None:
-                vectors = SessionVectors(self._vectors_path, self.encoder.dimensions)
-                self._forget_other_variant(vectors)
+                vectors = open_session_vectors(Path(self.workspace), self._folder, self.encoder.dimensions)
+                vectors.keep_variant(self.encoder.variant)
                 self._vectors = vectors
             return self._vectors
-
-    def _forget_other_variant(self, vectors: SessionVectors) -> None:
-        """Vectors made by another encoder variant (say, before the int8 session model) are
-        dropped: their sessions show `repair_needed` until repaired or updated."""
-        variant = self.encoder.variant
-        if self._variant_marker.is_file() and self._variant_marker.read_text() == variant:
-            return
-        if vectors.total():
-            vectors.clear()
-        self._variant_marker.write_text(variant)
 
     # -- finding sessions -------------------------------------------------------------
     def root(self, cwd: str | None) -> str:
@@ -365,3 +356,5 @@ class SessionIndex:
         while self._busy and time.monotonic() < until:
             time.sleep(0.05)
         self.store.close()
+        if self._vectors is not None:
+            self._vectors.close()

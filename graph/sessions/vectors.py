@@ -23,6 +23,7 @@ class SessionVectors:
         import lancedb
 
         self.dimensions = dimensions
+        self._path = path
         self._db = lancedb.connect(str(path))
         schema = pa.schema(
             [
@@ -45,6 +46,16 @@ class SessionVectors:
             ids = stored.column("embedding_id").to_pylist()
             for key, rows in by_key.items():
                 self._sessions[key] = ([ids[r] for r in rows], matrix[rows])
+
+    def keep_variant(self, variant: str) -> None:
+        """Vectors made by another encoder variant are dropped; the variant in use is noted next
+        to the table (`vectors.variant`)."""
+        marker = self._path.parent / "vectors.variant"
+        if marker.is_file() and marker.read_text() == variant:
+            return
+        if self.total():
+            self.clear()
+        marker.write_text(variant)
 
     def _mode(self, schema: pa.Schema) -> str:
         """ "overwrite" when the stored table holds vectors of another size, else "create"."""
@@ -119,3 +130,6 @@ class SessionVectors:
     def optimize(self) -> None:
         with self._lock:
             self._table.optimize()
+
+    def close(self) -> None:
+        """LanceDB holds no connection; the table is read again at the next open."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
 import threading
 import time
@@ -15,14 +16,15 @@ import numpy as np
 import pytest
 
 from graph.core.contract import ContractFailure
+from graph.core.storage import DATABASE_URL_ENV, NAMESPACE_ENV
 from graph.sessions.agent_api import SessionMemory
+from graph.sessions.backend import open_session_vectors
 from graph.sessions.chunking import TOOL_RESULT_CHARS, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
 from graph.sessions.redact import redact
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
-from graph.sessions.vectors import SessionVectors
 from tests.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
 
 
@@ -43,7 +45,9 @@ class HashEncoder:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> dict[str, Path]:
+def home(tmp_path: Path, backend: str) -> dict[str, Path]:
+    """Session sources on disk; the index is kept by the `backend` (tests/unit/conftest.py): SQLite and
+    LanceDB under the workspace, or the namespace's tables on the session's real Postgres."""
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
     return {"ws": ws, "opencode": tmp_path / "opencode", "claude": tmp_path / "claude", "data": ws / ".flowbaby"}
@@ -158,7 +162,22 @@ def test_chunks_truncate_tool_results_and_mark_redactions(home: dict[str, Path])
     assert "more characters not indexed" in chunks[-1].text
 
 
-def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path]) -> None:
+def lose_vectors(home: dict[str, Path], backend: str, where: str) -> None:
+    """Vectors lost behind the index's back (a deleted or corrupted table): the next start sees it."""
+    if backend == "sqlite":
+        import lancedb
+
+        lancedb.connect(str(home["data"] / "sessions" / "vectors.lance")).open_table("session_chunks").delete(where)
+        return
+    import psycopg
+
+    from graph.core.pg_store import schema_name
+
+    with psycopg.connect(os.environ[DATABASE_URL_ENV], autocommit=True) as conn:
+        conn.execute(f'DELETE FROM "{schema_name(os.environ[NAMESPACE_ENV])}".session_vectors WHERE {where}'.encode())
+
+
+def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path], backend: str) -> None:
     db = OpenCodeDb(home["opencode"])
     db.session("ses_1", home["ws"])
     conversation(db, "ses_1")
@@ -184,10 +203,7 @@ def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path]) 
     assert hits[0]["chunk_text"] == "And the weekly job?"
     index.close()
 
-    import lancedb  # vectors lost (a deleted or corrupted table): the next start sees it
-
-    table = lancedb.connect(str(home["data"] / "sessions" / "vectors.lance")).open_table("session_chunks")
-    table.delete("embedding_id LIKE 'turn:ses_1:%'")
+    lose_vectors(home, backend, "embedding_id LIKE 'turn:ses_1:%'")
     index = make_index(home)
     info = index.find("ses_1")[0]
     status = index.status(info)
@@ -202,15 +218,14 @@ def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path]) 
     assert index.status(info)["status"] == "ready"
 
     index.close()
-    table = lancedb.connect(str(home["data"] / "sessions" / "vectors.lance")).open_table("session_chunks")
-    table.delete(f"embedding_id = '{hits[0]['embedding_id']}'")
+    lose_vectors(home, backend, f"embedding_id = '{hits[0]['embedding_id']}'")
     index = make_index(home)
     status = index.status(index.find("ses_1")[0])
     assert (status["status"], status["can_search"], status["coverage"]) == ("partial", True, 0.75)
     index.close()
 
 
-def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[str, Path]) -> None:
+def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[str, Path], backend: str) -> None:
     db = OpenCodeDb(home["opencode"])
     db.session("ses_1", home["ws"])
     conversation(db, "ses_1")
@@ -240,7 +255,8 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
     index.repair_session(info)
     assert index.status(info)["status"] == "ready"
     index.close()
-    assert (home["data"] / "sessions" / "vectors.variant").read_text() == "hash-v2"
+    if backend == "sqlite":
+        assert (home["data"] / "sessions" / "vectors.variant").read_text() == "hash-v2"
     index = SessionIndex(home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config))
     assert index.status(info)["status"] == "ready"  # same variant: vectors kept
     index.close()
@@ -471,14 +487,18 @@ def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
     index.close()
 
 
-def test_session_vectors_of_another_size_are_made_again(tmp_path: Path) -> None:
-    """A model of another vector size (FLOWBABY_EMBEDDING_MODEL) gets a table of its size."""
-    path = tmp_path / "vectors.lance"
-    first = SessionVectors(path, 384)
+def test_session_vectors_of_another_size_are_made_again(tmp_path: Path, backend: str) -> None:
+    """A model of another vector size (FLOWBABY_EMBEDDING_MODEL) gets a table (or column) of its size."""
+    first = open_session_vectors(tmp_path, tmp_path, 384)
     first.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 384), np.float32))
     assert first.total() == 1
-    other = SessionVectors(path, 8)
+    other = open_session_vectors(tmp_path, tmp_path, 8)
     assert other.total() == 0  # the 384-d vectors cannot be compared with 8-d queries
-    other.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 8), np.float32))
-    assert [hit[0] for hit in other.nearest(["opencode:ses_1"], np.ones(8, np.float32), 1)] == ["opencode:ses_1"]
-    assert SessionVectors(path, 8).total() == 1
+    other.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 8), np.float32) / np.sqrt(8))
+    hits = other.nearest(["opencode:ses_1", "opencode:ses_2"], np.ones(8, np.float32) / np.sqrt(8), 1)
+    assert [(hit[0], hit[1]) for hit in hits] == [("opencode:ses_1", "turn:ses_1:m1:0")]
+    assert hits[0][2] == pytest.approx(1.0, abs=1e-5)
+    again = open_session_vectors(tmp_path, tmp_path, 8)
+    assert again.total() == 1 and again.ids("opencode:ses_1") == {"turn:ses_1:m1:0"}
+    for vectors in (first, other, again):
+        vectors.close()
