@@ -48,6 +48,7 @@ class ErrorCode(str, Enum):
     NAMESPACE_UNAVAILABLE = "NAMESPACE_UNAVAILABLE"
     """HTTP front only: the team server could not open the namespace (e.g. served elsewhere)."""
 
+
 DATABASE_FAULTS = (ErrorCode.DATABASE_UNAVAILABLE, ErrorCode.DATABASE_BUSY)
 """The team database's transient faults: the request changed nothing and may be retried after retryAfterSec."""
 

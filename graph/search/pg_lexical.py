@@ -18,13 +18,10 @@ abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over t
 from __future__ import annotations
 
 import math
-import threading
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
-from graph.core.pg_store import connect, migrate, schema_name
+from graph.core.pg_pool import acquire_pool, release_pool
+from graph.core.pg_store import configure_connection, connect, describe_url, migrate
 from graph.search.lexical import K1, B
 
 _TERMS = """
@@ -66,32 +63,21 @@ integer `doc` (staging order, which also breaks ties, as LexicalIndex's position
 
 
 class PgLexicalIndex:
-    """LexicalIndex's surface over the namespace's `memory_lexemes`. One connection under a lock."""
+    """LexicalIndex's surface over the namespace's `memory_lexemes`, through the process's connection
+    pool (graph.core.pg_pool), shared with the memory store."""
 
     def __init__(self, url: str, namespace: str) -> None:
         self._url, self.namespace = url, namespace
-        self._lock = threading.Lock()
-        self._conn = self._open()
-
-    def _open(self) -> psycopg.Connection[dict[str, Any]]:
-        conn = connect(self._url)
-        try:
-            migrate(conn, self.namespace)
-            conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        with connect(url) as conn:
+            migrate(conn, namespace)
+        self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
 
     def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-        with self._lock:
-            if self._conn.broken or self._conn.closed:
-                self._conn = self._open()
-            return self._conn.execute(query.encode(), params).fetchall()
+        with self._pool.connection() as conn:
+            return conn.execute(query.encode(), params).fetchall()
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        release_pool(self._url, self.namespace)
 
     def add(self, memory_id: str, text: str) -> None:
         """Nothing to do: the database indexed the memory when it was staged."""

@@ -12,15 +12,13 @@ chunks. A 3,000-message session searches in a few milliseconds (INGEST_CONTRACT.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-import psycopg
-from psycopg import sql
 
-from graph.core.pg_store import connect, migrate, schema_name
+from graph.core.pg_pool import acquire_pool, release_pool
+from graph.core.pg_store import configure_connection, connect, describe_url, migrate
 from graph.sessions.chunking import TurnChunk
 from graph.sessions.store import Imported
 
@@ -32,40 +30,25 @@ def _literal(vector: np.ndarray) -> str:
 
 
 class _Namespace:
-    """One connection to the namespace's schema under a lock, opened again if the server dropped it."""
+    """The namespace's schema through the process's connection pool (graph.core.pg_pool), shared with
+    the memory store: DATABASE_UNAVAILABLE / DATABASE_BUSY when it cannot serve, as there."""
 
     def __init__(self, url: str, namespace: str) -> None:
         self._url, self.namespace = url, namespace
-        self._lock = threading.Lock()
-        self._conn = self._open()
-
-    def _open(self) -> psycopg.Connection[dict[str, Any]]:
-        conn = connect(self._url)
-        try:
-            migrate(conn, self.namespace)
-            conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _connection(self) -> psycopg.Connection[dict[str, Any]]:
-        """Under the lock."""
-        if self._conn.broken or self._conn.closed:
-            self._conn = self._open()
-        return self._conn
+        with connect(url) as conn:
+            migrate(conn, namespace)
+        self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
 
     def _rows(self, query: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-        with self._lock:
-            return self._connection().execute(query.encode(), params).fetchall()
+        with self._pool.connection() as conn:
+            return conn.execute(query.encode(), params).fetchall()
 
     def _run(self, query: str, params: tuple[Any, ...] = ()) -> None:
-        with self._lock:
-            self._connection().execute(query.encode(), params)
+        with self._pool.connection() as conn:
+            conn.execute(query.encode(), params)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        release_pool(self._url, self.namespace)
 
 
 class PgSessionStore(_Namespace):
@@ -93,30 +76,28 @@ class PgSessionStore(_Namespace):
 
     def replace_messages(self, key: str, message_ids: list[str], chunks: list[TurnChunk], full: bool) -> None:
         """The messages' chunks become exactly `chunks` (with `full`, the session's do)."""
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                if full:
-                    cur.execute("DELETE FROM session_chunks WHERE session_key = %s", (key,))
-                else:
-                    cur.execute(
-                        "DELETE FROM session_chunks WHERE session_key = %s AND message_id = ANY(%s)", (key, message_ids)
-                    )
-                if chunks:
-                    with cur.copy(f"COPY session_chunks ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN".encode()) as copy:
-                        for c in chunks:
-                            copy.write_row(
-                                (
-                                    c.embedding_id,
-                                    key,
-                                    c.message_id,
-                                    c.chunk_index,
-                                    c.order,
-                                    c.role,
-                                    c.created_ms,
-                                    c.text,
-                                )
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            if full:
+                cur.execute("DELETE FROM session_chunks WHERE session_key = %s", (key,))
+            else:
+                cur.execute(
+                    "DELETE FROM session_chunks WHERE session_key = %s AND message_id = ANY(%s)", (key, message_ids)
+                )
+            if chunks:
+                with cur.copy(f"COPY session_chunks ({', '.join(_CHUNK_COLUMNS)}) FROM STDIN".encode()) as copy:
+                    for c in chunks:
+                        copy.write_row(
+                            (
+                                c.embedding_id,
+                                key,
+                                c.message_id,
+                                c.chunk_index,
+                                c.order,
+                                c.role,
+                                c.created_ms,
+                                c.text,
                             )
+                        )
 
     def mark_imported(
         self, key: str, source: str, session_id: str, directory: str, title: str, fingerprint: str,
@@ -179,26 +160,22 @@ class PgSessionVectors(_Namespace):
     def __init__(self, url: str, namespace: str, dimensions: int) -> None:
         super().__init__(url, namespace)
         self.dimensions = dimensions
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction():
-                row = conn.execute("SELECT dimensions FROM session_vector_model FOR UPDATE").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO session_vector_model (dimensions) VALUES (%s)", (dimensions,))
-                elif row["dimensions"] != dimensions:
-                    conn.execute("DELETE FROM session_vectors")
-                    conn.execute("UPDATE session_vector_model SET dimensions = %s, variant = ''", (dimensions,))
+        with self._pool.connection() as conn, conn.transaction():
+            row = conn.execute("SELECT dimensions FROM session_vector_model FOR UPDATE").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO session_vector_model (dimensions) VALUES (%s)", (dimensions,))
+            elif row["dimensions"] != dimensions:
+                conn.execute("DELETE FROM session_vectors")
+                conn.execute("UPDATE session_vector_model SET dimensions = %s, variant = ''", (dimensions,))
 
     def keep_variant(self, variant: str) -> None:
         """Vectors made by another encoder variant are dropped (their sessions need a repair)."""
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction():
-                row = conn.execute("SELECT variant FROM session_vector_model FOR UPDATE").fetchone()
-                if row is not None and row["variant"] == variant:
-                    return
-                conn.execute("DELETE FROM session_vectors")
-                conn.execute("UPDATE session_vector_model SET variant = %s", (variant,))
+        with self._pool.connection() as conn, conn.transaction():
+            row = conn.execute("SELECT variant FROM session_vector_model FOR UPDATE").fetchone()
+            if row is not None and row["variant"] == variant:
+                return
+            conn.execute("DELETE FROM session_vectors")
+            conn.execute("UPDATE session_vector_model SET variant = %s", (variant,))
 
     def count(self, key: str) -> int:
         return int(self._rows("SELECT count(*) AS n FROM session_vectors WHERE session_key = %s", (key,))[0]["n"])
@@ -218,22 +195,20 @@ class PgSessionVectors(_Namespace):
         another server embedded meanwhile gets this vector."""
         if not ids:
             return
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction(), conn.cursor() as cur:
-                cur.execute(
-                    "CREATE TEMP TABLE IF NOT EXISTS session_vectors_in "
-                    "(embedding_id TEXT, session_key TEXT, embedding REAL[]) ON COMMIT DELETE ROWS"
-                )
-                with cur.copy("COPY session_vectors_in FROM STDIN (FORMAT BINARY)") as copy:
-                    copy.set_types(["text", "text", "float4[]"])
-                    for eid, vector in zip(ids, np.asarray(vectors, dtype=np.float32).tolist(), strict=True):
-                        copy.write_row((eid, key, vector))
-                cur.execute(
-                    "INSERT INTO session_vectors SELECT embedding_id, session_key, embedding::vector "
-                    "FROM session_vectors_in ON CONFLICT (embedding_id) DO UPDATE SET "
-                    "session_key = EXCLUDED.session_key, embedding = EXCLUDED.embedding"
-                )
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS session_vectors_in "
+                "(embedding_id TEXT, session_key TEXT, embedding REAL[]) ON COMMIT DELETE ROWS"
+            )
+            with cur.copy("COPY session_vectors_in FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["text", "text", "float4[]"])
+                for eid, vector in zip(ids, np.asarray(vectors, dtype=np.float32).tolist(), strict=True):
+                    copy.write_row((eid, key, vector))
+            cur.execute(
+                "INSERT INTO session_vectors SELECT embedding_id, session_key, embedding::vector "
+                "FROM session_vectors_in ON CONFLICT (embedding_id) DO UPDATE SET "
+                "session_key = EXCLUDED.session_key, embedding = EXCLUDED.embedding"
+            )
 
     def remove(self, key: str, ids: set[str]) -> None:
         if ids:
