@@ -57,7 +57,7 @@ from graph.core.contract import (
 )
 from graph.core.logs import configure_logging
 from graph.core.net import is_loopback
-from graph.core.projection import load_projection
+from graph.core.projection_store import load_graph, open_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.storage import MemoryStoreBackend, open_memory_store
@@ -120,7 +120,8 @@ class FlowbabyService:
         self.embedder = Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
-        self.graph_lane = GraphLane(paths.projection)
+        self.projection = open_projection(paths)
+        self.graph_lane = GraphLane(self.projection)
         self.throttle = RetrievalThrottle(rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
@@ -279,6 +280,7 @@ class FlowbabyService:
                 task.cancel()
         await self.session_memory.close()
         self.store.close()
+        self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
 
@@ -785,7 +787,7 @@ class FlowbabyService:
 
     def _graph_view(self) -> WorkspaceGraph:
         return WorkspaceGraph(
-            load_projection(self.paths.projection), self.store.iter_memories(), self.store.operations(("failed",))
+            load_graph(self.projection), self.store.iter_memories(), self.store.operations(("failed",))
         )
 
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:

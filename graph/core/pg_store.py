@@ -106,6 +106,19 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops);
         """,
     ),
+    (
+        7,
+        "the graph projection shared by every server on the namespace (one row, a new version per save)",
+        """
+        CREATE TABLE graph_projection (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            version BIGINT NOT NULL,
+            saved_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            saved_by TEXT NOT NULL,
+            data BYTEA NOT NULL
+        );
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
