@@ -72,4 +72,37 @@ def test_the_graph_lives_in_the_namespace_and_every_folder_sees_it(
     ci.mkdir()
     other = spawn(ci, env=env)
     assert other.result("graphStats")["entities"] == stats["entities"]
+    hits = other.result("retrieveForAgent", {"query": "Kafka consumer retries", "maxResults": 5})["entries"]
+    assert hits and hits[0]["topicId"] == "kafka-retries"
     assert other.wait_idle(60)["counts"].get("completed") == 2  # nothing was rebuilt
+    other.close()
+
+    # Another team's namespace on the same database: its own cognee schema, none of this graph.
+    elsewhere = tmp_path / "other-team"
+    elsewhere.mkdir()
+    stranger_ns = f"other{uuid.uuid4().hex[:8]}"
+    stranger = spawn(elsewhere, env=_env(postgres.url(), stranger_ns))
+    stranger.result(
+        "ingestForAgent",
+        summary(
+            "search-index",
+            topic="Search index rebuild",
+            context="We rebuild the OpenSearch index nightly.",
+            decisions=["Rebuild the OpenSearch index at 02:00"],
+        ),
+    )
+    assert stranger.wait_idle(300)["counts"].get("completed") == 1
+    assert stranger.result("graphStats")["entities"] > 0
+    stranger.close()
+    with psycopg.connect(postgres.url()) as conn:
+        after = conn.execute(f'SELECT count(*) FROM "{cognee_schema(namespace)}".graph_node'.encode()).fetchone()
+        named = {
+            (ns, term): conn.execute(
+                f'SELECT count(*) FROM "{cognee_schema(ns)}".graph_node WHERE name ILIKE %s'.encode(), (f"%{term}%",)
+            ).fetchone()[0]
+            for ns in (namespace, stranger_ns)
+            for term in ("kafka", "opensearch")
+        }
+    assert after == nodes  # the other namespace's build wrote nothing here
+    assert named[(namespace, "kafka")] and named[(stranger_ns, "opensearch")]
+    assert not named[(namespace, "opensearch")] and not named[(stranger_ns, "kafka")]

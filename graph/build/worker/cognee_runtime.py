@@ -81,7 +81,8 @@ def cognee_schema(namespace: str) -> str:
 def postgres_environment(url: str) -> dict[str, str]:
     """cognee's relational (DB_*), pgvector (VECTOR_DB_*) and postgres graph (GRAPH_DATABASE_*)
     settings for the team database. The graph and vector adapters paste user and password into
-    a URL unescaped, so those go in quoted. `pin_schema` then keeps all three in one schema."""
+    a URL unescaped, so those go in quoted; TLS settings of the URL go in libpq's PGSSL* variables,
+    which asyncpg honours. `pin_schema` then keeps all three in one schema."""
     from urllib.parse import quote
 
     from psycopg.conninfo import conninfo_to_dict
@@ -91,7 +92,12 @@ def postgres_environment(url: str) -> dict[str, str]:
     user, password = str(info.get("user") or ""), str(info.get("password") or "")
     dbname = str(info.get("dbname") or user)
     remote = {"HOST": host, "PORT": port, "USERNAME": quote(user, safe=""), "NAME": dbname}
+    # asyncpg reads TLS settings from libpq's variables when a connection names none (alembic's engine has none)
+    tls = {
+        f"PG{key.upper()}": str(info[key]) for key in ("sslmode", "sslrootcert", "sslcert", "sslkey") if info.get(key)
+    }
     return {
+        **tls,
         "DB_PROVIDER": "postgres",
         "DB_HOST": host,
         "DB_PORT": port,
@@ -130,6 +136,12 @@ def pin_schema(schema: str) -> None:
         dbapi_connection.autocommit = autocommit
 
     event.listen(Pool, "connect", set_search_path, insert=True)
+    # The pgvector adapter lists its collections (to untag them when data is deleted) in every
+    # schema of the database unless it is pinned to one; cognify and add take this same setting.
+    from cognee.context_global_variables import vector_db_config
+    from cognee.infrastructure.databases.vector.config import get_vectordb_config
+
+    vector_db_config.set({**get_vectordb_config().to_dict(), "vector_db_schema": schema})
 
 
 def create_cognee_schema(url: str, schema: str) -> None:
