@@ -23,11 +23,11 @@ def test_a_password_with_url_characters_reaches_every_adapter() -> None:
         "flowbaby",
     )
     for prefix in ("VECTOR_DB", "GRAPH_DATABASE"):  # the f-string each adapter builds
-        url = make_url(
+        built = make_url(
             f"postgresql+asyncpg://{env[f'{prefix}_USERNAME']}:{env[f'{prefix}_PASSWORD']}"
             f"@{env[f'{prefix}_HOST']}:{env[f'{prefix}_PORT']}/{env[f'{prefix}_NAME']}"
         )
-        assert (url.username, url.password, url.host, url.port, url.database) == (
+        assert (built.username, built.password, built.host, built.port, built.database) == (
             "team@corp",
             password,
             "db.internal",
