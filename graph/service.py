@@ -58,7 +58,7 @@ from graph.core.contract import (
 )
 from graph.core.logs import configure_logging
 from graph.core.net import is_loopback
-from graph.core.projection import load_projection
+from graph.core.projection_store import load_graph, open_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.storage import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
@@ -153,7 +153,8 @@ class FlowbabyService:
         self.embedder = embedder if embedder is not None and same else Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
-        self.graph_lane = GraphLane(paths.projection)
+        self.projection = open_projection(paths)
+        self.graph_lane = GraphLane(self.projection)
         self.throttle = open_retrieval_throttle(paths, rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
@@ -363,6 +364,7 @@ class FlowbabyService:
         close_vectors = getattr(self._vectors, "close", None)  # the team backend's pooled connections
         if close_vectors is not None:
             close_vectors()
+        self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
 
@@ -881,7 +883,7 @@ class FlowbabyService:
 
     def _graph_view(self) -> WorkspaceGraph:
         return WorkspaceGraph(
-            load_projection(self.paths.projection), self.store.iter_memories(), self.store.operations(("failed",))
+            load_graph(self.projection), self.store.iter_memories(), self.store.operations(("failed",))
         )
 
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:

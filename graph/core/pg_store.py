@@ -229,6 +229,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
             dimensions INTEGER NOT NULL,
             variant TEXT NOT NULL DEFAULT ''
+        """,
+    ),
+    (
+        7,
+        "the graph projection shared by every server on the namespace (one row, a new version per save)",
+        """
+        CREATE TABLE graph_projection (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            version BIGINT NOT NULL,
+            saved_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            saved_by TEXT NOT NULL,
+            data BYTEA NOT NULL
         );
         """,
     ),

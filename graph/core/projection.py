@@ -166,7 +166,11 @@ def batch_subgraph(
 def save_projection(graph: nx.MultiDiGraph, path: Path) -> None:
     """Atomic and durable: written to a temporary file, fsynced, renamed over the old one and the
     folder fsynced, so neither a reader nor a power cut ever sees half a file."""
-    write_durably(path, json.dumps(nx.node_link_data(graph, edges="edges")).encode("utf-8"))
+    write_durably(path, dump_projection(graph))
+
+
+def dump_projection(graph: nx.MultiDiGraph) -> bytes:
+    return json.dumps(nx.node_link_data(graph, edges="edges")).encode("utf-8")
 
 
 def write_durably(path: Path, data: bytes) -> None:
@@ -191,17 +195,30 @@ def read_projection_json(path: Path) -> dict[str, Any] | None:
     """The projection file's JSON; {} if there is none yet, None if it is unreadable (empty,
     truncated, not JSON): a derived file, so the caller treats it as empty and has it rebuilt."""
     try:
-        data = json.loads(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError):
+    except OSError:
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("nodes", []), list) else None
+    return parse_projection_bytes(raw)
 
 
 def load_projection(path: Path) -> nx.MultiDiGraph:
     """The projection as a graph; an unreadable file reads as an empty graph."""
-    data = read_projection_json(path)
+    return parse_projection(read_projection_json(path))
+
+
+def parse_projection_bytes(raw: bytes) -> dict[str, Any] | None:
+    """Projection JSON from its bytes; None if it is not a projection (see read_projection_json)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("nodes", []), list) else None
+
+
+def parse_projection(data: dict[str, Any] | None) -> nx.MultiDiGraph:
+    """A graph from projection JSON; none or an unreadable one is an empty graph."""
     if not data:
         return nx.MultiDiGraph()
     try:

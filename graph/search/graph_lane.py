@@ -23,7 +23,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.core.projection import STRUCTURAL_TYPES, read_projection_json
+from graph.core.projection import STRUCTURAL_TYPES
+from graph.core.projection_store import FileProjection, ProjectionSource
 from graph.extract.extractor import extract_graph, normalise
 from graph.search.links import Hop
 
@@ -53,11 +54,10 @@ def _loose_key(name: str) -> str:
     return " ".join(re.split(r"[-_\s]+", normalise(name)))
 
 
-def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """The projection file's node and edge records, read as plain JSON: the lane builds its own
+def _records(data: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    """The projection's node and edge records, read as plain JSON: the lane builds its own
     indexes, so building a networkx graph first only doubled the (re)load time. None when the
-    file is unreadable or not shaped like a projection (the lane then serves an empty graph)."""
-    data = read_projection_json(path)
+    projection is unreadable or not shaped like one (the lane then serves an empty graph)."""
     if data is None:
         return None
     nodes, edges = data.get("nodes", []), data.get("edges", [])
@@ -71,9 +71,9 @@ def _read_projection(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, A
 
 
 class GraphLane:
-    def __init__(self, projection_path: Path) -> None:
-        self._path = projection_path
-        self._mtime: float | None = None
+    def __init__(self, projection: Path | ProjectionSource) -> None:
+        self._source = FileProjection(projection) if isinstance(projection, Path) else projection
+        self._mtime: object | None = None
         self._lock = threading.Lock()
         self._entity_memories: dict[str, set[str]] = {}
         self._memory_entities: dict[str, set[str]] = {}
@@ -89,20 +89,19 @@ class GraphLane:
         """The projection file could not be read: the lane serves an empty graph until it is rebuilt."""
         self._spellings: dict[str, set[str]] = {}
         """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
-        self._supersession_view: tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
+        self._supersession_view: tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
             None
         )
 
     def refresh(self) -> None:
-        """Reload the indexes if the worker has written a new projection."""
-        try:
-            mtime = self._path.stat().st_mtime
-        except FileNotFoundError:
+        """Reload the indexes if a worker has saved a new projection."""
+        if self._source.stamp() in (None, self._mtime):
             return
         with self._lock:
-            if mtime == self._mtime:
+            mtime, data = self._source.read()
+            if mtime is None or mtime == self._mtime:
                 return
-            records = _read_projection(self._path)
+            records = _records(data)
             self.damaged = records is None
             nodes, edges = records or ([], [])
             entity_memories: dict[str, set[str]] = {}
@@ -207,7 +206,7 @@ class GraphLane:
                             hops[memory_id] = Hop(value, seed, (self._names[entity],))
         return hops
 
-    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
+    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
         """What implicit supersession reads of the graph: the projection's version, its stated
         relations by entity name, and each memory's entity names with their types (built once per
         projection version)."""

@@ -241,7 +241,7 @@ class GraphSearch(Protocol):
 
     def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]: ...
 
-    def supersession_inputs(self) -> tuple[float | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]: ...
+    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]: ...
 
 
 class Retriever:
@@ -255,7 +255,7 @@ class Retriever:
         self.graph = graph
         self._vectors = vectors
         self._pairs_lock = threading.Lock()
-        self._pairs_key: tuple[float | None, int, int] | None = None
+        self._pairs_key: tuple[object | None, int, int] | None = None
         self._pairs: list[Pair] = []
         self._retired: dict[tuple[str, int], dict[str, str]] = {}
 

@@ -19,6 +19,7 @@ from graph.search.embedder import Embedder
 if TYPE_CHECKING:
     from graph.build.worker.offline_llm import OfflineExtractorLLM
 from graph.core.settings import LLMSettings, Settings
+from graph.core.storage import database_url, namespace_for
 from graph.core.workspace import WorkspacePaths
 
 DATASET = "flowbaby"
@@ -61,9 +62,95 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "VECTOR_DB_SUBPROCESS_ENABLED": "false",
     }
     env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
+    url = database_url()
+    if url:
+        create_cognee_schema(url, cognee_schema(namespace_for(paths)))
+        env.update(postgres_environment(url))
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)
     os.environ.update(env)
+
+
+def cognee_schema(namespace: str) -> str:
+    """The Postgres schema that holds all of one namespace's cognee data (relational, vectors, graph).
+    Apart from flowbaby's own `flowbaby_<namespace>`: cognee's tables (users, data, graph_node, ...)
+    and its alembic history are its own, and `flowbaby_` + a namespace could name another namespace."""
+    return f"cognee_{namespace}"
+
+
+def postgres_environment(url: str) -> dict[str, str]:
+    """cognee's relational (DB_*), pgvector (VECTOR_DB_*) and postgres graph (GRAPH_DATABASE_*)
+    settings for the team database. The graph and vector adapters paste user and password into
+    a URL unescaped, so those go in quoted; TLS settings of the URL go in libpq's PGSSL* variables,
+    which asyncpg honours. `pin_schema` then keeps all three in one schema."""
+    from urllib.parse import quote
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(url)
+    host, port = str(info.get("host") or "localhost"), str(info.get("port") or 5432)
+    user, password = str(info.get("user") or ""), str(info.get("password") or "")
+    dbname = str(info.get("dbname") or user)
+    remote = {"HOST": host, "PORT": port, "USERNAME": quote(user, safe=""), "NAME": dbname}
+    # asyncpg reads TLS settings from libpq's variables when a connection names none (alembic's engine has none)
+    tls = {
+        f"PG{key.upper()}": str(info[key]) for key in ("sslmode", "sslrootcert", "sslcert", "sslkey") if info.get(key)
+    }
+    return {
+        **tls,
+        "DB_PROVIDER": "postgres",
+        "DB_HOST": host,
+        "DB_PORT": port,
+        "DB_USERNAME": user,
+        "DB_PASSWORD": password,
+        "DB_NAME": dbname,
+        "VECTOR_DB_PROVIDER": "pgvector",
+        **{f"VECTOR_DB_{key}": value for key, value in remote.items()},
+        "VECTOR_DB_PASSWORD": quote(password, safe=""),
+        "GRAPH_DATABASE_PROVIDER": "postgres",
+        **{f"GRAPH_DATABASE_{key}": value for key, value in remote.items()},
+        "GRAPH_DATABASE_PASSWORD": quote(password, safe=""),
+    }
+
+
+def pin_schema(schema: str) -> None:
+    """Every SQLAlchemy connection of this process (cognee's relational engine, its alembic
+    migrations, pgvector and the postgres graph adapter; flowbaby itself uses psycopg) searches
+    the namespace's schema first, so all of cognee's tables are created and read there.
+
+    With access control off, cognee keeps one set of tables per database. Its connect args
+    (DATABASE_CONNECT_ARGS) do not reach alembic's engine, and a nested server_settings dict
+    there breaks its engine cache (unhashable, 1.6.5); SQLAlchemy's pool "connect" event is the
+    documented place to set a search_path. `public` follows, for the pgvector type only."""
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    statement = f'SET SESSION search_path TO "{schema}", public'
+
+    def set_search_path(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True  # outside a transaction, so a pool reset's rollback keeps it
+        cursor = dbapi_connection.cursor()
+        cursor.execute(statement)
+        cursor.close()
+        dbapi_connection.autocommit = autocommit
+
+    event.listen(Pool, "connect", set_search_path, insert=True)
+    # The pgvector adapter lists its collections (to untag them when data is deleted) in every
+    # schema of the database unless it is pinned to one; cognify and add take this same setting.
+    from cognee.context_global_variables import vector_db_config
+    from cognee.infrastructure.databases.vector.config import get_vectordb_config
+
+    vector_db_config.set({**get_vectordb_config().to_dict(), "vector_db_schema": schema})
+
+
+def create_cognee_schema(url: str, schema: str) -> None:
+    """cognee creates its tables but not the schema its search_path names."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
 
 
 LITELLM_PREFIXES: dict[str, tuple[str, ...]] = {

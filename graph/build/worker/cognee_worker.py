@@ -47,6 +47,8 @@ def _die_with_parent() -> None:
 
 ISOLATED_CODES = {BackgroundErrorCode.LLM_ERROR, BackgroundErrorCode.COGNIFY_FAILED}
 """Failures that may belong to one memory's content, so its batch is retried one by one."""
+PROJECTION_ATTEMPTS = 3
+"""Saves of the projection tried while other servers' workers keep saving theirs."""
 GIVE_UP_AFTER = 2
 """Memories tried alone before concluding, with none built, that every memory would fail."""
 
@@ -71,6 +73,11 @@ class CogneeWorker:
         runtime.configure_environment(self.paths, self.settings)
         import cognee  # noqa: F401  (after the environment is set)
 
+        from graph.core.storage import database_url, namespace_for
+
+        if database_url():
+            runtime.pin_schema(runtime.cognee_schema(namespace_for(self.paths)))
+
         from graph.build.worker.llm_calls import install_retry_policy, install_usage_meter
         from graph.search.embedder import Embedder
 
@@ -84,24 +91,22 @@ class CogneeWorker:
         install_retry_policy(self.settings.llm_retries)
         self.usage = install_usage_meter()
         self.dataset = runtime.DATASET
+        from graph.core.projection_store import open_projection
+
+        self.projection = open_projection(self.paths)
         self._projection: Any = None
-        self._saved_at = 0
+        self._saved_at: object | None = None
 
-    def _project(self, nodes: list[Any], edges: list[Any], store: Any, memory_ids: list[str]) -> Any:
+    def _project(self, nodes: list[Any], edges: list[Any], store: Any, memory_ids: list[str]) -> Any | None:
         """Fold the batch into the projection this worker saved last, and save it. The first batch
-        of a worker rebuilds it whole (so a restart also repairs a damaged or stale file), as does
-        a file changed by anyone else. Folding gives the same graph as a rebuild (unit-tested)."""
-        from graph.core.projection import (
-            batch_subgraph,
-            build_projection,
-            fold_projection,
-            memory_node,
-            save_projection,
-        )
+        of a worker rebuilds it whole (so a restart also repairs a damaged or stale one), as does
+        a projection saved by anyone else since. Folding gives the same graph as a rebuild
+        (unit-tested). None when another worker saved in between: nothing was saved."""
+        from graph.core.projection import batch_subgraph, build_projection, fold_projection, memory_node
 
-        path = self.paths.projection
         graph, self._projection = self._projection, None  # a fold that fails half-way is not reused
-        if graph is None or not path.is_file() or path.stat().st_mtime_ns != self._saved_at:
+        stamp = self.projection.stamp()
+        if graph is None or stamp is None or stamp != self._saved_at:
             graph = build_projection(nodes, edges, store.iter_memories())
         else:
             changed = [
@@ -114,9 +119,23 @@ class CogneeWorker:
                 m for start in range(0, len(changed), 500) for m in store.get_memories(changed[start : start + 500])
             ]
             fold_projection(graph, *batch_subgraph(nodes, edges, memory_ids), memories)
-        save_projection(graph, path)
-        self._projection, self._saved_at = graph, path.stat().st_mtime_ns
+        saved = self.projection.save(graph, expected=stamp)
+        if saved is None:
+            return None
+        self._projection, self._saved_at = graph, saved
         return graph
+
+    async def _save_projection(self, store: Any, memory_ids: list[str]) -> Any:
+        """Read cognee's graph and save the projection; again, whole, if another server's worker
+        saved one meanwhile (cognee's graph then holds its batch too)."""
+        from cognee.infrastructure.databases.graph import get_graph_engine
+
+        for _ in range(PROJECTION_ATTEMPTS):
+            nodes, edges = await (await get_graph_engine()).get_graph_data()
+            projection = self._project(nodes, edges, store, memory_ids)
+            if projection is not None:
+                return projection
+        raise RuntimeError(f"the graph projection changed under this worker {PROJECTION_ATTEMPTS} times")
 
     def _store(self) -> Any:
         from graph.core.storage import open_memory_store
@@ -125,14 +144,11 @@ class CogneeWorker:
 
     async def rebuild_projection(self) -> dict[str, Any]:
         """An empty batch: no memory to build, only the projection to rebuild from cognee's graph
-        (the owner asks when it found the file unreadable)."""
-        from cognee.infrastructure.databases.graph import get_graph_engine
-
+        (the owner asks when it found the projection unreadable)."""
         store = self._store()
         try:
-            nodes, edges = await (await get_graph_engine()).get_graph_data()
             self._projection = None  # a full rebuild, whatever this worker saved last
-            projection = self._project(nodes, edges, store, [])
+            projection = await self._save_projection(store, [])
         finally:
             store.close()
         return {"memories": 0, "graphNodes": projection.number_of_nodes(), "graphEdges": projection.number_of_edges()}
@@ -141,7 +157,6 @@ class CogneeWorker:
         import uuid
 
         import cognee
-        from cognee.infrastructure.databases.graph import get_graph_engine
         from cognee.tasks.ingestion.data_item import DataItem
 
         from graph.build.worker.document import render_document
@@ -171,8 +186,7 @@ class CogneeWorker:
                 await self._forget([item.data_id for item in items])
                 raise
             cognified = time.perf_counter()
-            nodes, edges = await (await get_graph_engine()).get_graph_data()
-            projection = self._project(nodes, edges, store, memory_ids)
+            projection = await self._save_projection(store, memory_ids)
             finished = time.perf_counter()
         finally:
             store.close()

@@ -1,0 +1,68 @@
+"""The projection's two homes behave alike: a file under .flowbaby/ and, on the team backend, one
+row of the namespace's schema (migration 7). A save names the version it folded into and is
+refused if another worker saved since; readers (the graph lane) reload when the version moves."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import networkx as nx
+
+from graph.core.projection_store import load_graph, open_projection
+from graph.core.storage import MemoryStoreBackend, database_url
+from graph.core.workspace import resolve_workspace
+from graph.search.graph_lane import GraphLane
+
+
+def _graph(*entities: str) -> nx.MultiDiGraph:
+    graph = nx.MultiDiGraph()
+    graph.add_node("memory:m1", kind="memory", name="m1")
+    for entity in entities:
+        graph.add_node(entity, kind="entity", name=entity, entity_type="component", sources=["m1"])
+        graph.add_edge("memory:m1", entity, key="mentions", relation="mentions")
+    return graph
+
+
+def test_saves_are_versioned_and_a_stale_save_is_refused(
+    open_store: Callable[[], MemoryStoreBackend], tmp_path: Path
+) -> None:
+    open_store()  # the namespace's schema, migrated (the team backend's table is migration 7)
+    paths = resolve_workspace(str(tmp_path))
+    writer, other = open_projection(paths), open_projection(paths)  # two workers
+    reader = open_projection(paths)
+    try:
+        assert writer.stamp() is None and reader.read() == (None, {})
+        first = writer.save(_graph("Redis"), expected=None)
+        assert first is not None and reader.stamp() == first
+        assert set(load_graph(reader).nodes) == {"memory:m1", "Redis"}
+        second = other.save(_graph("Redis", "Kafka"), expected=first)
+        assert second is not None and second != first
+        assert writer.save(_graph("Postgres"), expected=first) is None  # folded into a stale version
+        assert set(load_graph(reader).nodes) == {"memory:m1", "Redis", "Kafka"}
+    finally:
+        for source in (writer, other, reader):
+            source.close()
+
+
+def test_the_graph_lane_reloads_when_another_process_saves(
+    open_store: Callable[[], MemoryStoreBackend], tmp_path: Path
+) -> None:
+    open_store()
+    paths = resolve_workspace(str(tmp_path))
+    worker, owner = open_projection(paths), open_projection(paths)
+    lane = GraphLane(owner)
+    try:
+        lane.refresh()
+        assert lane.neighbourhood("m1", 1)["entities"] == []
+        stamp = worker.save(_graph("Redis"), expected=None)
+        assert [e["name"] for e in lane.neighbourhood("m1", 1)["entities"]] == ["Redis"]
+        assert worker.save(_graph("Redis", "Kafka"), expected=stamp) is not None
+        if not database_url():  # a file's stamp is its mtime, which two quick saves may share
+            later = int(stamp) + 10**9  # type: ignore[call-overload]
+            os.utime(paths.projection, ns=(later, later))
+        assert sorted(e["name"] for e in lane.neighbourhood("m1", 1)["entities"]) == ["Kafka", "Redis"]
+    finally:
+        worker.close()
+        owner.close()
