@@ -1,4 +1,5 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph` and `sessions`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
+`migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -121,7 +122,12 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.sessions_cli import add_sessions_command, run_sessions_command
 
     add_sessions_command(commands)
+    from bridge.team_cli import add_team_commands, run_team_command
+
+    add_team_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("migrate", "connect"):
+        sys.exit(run_team_command(args))
     if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
         import os
 
