@@ -18,6 +18,7 @@ import pytest
 from graph.core.pg_store import schema_name
 from tests.conftest import summary
 from tests.postgres import PostgresServer
+from tests.test_http_api import serve  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +84,10 @@ def _ranked(client) -> list[list[tuple[str, int, str]]]:
 
 
 def test_migrate_copies_every_version_and_the_namespace_serves_them(
-    spawn, postgres: PostgresServer, tmp_path: Path
+    spawn,
+    serve,  # noqa: F811
+    postgres: PostgresServer,
+    tmp_path: Path,
 ) -> None:
     laptop = tmp_path / "laptop"
     laptop.mkdir()
@@ -130,3 +134,26 @@ def test_migrate_copies_every_version_and_the_namespace_serves_them(
         states = conn.execute(f'SELECT DISTINCT graph_state FROM "{schema}".memories'.encode()).fetchall()
         vectors = conn.execute(f'SELECT count(DISTINCT memory_id) FROM "{schema}".memory_chunks'.encode()).fetchone()
     assert states == [("indexed",)] and vectors == (4,)
+    served.close()
+
+    # The same namespace behind `flowbaby serve`, and a laptop connected to it with `flowbaby connect`.
+    token = tmp_path / "team.token"
+    token.write_text("team-token-42\n")
+    token.chmod(0o600)
+    server_env = {"FLOWBABY_DATABASE_URL": url, "FLOWBABY_NAMESPACE": namespace, "FLOWBABY_API_TOKEN": "team-token-42"}
+    server = serve(team, env=server_env)
+    laptop2 = tmp_path / "laptop2"
+    laptop2.mkdir()
+    connect = subprocess.run(
+        [sys.executable, "-c", "from bridge.cli import main; main()", "connect", server.url]
+        + ["--token-file", str(token), "--namespace", namespace, "--workspace", str(laptop2)],
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    assert connect.returncode == 0, connect.stderr
+    remote = spawn(laptop2, env=_env())
+    assert remote.result("health")["memories"] == 4
+    assert _ranked(remote) == before
+    assert not (laptop2 / ".flowbaby" / "memories.sqlite").exists()
