@@ -27,14 +27,16 @@ async def open_remote_service(workspace: str | os.PathLike[str] | None) -> Remot
     return await RemoteService.open(paths, server)
 
 
-def connect_workspace(workspace: str, url: str | None, token_file: str | None, namespace: str | None) -> dict[str, str]:
+def connect_workspace(
+    workspace: str, url: str | None, token_file: str | None, namespace: str | None
+) -> dict[str, str | bool]:
     """`flowbaby connect`: point the workspace at a team server (url and token file), or back at
     its own folder (url None). The server is not contacted here; the next front start checks it."""
     from graph.remote.settings import forget_server, write_server_file
 
     paths = resolve_workspace(workspace)
     if url is None:
-        return {"workspace": str(paths.root), "server": "", "removed": str(forget_server(paths)).lower()}
+        return {"workspace": str(paths.root), "server": "", "removed": forget_server(paths)}
     if not token_file:
         from graph.core.contract import ErrorCode, FlowbabyError
 

@@ -74,7 +74,7 @@ class RemoteService:
 
     def __init__(
         self, paths: WorkspacePaths, server: ServerSettings, transport: httpx.AsyncBaseTransport | None = None
-    ):
+    ) -> None:
         self.paths = paths
         self.server = server
         self._http = httpx.AsyncClient(

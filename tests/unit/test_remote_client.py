@@ -95,7 +95,7 @@ def test_connect_writes_a_private_settings_file_without_the_token(paths: Any, tm
     path.chmod(0o644)  # as a committed file would be after a clone
     with pytest.raises(FlowbabyError, match="server settings"):
         server_settings(paths)
-    assert connect_workspace(str(paths.root), None, None, None)["removed"] == "true"
+    assert connect_workspace(str(paths.root), None, None, None)["removed"] is True
     assert server_settings(paths) is None
 
 
