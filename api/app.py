@@ -43,6 +43,8 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    StoreMemoryRequest,
+    StoreMemoryResponse,
 )
 from graph.service import MemoryService, WorkspacePaths, namespace_for
 
@@ -91,6 +93,7 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/ingest": FlowbabyIngestRequest,
     "/api/agent/retrieve": FlowbabyContextRequest,
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
+    "/api/agent/memories": StoreMemoryRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -197,7 +200,14 @@ def create_app(
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
         markdown = format == "markdown"
         reply = await service.retrieve(await _json_body(request, retrieval=True), markdown=markdown)
-        return PlainTextResponse(reply["markdown"], media_type="text/markdown") if markdown else reply
+        # Accept: application/json asks for the whole retrieveMemory reply (entries too): remote clients.
+        as_text = markdown and "application/json" not in request.headers.get("accept", "")
+        return PlainTextResponse(reply["markdown"], media_type="text/markdown") if as_text else reply
+
+    @app.post("/api/agent/memories", status_code=202, response_model=StoreMemoryResponse)
+    async def store_memory(request: Request) -> Any:
+        """storeMemory (the MCP and LM-tool surface: metadata optional), for remote fronts."""
+        return await service.store_memory(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/background")
     async def background() -> dict[str, Any]:

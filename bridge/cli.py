@@ -1,5 +1,5 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`
-and `tokens`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
+`tokens`, `migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -149,7 +149,12 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.tokens_cli import add_tokens_command, run_tokens_command
 
     add_tokens_command(commands)
+    from bridge.team_cli import add_team_commands, run_team_command
+
+    add_team_commands(commands)
     args = parser.parse_args(argv)
+    if args.command in ("migrate", "connect"):
+        sys.exit(run_team_command(args))
     use_database_url(args)
     if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
         import os

@@ -76,9 +76,11 @@ from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
+from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.lexical_backend import open_lexical
@@ -101,7 +103,9 @@ __all__ = [
     "WorkspaceGraph",
     "WorkspacePaths",
     "configured_token",
+    "connect_workspace",
     "is_loopback",
+    "migrate_workspace",
     "open_service",
     "take_stdout",
     # the team server (api/tenancy.py, bridge/tokens_cli.py)
@@ -1008,6 +1012,16 @@ async def open_service(
     async def own() -> FlowbabyService:
         return await FlowbabyService.open(workspace, rate_limit_per_minute=rate_limit_per_minute)
 
+    if front in REMOTE_FRONTS:  # a workspace pointed at a team server (graph.remote) is served there
+        try:
+            remote = await open_remote_service(workspace)
+        except FlowbabyError as error:
+            print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
+            return error
+        if remote is not None:
+            server = remote.server
+            print(f"flowbaby {front}: served by {server.url} (namespace {server.namespace})", file=sys.stderr)
+            return remote
     try:
         try:
             return await own()

@@ -15,6 +15,7 @@ import {
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
 import { FlowbabyCommand, resolveFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
+import { serverEnv } from "./core/serverEnv";
 import { RetrievalThrottle } from "./core/throttle";
 import { ValidationResult, validateIngestRequest } from "./core/validation";
 
@@ -40,6 +41,9 @@ function settings() {
     showSuccess: flowbaby.get<boolean>("notifications.showSuccess", true),
     rateLimitPerMinute: access.get<number>("rateLimitPerMinute", 10),
     maxConcurrentRequests: access.get<number>("maxConcurrentRequests", 2),
+    serverUrl: flowbaby.get<string>("serverUrl", ""),
+    serverTokenFile: flowbaby.get<string>("serverTokenFile", ""),
+    serverNamespace: flowbaby.get<string>("serverNamespace", ""),
   };
 }
 
@@ -88,7 +92,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       throw new BridgeUnavailableError("The flowbaby executable was not found", "FLOWBABY_ERROR");
     };
   } else {
-    bridge = new BridgeClient({ workspace, command, healthTimeoutMs: config.healthTimeoutMs });
+    bridge = new BridgeClient({ workspace, command, healthTimeoutMs: config.healthTimeoutMs, env: serverEnv(config) });
     bridge.on("log", (line: string) => logs.info(line));
     bridge.on("unavailable", (error: BridgeUnavailableError) =>
       showUnavailable(`bridgeUnavailable: ${error.errorCode}: ${error.message}`),
@@ -281,7 +285,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
             return [];
           }
           return [
-            new vscode.McpStdioServerDefinition("Flowbaby", command.file, [...command.prefix, "mcp", "--workspace", workspace]),
+            new vscode.McpStdioServerDefinition(
+              "Flowbaby",
+              command.file,
+              [...command.prefix, "mcp", "--workspace", workspace],
+              serverEnv(settings()),
+            ),
           ];
         },
       }),

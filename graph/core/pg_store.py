@@ -699,3 +699,23 @@ class PostgresMemoryStore:
                 (keep,),
             )
             return cur.rowcount
+
+    def import_memories(self, memories: list[Memory]) -> tuple[list[str], list[str]]:
+        """`flowbaby migrate`: insert versions exactly as given (ids, versions, status, timestamps), with
+        no operation and graph state pending; a version already here is left alone. Returns
+        (inserted ids, ids already present), in the given order."""
+        inserted: list[str] = []
+        present: list[str] = []
+        with self._cursor(transaction=True) as cur:
+            for memory in memories:
+                cur.execute(insert_memory_sql("%s") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
+                (inserted if cur.rowcount else present).append(memory.memory_id)
+        return inserted, present
+
+    def unqueued_memories(self) -> list[str]:
+        """Versions no operation ever covered: imported ones whose graph build is not queued yet."""
+        with self._cursor() as cur:
+            rows = cur.execute(
+                "SELECT memory_id FROM memories WHERE operation_id IS NULL ORDER BY staged_at"
+            ).fetchall()
+        return [row["memory_id"] for row in rows]

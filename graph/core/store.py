@@ -155,7 +155,7 @@ def insert_memory_sql(mark: str) -> str:
     return f"INSERT INTO memories ({columns}) VALUES ({marks})"
 
 
-def memory_values(memory: Memory, operation_id: str) -> tuple[Any, ...]:
+def memory_values(memory: Memory, operation_id: str | None) -> tuple[Any, ...]:
     """The values of insert_memory_sql, in its order; list fields as JSON text."""
     return (
         memory.memory_id,

@@ -1,0 +1,261 @@
+"""A local front's handle on a workspace served by a team server (`flowbaby serve` elsewhere).
+
+RemoteService implements graph.service.MemoryService over the server's HTTP API (httpx), so the
+bridge and `flowbaby mcp` behave as they do on a local folder: every call becomes one request
+with `Authorization: Bearer <token>` and `X-Flowbaby-Namespace: <namespace>`, and an error body
+is raised again as the same contract error (same code, message and details). Requests are checked
+here with the same contract models first, so a malformed call fails as it would locally without a
+round trip. What the server cannot do for a remote caller is refused with a message that says so:
+session memory (it reads the agent transcripts on this machine; the server would read its own).
+Operation-end notifications are polled: each operation this client staged is asked about every
+POLL_SEC until it finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from graph.core.contract import (
+    BackgroundStatusRequest,
+    ChunkSearchRequest,
+    ContractFailure,
+    ErrorCode,
+    FlowbabyError,
+    GraphSnapshotRequest,
+    OperationStatus,
+    RetrievalError,
+    RetrievalErrorCode,
+    validate_request,
+    validate_retrieval,
+)
+from graph.core.workspace import WorkspacePaths
+from graph.remote.settings import ServerSettings
+
+log = logging.getLogger("flowbaby.remote")
+
+OperationListener = Callable[[OperationStatus], Awaitable[None]]
+NAMESPACE_HEADER = "X-Flowbaby-Namespace"
+CONNECT_TIMEOUT_SEC = 5.0
+READ_TIMEOUT_SEC = 120.0
+"""A graph snapshot of a large namespace takes a while; the bridge's own deadline still applies."""
+POLL_SEC = 2.0
+"""How often the status of an operation this client staged is asked for, until it ends."""
+FINISHED = frozenset({"completed", "failed", "terminated"})
+_RETRIEVAL_CODES = {code.value for code in RetrievalErrorCode}
+_INGEST_CODES = {code.value for code in ErrorCode}
+
+
+def failure_from_body(body: Any, status: int, retrieval: bool) -> ContractFailure:
+    """The contract error a server's error body stands for (api.app renders to_response())."""
+    if not isinstance(body, dict) or not isinstance(body.get("errorCode"), str):
+        message = f"The team server answered HTTP {status} without a flowbaby error body"
+        code = RetrievalErrorCode.FLOWBABY_ERROR if retrieval else ErrorCode.FLOWBABY_ERROR
+        return RetrievalError(code, message) if retrieval else FlowbabyError(ErrorCode.FLOWBABY_ERROR, message)
+    code = body["errorCode"]
+    details = {k: v for k, v in body.items() if k not in ("success", "error", "errorCode", "message")}
+    if "message" in body and body.get("error") == code and code in _RETRIEVAL_CODES:
+        return RetrievalError(RetrievalErrorCode(code), str(body["message"]), **details)
+    message = str(body.get("error") or body.get("message") or "")
+    if code in _INGEST_CODES:
+        return FlowbabyError(ErrorCode(code), message, **details)
+    # A code this client does not know yet (a newer server): kept, under the generic code.
+    return FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{message} ({code})", serverErrorCode=code, **details)
+
+
+class RemoteService:
+    """The service API of a workspace whose memories live on a team server."""
+
+    def __init__(
+        self, paths: WorkspacePaths, server: ServerSettings, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.paths = paths
+        self.server = server
+        self._http = httpx.AsyncClient(
+            base_url=server.url,
+            headers={"Authorization": f"Bearer {server.token}", NAMESPACE_HEADER: server.namespace},
+            timeout=httpx.Timeout(READ_TIMEOUT_SEC, connect=CONNECT_TIMEOUT_SEC),
+            transport=transport,
+            trust_env=False,  # no proxy or netrc from the environment sees the token
+        )
+        self._listeners: list[OperationListener] = []
+        self._watched: set[str] = set()
+        self._poller: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, paths: WorkspacePaths, server: ServerSettings) -> RemoteService:
+        """Connected and authorised, or the error that says why not (the front then exits 3)."""
+        service = cls(paths, server)
+        try:
+            await service.health()
+        except BaseException:
+            await service._http.aclose()
+            raise
+        return service
+
+    # -- transport -----------------------------------------------------------------
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        retrieval: bool = False,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        accept_json: bool = False,
+    ) -> Any:
+        params = {k: v for k, v in (query or {}).items() if v is not None}
+        headers = {"Accept": "application/json"} if accept_json else None
+        try:
+            reply = await self._http.request(
+                method, path, json=body if method == "POST" else None, params=params, headers=headers
+            )
+        except httpx.TimeoutException:
+            raise self._failure(
+                retrieval, "BRIDGE_TIMEOUT", f"The team server {self.server.url} did not answer in time"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._failure(
+                retrieval,
+                "FLOWBABY_ERROR",
+                f"Cannot reach the team server {self.server.url}: {exc or type(exc).__name__}",
+            ) from None
+        try:
+            data = reply.json()
+        except ValueError:
+            data = None
+        if reply.status_code >= 400:
+            raise failure_from_body(data, reply.status_code, retrieval)
+        if data is None:
+            raise self._failure(retrieval, "FLOWBABY_ERROR", f"The team server answered {path} without JSON")
+        return data
+
+    def _failure(self, retrieval: bool, code: str, message: str) -> ContractFailure:
+        if retrieval:
+            return RetrievalError(RetrievalErrorCode(code), message, server=self.server.url)
+        return FlowbabyError(ErrorCode(code), message, server=self.server.url)
+
+    # -- operation-end notifications, polled -------------------------------------------------
+    def add_operation_listener(self, listener: OperationListener) -> None:
+        self._listeners.append(listener)
+
+    def _watch(self, reply: dict[str, Any]) -> dict[str, Any]:
+        operation_id = reply.get("operationId")
+        if self._listeners and isinstance(operation_id, str) and operation_id:
+            self._watched.add(operation_id)
+            if self._poller is None or self._poller.done():
+                self._poller = asyncio.create_task(self._poll(), name="flowbaby-remote-poll")
+        return reply
+
+    async def _poll(self) -> None:
+        while self._watched:
+            await asyncio.sleep(POLL_SEC)
+            for operation_id in sorted(self._watched):
+                try:
+                    reply = await self.background_status({"operationId": operation_id})
+                except ContractFailure as error:  # the server is away for now: ask again later
+                    log.warning("status of %s: %s", operation_id, error.message)
+                    continue
+                if reply.get("status") == "unknown":
+                    self._watched.discard(operation_id)
+                elif reply.get("status") in FINISHED:
+                    self._watched.discard(operation_id)
+                    status = OperationStatus.model_validate({k: v for k, v in reply.items() if k != "success"})
+                    for listener in self._listeners:
+                        await listener(status)
+
+    # -- the service API, over HTTP (typed as the fronts' MemoryService) -------------------------
+    async def health(self) -> dict[str, Any]:
+        reply: dict[str, Any] = await self._request("GET", "/api/health")
+        if "memories" not in reply:  # the public answer: the server did not take the token
+            raise FlowbabyError(
+                ErrorCode.UNAUTHORIZED,
+                f"The team server {self.server.url} did not accept the token from {self.server.source}",
+                server=self.server.url,
+            )
+        return reply
+
+    async def ingest(self, params: Any) -> dict[str, Any]:
+        return self._watch(await self._request("POST", "/api/agent/ingest", body=params))
+
+    async def store_memory(self, params: Any) -> dict[str, Any]:
+        return self._watch(await self._request("POST", "/api/agent/memories", body=params))
+
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        if not request.operationId:
+            reply: dict[str, Any] = await self._request("GET", "/api/agent/background")
+            return reply
+        try:
+            return dict(await self._request("GET", f"/api/agent/background/{quote(request.operationId, safe='')}"))
+        except FlowbabyError as error:  # the route answers 404 for an id the ledger never had
+            if error.code is ErrorCode.NOT_FOUND:
+                return {"success": True, "operationId": request.operationId, "status": "unknown"}
+            raise
+
+    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+        query = {"format": "markdown"} if markdown else None
+        reply: dict[str, Any] = await self._request(
+            "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True
+        )
+        return reply
+
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+        return dict(await self._request("GET", "/api/agent/index/status"))
+
+    async def repair(self, params: Any = None) -> dict[str, Any]:
+        return self._watch(await self._request("POST", "/api/agent/index/repair"))
+
+    async def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        path = f"/api/agent/memories/{quote(topic_id, safe='')}/context"
+        return dict(await self._request("GET", path, query={"q": query, "hops": hops, "version": version}))
+
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
+
+    async def search_chunks(self, params: Any) -> dict[str, Any]:
+        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
+        query = {"q": request.q, "limit": request.limit}
+        return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
+
+    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
+        request: GraphSnapshotRequest = validate_retrieval(GraphSnapshotRequest, params)
+        query = {"topicId": request.topicId, "hops": request.hops}
+        return dict(await self._request("GET", "/api/graph", retrieval=True, query=query))
+
+    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
+        return dict(await self._request("GET", "/api/graph/stats", query={"top": top}))
+
+    async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            "Session memory reads this machine's agent transcripts and is not available while the workspace "
+            f"is served by the team server {self.server.url}",
+            remote=True,
+        )
+
+    async def watch_sessions(self) -> dict[str, Any]:
+        return {"watching": False}
+
+    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+        return dict(await self._request("GET", "/api/agent/supersessions"))
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        return dict(await self._request("POST", "/api/agent/supersessions/confirm", body=params))
+
+    async def close(self, grace_sec: float = 30.0) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._poller
+        await self._http.aclose()

@@ -1,0 +1,158 @@
+"""Which team server, if any, a local front forwards its workspace to, and with which token.
+
+A workspace points at a server by the process environment (FLOWBABY_SERVER_URL with
+FLOWBABY_SERVER_TOKEN or FLOWBABY_SERVER_TOKEN_FILE, as the VS Code extension passes them) or by
+`.flowbaby/server.json`, written by `flowbaby connect`. In the spirit of graph.core.trust, nothing a
+cloned repository could have written decides where memories go or which token is sent: the
+server URL and token are never read from the workspace `.env`, and `server.json` and the token
+file count only as regular files of this user's with mode 0600 (a committed file is readable by
+anyone after a clone) that are not symlinks. `server.json` names the token file; it holds no token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.net import is_loopback
+from graph.core.storage import namespace_for
+from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
+
+SERVER_URL_ENV = "FLOWBABY_SERVER_URL"
+SERVER_TOKEN_ENV = "FLOWBABY_SERVER_TOKEN"
+SERVER_TOKEN_FILE_ENV = "FLOWBABY_SERVER_TOKEN_FILE"
+SERVER_NAMESPACE_ENV = "FLOWBABY_SERVER_NAMESPACE"
+SERVER_FILE = "server.json"
+_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """A team server: its base URL (no trailing slash), the bearer token, the namespace sent in
+    X-Flowbaby-Namespace, and where the settings came from (for messages; never the token)."""
+
+    url: str
+    token: str
+    namespace: str
+    source: str
+
+
+def server_file(paths: WorkspacePaths) -> Path:
+    return paths.data / SERVER_FILE
+
+
+def read_private_file(path: Path, what: str) -> str:
+    """The text of `path`, which must be a regular file of this user's, mode 0600, not a symlink."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {reason}") from None
+    with os.fdopen(fd, "r", encoding="utf-8") as handle:
+        info = os.fstat(handle.fileno())
+        problem = (
+            "is not a regular file"
+            if not stat.S_ISREG(info.st_mode)
+            else "is not owned by this user"
+            if info.st_uid != os.getuid()
+            else f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0600 (chmod 600 it)"
+            if stat.S_IMODE(info.st_mode) != PRIVATE_FILE_MODE
+            else None
+        )
+        if problem:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {problem}")
+        return handle.read()
+
+
+def check_url(url: str) -> str:
+    """An http(s) base URL; plain http only to loopback (the token and every memory cross the wire)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The team server URL must be http(s)://host[:port], got {url!r}")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            f"Refusing plain http to {parts.hostname}: the token and memories would cross the network in clear; "
+            "use https",
+        )
+    return url.strip().rstrip("/")
+
+
+def check_namespace(namespace: str) -> str:
+    if not _NAMESPACE.match(namespace):
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            "A namespace is 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit",
+        )
+    return namespace
+
+
+def _token_from_file(path: str) -> str:
+    token = read_private_file(Path(path).expanduser(), "server token file").strip()
+    if not token:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The server token file {path} is empty")
+    return token
+
+
+def server_settings(paths: WorkspacePaths) -> ServerSettings | None:
+    """The workspace's team server, or None to serve it locally. The environment wins over server.json."""
+    url = os.environ.get(SERVER_URL_ENV, "").strip()
+    if url:
+        token_file = os.environ.get(SERVER_TOKEN_FILE_ENV, "").strip()
+        token = _token_from_file(token_file) if token_file else os.environ.get(SERVER_TOKEN_ENV, "").strip()
+        if not token:
+            raise FlowbabyError(
+                ErrorCode.FLOWBABY_ERROR,
+                f"{SERVER_URL_ENV} is set but neither {SERVER_TOKEN_FILE_ENV} nor {SERVER_TOKEN_ENV} gives a token",
+            )
+        namespace = os.environ.get(SERVER_NAMESPACE_ENV, "").strip() or namespace_for(paths)
+        return ServerSettings(check_url(url), token, check_namespace(namespace), f"{SERVER_URL_ENV} (environment)")
+    path = server_file(paths)
+    if not os.path.lexists(path):
+        return None
+    try:
+        record = json.loads(read_private_file(path, "server settings"))
+        url, token_file, namespace = record["url"], record["tokenFile"], record["namespace"]
+    except (ValueError, KeyError, TypeError):
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR, f"{path} is not a flowbaby server settings file; run flowbaby connect again"
+        ) from None
+    return ServerSettings(check_url(url), _token_from_file(token_file), check_namespace(namespace), str(path))
+
+
+def write_server_file(paths: WorkspacePaths, url: str, token_file: str, namespace: str | None) -> ServerSettings:
+    """`flowbaby connect`: check the settings, then write server.json (0600, replacing any before)."""
+    token_path = str(Path(token_file).expanduser().resolve())
+    settings = ServerSettings(
+        check_url(url),
+        _token_from_file(token_path),
+        check_namespace(namespace or namespace_for(paths)),
+        str(server_file(paths)),
+    )
+    record = {"url": settings.url, "tokenFile": token_path, "namespace": settings.namespace}
+    target = server_file(paths)
+    staging = target.with_suffix(".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        staging.unlink()
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, indent=2) + "\n")
+    os.replace(staging, target)
+    return settings
+
+
+def forget_server(paths: WorkspacePaths) -> bool:
+    """`flowbaby connect --local`: serve the workspace from its own folder again."""
+    try:
+        server_file(paths).unlink()
+    except FileNotFoundError:
+        return False
+    return True

@@ -1,0 +1,140 @@
+"""Where a local front finds its team server (and which token files it refuses), and how the
+server's error bodies become the same contract errors again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.workspace import resolve_workspace
+from graph.remote import connect_workspace
+from graph.remote.client import RemoteService, failure_from_body
+from graph.remote.settings import server_file, server_settings
+
+
+@pytest.fixture
+def paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for key in list(os.environ):
+        if key.startswith("FLOWBABY_"):
+            monkeypatch.delenv(key)
+    root = tmp_path / "My Project"
+    root.mkdir()
+    return resolve_workspace(root)
+
+
+def _token(tmp_path: Path, mode: int = 0o600, name: str = "token") -> Path:
+    path = tmp_path / name
+    path.write_text("s3cret\n")
+    path.chmod(mode)
+    return path
+
+
+def test_no_setting_serves_locally(paths: Any) -> None:
+    assert server_settings(paths) is None
+
+
+def test_environment_names_the_server(paths: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOWBABY_SERVER_URL", "https://memory.example.com/")
+    monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(_token(tmp_path)))
+    server = server_settings(paths)
+    assert server is not None
+    assert (server.url, server.token, server.namespace) == ("https://memory.example.com", "s3cret", "my-project")
+    monkeypatch.setenv("FLOWBABY_SERVER_NAMESPACE", "payments")
+    assert server_settings(paths).namespace == "payments"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [("http://memory.example.com", "plain http"), ("ftp://x", "http(s)"), ("http://127.0.0.1:8766", None)],
+)
+def test_plain_http_only_to_loopback(
+    paths: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str, problem: str | None
+) -> None:
+    monkeypatch.setenv("FLOWBABY_SERVER_URL", url)
+    monkeypatch.setenv("FLOWBABY_SERVER_TOKEN", "t")
+    if problem is None:
+        assert server_settings(paths) is not None
+        return
+    with pytest.raises(FlowbabyError, match="plain http|http\\(s\\)"):
+        server_settings(paths)
+
+
+def test_token_files_others_can_read_or_swap_are_refused(
+    paths: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWBABY_SERVER_URL", "https://memory.example.com")
+    monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(_token(tmp_path, 0o644)))
+    with pytest.raises(FlowbabyError, match="mode 0644, not 0600"):
+        server_settings(paths)
+    link = tmp_path / "link"
+    link.symlink_to(_token(tmp_path, name="real"))
+    monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(link))
+    with pytest.raises(FlowbabyError, match="symlink"):
+        server_settings(paths)
+    monkeypatch.delenv("FLOWBABY_SERVER_TOKEN_FILE")
+    with pytest.raises(FlowbabyError, match="gives a token"):
+        server_settings(paths)
+
+
+def test_connect_writes_a_private_settings_file_without_the_token(paths: Any, tmp_path: Path) -> None:
+    token = _token(tmp_path)
+    reply = connect_workspace(str(paths.root), "https://memory.example.com", str(token), "team-a")
+    assert reply["namespace"] == "team-a"
+    path = server_file(paths)
+    assert path.stat().st_mode & 0o777 == 0o600
+    record = json.loads(path.read_text())
+    assert record == {"url": "https://memory.example.com", "tokenFile": str(token), "namespace": "team-a"}
+    assert server_settings(paths).token == "s3cret"  # type: ignore[union-attr]
+    path.chmod(0o644)  # as a committed file would be after a clone
+    with pytest.raises(FlowbabyError, match="server settings"):
+        server_settings(paths)
+    assert connect_workspace(str(paths.root), None, None, None)["removed"] is True
+    assert server_settings(paths) is None
+
+
+def test_error_bodies_become_the_same_contract_errors() -> None:
+    retrieval = RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "Too many", retryAfterSec=12)
+    back = failure_from_body(retrieval.to_response(), 429, retrieval=True)
+    assert isinstance(back, RetrievalError) and back.to_response() == retrieval.to_response()
+    ingest = FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "context": required', fields=["context"])
+    back = failure_from_body(ingest.to_response(), 400, retrieval=False)
+    assert isinstance(back, FlowbabyError) and back.to_response() == ingest.to_response()
+    unknown = failure_from_body({"success": False, "error": "DB away", "errorCode": "DATABASE_UNAVAILABLE"}, 503, False)
+    assert unknown.code is ErrorCode.FLOWBABY_ERROR and unknown.details["serverErrorCode"] == "DATABASE_UNAVAILABLE"
+    plain = failure_from_body(None, 502, retrieval=True)
+    assert isinstance(plain, RetrievalError) and plain.code is RetrievalErrorCode.FLOWBABY_ERROR
+
+
+def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
+    from graph.remote.settings import ServerSettings
+
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path == "/api/agent/background/op_1":
+            return httpx.Response(404, json=FlowbabyError(ErrorCode.NOT_FOUND, "No operation").to_response())
+        return httpx.Response(200, json={"success": True, "versions": []})
+
+    async def run() -> None:
+        server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
+        service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
+        assert (await service.background_status({"operationId": "op_1"}))["status"] == "unknown"
+        await service.memory_versions("a/b")
+        with pytest.raises(FlowbabyError) as caught:
+            await service.background_status({"operationId": 5})  # checked here, as the local service does
+        assert caught.value.code is ErrorCode.INVALID_PAYLOAD
+        await service.close()
+
+    asyncio.run(run())
+    assert [r.url.raw_path for r in seen] == [b"/api/agent/background/op_1", b"/api/agent/memories/a%2Fb"]
+    for request in seen:
+        assert request.headers["authorization"] == "Bearer s3cret"
+        assert request.headers["x-flowbaby-namespace"] == "team-a"
