@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from graph.core.contract import RetrievalError, RetrievalErrorCode
-from graph.core.pg_store import connect, migrate, schema_name
+from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.pg_pool import database_unavailable
+from graph.core.pg_store import connect, describe_url, migrate, schema_name
 from graph.search.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 
 ADMIT_LOCK = 0x61646D74  # "admt": one of the namespace's MAX_RUNNING + MAX_WAITING admission places
@@ -55,12 +56,19 @@ class SharedRetrievalThrottle(RetrievalThrottle):
         conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(self.namespace))))
         return conn
 
-    def _connection(self) -> psycopg.Connection[dict[str, Any]]:
-        """Under the lock. A dropped connection took its places with it: forget them."""
-        if self._conn.broken or self._conn.closed:
-            self._conn = self._open()
-            self._held = {ADMIT_LOCK: set(), RUN_LOCK: set()}
-        return self._conn
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        """Under the lock. A dropped connection took its places with it: forget them. A database that
+        does not answer is DATABASE_UNAVAILABLE, as for the store (the retrieval was not carried out)."""
+        try:
+            if self._conn.broken or self._conn.closed:
+                self._held = {ADMIT_LOCK: set(), RUN_LOCK: set()}
+                self._conn = self._open()
+            yield self._conn
+        except (psycopg.OperationalError, FlowbabyError) as exc:
+            if isinstance(exc, FlowbabyError) and exc.code is not ErrorCode.FLOWBABY_ERROR:
+                raise
+            raise database_unavailable(describe_url(self._url)[0]) from None
 
     def close(self) -> None:
         with self._lock:
@@ -94,11 +102,8 @@ class SharedRetrievalThrottle(RetrievalThrottle):
 
     def _take(self, key: int, places: int) -> int | None:
         with self._lock:
-            row = (
-                self._connection()
-                .execute(_TRY_PLACE, (places - 1, sorted(self._held[key]), key, self.namespace))
-                .fetchone()
-            )
+            with self._connection() as conn:
+                row = conn.execute(_TRY_PLACE, (places - 1, sorted(self._held[key]), key, self.namespace)).fetchone()
             if row is None:
                 return None
             self._held[key].add(int(row["i"]))
@@ -111,20 +116,18 @@ class SharedRetrievalThrottle(RetrievalThrottle):
             raise self._queue_full()
         if self.per_minute is None:
             return admission
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (RATE_LOCK, self.namespace))
-                row = conn.execute(
-                    "WITH gone AS (DELETE FROM retrieval_starts WHERE started_at < now() - make_interval(secs => %s)) "
-                    "SELECT COUNT(*) AS n, EXTRACT(EPOCH FROM now() - MIN(started_at))::float8 AS age "
-                    "FROM retrieval_starts WHERE started_at >= now() - make_interval(secs => %s)",
-                    (WINDOW_SEC, WINDOW_SEC),
-                ).fetchone()
-                assert row is not None
-                if int(row["n"]) < self.per_minute:
-                    conn.execute("INSERT INTO retrieval_starts (started_at) VALUES (now())")
-                    return admission
+        with self._lock, self._connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (RATE_LOCK, self.namespace))
+            row = conn.execute(
+                "WITH gone AS (DELETE FROM retrieval_starts WHERE started_at < now() - make_interval(secs => %s)) "
+                "SELECT COUNT(*) AS n, EXTRACT(EPOCH FROM now() - MIN(started_at))::float8 AS age "
+                "FROM retrieval_starts WHERE started_at >= now() - make_interval(secs => %s)",
+                (WINDOW_SEC, WINDOW_SEC),
+            ).fetchone()
+            assert row is not None
+            if int(row["n"]) < self.per_minute:
+                conn.execute("INSERT INTO retrieval_starts (started_at) VALUES (now())")
+                return admission
         self._release(admission, None)
         retry_after = max(1, int(WINDOW_SEC - float(row["age"] or 0.0)) + 1)
         raise RetrievalError(
@@ -134,12 +137,15 @@ class SharedRetrievalThrottle(RetrievalThrottle):
         )
 
     def _release(self, admission: int, running: int | None) -> None:
+        """Give the places back; on a connection the database dropped they are gone already."""
+        places = [(ADMIT_LOCK, admission)] + ([(RUN_LOCK, running)] if running is not None else [])
         with self._lock:
-            conn = self._connection()
-            places = [(ADMIT_LOCK, admission)] + ([(RUN_LOCK, running)] if running is not None else [])
-            for key, place in places:
-                if place in self._held[key]:  # not if the connection (and the place with it) was lost
-                    conn.execute(
-                        "SELECT pg_advisory_unlock(%s, hashtext(%s || ':' || %s))", (key, self.namespace, place)
-                    )
-                    self._held[key].discard(place)
+            try:
+                for key, place in places:
+                    if place in self._held[key]:  # not if the connection (and the place with it) was lost
+                        self._conn.execute(
+                            "SELECT pg_advisory_unlock(%s, hashtext(%s || ':' || %s))", (key, self.namespace, place)
+                        )
+                        self._held[key].discard(place)
+            except psycopg.OperationalError:
+                self._held = {ADMIT_LOCK: set(), RUN_LOCK: set()}
