@@ -229,6 +229,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             only_row BOOLEAN PRIMARY KEY DEFAULT true CHECK (only_row),
             dimensions INTEGER NOT NULL,
             variant TEXT NOT NULL DEFAULT ''
+        );
         """,
     ),
     (
