@@ -33,8 +33,15 @@ def _token_file(folder: Path, token: str = TOKEN, mode: int = 0o600, name: str =
 
 
 def _client_env(url: str, token_file: Path) -> dict[str, str]:
+    """The laptop names the server's namespace: the server here serves the folder `team`, and a
+    server answers a request for another namespace with an error (contract 15.11)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "FLOWBABY_"))}
-    return {**env, "FLOWBABY_SERVER_URL": url, "FLOWBABY_SERVER_TOKEN_FILE": str(token_file)}
+    return {
+        **env,
+        "FLOWBABY_SERVER_URL": url,
+        "FLOWBABY_SERVER_TOKEN_FILE": str(token_file),
+        "FLOWBABY_SERVER_NAMESPACE": "team",
+    }
 
 
 def test_a_bridge_forwards_to_a_team_server(spawn, serve, tmp_path: Path) -> None:  # noqa: F811

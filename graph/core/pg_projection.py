@@ -11,39 +11,33 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 from typing import Any
 
 import networkx as nx
-import psycopg
 from psycopg import sql
 
-from graph.core.pg_store import connect, schema_name
+from graph.core.pg_pool import acquire_pool, release_pool
+from graph.core.pg_store import configure_connection, connect, describe_url, schema_name
 from graph.core.projection import dump_projection, parse_projection_bytes
 
 
 class PostgresProjection:
-    def __init__(self, url: str, namespace: str) -> None:
-        self._url = url
-        self._table = sql.Identifier(schema_name(namespace), "graph_projection")
-        self._lock = threading.Lock()
-        self._conn = connect(url)
+    """The projection's row, through the process's connection pool for the namespace (graph.core.pg_pool):
+    a database that went away is DATABASE_UNAVAILABLE here too, and a restart is recovered from."""
 
-    def _connection(self) -> psycopg.Connection[dict[str, Any]]:
-        if self._conn.broken or self._conn.closed:
-            self._conn = connect(self._url)
-        return self._conn
+    def __init__(self, url: str, namespace: str) -> None:
+        self._url, self._namespace = url, namespace
+        self._table = sql.Identifier(schema_name(namespace), "graph_projection")
+        self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
 
     def stamp(self) -> int | None:
-        with self._lock:
-            row = self._connection().execute(sql.SQL("SELECT version FROM {} WHERE id = 1").format(self._table))
-            found = row.fetchone()
+        with self._pool.connection() as conn:
+            found = conn.execute(sql.SQL("SELECT version FROM {} WHERE id = 1").format(self._table)).fetchone()
         return int(found["version"]) if found else None
 
     def read(self) -> tuple[int | None, dict[str, Any] | None]:
-        with self._lock:
-            row = self._connection().execute(sql.SQL("SELECT version, data FROM {} WHERE id = 1").format(self._table))
-            found = row.fetchone()
+        with self._pool.connection() as conn:
+            found = conn.execute(sql.SQL("SELECT version, data FROM {} WHERE id = 1").format(self._table)).fetchone()
         if found is None:
             return None, {}
         return int(found["version"]), parse_projection_bytes(bytes(found["data"]))
@@ -56,8 +50,7 @@ class PostgresProjection:
             "ON CONFLICT (id) DO UPDATE SET version = p.version + 1, saved_at = now(), saved_by = EXCLUDED.saved_by, "
             "data = EXCLUDED.data RETURNING version"
         )
-        with self._lock:
-            conn = self._connection()
+        with self._pool.connection() as conn:
             if expected is None:
                 row = conn.execute(upsert.format(table=self._table), (by, data)).fetchone()
             else:
@@ -69,5 +62,4 @@ class PostgresProjection:
         return int(row["version"]) if row else None
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        release_pool(self._url, self._namespace)

@@ -74,7 +74,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
             memories = list(source.iter_memories())
         finally:
             source.close()
-        from graph.core.pg_store import PostgresMemoryStore, _where
+        from graph.core.pg_store import PostgresMemoryStore, describe_url
 
         target = PostgresMemoryStore(url, namespace, owner=True)  # refused while a server holds the namespace
         try:
@@ -93,7 +93,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
     return CopyReport(
         workspace=str(paths.root),
         namespace=namespace,
-        database=_where(url)[0],
+        database=describe_url(url)[0],
         memories=len(memories),
         copied=len(inserted),
         skipped=len(present) - len(conflicts),

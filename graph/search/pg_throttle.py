@@ -12,6 +12,7 @@ retrieval, plus one per 10 ms spent waiting for a running place.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
-from graph.core.pg_pool import database_unavailable
+from graph.core.pg_pool import CHECK_IDLE_SEC, database_unavailable
 from graph.core.pg_store import connect, describe_url, migrate, schema_name
 from graph.search.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 
@@ -48,6 +49,7 @@ class SharedRetrievalThrottle(RetrievalThrottle):
         self._url, self.namespace = url, namespace
         self._lock = threading.Lock()
         self._conn = self._open()
+        self._used_at = time.monotonic()
         self._held: dict[int, set[int]] = {ADMIT_LOCK: set(), RUN_LOCK: set()}
 
     def _open(self) -> psycopg.Connection[dict[str, Any]]:
@@ -61,10 +63,14 @@ class SharedRetrievalThrottle(RetrievalThrottle):
         """Under the lock. A dropped connection took its places with it: forget them. A database that
         does not answer is DATABASE_UNAVAILABLE, as for the store (the retrieval was not carried out)."""
         try:
+            if time.monotonic() - self._used_at > CHECK_IDLE_SEC and not self._conn.broken:
+                with contextlib.suppress(psycopg.OperationalError):  # a restart meanwhile: marks it broken
+                    self._conn.execute("")
             if self._conn.broken or self._conn.closed:
                 self._held = {ADMIT_LOCK: set(), RUN_LOCK: set()}
                 self._conn = self._open()
             yield self._conn
+            self._used_at = time.monotonic()
         except (psycopg.OperationalError, FlowbabyError) as exc:
             if isinstance(exc, FlowbabyError) and exc.code is not ErrorCode.FLOWBABY_ERROR:
                 raise

@@ -106,8 +106,10 @@ def test_error_bodies_become_the_same_contract_errors() -> None:
     ingest = FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "context": required', fields=["context"])
     back = failure_from_body(ingest.to_response(), 400, retrieval=False)
     assert isinstance(back, FlowbabyError) and back.to_response() == ingest.to_response()
-    unknown = failure_from_body({"success": False, "error": "DB away", "errorCode": "DATABASE_UNAVAILABLE"}, 503, False)
-    assert unknown.code is ErrorCode.FLOWBABY_ERROR and unknown.details["serverErrorCode"] == "DATABASE_UNAVAILABLE"
+    unknown = failure_from_body({"success": False, "error": "New", "errorCode": "A_LATER_SERVERS_CODE"}, 503, False)
+    assert unknown.code is ErrorCode.FLOWBABY_ERROR and unknown.details["serverErrorCode"] == "A_LATER_SERVERS_CODE"
+    away = failure_from_body({"success": False, "error": "DB away", "errorCode": "DATABASE_UNAVAILABLE"}, 503, False)
+    assert away.code is ErrorCode.DATABASE_UNAVAILABLE
     plain = failure_from_body(None, 502, retrieval=True)
     assert isinstance(plain, RetrievalError) and plain.code is RetrievalErrorCode.FLOWBABY_ERROR
 
