@@ -11,7 +11,7 @@ Postgres' `english` configuration (its stopwords, the Snowball stemmer).
 The score is the in-memory lane's: BM25 (k1 1.2, b 0.75) self-normalised by what the query could
 reach, computed in one SQL statement over the postings, so fusion weights, match floors and
 abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over the tsvector alone
-(unnesting every matching memory's tsvector for its counts) was 5-6x slower than over postings
+(unnesting every matching memory's tsvector for its counts) was 5-7x slower than over postings
 (INGEST_CONTRACT.md 15). The GIN index answers whether words are known (knows, known_share).
 """
 
