@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import tempfile
 import uuid
@@ -63,6 +64,7 @@ def run(burst: int, rounds: int) -> dict[str, Any]:
                 results[backend].append(build_burst(folder, env, burst, seed=round_))
     finally:
         server.remove()
+        shutil.rmtree(root, ignore_errors=True)
     per = {b: statistics.median(r["sec_per_summary"] for r in runs) for b, runs in results.items()}
     cognee = {b: statistics.median(r["cognee_sec_per_summary"] for r in runs) for b, runs in results.items()}
     return {
