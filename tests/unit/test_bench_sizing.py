@@ -25,3 +25,9 @@ def test_sizing_projects_bytes_per_memory_and_the_curve() -> None:
     assert out["hnswIndexGiB"] == round(3_000 * TEAM_MEMORIES / 1024**3, 2)
     assert out["teamRetrievalP95Ms"]["projected"] == pytest.approx(20 * 73**0.30103, rel=1e-3)
     assert out["servingProcessRssMiB"]["projected"] == round(200 + 0.01 * (TEAM_MEMORIES - 1_000))
+
+
+def test_a_curve_that_falls_within_noise_is_not_projected_below_what_was_measured() -> None:
+    sizes = {1_000: {"memoriesTotalBytes": 1, "chunksTotalBytes": 1, "hnswBytes": 1, "memories": 1, "chunks": 6}}
+    out = sizing(sizes, {"teamRetrieval": [(1_000, 30.0), (10_000, 20.0)]}, {})
+    assert out["teamRetrievalP95Ms"]["projected"] == 30.0 and "noise" in out["teamRetrievalP95Ms"]["fit"]
