@@ -174,6 +174,8 @@ class OperationManager:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep the manager alive; the ledger says what happened
+                if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
+                    raise  # the ledger is away: _supervise waits for it and the batch runs again
                 log.exception("batch failed unexpectedly")
                 unfinished = {op.operationId for op in self._store.operations(("running",))}
                 self._store.finish(  # never re-mark an operation that already ended
