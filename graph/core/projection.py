@@ -17,12 +17,13 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from graph.core.store import Memory, memory_uuid
 from graph.core.workspace import PRIVATE_FILE_MODE
+
+if TYPE_CHECKING:  # imported where a graph is built or loaded: the owner's search reads the JSON only (~20 MB less)
+    import networkx as nx
 
 STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
 """Entity types that describe a memory's own frame rather than what it talks about."""
@@ -54,6 +55,8 @@ def build_projection(
 ) -> nx.MultiDiGraph:
     """Fold cognee's whole node/edge lists and every stored memory into a new projection
     (the full rebuild: the first batch of a worker, and the repair path)."""
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     fold_projection(graph, nodes, edges, memories)
     return graph
@@ -166,6 +169,8 @@ def batch_subgraph(
 def save_projection(graph: nx.MultiDiGraph, path: Path) -> None:
     """Atomic and durable: written to a temporary file, fsynced, renamed over the old one and the
     folder fsynced, so neither a reader nor a power cut ever sees half a file."""
+    import networkx as nx
+
     write_durably(path, json.dumps(nx.node_link_data(graph, edges="edges")).encode("utf-8"))
 
 
@@ -201,6 +206,8 @@ def read_projection_json(path: Path) -> dict[str, Any] | None:
 
 def load_projection(path: Path) -> nx.MultiDiGraph:
     """The projection as a graph; an unreadable file reads as an empty graph."""
+    import networkx as nx
+
     data = read_projection_json(path)
     if not data:
         return nx.MultiDiGraph()
