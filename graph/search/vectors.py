@@ -7,14 +7,12 @@ make a memory searchable the moment it is staged, long before its graph exists.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -116,7 +114,6 @@ class VectorIndex:
         ]
         flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, dimensions), len(self._chunks))
-        _blas()  # off the first query's path
 
     def add_memories(self, memories: list[Memory]) -> int:
         """Embed and store all chunks of these memories; returns the number of rows."""
@@ -153,8 +150,7 @@ class VectorIndex:
         buffer, size = self._view  # one consistent snapshot; rows below size never change
         if limit <= 0 or not size:
             return []
-        with _one_blas_thread():
-            similarities = buffer[:size] @ np.asarray(vector, dtype=np.float32)
+        similarities = buffer[:size] @ np.asarray(vector, dtype=np.float32)
         limit = min(limit, size)
         top = np.argpartition(-similarities, limit - 1)[:limit]
         top = top[np.argsort(-similarities[top], kind="stable")]
@@ -187,20 +183,6 @@ class VectorIndex:
                 self._table.optimize()
             except Exception:
                 log.exception("LanceDB compaction failed; the next one retries")
-
-
-@functools.cache
-def _blas() -> Any:
-    from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
-
-    return ThreadpoolController()  # finds the BLAS libraries once (~20 ms); limiting is then ~10 us
-
-
-def _one_blas_thread() -> Any:
-    """The product reads the whole matrix: memory-bound, so a second BLAS thread gains little, and on
-    2 cores it takes the core ONNX Runtime or another request needs. Measured at 60k chunks in one
-    process: p50/p95 7.0/13.9 ms on 2 threads, 6.1/10.3 ms on 1; under load 39.5/73.7 vs 31.1/58.8 ms."""
-    return _blas().limit(limits=1, user_api="blas")
 
 
 def open_vector_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, Path | None]:
