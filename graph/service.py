@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -15,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
 from graph.build.operations import OperationManager
@@ -77,7 +78,7 @@ from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
-from graph.inspection.workspace_graph import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
+from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
@@ -91,6 +92,9 @@ from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
+
+if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
+    from graph.inspection.workspace_graph import WorkspaceGraph
 
 __all__ = [
     "AUDIT_USER",
@@ -121,6 +125,16 @@ __all__ = [
     "verify",
 ]
 """What the fronts (bridge/, api/) may use besides graph.core.contract; a test holds them to it."""
+
+
+def __getattr__(name: str) -> Any:
+    """WorkspaceGraph for the fronts' graph commands, imported on first use (it brings networkx)."""
+    if name == "WorkspaceGraph":
+        from graph.inspection.workspace_graph import WorkspaceGraph
+
+        return WorkspaceGraph
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = logging.getLogger("flowbaby.service")
 EXIT_WORKSPACE_UNAVAILABLE = 3
@@ -269,6 +283,9 @@ class FlowbabyService:
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
+        # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
+        gc.freeze()
         if missing:
             log.info("embedding %d memories left without vectors", len(missing))
             for memory in missing:
@@ -886,6 +903,8 @@ class FlowbabyService:
         ).model_dump(mode="json")
 
     def _graph_view(self) -> WorkspaceGraph:
+        from graph.inspection.workspace_graph import WorkspaceGraph
+
         return WorkspaceGraph(
             load_graph(self.projection), self.store.iter_memories(), self.store.operations(("failed",))
         )

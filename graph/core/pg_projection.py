@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from psycopg import sql
 
 from graph.core.pg_pool import acquire_pool, release_pool
 from graph.core.pg_store import configure_connection, connect, describe_url, schema_name
 from graph.core.projection import dump_projection, parse_projection_bytes
+
+if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
+    import networkx as nx
 
 
 class PostgresProjection:

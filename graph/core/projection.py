@@ -17,12 +17,13 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from graph.core.store import Memory, memory_uuid
 from graph.core.workspace import PRIVATE_FILE_MODE
+
+if TYPE_CHECKING:  # imported where a graph is built or loaded: the owner's search reads the JSON only (~20 MB less)
+    import networkx as nx
 
 STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
 """Entity types that describe a memory's own frame rather than what it talks about."""
@@ -54,6 +55,8 @@ def build_projection(
 ) -> nx.MultiDiGraph:
     """Fold cognee's whole node/edge lists and every stored memory into a new projection
     (the full rebuild: the first batch of a worker, and the repair path)."""
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     fold_projection(graph, nodes, edges, memories)
     return graph
@@ -170,6 +173,8 @@ def save_projection(graph: nx.MultiDiGraph, path: Path) -> None:
 
 
 def dump_projection(graph: nx.MultiDiGraph) -> bytes:
+    import networkx as nx
+
     return json.dumps(nx.node_link_data(graph, edges="edges")).encode("utf-8")
 
 
@@ -219,6 +224,8 @@ def parse_projection_bytes(raw: bytes) -> dict[str, Any] | None:
 
 def parse_projection(data: dict[str, Any] | None) -> nx.MultiDiGraph:
     """A graph from projection JSON; none or an unreadable one is an empty graph."""
+    import networkx as nx
+
     if not data:
         return nx.MultiDiGraph()
     try:

@@ -10,13 +10,14 @@ only while the stamp is still its own (otherwise it rebuilds from cognee's graph
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Protocol
 
 from graph.core.projection import parse_projection, read_projection_json, save_projection
 from graph.core.storage import database_url, namespace_for
 from graph.core.workspace import WorkspacePaths
+
+if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
+    import networkx as nx
 
 
 class ProjectionSource(Protocol):

@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import networkx as nx
 
@@ -23,14 +23,10 @@ from graph.core.projection import STRUCTURAL_TYPES, load_projection, memory_attr
 from graph.core.store import Memory, MemoryStore
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.inspection.html_page import render_html
+from graph.inspection.names import EXPORT_FORMATS, ExportFormat, TopicNotFound
 from graph.inspection.style import node_category
 
-ExportFormat = Literal["graphml", "json", "html"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("graphml", "json", "html")
-
-
-class TopicNotFound(LookupError):
-    """No memory has this topicId."""
+__all__ = ["EXPORT_FORMATS", "ExportFormat", "TopicNotFound", "WorkspaceGraph"]
 
 
 class WorkspaceGraph:

@@ -199,11 +199,12 @@ class GraphLane:
                     if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
                     value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
+                    hop = Hop(value, seed, (self._names[entity],))  # one per entity: its holders share it
                     for memory_id in holders:
                         # a weaker seed can itself be reached from a stronger one
                         reached = hops.get(memory_id)
-                        if seeds.get(memory_id, 0.0) < strength and value > (reached.score if reached else 0.0):
-                            hops[memory_id] = Hop(value, seed, (self._names[entity],))
+                        if value > (reached.score if reached else 0.0) and seeds.get(memory_id, 0.0) < strength:
+                            hops[memory_id] = hop
         return hops
 
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:

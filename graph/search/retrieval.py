@@ -304,7 +304,10 @@ class Retriever:
                 if memory is None or value <= 0:
                     continue
                 if request.includeSuperseded or memory.status is not MemoryStatus.SUPERSEDED:
-                    candidates.setdefault(memory_id, Scored(memory)).lanes[name] = value
+                    item = candidates.get(memory_id)
+                    if item is None:  # not setdefault: that builds a Scored per lane hit, then drops it
+                        item = candidates[memory_id] = Scored(memory)
+                    item.lanes[name] = value
 
         best_chunk: dict[str, float] = {}
         coverage: dict[str, float] = {}
@@ -458,7 +461,7 @@ class Retriever:
             strong = hop.score >= STRONG_LINK and placed[hop.source] < STRONG_PER_SEED
             if not (near or strong) or (memory_id in seeds and not _moves_seed(hop)):
                 continue  # a weaker seed moves only through a very strong link from a stronger one
-            item = candidates.setdefault(memory_id, Scored(memory))
+            item = candidates.get(memory_id) or candidates.setdefault(memory_id, Scored(memory))
             item.lanes["graph_expansion"] = hop.score
             # At most right after the memory it was reached from, whatever boost or recency it gets later.
             ceiling = candidates[hop.source].fused - margin * (1 + placed[hop.source])
