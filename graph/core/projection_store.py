@@ -43,16 +43,19 @@ class FileProjection:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def stamp(self) -> int | None:
+    def stamp(self) -> tuple[int, int, int] | None:
+        """Each save is a new file renamed over the old one: its inode and size tell two saves apart
+        even within one tick of the file system's clock (the modification time alone did not)."""
         try:
-            return self.path.stat().st_mtime_ns
+            info = self.path.stat()
         except FileNotFoundError:
             return None
+        return info.st_mtime_ns, info.st_ino, info.st_size
 
-    def read(self) -> tuple[int | None, dict[str, Any] | None]:
+    def read(self) -> tuple[tuple[int, int, int] | None, dict[str, Any] | None]:
         return self.stamp(), read_projection_json(self.path)
 
-    def save(self, graph: nx.MultiDiGraph, expected: object | None) -> int | None:
+    def save(self, graph: nx.MultiDiGraph, expected: object | None) -> tuple[int, int, int] | None:
         if expected is not None and self.stamp() != expected:
             return None
         save_projection(graph, self.path)
