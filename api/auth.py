@@ -8,14 +8,11 @@ refused, so whoever wrote the repository cannot know the token.
 
 from __future__ import annotations
 
-import errno
 import os
 import secrets
-import stat
 from pathlib import Path
 
-from graph.core.contract import ErrorCode, FlowbabyError
-from graph.service import WorkspacePaths, configured_token
+from graph.service import WorkspacePaths, configured_token, read_private_file
 
 TOKEN_FILE = "api_token"
 
@@ -38,28 +35,7 @@ def resolve_token(paths: WorkspacePaths) -> tuple[str, str]:
 
 def read_token_file(path: Path) -> str:
     """The token in `path`, which must be a regular file of this user's with mode 0600."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the API token file {path}: it {reason}") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        info = os.fstat(handle.fileno())
-        problem = (
-            "is not a regular file"
-            if not stat.S_ISREG(info.st_mode)
-            else "is not owned by this user"
-            if info.st_uid != os.getuid()
-            else f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0600"
-            if stat.S_IMODE(info.st_mode) != 0o600
-            else None
-        )
-        if problem:
-            raise FlowbabyError(
-                ErrorCode.FLOWBABY_ERROR,
-                f"Refusing the API token file {path}: it {problem}; delete it and a new one is generated",
-            )
-        return handle.read().strip()
+    return read_private_file(path, "API token file", "delete it and a new one is generated").strip()
 
 
 def token_matches(expected: str, header: str | None) -> bool:

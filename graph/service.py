@@ -75,7 +75,7 @@ from graph.core.storage import (
 )
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
-from graph.core.trust import configured_token
+from graph.core.trust import configured_token, read_private_file
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
@@ -107,6 +107,7 @@ __all__ = [
     "WorkspaceGraph",
     "WorkspacePaths",
     "configured_token",
+    "read_private_file",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",

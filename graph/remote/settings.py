@@ -12,11 +12,9 @@ anyone after a clone) that are not symlinks. `server.json` names the token file;
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,6 +22,7 @@ from urllib.parse import urlsplit
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.net import is_loopback
 from graph.core.storage import namespace_for
+from graph.core.trust import read_private_file
 from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
 
 SERVER_URL_ENV = "FLOWBABY_SERVER_URL"
@@ -47,29 +46,6 @@ class ServerSettings:
 
 def server_file(paths: WorkspacePaths) -> Path:
     return paths.data / SERVER_FILE
-
-
-def read_private_file(path: Path, what: str) -> str:
-    """The text of `path`, which must be a regular file of this user's, mode 0600, not a symlink."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {reason}") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        info = os.fstat(handle.fileno())
-        problem = (
-            "is not a regular file"
-            if not stat.S_ISREG(info.st_mode)
-            else "is not owned by this user"
-            if info.st_uid != os.getuid()
-            else f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0600 (chmod 600 it)"
-            if stat.S_IMODE(info.st_mode) != PRIVATE_FILE_MODE
-            else None
-        )
-        if problem:
-            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {problem}")
-        return handle.read()
 
 
 def check_url(url: str) -> str:
