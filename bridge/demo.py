@@ -7,6 +7,7 @@ then prints what was built.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from bridge.client import BridgeClient
 from bridge.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
 from graph.core.contract import ErrorCode
+from graph.service import DATABASE_URL_ENV
 
 
 def _say(text: str = "") -> None:
@@ -80,11 +82,12 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
             _say(reply["markdown"])
-        _say(
-            f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
-            f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
-            f"  flowbaby graph export --workspace {workspace} --format html --out graph.html"
-        )
+        if not os.environ.get(DATABASE_URL_ENV):  # a team namespace's graph is read through a serving process
+            _say(
+                f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
+                f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
+                f"  flowbaby graph export --workspace {workspace} --format html --out graph.html"
+            )
         return 1 if counts.get("failed") else 0
     finally:
         client.close()
