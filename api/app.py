@@ -136,12 +136,12 @@ def create_app(
     is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
     `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for.
     `tenancy`: a team server's tokens and namespaces (api/tenancy.py); by default the workspace's
-    token and namespace. Routes call the request's namespace's service (MCP: the server's own)."""
+    token and namespace. Routes and MCP tool calls use the request's namespace's service."""
     if tenancy is None:
         namespaces = NamespaceServices(service, own_namespace(service), team=False)
         tenancy = Tenancy(WorkspaceToken(token), namespaces)
-    mcp = build_mcp_server(service)
     service = cast(MemoryService, CurrentService(service))
+    mcp = build_mcp_server(service)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
 
     @contextlib.asynccontextmanager

@@ -5,6 +5,8 @@ habits carry over. Each tool calls the same service method as the bridge; the
 service validates, throttles and audits. This module only frames: arguments in, a tool
 result out, and a contract failure as a tool error (`isError`) that never drops the client.
 The caller's name for the audit log is the `clientInfo.name` the client sent at `initialize`.
+Over HTTP, `service` is the per-request proxy of api/tenancy.py: each call runs in its request's
+namespace, and the audit names its token's user.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
 from graph.core.contract import ContractFailure
-from graph.service import AUDIT_USER, MemoryService
+from graph.service import MemoryService
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -175,28 +177,12 @@ class FlowbabyMCP(MCPServer[Any]):
         self.handlers = handlers
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
-        # Over HTTP the call runs in the MCP session's task, not the request's: the token's user
-        # (for the audit log) comes from the request's scope (api/tenancy.py).
-        reset = AUDIT_USER.set(_http_user(context))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError) or name not in self.handlers or context is None:
                 raise
             return await self.handlers[name](arguments, client_name(context))
-        finally:
-            AUDIT_USER.reset(reset)
-
-
-def _http_user(context: Context[Any, Any] | None) -> str | None:
-    """The user of the per-user token that sent this call over HTTP (None: stdio, workspace token)."""
-    try:
-        request = context.request_context.request if context is not None else None
-    except ValueError:  # no request context (outside a request)
-        return None
-    scope = getattr(request, "scope", None)
-    user = scope.get("flowbaby.user") if isinstance(scope, dict) else None
-    return user if isinstance(user, str) else None
 
 
 def build_mcp_server(service: MemoryService) -> FlowbabyMCP:

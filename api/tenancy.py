@@ -2,9 +2,12 @@
 
 Every `/api/...` route is also served as `/api/ns/{namespace}/...`: this layer strips the prefix
 before routing, so the route table is defined once and every route (present and future) is
-served both ways. A request may instead name its namespace in `X-Flowbaby-Namespace`; with
-neither, it is the server's own (its workspace's) namespace. The route handlers call a service
-proxy that resolves, per request, to the namespace's service (`CURRENT`).
+served both ways; `/api/ns/{namespace}/mcp` is `/mcp` (the MCP tools) in that namespace. A request
+may instead name its namespace in `X-Flowbaby-Namespace`; with neither, it is the server's own (its
+workspace's) namespace. The route handlers and MCP tools call a service proxy that resolves, per
+request, to the namespace's service (`CURRENT`). MCP tool calls see the contextvars set here: the
+`mcp` SDK runs each handler in a copy of the context of the request that carried the message (its
+context streams), not in the session's task context.
 
 Embedded (no FLOWBABY_DATABASE_URL): one namespace, one bearer token, as before. A team server
 (`flowbaby serve` with the URL) also accepts per-user tokens (graph.core.tokens), each scoped to
@@ -39,9 +42,6 @@ PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"
 PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
 """Answered without a token (health then says only that it is up)."""
-USER_KEY = "flowbaby.user"
-"""The ASGI scope key that carries the token's user to handlers run outside the request's context
-(MCP tool calls run in the session's task): see api/mcp_tools.py."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,7 @@ class NamespaceRouter:
         in_path = None
         if path.startswith(PREFIX):
             in_path, _, rest = path[len(PREFIX) :].partition("/")
-            path = "/api/" + rest
+            path = "/mcp" if rest == "mcp" else "/api/" + rest
             scope = {**scope, "path": path, "raw_path": path.encode()}
         in_header = _header(scope, HEADER)
         try:
@@ -225,9 +225,6 @@ class NamespaceRouter:
                 return await self._call(scope, receive, send, services.default, None, False)
             message = f'This token may not use the namespace "{namespace}"'
             return await refuse(send, 403, FlowbabyError(ErrorCode.NAMESPACE_FORBIDDEN, message).to_response())
-        if path == "/mcp" and named is not None and named != services.namespace:
-            message = f'MCP over HTTP serves only this server\'s own namespace "{services.namespace}"'
-            return await refuse(send, 400, FlowbabyError(ErrorCode.INVALID_NAMESPACE, message).to_response())
         try:
             service = services.default if named is None else await services.get(named)
         except FlowbabyError as error:
@@ -241,7 +238,7 @@ class NamespaceRouter:
     ) -> None:
         tokens = (CURRENT.set(service), AUTHORIZED.set(authorized), AUDIT_USER.set(user))
         try:
-            await self.app({**scope, USER_KEY: user}, receive, send)
+            await self.app(scope, receive, send)
         finally:
             AUDIT_USER.reset(tokens[2])
             AUTHORIZED.reset(tokens[1])

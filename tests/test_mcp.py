@@ -128,9 +128,10 @@ def test_stdio_tools_errors_and_audit(workspace: Path) -> None:
     assert {"INVALID_PAYLOAD", "INVALID_REQUEST", "RATE_LIMIT_EXCEEDED", "429_FLOWBABY_BACKLOG"} <= codes
 
 
-async def _http_session(url: str, token: str) -> dict[str, Any]:
+async def _http_session(url: str, token: str, namespace: str | None = None) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} | ({} if namespace is None else {"X-Flowbaby-Namespace": namespace})
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http,
+        httpx2.AsyncClient(headers=headers, timeout=120) as http,
         Client(
             streamable_http_client(url, http_client=http),
             client_info=Implementation(name="http-agent", version="1.0"),

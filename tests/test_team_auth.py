@@ -185,6 +185,99 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
     assert server.proc.returncode == 0, server.log.read_text(errors="replace")[-3000:]
 
 
+def _rpc(api: str, path: str, token: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
+    headers = {**_bearer(token), "Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-06-18"}
+    return httpx.post(f"{api}{path}", json=body, headers=headers, timeout=120)
+
+
+def _sse_result(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC result of a streamable-HTTP reply (an SSE stream of one message)."""
+    data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data[-1])["result"])
+
+
+def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    url = postgres.create_database()
+    env = _env(url)
+    made = {}
+    for user, scope in (("alice", "alpha"), ("bob", "beta"), ("ops", "*")):
+        created = tokens(env, "create", "--user", user, "--namespace", scope)
+        assert created.returncode == 0, created.stderr
+        made[user] = created.stdout.strip()
+    alice, bob, ops = made["alice"], made["bob"], made["ops"]
+    workspace = tmp_path / "team-server"
+    workspace.mkdir()
+    server = Server(workspace, env=env)
+    try:
+        server.wait_ready(120)
+        api = server.url
+        # alice stores and retrieves through /api/ns/alpha/mcp
+        assert asyncio.run(_http_session(f"{api}/api/ns/alpha/mcp", alice))["totalResults"] >= 1
+        query = {"query": "session cache eviction"}
+        in_alpha = httpx.post(f"{api}/api/ns/alpha/agent/retrieve", json=query, headers=_bearer(alice), timeout=120)
+        assert [e["topic"] for e in in_alpha.json()["entries"]][:1] == ["HTTP note"], in_alpha.text
+        in_beta = httpx.post(f"{api}/api/ns/beta/agent/retrieve", json=query, headers=_bearer(ops), timeout=120)
+        assert in_beta.status_code == 200 and in_beta.json()["entries"] == []
+        in_home = httpx.post(f"{api}/api/agent/retrieve", json=query, headers=_bearer(ops), timeout=120)
+        assert in_home.json()["entries"] == []
+
+        # outside the token's scope: 403, by path or by header
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        for path, headers in (("/api/ns/beta/mcp", _bearer(alice)), ("/mcp", _bearer(alice, "beta"))):
+            refused = httpx.post(f"{api}{path}", json=init, headers=headers, timeout=60)
+            assert (refused.status_code, refused.json()["errorCode"]) == (403, "NAMESPACE_FORBIDDEN"), path
+
+        # /mcp with the header: bob's session works in beta
+        assert asyncio.run(_http_session(f"{api}/mcp", bob, namespace="beta"))["totalResults"] >= 1
+
+        # each call runs in its own request's namespace and user, not those of the request that opened the
+        # session (home, no memories; the session's task was started from that request's context)
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-agent", "version": "1"},
+            },
+        }
+        opened = _rpc(api, "/mcp", ops, initialize)
+        assert opened.status_code == 200, opened.text
+        session = opened.headers["mcp-session-id"]
+        ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert _rpc(api, "/mcp", ops, ready, session).status_code == 202
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "flowbaby_indexStatus"}}
+        counts = {
+            ns: _sse_result(_rpc(api, f"/api/ns/{ns}/mcp", token, call, session))["structuredContent"]["counts"]
+            for ns, token in (("alpha", ops), ("beta", bob), ("home", ops))
+        }
+        assert {ns: c["memories"] for ns, c in counts.items()} == {"alpha": 1, "beta": 1, "home": 0}
+
+        # each namespace's audit table names the token's user of its MCP calls
+        alpha_rows = _audit(url, "alpha", 3)
+        assert ("storeMemory", "alice", "http-agent", "success") in alpha_rows
+        assert ("retrieveMemory", "alice", "http-agent", "success") in alpha_rows
+        assert ("indexStatus", "ops", "raw-agent", "success") in alpha_rows
+        beta_rows = _audit(url, "beta", 4)
+        assert ("storeMemory", "bob", "http-agent", "success") in beta_rows
+        assert ("indexStatus", "bob", "raw-agent", "success") in beta_rows
+        assert ("indexStatus", "ops", "raw-agent", "success") in _audit(url, "home", 1)
+        with psycopg.connect(url) as conn:
+            counted = [
+                conn.execute(f"SELECT count(*) FROM flowbaby_{ns}.memories".encode()).fetchone()[0]  # type: ignore[index]
+                for ns in ("alpha", "beta", "home")
+            ]
+        assert counted == [1, 1, 0]
+    finally:
+        server.stop()
+    assert server.proc.returncode == 0, server.log.read_text(errors="replace")[-3000:]
+
+
 def test_a_team_server_beyond_loopback_still_needs_tls(postgres: PostgresServer, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
