@@ -201,6 +201,26 @@ class CogneeWorker:
         }
 
     async def build(self, memory_ids: list[str]) -> BatchOutcome:
+        """Build under the namespace's build lock on the team backend (build_lock: one cognee
+        build per namespace across servers)."""
+        from graph.core.storage import database_url, namespace_for
+
+        url = database_url()
+        if not url:
+            return await self._build(memory_ids)
+        from graph.build.worker.build_lock import namespace_build_lock
+
+        try:
+            async with namespace_build_lock(url, namespace_for(self.paths)) as waited:
+                outcome = await self._build(memory_ids)
+        except Exception as exc:  # the lock's own connection (_build reports its errors)
+            traceback.print_exc(file=sys.stderr)
+            return BatchOutcome(error=exc)
+        if outcome.error is None:
+            outcome.metrics["buildLockWaitSec"] = round(waited, 3)
+        return outcome
+
+    async def _build(self, memory_ids: list[str]) -> BatchOutcome:
         """Run the batch; if several memories fail together on content (an answer that never
         validates, a cognify error), run them one at a time, so that one memory the LLM
         cannot handle fails alone instead of taking its batch with it. A provider that is
