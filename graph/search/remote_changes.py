@@ -1,7 +1,7 @@
 """Other servers' changes to a team namespace, applied to this server's in-memory caches.
 
-What a server caches in memory: the catalog (every memory row it searches, with the BM25 lexical
-index and the name links built from them) and the chunk count that bounds the vector search. The
+What a server caches in memory: the catalog (every memory row it searches, with the name links
+built from them; the lexical index is in the database) and the chunk count that bounds the vector search. The
 vectors themselves are searched in pgvector, so they are shared as soon as they are committed; a
 memory enters the catalog (and so the results) once its vectors are. Listens through
 graph.core.storage.watch_namespace; on the embedded store nothing of this runs.
