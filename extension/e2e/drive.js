@@ -59,6 +59,16 @@ async function main() {
     await page.keyboard.press("Escape");
     seen.tabs = (await page.locator(".tabs-container .tab").allInnerTexts()).map((tab) => tab.trim());
     await poll();
+    // VS Code shows only a few toasts at once; the others go straight to the notification centre: read it too.
+    await page.keyboard.press("F1");
+    await page.keyboard.type("Notifications: Show Notifications");
+    await page.keyboard.press("Enter");
+    const centre = page.locator(".notifications-center .notification-list-item-message");
+    await centre.first().waitFor({ timeout: 10000 }).catch(() => undefined);
+    for (const toast of await centre.allInnerTexts()) {
+      if (!seen.toasts.includes(toast)) seen.toasts.push(toast);
+    }
+    await page.keyboard.press("Escape");
     // Rendered lines use no-break spaces and wrap: join each wrapped line back to its "[…]" start.
     const rendered = (await page.locator(".part.panel .monaco-editor .view-lines").allInnerTexts()).join("\n");
     seen.activity = rendered.replace(/\u00a0/g, " ").replace(/\n(?!\[)/g, "");
