@@ -104,6 +104,20 @@ def test_worker_idle_zero_means_never_idle(spawn, workspace: Path) -> None:
     assert note["params"]["status"] == "completed", note
 
 
+def test_idle_worker_exits_and_comes_back(spawn, workspace: Path) -> None:
+    """The worker exits once idle (it used to stay for ever: its blocked stdin read held
+    asyncio.run's shutdown), and the next batch starts a new one."""
+    client = spawn(workspace, env=_env(FLOWBABY_WORKER_IDLE_SEC="1"))
+    client.result("ingestForAgent", summary("first"))
+    assert client.wait_notification(timeout=300)["params"]["status"] == "completed"
+    deadline = time.monotonic() + 60
+    while pid := client.result("health")["workerPid"]:
+        assert time.monotonic() < deadline, f"worker {pid} still running long after its idle second"
+        time.sleep(0.2)
+    client.result("ingestForAgent", summary("second"))
+    assert client.wait_notification(timeout=300)["params"]["status"] == "completed"
+
+
 def test_kill_loop(tmp_path: Path) -> None:
     """kill -9 at random moments across bridge, serve and the cognee worker: nothing staged is
     lost or duplicated, every memory is retrievable and its graph built or failed with a code,

@@ -162,7 +162,7 @@ def bench_idle_after_work(root: Path) -> dict[str, Any]:
         for query in ("Redis session cache TTL", "permanent fix for E_LEDGER_LOCK", "who owns reconciliation"):
             assert client.result("retrieveForAgent", {"query": query})["success"]
         deadline = time.monotonic() + 60
-        while client.result("health")["workerPid"] and time.monotonic() < deadline:
+        while (worker := client.result("health")["workerPid"]) and time.monotonic() < deadline:
             time.sleep(0.5)
         idle = rss_mb(pid)
         maps = Path(f"/proc/{pid}/maps").read_text()
@@ -170,6 +170,7 @@ def bench_idle_after_work(root: Path) -> dict[str, Any]:
         client.close()
     return {
         "bridge_rss_idle_after_work_mb": idle,
+        "worker_exited_idle": not worker,
         "torch_mapped": "libtorch" in maps,
         "onnxruntime_mapped": "onnxruntime" in maps,
     }

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -314,6 +316,22 @@ def _error_code(exc: BaseException) -> BackgroundErrorCode:
     return BackgroundErrorCode.COGNIFY_FAILED
 
 
+def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
+    """stdin's lines ("" at its end), read by a daemon thread. A read waiting in the default
+    executor kept the worker alive for ever once idle: asyncio.run joins that executor's threads
+    before it returns, and the thread waited for a line that the owner never sends."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+
+    def pump() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the worker is exiting
+            for line in iter(sys.stdin.readline, ""):
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, "")
+
+    threading.Thread(target=pump, name="stdin", daemon=True).start()
+    return queue
+
+
 async def serve(workspace: str, idle_sec: float) -> None:
     """Serve batches until stdin closes, or until `idle_sec` pass without one (0: never)."""
     _die_with_parent()
@@ -321,12 +339,10 @@ async def serve(workspace: str, idle_sec: float) -> None:
     channel = take_stdout()
     worker = CogneeWorker(workspace)
     channel.write(json.dumps({"ready": True, "pid": os.getpid()}).encode() + b"\n")
-    loop = asyncio.get_running_loop()
+    lines = _stdin_lines(asyncio.get_running_loop())
     while True:
         try:
-            line = await asyncio.wait_for(
-                loop.run_in_executor(None, sys.stdin.readline), timeout=idle_sec if idle_sec > 0 else None
-            )
+            line = await asyncio.wait_for(lines.get(), timeout=idle_sec if idle_sec > 0 else None)
         except TimeoutError:
             return
         if not line:
