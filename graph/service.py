@@ -268,8 +268,12 @@ class FlowbabyService:
         the last process staged but did not get to embed. An unreadable vector folder is moved
         aside and every memory re-embedded from SQLite; an unreadable projection is served as
         empty and rebuilt by the worker."""
-        index, aside = await asyncio.to_thread(open_memory_vectors, self.paths, self.embedder)
-        self._vectors = index
+        index, aside = await asyncio.to_thread(
+            open_memory_vectors, self.paths, self.embedder, self.settings.worker_idle_sec
+        )
+        replaced, self._vectors = self._vectors, index
+        if replaced is not None:  # repair loads the indexes again
+            await asyncio.to_thread(replaced.close)
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
         await asyncio.to_thread(self.embedder.load)
@@ -302,9 +306,8 @@ class FlowbabyService:
                     raise
                 self._warm_fault = error
                 log.warning("warm-up waits for the team database: %s", error.message)
-                close_vectors = getattr(self._vectors, "close", None)
-                if close_vectors is not None:
-                    close_vectors()
+                if self._vectors is not None:
+                    self._vectors.close()
                 self._vectors = None
                 await asyncio.sleep(float(error.details.get("retryAfterSec", 5)))
             else:
@@ -383,9 +386,8 @@ class FlowbabyService:
         self.throttle.close()
         await asyncio.to_thread(self.audit.close)
         self.store.close()
-        close_vectors = getattr(self._vectors, "close", None)  # the team backend's pooled connections
-        if close_vectors is not None:
-            close_vectors()
+        if self._vectors is not None:  # the LanceDB child, or the team backend's pooled connections
+            await asyncio.to_thread(self._vectors.close)
         self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)

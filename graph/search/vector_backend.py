@@ -25,13 +25,17 @@ class MemoryVectors(Protocol):
     def indexed_memory_ids(self) -> set[str]: ...
     def count(self) -> int: ...
     def optimize(self) -> None: ...
+    def close(self) -> None: ...
 
 
-def open_memory_vectors(paths: WorkspacePaths, embedder: Embedder) -> tuple[MemoryVectors, Path | None]:
-    """The index, and where an unreadable LanceDB folder was moved (None: nothing moved)."""
+def open_memory_vectors(
+    paths: WorkspacePaths, embedder: Embedder, idle_sec: float
+) -> tuple[MemoryVectors, Path | None]:
+    """The index, and where an unreadable LanceDB folder was moved (None: nothing moved). The
+    LanceDB table is served from a child process that exits after `idle_sec` without a call."""
     url = database_url()
     if not url:
-        return open_vector_index(paths.vectors, embedder)
+        return open_vector_index(paths.vectors, embedder, idle_sec)
     from graph.search.pg_vectors import PgVectorIndex
 
     embedder.dimensions  # noqa: B018 (a model that cannot load is not the index's fault: raise here)

@@ -11,30 +11,22 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 
 from graph.core.store import Memory
+from graph.search.chunk_table import Chunk, ChunkTable, LanceChunkTable
 from graph.search.embedder import Embedder, split_sentences
+from graph.search.lance_child import ChildChunkTable, LanceChildError
 
 log = logging.getLogger("flowbaby.vectors")
 
-TABLE = "memory_chunks"
+__all__ = ["Chunk", "VectorIndex", "memory_chunks", "open_vector_index"]
+
 COMPACT_EVERY = 100
 """Appends between two compactions: each add leaves a small LanceDB fragment (and a version),
 and reading thousands of them makes every start slower."""
-
-
-@dataclass(frozen=True)
-class Chunk:
-    memory_id: str
-    topic_id: str
-    field: str
-    chunk_index: int
-    text: str
 
 
 TINY_CHARS = 16
@@ -73,73 +65,40 @@ def memory_chunks(memory: Memory) -> list[Chunk]:
     return chunks
 
 
-def _schema(dimensions: int) -> pa.Schema:
-    return pa.schema(
-        [
-            pa.field("memory_id", pa.string()),
-            pa.field("topic_id", pa.string()),
-            pa.field("field", pa.string()),
-            pa.field("chunk_index", pa.int32()),
-            pa.field("text", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dimensions)),
-        ]
-    )
-
-
 class VectorIndex:
-    """LanceDB holds the chunk vectors durably; searches run on an in-memory copy.
+    """The chunk table (graph.search.chunk_table) holds the vectors durably; searches run on an
+    in-memory copy.
 
     LanceDB's exact (flat) search took 52-65 ms per query at 60k chunks here; the
     same exact search as one matrix product over a float32 copy takes a few ms.
     The copy costs 1.5 KB per chunk (about 90 MB at 10k memories).
     """
 
-    def __init__(self, path: Path, embedder: Embedder) -> None:
-        import lancedb
-
+    def __init__(self, path: Path, embedder: Embedder, table: ChunkTable | None = None) -> None:
+        """`table`: the table at `path` (LanceDB in this process unless given, e.g. a ChildChunkTable)."""
         self.dimensions = dimensions = embedder.dimensions
-        self._db = lancedb.connect(str(path))
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._appends = 0
-        self._table = self._db.create_table(TABLE, schema=_schema(dimensions), exist_ok=True)
-        stored_size = self._table.schema.field("vector").type.list_size
-        if stored_size != dimensions:
-            raise ValueError(f"the index holds {stored_size}-d vectors; the model makes {dimensions}-d ones")
-        fields = ["memory_id", "topic_id", "field", "chunk_index", "text"]
-        # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
-        stored = self._table.to_arrow()
-        self._chunks: list[Chunk] = [
-            Chunk(*row) for row in zip(*(stored.column(f).to_pylist() for f in fields), strict=False)
-        ]
-        flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        self._view = (np.asarray(flat, dtype=np.float32).reshape(-1, dimensions), len(self._chunks))
+        self._table = table if table is not None else LanceChunkTable(path, dimensions)
+        chunks, vectors = self._table.rows()
+        self._chunks: list[Chunk] = chunks
+        self._view = (vectors, len(chunks))
 
     def add_memories(self, memories: list[Memory]) -> int:
         """Embed and store all chunks of these memories; returns the number of rows."""
         chunks = [chunk for memory in memories for chunk in memory_chunks(memory)]
         if not chunks:
             return 0
-        vectors = self._embedder.encode([c.text for c in chunks])
-        rows = [
-            {
-                "memory_id": c.memory_id,
-                "topic_id": c.topic_id,
-                "field": c.field,
-                "chunk_index": c.chunk_index,
-                "text": c.text,
-                "vector": vector,
-            }
-            for c, vector in zip(chunks, vectors, strict=False)
-        ]
+        vectors = np.asarray(self._embedder.encode([c.text for c in chunks]), dtype=np.float32)
         with self._write_lock:
-            self._table.add(rows)
-            self._append(np.asarray(vectors, dtype=np.float32), chunks)
+            self._table.add(chunks, vectors)
+            self._append(vectors, chunks)
             self._appends += 1
             compact = self._appends >= COMPACT_EVERY
         if compact:
             self.optimize()
-        return len(rows)
+        return len(chunks)
 
     def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
         """The nearest chunks as (memory_id, cosine similarity), best first (exact search)."""
@@ -184,14 +143,27 @@ class VectorIndex:
             except Exception:
                 log.exception("LanceDB compaction failed; the next one retries")
 
+    def close(self) -> None:
+        """Stop the table's child process, if it has one (a later call starts it again)."""
+        self._table.close()
 
-def open_vector_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, Path | None]:
+
+def open_vector_index(path: Path, embedder: Embedder, idle_sec: float | None = None) -> tuple[VectorIndex, Path | None]:
     """The index, or, if its folder cannot be read (a truncated file, another model's vector
     size), a new empty one after moving the folder aside: the vectors are derived from SQLite,
-    so the caller re-embeds every memory. Returns the index and where the old folder went."""
-    embedder.dimensions  # noqa: B018 (a model that cannot load is not the index's fault: raise here)
+    so the caller re-embeds every memory. Returns the index and where the old folder went.
+    `idle_sec`: serve the table from a child process that exits after that long without a
+    call (graph.search.lance_child); None: LanceDB in this process."""
+    dimensions = embedder.dimensions  # a model that cannot load is not the index's fault: raise here
+
+    def open_() -> VectorIndex:
+        table = None if idle_sec is None else ChildChunkTable(path, dimensions, idle_sec)
+        return VectorIndex(path, embedder, table)
+
     try:
-        return VectorIndex(path, embedder), None
+        return open_(), None
+    except LanceChildError:  # the process failed, not the data: nothing to move aside
+        raise
     except Exception as exc:
         if not path.exists():  # nothing on disk to blame: the failure is the warm-up's own
             raise
@@ -200,4 +172,4 @@ def open_vector_index(path: Path, embedder: Embedder) -> tuple[VectorIndex, Path
             "vector index %s is unreadable (%s: %s); moved to %s and rebuilt", path, type(exc).__name__, exc, aside
         )
         os.replace(path, aside)
-        return VectorIndex(path, embedder), aside
+        return open_(), aside

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TABLE = "session_chunks"
 
@@ -20,7 +23,8 @@ class SessionVectors:
     def __init__(self, path: Path, dimensions: int) -> None:
         """`dimensions` is the encoder's vector size; a table of another size (another model) is
         dropped and made again, since its vectors cannot be compared with this model's queries."""
-        import lancedb
+        import lancedb  # with pyarrow, only once session memory is used (~100 MB)
+        import pyarrow as pa
 
         self.dimensions = dimensions
         self._path = path
@@ -79,6 +83,8 @@ class SessionVectors:
     def add(self, key: str, ids: list[str], vectors: np.ndarray) -> None:
         if not ids:
             return
+        import pyarrow as pa  # loaded with the table already
+
         with self._lock:
             self._table.add(
                 pa.table(

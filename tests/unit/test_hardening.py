@@ -346,7 +346,7 @@ def test_lancedb_is_compacted_in_normal_operation(tmp_path: Path) -> None:
     index = VectorIndex(tmp_path / "vectors.lance", HashEmbedder())  # type: ignore[arg-type]
     for i in range(120):
         index.add_memories([memory(f"m{i}", context=f"memory {i}")])
-    assert len(index._table.to_lance().get_fragments()) < 30  # 120 appends were 120 fragments
+    assert len(index._table._table.to_lance().get_fragments()) < 30  # type: ignore[attr-defined]  # 120 appends were 120 fragments
     assert index.count() == 240
 
 

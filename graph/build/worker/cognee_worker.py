@@ -28,23 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph.core.contract import BackgroundErrorCode
-from graph.core.stdio import take_stdout
+from graph.core.stdio import die_with_parent, take_stdout
 
 LLM_LAYER = (f"{os.sep}cognee{os.sep}infrastructure{os.sep}llm{os.sep}", f"{os.sep}litellm{os.sep}")
 """Where an exception raised inside cognee's LLM layer or litellm comes from."""
-
-
-def _die_with_parent() -> None:
-    """Linux PR_SET_PDEATHSIG: if the owner is killed, the worker (and its locks) go too."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
-    except OSError:
-        return
-    if os.getppid() == 1:  # the owner died before the signal was armed
-        os._exit(1)
 
 
 ISOLATED_CODES = {BackgroundErrorCode.LLM_ERROR, BackgroundErrorCode.COGNIFY_FAILED}
@@ -334,7 +321,7 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
 
 async def serve(workspace: str, idle_sec: float) -> None:
     """Serve batches until stdin closes, or until `idle_sec` pass without one (0: never)."""
-    _die_with_parent()
+    die_with_parent()
     os.umask(0o077)  # cognee's databases and files under .flowbaby/ are the user's alone
     channel = take_stdout()
     worker = CogneeWorker(workspace)

@@ -1,0 +1,91 @@
+"""Where memory chunk vectors are kept durably: one LanceDB table, `memory_chunks`.
+
+The search itself runs on an in-memory copy (graph.search.vectors), so the table is only read
+whole at start and appended to. `ChunkTable` is that surface; `LanceChunkTable` is LanceDB
+itself, and graph.search.lance_child serves one from a child process, so that the owning
+process never loads LanceDB, pyarrow and pandas (about 100 MB it would keep for its whole life).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+TABLE = "memory_chunks"
+FIELDS = ("memory_id", "topic_id", "field", "chunk_index", "text")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    memory_id: str
+    topic_id: str
+    field: str
+    chunk_index: int
+    text: str
+
+
+class ChunkTable(Protocol):
+    """The durable chunk rows: read whole, appended to, compacted."""
+
+    def rows(self) -> tuple[list[Chunk], np.ndarray]:
+        """Every stored chunk and its vector (one float32 row each, in the same order)."""
+        ...
+
+    def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None: ...
+    def optimize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class LanceChunkTable:
+    """The table in this process. Opening it checks that its vectors have the model's size."""
+
+    def __init__(self, path: Path, dimensions: int) -> None:
+        import lancedb
+        import pyarrow as pa
+
+        self.dimensions = dimensions
+        schema = pa.schema(
+            [
+                pa.field("memory_id", pa.string()),
+                pa.field("topic_id", pa.string()),
+                pa.field("field", pa.string()),
+                pa.field("chunk_index", pa.int32()),
+                pa.field("text", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), dimensions)),
+            ]
+        )
+        self._table = lancedb.connect(str(path)).create_table(TABLE, schema=schema, exist_ok=True)
+        stored_size = self._table.schema.field("vector").type.list_size
+        if stored_size != dimensions:
+            raise ValueError(f"the index holds {stored_size}-d vectors; the model makes {dimensions}-d ones")
+
+    def rows(self) -> tuple[list[Chunk], np.ndarray]:
+        # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
+        stored = self._table.to_arrow()
+        chunks = [Chunk(*row) for row in zip(*(stored.column(f).to_pylist() for f in FIELDS), strict=True)]
+        flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return chunks, np.asarray(flat, dtype=np.float32).reshape(-1, self.dimensions)
+
+    def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        self._table.add(
+            [
+                {
+                    "memory_id": c.memory_id,
+                    "topic_id": c.topic_id,
+                    "field": c.field,
+                    "chunk_index": c.chunk_index,
+                    "text": c.text,
+                    "vector": vector,
+                }
+                for c, vector in zip(chunks, vectors.tolist(), strict=True)
+            ]
+        )
+
+    def optimize(self) -> None:
+        self._table.optimize()
+
+    def close(self) -> None:
+        """Nothing to release: LanceDB keeps no handle open between calls."""
