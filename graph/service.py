@@ -268,15 +268,16 @@ class FlowbabyService:
         the last process staged but did not get to embed. An unreadable vector folder is moved
         aside and every memory re-embedded from SQLite; an unreadable projection is served as
         empty and rebuilt by the worker."""
-        index, aside = await asyncio.to_thread(
-            open_memory_vectors, self.paths, self.embedder, self.settings.worker_idle_sec
+        # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM.
+        (index, aside), _ = await asyncio.gather(
+            asyncio.to_thread(open_memory_vectors, self.paths, self.embedder, self.settings.worker_idle_sec),
+            asyncio.to_thread(self.embedder.load),
         )
         replaced, self._vectors = self._vectors, index
         if replaced is not None:  # repair loads the indexes again
             await asyncio.to_thread(replaced.close)
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
-        await asyncio.to_thread(self.embedder.load)
         memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
         # Search starts with what is indexed; the rest is embedded in the background, and
