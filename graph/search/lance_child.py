@@ -5,18 +5,18 @@ keep for its whole life, to read the table once at start and append a few rows p
 owner starts this child when it opens the index, and again when it appends after the child has
 exited idle; the child holds no state that is not on disk.
 
-Wire (stdin/stdout of the child): a request is one JSON line, then `payloadBytes` raw bytes; so
-is a reply. Vectors travel as raw float32 rows. An append's chunks travel as [memory_id,
-topic_id, field, chunk_index, text] lists; the whole table's (read at every start: 150k chunks at
-20k memories) as columns, each string column as Arrow's int32 offsets and UTF-8 bytes (JSON took
-3-4 s there, against 0.8 s for LanceDB's own read).
+Wire (stdin/stdout of the child): a message is one JSON line whose `parts` lists the sizes of the
+raw byte strings that follow it. Vectors travel as raw float32 rows. An append's chunks travel as
+[memory_id, topic_id, field, chunk_index, text] lists; the whole table's (read at every start: 150k
+chunks at 20k memories) as columns, each string column as Arrow's int32 offsets and UTF-8 bytes (JSON
+took 2.7-4 s there, against 0.8 s for LanceDB's own read).
 
-  open    -> {"ok": true} once the table is open (or {"ok": false, "error": ...}; then it exits)
-  {"op": "rows"}                                  -> {"ok": true, "rows": n, "columns": [...], "payloadBytes": n}
-                                                     + the columns' bytes (Arrow's own buffers), then the vectors
-  {"op": "add", "chunks": [...], "payloadBytes": n} + vectors -> {"ok": true}
-  {"op": "optimize"}                              -> {"ok": true}
-  any failure                                     -> {"ok": false, "error": "Type: message"}
+  start   -> {"ok": true} once the table is open (or {"ok": false, "error": ...}; then it exits)
+  {"op": "rows"}                    -> {"ok": true, "rows": n, "columns": [...]} + per string column its
+                                       offsets and bytes, then the chunk indexes (int32), then the vectors
+  {"op": "add", "chunks": [...]} + vectors -> {"ok": true}
+  {"op": "optimize"}                -> {"ok": true}
+  any failure                       -> {"ok": false, "error": "Type: message"}
 """
 
 from __future__ import annotations
@@ -48,30 +48,33 @@ class TableUnreadable(ValueError):
     """The child started but could not open the table (a damaged folder, another model's vectors)."""
 
 
-def _write(stream: IO[bytes], header: dict[str, Any], *payload: bytes) -> None:
-    """One message: the header line, then the payload's parts back to back (never joined: the
-    whole table is hundreds of MB at 100k memories)."""
-    stream.write(json.dumps({**header, "payloadBytes": sum(len(part) for part in payload)}).encode() + b"\n")
-    for part in payload:
+def _write(stream: IO[bytes], header: dict[str, Any], *parts: bytes) -> None:
+    """One message: the header line, then its parts (never joined: the whole table is hundreds
+    of MB at 100k memories)."""
+    stream.write(json.dumps({**header, "parts": [len(part) for part in parts]}).encode() + b"\n")
+    for part in parts:
         stream.write(part)
     stream.flush()
 
 
-def _read(stream: IO[bytes]) -> tuple[dict[str, Any], bytearray] | None:
-    """One message, or None at the end of the stream (also one cut short). The payload is
-    writable, so arrays over it need no copy."""
+def _read(stream: IO[bytes]) -> tuple[dict[str, Any], list[bytearray]] | None:
+    """One message, or None at the end of the stream (also one cut short). Each part is its own
+    writable buffer, so an array over one needs no copy and keeps nothing else alive."""
     line = stream.readline()
     if not line:
         return None
     header: dict[str, Any] = json.loads(line)
-    payload = bytearray(int(header.get("payloadBytes", 0)))
-    view, filled = memoryview(payload), 0
-    while filled < len(payload):
-        got = stream.readinto(view[filled:])  # type: ignore[attr-defined]
-        if not got:
-            return None
-        filled += got
-    return header, payload
+    parts = []
+    for size in header.get("parts", []):
+        part = bytearray(int(size))
+        view, filled = memoryview(part), 0
+        while filled < len(part):
+            got = stream.readinto(view[filled:])  # type: ignore[attr-defined]
+            if not got:
+                return None
+            filled += got
+        parts.append(part)
+    return header, parts
 
 
 STRING_FIELDS = ("memory_id", "topic_id", "field", "text")
@@ -92,32 +95,25 @@ def _encode_rows(stored: Any) -> tuple[dict[str, Any], list[bytes]]:
             bounds = np.frombuffer(offset_buffer, dtype=np.int32)[column.offset : column.offset + len(column) + 1]
             offsets, text = bounds - bounds[0], data.to_pybytes()[bounds[0] : bounds[-1]]
         parts += [offsets.astype(np.int32).tobytes(), text]
-        columns.append([name, len(parts[-2]), len(text)])
+        columns.append(name)
     indexes = stored.column("chunk_index").to_numpy().astype(np.int32).tobytes()
     flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
     vectors = np.ascontiguousarray(flat, dtype=np.float32).tobytes()
-    header = {"ok": True, "rows": stored.num_rows, "columns": columns, "indexBytes": len(indexes)}
-    return header, [*parts, indexes, vectors]
+    return {"ok": True, "rows": stored.num_rows, "columns": columns}, [*parts, indexes, vectors]
 
 
-def _decode_rows(header: dict[str, Any], payload: bytearray, dimensions: int) -> tuple[list[Chunk], np.ndarray]:
-    view = memoryview(payload)
-    position = 0
+def _decode_rows(header: dict[str, Any], parts: list[bytearray], dimensions: int) -> tuple[list[Chunk], np.ndarray]:
     values: dict[str, list[str]] = {}
-    for name, offsets_size, text_size in header["columns"]:
-        bounds = np.frombuffer(view[position : position + offsets_size], dtype=np.int32).tolist()
-        position += offsets_size
-        text = view[position : position + text_size]
-        position += text_size
-        if bytes(text).isascii():  # byte offsets are then character offsets: one decode, then slices
-            whole = str(text, "ascii")
+    for position, name in enumerate(header["columns"]):
+        bounds = np.frombuffer(parts[2 * position], dtype=np.int32).tolist()
+        text = parts[2 * position + 1]
+        if text.isascii():  # byte offsets are then character offsets: one decode, then slices
+            whole = text.decode("ascii")
             values[name] = [whole[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         else:
-            values[name] = [str(text[a:b], "utf-8") for a, b in zip(bounds, bounds[1:], strict=False)]
-    indexes = np.frombuffer(view[position : position + header["indexBytes"]], dtype=np.int32).tolist()
-    position += header["indexBytes"]
-    rows = int(header["rows"])
-    vectors = np.frombuffer(view[position:], dtype=np.float32).reshape(rows, dimensions)
+            values[name] = [text[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:], strict=False)]
+    indexes = np.frombuffer(parts[-2], dtype=np.int32).tolist()
+    vectors = np.frombuffer(parts[-1], dtype=np.float32).reshape(int(header["rows"]), dimensions)
     chunks = [
         Chunk(*row)
         for row in zip(values["memory_id"], values["topic_id"], values["field"], indexes, values["text"], strict=True)
@@ -145,8 +141,8 @@ class ChildChunkTable:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def rows(self) -> tuple[list[Chunk], np.ndarray]:
-        header, payload = self._call({"op": "rows"})
-        return _decode_rows(header, payload, self.dimensions)
+        header, parts = self._call({"op": "rows"})
+        return _decode_rows(header, parts, self.dimensions)
 
     def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
         rows = [[c.memory_id, c.topic_id, c.field, c.chunk_index, c.text] for c in chunks]
@@ -159,17 +155,17 @@ class ChildChunkTable:
         with self._lock:
             self._stop()
 
-    def _call(self, request: dict[str, Any], payload: bytes = b"") -> tuple[dict[str, Any], bytearray]:
+    def _call(self, request: dict[str, Any], *payload: bytes) -> tuple[dict[str, Any], list[bytearray]]:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
             try:
-                proc = self._send(request, payload)
+                proc = self._send(request, *payload)
             except (BrokenPipeError, ConnectionResetError):
                 # The child died before it had the whole request (killed between two calls), so
                 # it acted on none of it: a new child gets the same request.
                 self._stop()
-                proc = self._send(request, payload)
+                proc = self._send(request, *payload)
             try:
                 reply = _read(proc.stdout)  # type: ignore[arg-type]
             except ConnectionResetError:
@@ -183,9 +179,9 @@ class ChildChunkTable:
             raise OSError(f"LanceDB {request['op']}: {header.get('error')}")
         return header, body
 
-    def _send(self, request: dict[str, Any], payload: bytes) -> subprocess.Popen[bytes]:
+    def _send(self, request: dict[str, Any], *payload: bytes) -> subprocess.Popen[bytes]:
         proc = self._ensure_started()
-        _write(proc.stdin, request, payload)  # type: ignore[arg-type]
+        _write(proc.stdin, request, *payload)  # type: ignore[arg-type]
         return proc
 
     def _ensure_started(self) -> subprocess.Popen[bytes]:
@@ -257,14 +253,14 @@ def serve(path: Path, dimensions: int) -> None:
         return
     _write(out, {"ok": True, "pid": os.getpid()})
     while (request := _read(requests)) is not None:
-        header, payload = request
+        header, parts = request
         try:
             if header["op"] == "rows":
-                reply, parts = _encode_rows(table.arrow())
-                _write(out, reply, *parts)
+                reply, columns = _encode_rows(table.arrow())
+                _write(out, reply, *columns)
             elif header["op"] == "add":
                 chunks = [Chunk(*row) for row in header["chunks"]]
-                table.add(chunks, np.frombuffer(payload, dtype=np.float32).reshape(len(chunks), dimensions))
+                table.add(chunks, np.frombuffer(parts[0], dtype=np.float32).reshape(len(chunks), dimensions))
                 _write(out, {"ok": True})
             elif header["op"] == "optimize":
                 table.optimize()
