@@ -6,10 +6,13 @@ open connections (slowloris). Every refusal is a JSON body, and the connection i
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import ipaddress
 import logging
 import resource
 import socket
+import struct
+import termios
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -248,12 +251,25 @@ _sweep_pending: dict[int, bool] = {}
 """Per server (its connection set): whether a sweep is scheduled."""
 
 
+def _unread_bytes(protocol: GuardedH11Protocol) -> int:
+    """Bytes the kernel holds for this connection that the loop has not read yet (FIONREAD)."""
+    sock = protocol.transport.get_extra_info("socket")
+    if sock is None:
+        return 0
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0])
+    except OSError:
+        return 0
+
+
 def _sweep(connections: set[Any]) -> None:
-    """Close the longest-waiting connections until MAX_CONNECTIONS are left open."""
+    """Close the longest-waiting connections until MAX_CONNECTIONS are left open. A connection
+    whose request has arrived but is not read yet (a busy loop) is not waiting: closing it would
+    reset a valid client (seen under load during a flood of 1,000 half-open connections)."""
     _sweep_pending.pop(id(connections), None)
     live = [p for p in connections if not p.transport.is_closing()]
     waiting = sorted(
-        (p for p in live if isinstance(p, GuardedH11Protocol) and p.waiting_since is not None),
+        (p for p in live if isinstance(p, GuardedH11Protocol) and p.waiting_since is not None and not _unread_bytes(p)),
         key=lambda p: p.waiting_since or 0.0,
     )
     for victim in waiting[: max(0, len(live) - MAX_CONNECTIONS)]:
