@@ -5,6 +5,7 @@ folder (machine) on the namespace sees the graph without rebuilding it."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from bridge.client import BridgeClient
 from graph.build.worker.cognee_runtime import cognee_schema
 from graph.core.pg_store import schema_name
 from tests.conftest import summary
+from tests.fake_openai import FakeOpenAI
 from tests.postgres import PostgresServer
 from tests.test_team_backend import _env
 
@@ -109,3 +111,49 @@ def test_the_graph_lives_in_the_namespace_and_every_folder_sees_it(
     assert after == nodes  # the other namespace's build wrote nothing here
     assert named[(namespace, "kafka")] and named[(stranger_ns, "opensearch")]
     assert not named[(namespace, "opensearch")] and not named[(stranger_ns, "kafka")]
+
+
+def test_a_memory_another_machine_ingested_is_repaired_on_this_one(
+    spawn: Callable[..., BridgeClient], postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """The laptop's build fails after cognee's `add` (the LLM answers garbage to cognify), and the
+    laptop's folder is then gone with its copy of the document. A CI runner's folder on the
+    namespace repairs it: its worker renders the document from the store again, and the graph is
+    built there."""
+    namespace = f"repair{uuid.uuid4().hex[:8]}"
+    with FakeOpenAI() as server:
+        env = {
+            **_env(postgres.url(), namespace),
+            "LLM_PROVIDER": "custom",
+            "LLM_MODEL": "fake-extractor",
+            "LLM_ENDPOINT": server.url,
+        }
+        laptop = tmp_path / "laptop"
+        laptop.mkdir()
+        client = spawn(laptop, env=env)
+        server.mode = "garbage"
+        reply = client.result("ingestForAgent", summary("kafka-retries", topic="Kafka retry policy"))
+        notice = client.wait_notification(300)
+        assert notice["params"]["status"] == "failed" and notice["params"]["operationId"] == reply["operationId"]
+        client.close()
+        with psycopg.connect(postgres.url()) as conn:
+            locations = [
+                row[0]
+                for row in conn.execute(
+                    f'SELECT raw_data_location FROM "{cognee_schema(namespace)}".data'.encode()
+                ).fetchall()
+            ]
+        assert locations == []  # the failed batch was taken out of cognee's dataset (`repair` adds it again)
+        shutil.rmtree(laptop)
+
+        server.mode = "good"
+        ci = tmp_path / "ci-runner"
+        ci.mkdir()
+        other = spawn(ci, env=env)
+        repaired = other.result("repair", {})
+        assert repaired["requeuedMemories"] == 1, repaired
+        notice = other.wait_notification(300)
+        assert notice["params"] == {"operationId": repaired["operationId"], "status": "completed"}, notice
+        assert other.result("graphStats")["entities"] > 0
+        assert other.result("indexStatus")["status"] == "ready"
+        other.close()
