@@ -760,7 +760,8 @@ class FlowbabyService:
         if operation_id:
             self.operations.notify()
         warm = self._warm_task
-        if warm is not None and warm.done() and (warm.exception() is not None or self._embed_failures):
+        lost_writes = self._vectors.write_failures if self._vectors is not None else 0
+        if warm is not None and warm.done() and (warm.exception() is not None or self._embed_failures or lost_writes):
             log.warning("repair: loading the search indexes again")
             self._embed_failures = 0
             self._warm_task = asyncio.create_task(self._warm_up(), name="flowbaby-warm")

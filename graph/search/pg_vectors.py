@@ -35,10 +35,11 @@ def _literal(vector: Any) -> str:
 
 class PgVectorIndex:
     """VectorIndex's surface (add_memories, search, nearest_chunks, indexed_memory_ids, count,
-    optimize, dimensions) over pgvector, on the namespace's connection pool (shared with the store)."""
+    optimize, dimensions, write_failures) over pgvector, on the namespace's connection pool (shared with the store)."""
 
     def __init__(self, url: str, namespace: str, embedder: Embedder) -> None:
         self.dimensions = embedder.dimensions
+        self.write_failures = 0  # appends are written before they return: a failure raises instead
         if self.dimensions != DIMENSIONS:
             raise ValueError(f"the team index holds {DIMENSIONS}-d vectors; the model makes {self.dimensions}-d ones")
         self._embedder = embedder

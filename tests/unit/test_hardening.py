@@ -207,6 +207,7 @@ def test_a_broken_vector_folder_is_moved_aside_and_rebuilt(tmp_path: Path) -> No
     embedder = HashEmbedder()
     index = VectorIndex(tmp_path / "vectors.lance", embedder)  # type: ignore[arg-type]
     index.add_memories([memory("m1", context="Redis session cache")])
+    index.close()
     _break_lance(tmp_path / "vectors.lance")
     fresh, aside = open_vector_index(tmp_path / "vectors.lance", embedder)  # type: ignore[arg-type]
     assert aside is not None and aside.is_dir() and aside.name.startswith("vectors.lance.broken-")
@@ -223,6 +224,7 @@ def test_warm_up_rebuilds_both_indexes_from_sqlite(service: FlowbabyService) -> 
         service.store.stage(m, new_operation_id())
     index = VectorIndex(service.paths.vectors, service.embedder)  # type: ignore[arg-type]
     index.add_memories(stored)
+    index.close()
     _break_lance(service.paths.vectors)
     service.paths.projection.write_bytes(b"")
 
@@ -346,6 +348,7 @@ def test_lancedb_is_compacted_in_normal_operation(tmp_path: Path) -> None:
     index = VectorIndex(tmp_path / "vectors.lance", HashEmbedder())  # type: ignore[arg-type]
     for i in range(120):
         index.add_memories([memory(f"m{i}", context=f"memory {i}")])
+    index.flush()
     assert len(index._table._table.to_lance().get_fragments()) < 30  # type: ignore[attr-defined]  # 120 appends were 120 fragments
     assert index.count() == 240
 
@@ -378,6 +381,7 @@ def test_the_vector_size_is_read_from_the_model(tmp_path: Path) -> None:
     index = VectorIndex(tmp_path / "vectors.lance", HashEmbedder(dimensions=12))  # type: ignore[arg-type]
     index.add_memories([memory("m1", context="twelve floats per vector")])
     assert index.dimensions == 12 and index.count() == 2
+    index.close()
     # Another model over the same folder: moved aside and rebuilt, never mixed.
     other, aside = open_vector_index(tmp_path / "vectors.lance", HashEmbedder(dimensions=16))  # type: ignore[arg-type]
     assert aside is not None and other.dimensions == 16 and other.count() == 0

@@ -1,15 +1,19 @@
 """The memory chunk index over both backends (LanceDB in tmp_path, pgvector in a namespace of
 the session's real Postgres): what is added is found, nearest first, after a reopen too; the
-team index's HNSW answers as the exact search does on a few thousand chunks."""
+team index's HNSW answers as the exact search does on a few thousand chunks. With a slow or
+failing chunk table behind the embedded index: a memory is searchable before its rows are stored."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from graph.search.chunk_table import Chunk
 from graph.search.pg_vectors import PgVectorIndex
 from graph.search.vector_backend import MemoryVectors
 from graph.search.vectors import VectorIndex
@@ -53,7 +57,9 @@ def test_what_is_added_is_found_nearest_first(open_index: Callable[[], MemoryVec
 
 
 def test_the_index_survives_a_reopen(open_index: Callable[[], MemoryVectors]) -> None:
-    open_index().add_memories([memory("m1", context="Redis keeps the session cache")])
+    first = open_index()
+    first.add_memories([memory("m1", context="Redis keeps the session cache")])
+    first.close()  # a restart: what was added is stored by then
     again = open_index()
     assert again.indexed_memory_ids() == {"m1"} and again.count() == 2
 
@@ -80,3 +86,46 @@ def test_hnsw_finds_what_exact_search_finds(postgres: PostgresServer, tmp_path: 
     ]
     team.close()
     assert sum(found) / (10 * len(queries)) >= 0.9
+
+
+class SlowTable:
+    """A chunk table whose appends wait for the test (a child process starting) or fail."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.release = threading.Event()
+        self.fail = fail
+        self.stored: list[str] = []
+
+    def rows(self) -> tuple[list[Chunk], np.ndarray]:
+        return [], np.zeros((0, HashEmbedder.dimensions), dtype=np.float32)
+
+    def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        self.release.wait(30)
+        if self.fail:
+            raise OSError("disk full")
+        self.stored += [c.memory_id for c in chunks]
+
+    def optimize(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def test_a_memory_is_searchable_before_its_rows_are_stored(tmp_path: Path) -> None:
+    table = SlowTable()
+    index = VectorIndex(tmp_path / "unused", HashEmbedder(), table)  # type: ignore[arg-type]
+    index.add_memories([memory("m1", context="Redis keeps the session cache")])
+    [query] = HashEmbedder().encode(["Redis keeps the session cache"])
+    assert index.search(query, 1)[0][0] == "m1" and table.stored == []  # not stored yet, searchable
+    table.release.set()
+    index.flush()
+    assert table.stored == ["m1", "m1"]
+    index.close()
+
+
+def test_a_refused_append_is_counted_and_the_memory_stays_searchable(tmp_path: Path) -> None:
+    table = SlowTable(fail=True)
+    table.release.set()
+    index = VectorIndex(tmp_path / "unused", HashEmbedder(), table)  # type: ignore[arg-type]
+    index.add_memories([memory("m1", context="Redis keeps the session cache")])
+    index.flush()
+    assert index.write_failures == 1 and index.indexed_memory_ids() == {"m1"}
+    index.close()
