@@ -37,7 +37,8 @@ from graph.search.chunk_table import Chunk
 
 log = logging.getLogger("flowbaby.vectors")
 
-START_TIMEOUT_SEC = 120.0
+STOP_TIMEOUT_SEC = 30.0
+"""How long a stopping child may take to finish the append it was given before it is killed."""
 
 
 class LanceChildError(RuntimeError):
@@ -165,7 +166,11 @@ class ChildChunkTable:
                 # The child died before it had the whole request (killed between two calls), so
                 # it acted on none of it: a new child gets the same request.
                 self._stop()
-                proc = self._send(request, *payload)
+                try:
+                    proc = self._send(request, *payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    self._stop()
+                    raise LanceChildError(f"the LanceDB child died before {request['op']!r}") from None
             try:
                 reply = _read(proc.stdout)  # type: ignore[arg-type]
             except ConnectionResetError:
@@ -193,11 +198,11 @@ class ChildChunkTable:
         command = [sys.executable, "-m", "graph.search.lance_child", str(self._path), str(self.dimensions)]
         proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         opened = _read(proc.stdout)  # type: ignore[arg-type]
-        if opened is None:
-            code = proc.wait(timeout=START_TIMEOUT_SEC)
-            raise LanceChildError(f"the LanceDB child exited at start-up (code {code})")
-        if not opened[0].get("ok"):
-            proc.wait(timeout=START_TIMEOUT_SEC)
+        if opened is None or not opened[0].get("ok"):
+            self._proc = proc
+            self._stop()  # its pipes closed, and it waited for
+            if opened is None:
+                raise LanceChildError(f"the LanceDB child exited at start-up (code {proc.returncode})")
             raise TableUnreadable(str(opened[0].get("error")))
         self._proc = proc
         self._arm_idle_timer()
@@ -232,7 +237,7 @@ class ChildChunkTable:
             if stream is not None:
                 stream.close()
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=STOP_TIMEOUT_SEC)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
