@@ -117,9 +117,9 @@ class Scored:
     fused: float = 0.0
     score: float = 0.0
     via: Hop | None = None
+    """Set when the graph placed this memory: the memory it was reached from and the names shared."""
     superseded_by: str | None = None
     """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
-    """Set when the graph placed this memory: the memory it was reached from and the names shared."""
 
 
 def summary_text(memory: Memory) -> str:
@@ -304,10 +304,7 @@ class Retriever:
                 if memory is None or value <= 0:
                     continue
                 if request.includeSuperseded or memory.status is not MemoryStatus.SUPERSEDED:
-                    item = candidates.get(memory_id)
-                    if item is None:  # not setdefault: that builds a Scored per lane hit, then drops it
-                        item = candidates[memory_id] = Scored(memory)
-                    item.lanes[name] = value
+                    _candidate(candidates, memory).lanes[name] = value
 
         best_chunk: dict[str, float] = {}
         coverage: dict[str, float] = {}
@@ -461,7 +458,7 @@ class Retriever:
             strong = hop.score >= STRONG_LINK and placed[hop.source] < STRONG_PER_SEED
             if not (near or strong) or (memory_id in seeds and not _moves_seed(hop)):
                 continue  # a weaker seed moves only through a very strong link from a stronger one
-            item = candidates.get(memory_id) or candidates.setdefault(memory_id, Scored(memory))
+            item = _candidate(candidates, memory)
             item.lanes["graph_expansion"] = hop.score
             # At most right after the memory it was reached from, whatever boost or recency it gets later.
             ceiling = candidates[hop.source].fused - margin * (1 + placed[hop.source])
@@ -582,6 +579,15 @@ class Retrieved(NamedTuple):
     entries: list[RetrievalEntry]
     tokens: int
     abstained: str | None
+
+
+def _candidate(candidates: dict[str, Scored], memory: Memory) -> Scored:
+    """The memory's entry, made on first use (not setdefault: that builds a Scored per lane hit,
+    then drops it)."""
+    item = candidates.get(memory.memory_id)
+    if item is None:
+        item = candidates[memory.memory_id] = Scored(memory)
+    return item
 
 
 def _moves_seed(hop: Hop) -> bool:
