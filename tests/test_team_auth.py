@@ -43,6 +43,17 @@ def tokens(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, "tokens", *args], capture_output=True, text=True, env=env, timeout=120, check=False)
 
 
+def _create_tokens(env: dict[str, str]) -> dict[str, str]:
+    """alice's token for namespace alpha, bob's for beta, ops' for every namespace (`*`)."""
+    made = {}
+    for user, scope in (("alice", "alpha"), ("bob", "beta"), ("ops", "*")):
+        created = tokens(env, "create", "--user", user, "--namespace", scope)
+        assert created.returncode == 0, created.stderr
+        made[user] = created.stdout.strip()
+        assert made[user].startswith("fbt_") and "shown once" in created.stderr
+    return made
+
+
 def _bearer(token: str, namespace: str | None = None) -> dict[str, str]:
     headers = {"Authorization": f"Bearer {token}"}
     if namespace is not None:
@@ -65,12 +76,7 @@ def _audit(url: str, namespace: str, wanted: int, timeout: float = 15.0) -> list
 def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: PostgresServer, tmp_path: Path) -> None:
     url = postgres.create_database()
     env = _env(url)
-    made = {}
-    for user, scope in (("alice", ["alpha"]), ("bob", ["beta"]), ("ops", ["*"])):
-        created = tokens(env, "create", "--user", user, *[a for ns in scope for a in ("--namespace", ns)])
-        assert created.returncode == 0, created.stderr
-        made[user] = created.stdout.strip()
-        assert made[user].startswith("fbt_") and "shown once" in created.stderr
+    made = _create_tokens(env)
     bad = tokens(env, "create", "--user", "eve", "--namespace", "admin")
     assert bad.returncode == 2 and '"admin" is reserved' in bad.stderr
     listed = json.loads(tokens(env, "list", "--json").stdout)
@@ -203,11 +209,7 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
 ) -> None:
     url = postgres.create_database()
     env = _env(url)
-    made = {}
-    for user, scope in (("alice", "alpha"), ("bob", "beta"), ("ops", "*")):
-        created = tokens(env, "create", "--user", user, "--namespace", scope)
-        assert created.returncode == 0, created.stderr
-        made[user] = created.stdout.strip()
+    made = _create_tokens(env)
     alice, bob, ops = made["alice"], made["bob"], made["ops"]
     workspace = tmp_path / "team-server"
     workspace.mkdir()
