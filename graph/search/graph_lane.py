@@ -20,6 +20,7 @@ import math
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,10 @@ class GraphLane:
         self._source = FileProjection(projection) if isinstance(projection, Path) else projection
         self._mtime: object | None = None
         self._lock = threading.Lock()
-        self._entity_memories: dict[str, set[str]] = {}
-        self._memory_entities: dict[str, set[str]] = {}
+        self._entity_memories: dict[str, tuple[str, ...]] = {}
+        self._memory_entities: dict[str, tuple[str, ...]] = {}
+        """Both sorted: ties between equal scores then resolve the same way in every process
+        (set order follows string hashes, which differ per process)."""
         self._related: dict[str, set[str]] = {}
         self._by_key: dict[str, set[str]] = {}
         self._structural: set[str] = set()
@@ -133,7 +136,8 @@ class GraphLane:
                     related[src].add(dst)
                     related[dst].add(src)
                     relations[(src, dst)].add(name)
-            self._entity_memories, self._memory_entities = entity_memories, dict(memory_entities)
+            self._entity_memories = {e: tuple(sorted(held)) for e, held in entity_memories.items()}
+            self._memory_entities = {m: tuple(sorted(held)) for m, held in memory_entities.items()}
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
             self._names, self._types, self._relations = names, types, dict(relations)
             self._memories = len(memory_entities)
@@ -157,7 +161,7 @@ class GraphLane:
                 keys.add(normalise(" ".join(words[start : start + size])))
         with self._lock:
             found = {e for key in keys for e in self._by_key.get(key, ()) if e not in self._structural}
-            return {e: w for e in found if (w := self._weight(e)) > 0}
+            return {e: w for e in sorted(found) if (w := self._weight(e)) > 0}
 
     def seed(self, entities: dict[str, float]) -> dict[str, float]:
         """memory_id -> share of the query's entity weight the memory covers, in [0, 1]."""
@@ -193,9 +197,9 @@ class GraphLane:
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
-                    holders = self._entity_memories[entity]
+                    holders: Collection[str] = self._entity_memories[entity]
                     if entity in self._spellings:
-                        holders = holders.union(*(self._entity_memories[e] for e in self._spellings[entity]))
+                        holders = set(holders).union(*(self._entity_memories[e] for e in self._spellings[entity]))
                     if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
                         continue
                     value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)

@@ -95,12 +95,12 @@ class NameLinks:
         with self._lock:
             total = len(self._names)
             out: dict[str, tuple[float, str]] = {}
-            for key in self._names.get(memory_id, ()):
+            for key in sorted(self._names.get(memory_id, ())):  # sorted: the first of equal strengths wins
                 groups = [(key, self._holders[key])]
                 if "*" in key:  # the wildcard's own holders and every name it matches
                     groups += [(n, h) for n, h in self._holders.items() if "*" not in n and fnmatch.fnmatch(n, key)]
                 else:
-                    groups += [(w, self._holders[w]) for w in self._wildcards if fnmatch.fnmatch(key, w)]
+                    groups += [(w, self._holders[w]) for w in sorted(self._wildcards) if fnmatch.fnmatch(key, w)]
                 for name, holders in groups:
                     together = holders if name == key else self._holders[key] | holders
                     strength = self._strength(len(together), total)

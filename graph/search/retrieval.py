@@ -421,7 +421,7 @@ class Retriever:
         (a rare, specific name) places the reached memory right after the one it was reached from,
         however little it resembles the question: it is the cause the question cannot name. A weak
         link only adds to a memory that is itself somewhat close to the question."""
-        first_pass = sorted(matches, key=lambda s: -s.fused)[:EXPANSION_SEEDS]
+        first_pass = sorted(matches, key=lambda s: (-s.fused, s.memory.memory_id))[:EXPANSION_SEEDS]
         top = first_pass[0].fused
         seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass if s.fused >= SEED_SHARE * top}
         hops = self.graph.expand(seeds, exclude=set(entities))
@@ -443,13 +443,13 @@ class Retriever:
         margin = (DECISION_RECORD_BOOST + RECENCY_WEIGHT + 1e-6) * total_weight
         placed: dict[str, int] = defaultdict(int)
         # Only strong links and memories close to the question can be placed; strongest link first,
-        # among equal links the memory closer to the question.
+        # among equal links the memory closer to the question, then by id (the same in every process).
         usable = [
             (m, h)
             for m, h in hops.items()
             if h.score >= STRONG_LINK or best_chunk.get(m, 0.0) >= EXPANSION_GATE or not has_vector
         ]
-        order = sorted(usable, key=lambda kv: -(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)))
+        order = sorted(usable, key=lambda kv: (-(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)), kv[0]))
         for memory_id, hop in order:
             memory = by_id.get(memory_id)
             if memory is None or (memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates):
