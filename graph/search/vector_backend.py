@@ -35,10 +35,11 @@ class MemoryVectors(Protocol):
 
 
 def open_memory_vectors(
-    paths: WorkspacePaths, embedder: Embedder, idle_sec: float
+    paths: WorkspacePaths, embedder: Embedder, idle_sec: float | None
 ) -> tuple[MemoryVectors, Path | None]:
     """The index, and where an unreadable LanceDB folder was moved (None: nothing moved). The
-    LanceDB table is served from a child process that exits after `idle_sec` without a call."""
+    LanceDB table is served from a child process that exits after `idle_sec` without a call
+    (None: LanceDB in this process, as the unit tier runs it)."""
     url = database_url()
     if not url:
         return open_vector_index(paths.vectors, embedder, idle_sec)

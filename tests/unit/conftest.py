@@ -4,6 +4,7 @@ namespace per test). The same tests run over both."""
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,3 +56,31 @@ def open_store(backend: str, tmp_path: Path) -> Iterator[Callable[[], MemoryStor
 @pytest.fixture
 def store(open_store: Callable[[], MemoryStoreBackend]) -> MemoryStoreBackend:
     return open_store()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the Postgres server is a postgres test, whether or not it says so."""
+    for item in items:
+        if "postgres" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.posix_spawn", "os.fork", "os.exec", "os.system"})
+_spawning = {"allowed": True}
+"""False while a unit test that is not a postgres test runs (collection and fixtures' ends may spawn)."""
+
+
+def _no_processes(event: str, args: tuple[object, ...]) -> None:
+    if event in _PROCESS_EVENTS and not _spawning["allowed"]:
+        raise RuntimeError(f"the unit tier starts no process ({event}): use a fake behind a Protocol")
+
+
+sys.addaudithook(_no_processes)
+
+
+@pytest.fixture(autouse=True)
+def no_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The unit tier runs in this process; the subprocess suite covers the real processes."""
+    _spawning["allowed"] = request.node.get_closest_marker("postgres") is not None
+    yield
+    _spawning["allowed"] = True

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import graph.service as service_module
 from graph.build.operations import OperationManager
 from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
@@ -28,6 +29,7 @@ from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspac
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever
+from graph.search.vector_backend import open_memory_vectors
 from graph.search.vectors import VectorIndex, memory_chunks
 from graph.service import FlowbabyService
 from tests.conftest import summary
@@ -67,8 +69,10 @@ def paths(tmp_path: Path) -> WorkspacePaths:
 
 
 @pytest.fixture
-def service(paths: WorkspacePaths, tmp_path: Path) -> Iterator[FlowbabyService]:
-    """A service that was never opened: no worker, no model (the test sets up what it needs)."""
+def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
+    """A service that was never opened: no worker, no model (the test sets up what it needs), and
+    LanceDB in this process (its child process is tested in tests/test_lance_child.py)."""
+    monkeypatch.setattr(service_module, "open_memory_vectors", lambda p, e, idle_sec: open_memory_vectors(p, e, None))
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
     service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
     service.embedder = HashEmbedder()  # type: ignore[assignment]
