@@ -52,9 +52,12 @@ def split_sentences(text: str) -> list[str]:
 class Embedder:
     """One all-MiniLM-L6-v2 (or configured) model: normalised vectors of `dimensions` floats."""
 
-    batch_size = 16
-    """Sorted by length like sentence-transformers; smaller than its 64 to bound the peak
-    (attention is batch x 12 x 256 x 256 floats: 50 MB at 16)."""
+    batch_tokens = 512
+    """Word pieces per batch, padding included: texts sorted by length, each batch as many of its
+    longest length as fit. A fixed 16 texts a batch made short texts pay a run each per 16 and
+    long ones overflow the core's cache; measured on 2 cores against it: cognee's entity, edge
+    and chunk texts 1.69x faster, memory chunks 1.25x, LoCoMo facts 1.17x. It also bounds the
+    peak (attention is batch x 12 x length^2 floats: 3 MB for two 256-piece texts)."""
 
     intra_op_threads = 0
     """ONNX Runtime's threads per batch; 0 is its default (one per core)."""
@@ -64,7 +67,7 @@ class Embedder:
         self._lock = threading.Lock()
 
     @cached_property
-    def _session(self) -> tuple[Any, Any, list[str]]:
+    def _session(self) -> tuple[Any, Any, list[str], int]:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -85,11 +88,11 @@ class Embedder:
             str(self._model_file(folder)), options, providers=["CPUExecutionProvider"]
         )
         tokenizer = Tokenizer.from_file(str(Path(self.model_path) / "tokenizer.json"))
-        pad = tokenizer.padding or {}  # the file's pad token, padded to the batch's longest like sentence-transformers
-        tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
+        pad_id = int((tokenizer.padding or {}).get("pad_id", 0))  # the file's pad token; encode pads per batch
+        tokenizer.no_padding()
         tokenizer.enable_truncation(max_length=int(meta["max_seq_length"]))
         release_freed_memory()  # the model file's bytes, parsed into tensors and dropped
-        return session, tokenizer, list(meta["inputs"])
+        return session, tokenizer, list(meta["inputs"]), pad_id
 
     def _model_file(self, folder: Path) -> Path:
         """The graph to run from the export folder (a subclass may run a derived one)."""
@@ -116,18 +119,17 @@ class Embedder:
         if not texts:
             return []
         with self._lock:
-            session, tokenizer, names = self._session
-            order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+            session, tokenizer, names, pad_id = self._session
+            encodings = tokenizer.encode_batch(texts)
+            lengths = [len(e.ids) for e in encodings]
+            order = sorted(range(len(texts)), key=lambda i: -lengths[i])
             feeds = []
-            for start in range(0, len(order), self.batch_size):
-                batch = [texts[i] for i in order[start : start + self.batch_size]]
-                encodings = tokenizer.encode_batch(batch)
-                arrays = {
-                    "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                    "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                    "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-                }
+            start = 0
+            while start < len(order):
+                rows = order[start : start + max(1, self.batch_tokens // lengths[order[start]])]
+                arrays = _padded([encodings[i] for i in rows], lengths[rows[0]], pad_id)
                 feeds.append({name: arrays[name] for name in names})
+                start += len(rows)
             parts = self._run(session, feeds)
             out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
             out[order] = np.concatenate(parts)
@@ -140,6 +142,21 @@ class Embedder:
     def _run(self, session: Any, feeds: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
         """The model's output for each batch, in order (a subclass may run them in parallel)."""
         return [session.run(None, feed)[0] for feed in feeds]
+
+
+def _padded(encodings: list[Any], length: int, pad_id: int) -> dict[str, np.ndarray]:
+    """The model's inputs for one batch, padded to its longest text like sentence-transformers."""
+    arrays = {
+        "input_ids": np.full((len(encodings), length), pad_id, dtype=np.int64),
+        "attention_mask": np.zeros((len(encodings), length), dtype=np.int64),
+        "token_type_ids": np.zeros((len(encodings), length), dtype=np.int64),
+    }
+    for row, encoding in enumerate(encodings):
+        size = len(encoding.ids)
+        arrays["input_ids"][row, :size] = encoding.ids
+        arrays["attention_mask"][row, :size] = 1
+        arrays["token_type_ids"][row, :size] = encoding.type_ids
+    return arrays
 
 
 def release_freed_memory() -> None:
