@@ -194,7 +194,12 @@ class FlowbabyService:
         self._embed_failures = 0
         self._warm_fault: FlowbabyError | None = None
         """The team database's fault that holds warm-up back, answered to retrievals meanwhile."""
-        self.session_memory = SessionMemory(paths.root, paths.data / "sessions", SessionEncoder(self.embedder))
+        self.session_memory = SessionMemory(
+            paths.root,
+            paths.data / "sessions",
+            SessionEncoder(self.embedder),
+            vectors_idle_sec=settings.worker_idle_sec,
+        )
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
 

@@ -1,6 +1,8 @@
 """The memory chunk table served from a child process (graph.search.lance_child): what it stores
 comes back bit for bit, it exits when idle and comes back on the next call, a killed child is
-replaced, an unreadable table is moved aside, and the owning process never loads LanceDB."""
+replaced, an unreadable table is moved aside, and the owning process never loads LanceDB. The
+session vectors' table (graph.sessions.lance_table) too, and a session search in the bridge
+leaves LanceDB out of it as well."""
 
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import pytest
 from graph.search.chunk_table import Chunk, LanceChunkTable
 from graph.search.lance_child import ChildChunkTable, TableUnreadable
 from graph.search.vectors import open_vector_index
+from graph.sessions.lance_table import ChildSessionTable, SessionTable
 from tests.conftest import summary
+from tests.session_fixtures import OpenCodeDb, text
 from tests.unit.fakes import HashEmbedder
 
 
@@ -25,7 +29,7 @@ def _rows(count: int, start: int = 0, dimensions: int = 8) -> tuple[list[Chunk],
     return chunks, rng.standard_normal((count, dimensions)).astype(np.float32)
 
 
-def _wait_exited(table: ChildChunkTable, timeout: float = 30.0) -> None:
+def _wait_exited(table: ChildChunkTable | ChildSessionTable, timeout: float = 30.0) -> None:
     """Until the table's child has exited (`pid` reaps it): a killed one stays a zombie while
     its threads are torn down."""
     deadline = time.monotonic() + timeout
@@ -87,16 +91,54 @@ def test_a_table_of_another_size_is_unreadable_and_moved_aside(tmp_path: Path) -
     index.close()
 
 
-def test_the_owning_process_never_maps_lancedb_or_arrow(spawn, workspace: Path) -> None:
-    """Staged, embedded, searched: the bridge itself never loads LanceDB, pyarrow or pandas
-    (its child does), yet the vectors are in LanceDB for the next start."""
-    client = spawn(workspace)
+def test_session_vectors_in_a_child_reach_lancedb(tmp_path: Path) -> None:
+    """Adds, a delete and a restart after idling: the child's table reads back bit for bit, and
+    it is the table the in-process SessionTable reads; clear empties it."""
+    path = tmp_path / "vectors.lance"
+    table = ChildSessionTable(path, 8, idle_sec=0.5)
+    vectors = np.random.default_rng(3).standard_normal((5, 8)).astype(np.float32)
+    table.add("ses_a", ["a0", "a1", "a2"], vectors[:3])
+    table.add("ses_b", ["b0", "b'1"], vectors[3:])  # a quote in an id reaches the delete filter
+    table.delete(["a1", "b'1"])
+    _wait_exited(table)
+    ids, keys, stored = table.rows()  # a new child
+    assert (ids, keys) == (["a0", "a2", "b0"], ["ses_a", "ses_a", "ses_b"])
+    assert np.array_equal(stored, vectors[[0, 2, 3]])
+    in_process = SessionTable(path, 8).rows()
+    assert in_process[:2] == (ids, keys) and np.array_equal(in_process[2], stored)
+    table.clear()
+    assert table.rows()[0] == []
+    table.close()
+
+
+def test_the_owning_process_never_maps_lancedb_or_arrow(spawn, workspace: Path, tmp_path: Path) -> None:
+    """Staged, embedded, searched, and a session imported and searched: the bridge itself never
+    loads LanceDB, pyarrow or pandas (its children do), yet the vectors are in LanceDB."""
+    db = OpenCodeDb(tmp_path / "opencode")
+    db.session("ses_canary", workspace, "Canary placement")
+    db.turn("ses_canary", "user", text("Which region should the payments canary run in?"))
+    db.turn("ses_canary", "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
+    env = {
+        **os.environ,
+        "FLOWBABY_SESSIONS_OPENCODE_DIR": str(tmp_path / "opencode"),
+        "FLOWBABY_SESSIONS_CLAUDE_CODE": "0",
+        "FLOWBABY_SESSIONS_WATCH": "0",
+    }
+    client = spawn(workspace, env=env)
     pid = client.result("health", timeout=60)["pid"]
     client.result("ingestForAgent", summary())
     reply = client.result("retrieveForAgent", {"query": "Why did we move the session cache to Redis?"})
     assert reply["entries"] and reply["entries"][0]["topicId"] == "redis-cache"
+    assert (
+        client.result("sessionsImport", {"session_id": "ses_canary"}, timeout=120)["index_status"]["status"] == "ready"
+    )
+    hits = client.result("sessionsSearch", {"session_id": "ses_canary", "q": "lowest card network latency", "limit": 1})
+    assert "eu-west-3" in hits["results"][0]["chunk_text"], hits
     maps = Path(f"/proc/{pid}/maps").read_text()
     assert "_lancedb" not in maps and "libarrow" not in maps and "pandas" not in maps
     client.close()
+    db.close()
     chunks, _ = LanceChunkTable(workspace / ".flowbaby" / "vectors.lance", 384).rows()
     assert {c.topic_id for c in chunks} == {"redis-cache"}
+    session_ids, _, _ = SessionTable(workspace / ".flowbaby" / "sessions" / "vectors.lance", 384).rows()
+    assert session_ids

@@ -1,4 +1,5 @@
-"""The memory chunk table served from a child process, so that LanceDB stays out of the owner.
+"""LanceDB tables served from a child process, so that LanceDB stays out of the owner: the memory
+chunk table here, session chunk vectors in graph.sessions.lance_table (each its own child).
 
 Importing LanceDB brings pyarrow and pandas with it: about 100 MB that the owning process would
 keep for its whole life, to read the table once at start and append a few rows per memory. The
@@ -28,14 +29,17 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
-from graph.search.chunk_table import Chunk
+from graph.search.chunk_table import Chunk, LanceChunkTable
 
 log = logging.getLogger("flowbaby.vectors")
+
+T = TypeVar("T")
 
 STOP_TIMEOUT_SEC = 30.0
 """How long a stopping child may take to finish the append it was given before it is killed."""
@@ -81,14 +85,13 @@ def _read(stream: IO[bytes]) -> tuple[dict[str, Any], list[bytearray]] | None:
 STRING_FIELDS = ("memory_id", "topic_id", "field", "text")
 
 
-def _encode_rows(stored: Any) -> tuple[dict[str, Any], list[bytes]]:
-    """The child's side of `rows`: each string column's offsets and bytes as Arrow holds them,
-    the chunk indexes as int32, then the vectors as float32 (no per-row Python objects)."""
+def encode_strings(stored: Any, names: tuple[str, ...]) -> list[bytes]:
+    """The child's side of reading string columns: each one's offsets and bytes as Arrow holds them
+    (no per-row Python objects), two parts per column."""
     import pyarrow as pa
 
     parts: list[bytes] = []
-    columns = []
-    for name in STRING_FIELDS:
+    for name in names:
         column = stored.column(name).combine_chunks().cast(pa.string())
         offsets, text = np.zeros(1, dtype=np.int32), b""
         if len(column):
@@ -96,23 +99,38 @@ def _encode_rows(stored: Any) -> tuple[dict[str, Any], list[bytes]]:
             bounds = np.frombuffer(offset_buffer, dtype=np.int32)[column.offset : column.offset + len(column) + 1]
             offsets, text = bounds - bounds[0], data.to_pybytes()[bounds[0] : bounds[-1]]
         parts += [offsets.astype(np.int32).tobytes(), text]
-        columns.append(name)
-    indexes = stored.column("chunk_index").to_numpy().astype(np.int32).tobytes()
+    return parts
+
+
+def encode_vectors(stored: Any) -> bytes:
     flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-    vectors = np.ascontiguousarray(flat, dtype=np.float32).tobytes()
-    return {"ok": True, "rows": stored.num_rows, "columns": columns}, [*parts, indexes, vectors]
+    return np.ascontiguousarray(flat, dtype=np.float32).tobytes()
 
 
-def _decode_rows(header: dict[str, Any], parts: list[bytearray], dimensions: int) -> tuple[list[Chunk], np.ndarray]:
-    values: dict[str, list[str]] = {}
-    for position, name in enumerate(header["columns"]):
+def decode_strings(parts: list[bytearray], count: int) -> list[list[str]]:
+    """The owner's side: `count` string columns from their offsets and bytes."""
+    columns = []
+    for position in range(count):
         bounds = np.frombuffer(parts[2 * position], dtype=np.int32).tolist()
         text = parts[2 * position + 1]
         if text.isascii():  # byte offsets are then character offsets: one decode, then slices
             whole = text.decode("ascii")
-            values[name] = [whole[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+            columns.append([whole[a:b] for a, b in zip(bounds, bounds[1:], strict=False)])
         else:
-            values[name] = [text[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:], strict=False)]
+            columns.append([text[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:], strict=False)])
+    return columns
+
+
+def _encode_rows(stored: Any) -> tuple[dict[str, Any], list[bytes]]:
+    """The child's side of `rows`: the string columns, the chunk indexes as int32, then the
+    vectors as float32."""
+    indexes = stored.column("chunk_index").to_numpy().astype(np.int32).tobytes()
+    parts = [*encode_strings(stored, STRING_FIELDS), indexes, encode_vectors(stored)]
+    return {"ok": True, "rows": stored.num_rows, "columns": list(STRING_FIELDS)}, parts
+
+
+def _decode_rows(header: dict[str, Any], parts: list[bytearray], dimensions: int) -> tuple[list[Chunk], np.ndarray]:
+    values = dict(zip(header["columns"], decode_strings(parts, len(header["columns"])), strict=True))
     indexes = np.frombuffer(parts[-2], dtype=np.int32).tolist()
     vectors = np.frombuffer(parts[-1], dtype=np.float32).reshape(int(header["rows"]), dimensions)
     chunks = [
@@ -122,13 +140,12 @@ def _decode_rows(header: dict[str, Any], parts: list[bytearray], dimensions: int
     return chunks, vectors
 
 
-class ChildChunkTable:
-    """A ChunkTable whose LanceDB lives in a child process, started on demand and stopped after
-    `idle_sec` without a call. Calls are serialised; every method may be called from any thread."""
+class LanceChild:
+    """One table's child process (`python -m MODULE PATH DIMENSIONS`), started on demand and
+    stopped after `idle_sec` without a call. Calls are serialised; any thread may call."""
 
-    def __init__(self, path: Path, dimensions: int, idle_sec: float) -> None:
-        self.dimensions = dimensions
-        self._path = path
+    def __init__(self, module: str, path: Path, dimensions: int, idle_sec: float) -> None:
+        self._command = [sys.executable, "-m", module, str(path), str(dimensions)]
         self._idle_sec = idle_sec
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -141,22 +158,11 @@ class ChildChunkTable:
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
-    def rows(self) -> tuple[list[Chunk], np.ndarray]:
-        header, parts = self._call({"op": "rows"})
-        return _decode_rows(header, parts, self.dimensions)
-
-    def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
-        rows = [[c.memory_id, c.topic_id, c.field, c.chunk_index, c.text] for c in chunks]
-        self._call({"op": "add", "chunks": rows}, np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
-
-    def optimize(self) -> None:
-        self._call({"op": "optimize"})
-
     def close(self) -> None:
         with self._lock:
             self._stop()
 
-    def _call(self, request: dict[str, Any], *payload: bytes) -> tuple[dict[str, Any], list[bytearray]]:
+    def call(self, request: dict[str, Any], *payload: bytes) -> tuple[dict[str, Any], list[bytearray]]:
         with self._lock:
             if self._timer is not None:
                 self._timer.cancel()
@@ -195,8 +201,7 @@ class ChildChunkTable:
         project_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
-        command = [sys.executable, "-m", "graph.search.lance_child", str(self._path), str(self.dimensions)]
-        proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         opened = _read(proc.stdout)  # type: ignore[arg-type]
         if opened is None or not opened[0].get("ok"):
             self._proc = proc
@@ -243,16 +248,51 @@ class ChildChunkTable:
             proc.wait()
 
 
-def serve(path: Path, dimensions: int) -> None:
-    """The child: open the table, then answer requests until stdin closes."""
+class ChildTable:
+    """What a table served by a LanceChild shares: the child (running `module`), optimize, close."""
+
+    module = __name__
+
+    def __init__(self, path: Path, dimensions: int, idle_sec: float) -> None:
+        self.dimensions = dimensions
+        self._child = LanceChild(self.module, path, dimensions, idle_sec)
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid
+
+    def optimize(self) -> None:
+        self._child.call({"op": "optimize"})
+
+    def close(self) -> None:
+        self._child.close()
+
+
+class ChildChunkTable(ChildTable):
+    """A ChunkTable (graph.search.chunk_table) whose LanceDB lives in a LanceChild."""
+
+    def rows(self) -> tuple[list[Chunk], np.ndarray]:
+        header, parts = self._child.call({"op": "rows"})
+        return _decode_rows(header, parts, self.dimensions)
+
+    def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        rows = [[c.memory_id, c.topic_id, c.field, c.chunk_index, c.text] for c in chunks]
+        self._child.call({"op": "add", "chunks": rows}, np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+
+
+Handler = Callable[[T, dict[str, Any], list[bytearray]], tuple[dict[str, Any], list[bytes]]]
+
+
+def serve(open_table: Callable[[], T], handle: Handler[T]) -> None:
+    """A child's loop: open the table, then answer requests until stdin closes. `handle` gives a
+    request's reply header and parts; an exception becomes an error reply."""
     from graph.core.stdio import die_with_parent, take_stdout
-    from graph.search.chunk_table import LanceChunkTable
 
     die_with_parent()
     out = take_stdout()
     requests = sys.stdin.buffer
     try:
-        table = LanceChunkTable(path, dimensions)
+        table = open_table()
     except Exception as exc:
         _write(out, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
         return
@@ -260,30 +300,41 @@ def serve(path: Path, dimensions: int) -> None:
     while (request := _read(requests)) is not None:
         header, parts = request
         try:
-            if header["op"] == "rows":
-                reply, columns = _encode_rows(table.arrow())
-                _write(out, reply, *columns)
-            elif header["op"] == "add":
-                chunks = [Chunk(*row) for row in header["chunks"]]
-                table.add(chunks, np.frombuffer(parts[0], dtype=np.float32).reshape(len(chunks), dimensions))
-                _write(out, {"ok": True})
-            elif header["op"] == "optimize":
-                table.optimize()
-                _write(out, {"ok": True})
-            else:
-                _write(out, {"ok": False, "error": f"unknown op {header['op']!r}"})
+            reply, body = handle(table, header, parts)
         except Exception as exc:
             log.exception("LanceDB %s failed", header.get("op"))
-            _write(out, {"ok": False, "error": f"{type(exc).__name__}: {exc}"})
+            reply, body = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}, []
+        _write(out, reply, *body)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m graph.search.lance_child")
+def _handle_chunks(
+    table: LanceChunkTable, header: dict[str, Any], parts: list[bytearray]
+) -> tuple[dict[str, Any], list[bytes]]:
+    if header["op"] == "rows":
+        return _encode_rows(table.arrow())
+    if header["op"] == "add":
+        chunks = [Chunk(*row) for row in header["chunks"]]
+        table.add(chunks, np.frombuffer(parts[0], dtype=np.float32).reshape(len(chunks), table.dimensions))
+    elif header["op"] == "optimize":
+        table.optimize()
+    else:
+        raise ValueError(f"unknown op {header['op']!r}")
+    return {"ok": True}, []
+
+
+def child_arguments(prog: str) -> argparse.Namespace:
+    """A child's command line: the table's folder and its vector size."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}")
     parser.add_argument("path", type=Path)
     parser.add_argument("dimensions", type=int)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    serve(args.path, args.dimensions)
+    return args
+
+
+def main() -> None:
+    args = child_arguments("graph.search.lance_child")
+    serve(lambda: LanceChunkTable(args.path, args.dimensions), _handle_chunks)
 
 
 if __name__ == "__main__":

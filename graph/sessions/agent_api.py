@@ -35,9 +35,12 @@ class SessionMemory:
         encoder: Encoder,
         settings: SessionSettings | None = None,
         sources: list[Source] | None = None,
+        vectors_idle_sec: float | None = None,
     ) -> None:
+        """`vectors_idle_sec` as in SessionIndex (the owner passes its FLOWBABY_WORKER_IDLE_SEC)."""
         self.settings = settings or load_session_settings(workspace / ".env")
-        self._args = (workspace, folder, encoder, self.settings, sources or sources_from(self.settings))
+        sources = sources or sources_from(self.settings)
+        self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec)
         self._index: SessionIndex | None = None
         self._opening = asyncio.Lock()
         self._watch: asyncio.Task[None] | None = None

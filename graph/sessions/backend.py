@@ -64,10 +64,14 @@ def open_session_store(workspace: Path, folder: Path) -> SessionChunkStore:
     return PgSessionStore(url, namespace_for(WorkspacePaths(workspace)))
 
 
-def open_session_vectors(workspace: Path, folder: Path, dimensions: int) -> SessionVectorStore:
+def open_session_vectors(
+    workspace: Path, folder: Path, dimensions: int, idle_sec: float | None = None
+) -> SessionVectorStore:
+    """`idle_sec`: the embedded backend's LanceDB runs in a child that exits after that long idle
+    (None: in this process)."""
     url = database_url()
     if not url:
-        return SessionVectors(folder / "vectors.lance", dimensions)
+        return SessionVectors(folder / "vectors.lance", dimensions, idle_sec)
     from graph.sessions.pg_store import PgSessionVectors
 
     return PgSessionVectors(url, namespace_for(WorkspacePaths(workspace)), dimensions)

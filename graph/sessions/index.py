@@ -70,8 +70,16 @@ def model_label(model_path: str) -> str:
 
 class SessionIndex:
     def __init__(
-        self, workspace: Path, folder: Path, encoder: Encoder, settings: SessionSettings, sources: list[Source]
+        self,
+        workspace: Path,
+        folder: Path,
+        encoder: Encoder,
+        settings: SessionSettings,
+        sources: list[Source],
+        vectors_idle_sec: float | None = None,
     ) -> None:
+        """`vectors_idle_sec`: the vectors' LanceDB runs in a child process that exits after that
+        long without a call (graph.sessions.lance_table); None: in this process."""
         self.workspace = os.path.normpath(str(workspace))
         self.encoder = encoder
         self.settings = settings
@@ -79,6 +87,7 @@ class SessionIndex:
         self.store = open_session_store(Path(workspace), folder)
         self._folder = folder
         self._vectors: SessionVectorStore | None = None
+        self._vectors_idle_sec = vectors_idle_sec
         self.model = model_label(encoder.model_path)
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
@@ -94,7 +103,9 @@ class SessionIndex:
         show `repair_needed` until repaired or updated."""
         with self._guard:
             if self._vectors is None:
-                vectors = open_session_vectors(Path(self.workspace), self._folder, self.encoder.dimensions)
+                vectors = open_session_vectors(
+                    Path(self.workspace), self._folder, self.encoder.dimensions, self._vectors_idle_sec
+                )
                 vectors.keep_variant(self.encoder.variant)
                 self._vectors = vectors
             return self._vectors

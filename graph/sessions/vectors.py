@@ -1,5 +1,6 @@
-"""Session chunk vectors: durable in LanceDB (`.flowbaby/sessions/vectors.lance`), searched as
-one in-memory float32 matrix per session (exact cosine; under a millisecond at thousands of chunks).
+"""Session chunk vectors: durable in LanceDB (`.flowbaby/sessions/vectors.lance`, through
+graph.sessions.lance_table), searched as one in-memory float32 matrix per session (exact cosine;
+under a millisecond at thousands of chunks).
 
 The product is numpy's own loop (einsum), not BLAS: OpenBLAS splits a matrix-vector product of
 this size over its threads, and on a busy machine waiting for them took the p95 of a product
@@ -9,47 +10,42 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import pyarrow as pa
 
-TABLE = "session_chunks"
+class SessionRows(Protocol):
+    """Where the vectors are durable (graph.sessions.lance_table): LanceDB in this process or in a child."""
+
+    def rows(self) -> tuple[list[str], list[str], np.ndarray]: ...
+    def add(self, key: str, ids: list[str], vectors: np.ndarray) -> None: ...
+    def delete(self, ids: list[str]) -> None: ...
+    def clear(self) -> None: ...
+    def optimize(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class SessionVectors:
-    def __init__(self, path: Path, dimensions: int) -> None:
-        """`dimensions` is the encoder's vector size; a table of another size (another model) is
-        dropped and made again, since its vectors cannot be compared with this model's queries."""
-        import lancedb  # with pyarrow, only once session memory is used (~100 MB)
-        import pyarrow as pa
+    def __init__(self, path: Path, dimensions: int, idle_sec: float | None = None) -> None:
+        """`dimensions` is the encoder's vector size (a table of another size is made again, empty).
+        `idle_sec`: LanceDB runs in a child process that exits after that long without a call
+        (graph.sessions.lance_table); None: in this process."""
+        from graph.sessions.lance_table import ChildSessionTable, SessionTable
 
         self.dimensions = dimensions
         self._path = path
-        self._db = lancedb.connect(str(path))
-        schema = pa.schema(
-            [
-                pa.field("embedding_id", pa.string()),
-                pa.field("session_key", pa.string()),
-                pa.field("vector", pa.list_(pa.float32(), dimensions)),
-            ]
+        self._table: SessionRows = (
+            SessionTable(path, dimensions) if idle_sec is None else ChildSessionTable(path, dimensions, idle_sec)
         )
-        self._table = self._db.create_table(TABLE, schema=schema, exist_ok=True, mode=self._mode(schema))
         self._lock = threading.Lock()
         self._sessions: dict[str, tuple[list[str], np.ndarray]] = {}
-        # LanceDB's own reader: `to_lance()` would import pylance as well, ~45 MB for good.
-        stored = self._table.to_arrow().select(["embedding_id", "session_key", "vector"])
-        if stored.num_rows:
-            flat = stored.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-            matrix = np.asarray(flat, dtype=np.float32).reshape(-1, dimensions)
-            by_key: dict[str, list[int]] = {}
-            for row, key in enumerate(stored.column("session_key").to_pylist()):
-                by_key.setdefault(key, []).append(row)
-            ids = stored.column("embedding_id").to_pylist()
-            for key, rows in by_key.items():
-                self._sessions[key] = ([ids[r] for r in rows], matrix[rows])
+        ids, keys, matrix = self._table.rows()
+        by_key: dict[str, list[int]] = {}
+        for row, key in enumerate(keys):
+            by_key.setdefault(key, []).append(row)
+        for key, rows in by_key.items():
+            self._sessions[key] = ([ids[r] for r in rows], matrix[rows])
 
     def keep_variant(self, variant: str) -> None:
         """Vectors made by another encoder variant are dropped; the variant in use is noted next
@@ -60,14 +56,6 @@ class SessionVectors:
         if self.total():
             self.clear()
         marker.write_text(variant)
-
-    def _mode(self, schema: pa.Schema) -> str:
-        """ "overwrite" when the stored table holds vectors of another size, else "create"."""
-        try:
-            stored = self._db.open_table(TABLE).schema.field("vector").type
-        except ValueError:  # no table yet
-            return "create"
-        return "create" if stored == schema.field("vector").type else "overwrite"
 
     def count(self, key: str) -> int:
         entry = self._sessions.get(key)
@@ -83,20 +71,8 @@ class SessionVectors:
     def add(self, key: str, ids: list[str], vectors: np.ndarray) -> None:
         if not ids:
             return
-        import pyarrow as pa  # loaded with the table already
-
         with self._lock:
-            self._table.add(
-                pa.table(
-                    {
-                        "embedding_id": pa.array(ids, pa.string()),
-                        "session_key": pa.array([key] * len(ids), pa.string()),
-                        "vector": pa.FixedSizeListArray.from_arrays(
-                            pa.array(vectors.reshape(-1), pa.float32()), self.dimensions
-                        ),
-                    }
-                )
-            )
+            self._table.add(key, ids, vectors)
             old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             self._sessions[key] = (old_ids + ids, np.vstack([old, vectors]))
 
@@ -104,10 +80,7 @@ class SessionVectors:
         if not ids:
             return
         with self._lock:
-            listed = sorted(ids)
-            for start in range(0, len(listed), 500):
-                quoted = ",".join("'" + i.replace("'", "''") + "'" for i in listed[start : start + 500])
-                self._table.delete(f"embedding_id IN ({quoted})")
+            self._table.delete(sorted(ids))
             old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             keep = [i for i, eid in enumerate(old_ids) if eid not in ids]
             self._sessions[key] = ([old_ids[i] for i in keep], old[keep])
@@ -130,7 +103,7 @@ class SessionVectors:
     def clear(self) -> None:
         """Drop every vector (they came from another encoder variant)."""
         with self._lock:
-            self._table.delete("true")
+            self._table.clear()
             self._sessions.clear()
 
     def optimize(self) -> None:
@@ -138,4 +111,5 @@ class SessionVectors:
             self._table.optimize()
 
     def close(self) -> None:
-        """LanceDB holds no connection; the table is read again at the next open."""
+        """Stop the table's child process, if it has one."""
+        self._table.close()
