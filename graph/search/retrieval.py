@@ -279,7 +279,8 @@ class Retriever:
         fused = {m: s[0] + SECOND_CHUNK_WEIGHT * (s[1] if len(s) > 1 else 0.0) for m, s in best.items()}
         top = {m: s[0] for m, s in best.items()}
         coverage = {
-            m: fused[m] + COVERAGE_WEIGHT * sum(max(0.0, x - COVERAGE_FLOOR) for x in s[2:]) for m, s in best.items()
+            m: fused[m] + COVERAGE_WEIGHT * sum(max(0.0, x - COVERAGE_FLOOR) for x in s[2:]) if len(s) > 2 else fused[m]
+            for m, s in best.items()
         }
         hint_scores: dict[str, float] = {}
         if hints:
@@ -344,12 +345,7 @@ class Retriever:
                 request.query, matches, candidates, entities, best_chunk, total_weight, "vector" in lanes
             )
 
-        created = self.catalog.created
-        newest = max((created[s.memory.memory_id] for s in matches), default=None)
-        for item in matches:
-            item.score = self._final_score(
-                item, total_weight, created[item.memory.memory_id], newest, request.halfLifeDays
-            )
+        self._final_scores(matches, total_weight, request.halfLifeDays)
         matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
         if "vector" in lanes and len(lanes) > 1:
             matches = self._interleave_vector_picks(matches, coverage)
@@ -506,19 +502,20 @@ class Retriever:
             or item.lanes.get("graph_seed", 0.0) >= MATCH_FLOOR["graph"]
         )
 
-    @staticmethod
-    def _final_score(
-        item: Scored, total_weight: float, created: datetime, newest: datetime | None, half_life_days: float
-    ) -> float:
-        """Relevance share, plus a DecisionRecord nudge and a bounded recency tie-break.
-        Recency is additive and capped (never a multiplier), relative to the newest match."""
-        score = item.fused / total_weight
-        if item.memory.status is MemoryStatus.DECISION_RECORD:
-            score += DECISION_RECORD_BOOST
-        if newest is not None:
-            age_days = (newest - created).total_seconds() / 86400
-            score += RECENCY_WEIGHT * math.pow(0.5, max(0.0, age_days) / half_life_days)
-        return round(min(1.0, max(0.0, score)), 6)
+    def _final_scores(self, matches: list[Scored], total_weight: float, half_life_days: float) -> None:
+        """Relevance share, plus a DecisionRecord nudge and a bounded recency tie-break, rounded to
+        6 places. Recency is additive and capped (never a multiplier), relative to the newest match.
+        One loop for all matches (hundreds per query at 10k memories)."""
+        created = self.catalog.created
+        newest = max((created[s.memory.memory_id] for s in matches), default=None)
+        for item in matches:
+            score = item.fused / total_weight
+            if item.memory.status is MemoryStatus.DECISION_RECORD:
+                score += DECISION_RECORD_BOOST
+            if newest is not None:
+                age_days = (newest - created[item.memory.memory_id]).total_seconds() / 86400
+                score += RECENCY_WEIGHT * math.pow(0.5, (age_days if age_days > 0.0 else 0.0) / half_life_days)
+            item.score = round(1.0 if score > 1.0 else score if score > 0.0 else 0.0, 6)
 
     # -- packing ----------------------------------------------------------------------
     def retrieve(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> Retrieved:
