@@ -3,8 +3,9 @@
 The model runs through ONNX Runtime from a file exported once per model folder
 (`graph.search.onnx_export`), so neither torch nor sentence-transformers is imported here: the
 owning process stays small and starts fast. Tokenising (the folder's tokenizer.json, truncated
-at the model's max_seq_length) and batching mirror sentence-transformers, and the exported graph
-holds the folder's own pooling and normalisation. Nothing is fetched at run time.
+at the model's max_seq_length) and padding mirror sentence-transformers; batches are sized by word
+pieces (Embedder.batch_tokens), which changes no vector. The exported graph holds the folder's own
+pooling and normalisation. Nothing is fetched at run time.
 """
 
 from __future__ import annotations

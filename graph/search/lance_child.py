@@ -35,7 +35,8 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
-from graph.search.chunk_table import Chunk, LanceChunkTable
+from graph.core.stdio import die_with_parent, take_stdout
+from graph.search.chunk_table import FIELDS, Chunk, LanceChunkTable
 
 log = logging.getLogger("flowbaby.vectors")
 
@@ -82,7 +83,7 @@ def _read(stream: IO[bytes]) -> tuple[dict[str, Any], list[bytearray]] | None:
     return header, parts
 
 
-STRING_FIELDS = ("memory_id", "topic_id", "field", "text")
+STRING_FIELDS = tuple(name for name in FIELDS if name != "chunk_index")
 
 
 def encode_strings(stored: Any, names: tuple[str, ...]) -> list[bytes]:
@@ -286,8 +287,6 @@ Handler = Callable[[T, dict[str, Any], list[bytearray]], tuple[dict[str, Any], l
 def serve(open_table: Callable[[], T], handle: Handler[T]) -> None:
     """A child's loop: open the table, then answer requests until stdin closes. `handle` gives a
     request's reply header and parts; an exception becomes an error reply."""
-    from graph.core.stdio import die_with_parent, take_stdout
-
     die_with_parent()
     out = take_stdout()
     requests = sys.stdin.buffer

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from graph.sessions.lance_table import ChildSessionTable, SessionTable
+
 
 class SessionRows(Protocol):
     """Where the vectors are durable (graph.sessions.lance_table): LanceDB in this process or in a child."""
@@ -31,8 +33,6 @@ class SessionVectors:
         """`dimensions` is the encoder's vector size (a table of another size is made again, empty).
         `idle_sec`: LanceDB runs in a child process that exits after that long without a call
         (graph.sessions.lance_table); None: in this process."""
-        from graph.sessions.lance_table import ChildSessionTable, SessionTable
-
         self.dimensions = dimensions
         self._path = path
         self._table: SessionRows = (
