@@ -48,6 +48,22 @@ def test_summary_becomes_an_entity_graph(spawn, workspace: Path) -> None:
     }
     assert {"redis", "billing/reconcile.py"} <= mentioned
     assert memory_id in entities["redis"]["sources"]
+    # cognee keeps no vectors on the embedded default (contract section 6): no LanceDB collection
+    paths = resolve_workspace(workspace)
+    assert (paths.cognee_system / "databases").is_dir()
+    assert not list(paths.cognee_system.rglob("*.lance")), "cognee wrote vector collections"
+
+
+def test_cognee_vectors_when_asked(spawn, workspace: Path) -> None:
+    """FLOWBABY_COGNEE_VECTORS=1 (contract section 10): cognee embeds into its own collections."""
+    client = spawn(workspace, env={**os.environ, "FLOWBABY_COGNEE_VECTORS": "1"})
+    reply = client.result("ingestForAgent", summary())
+    client.wait_idle(300)
+    status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
+    client.close()
+    assert status["status"] == "completed" and status["metrics"]["embeddingCalls"] > 1
+    tables = {path.name for path in resolve_workspace(workspace).cognee_system.rglob("*.lance")}
+    assert {"Entity_name.lance", "DocumentChunk_text.lance"} <= tables, tables
 
 
 def test_shared_component_links_two_summaries(spawn, workspace: Path) -> None:

@@ -65,6 +65,8 @@ class Settings(BaseModel):
     retrieval_lanes: frozenset[str] = frozenset({"vector", "lexical", "graph"})
     llm_source: LLMSource = "default"
     """Where the LLM settings came from, as a unit (reported by health)."""
+    cognee_vectors: bool = False
+    """cognee also keeps its own vector collections, which only cognee's search reads."""
 
 
 def default_model_path() -> str:
@@ -97,6 +99,9 @@ def load_settings(paths: WorkspacePaths) -> Settings:
     log_level = get("FLOWBABY_LOG_LEVEL", "INFO").upper()
     if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_LOG_LEVEL is not a log level: {log_level!r}")
+    cognee_vectors = get("FLOWBABY_COGNEE_VECTORS", "0")
+    if cognee_vectors not in {"0", "1"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_COGNEE_VECTORS takes 0 or 1, got {cognee_vectors!r}")
     model = get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
@@ -121,4 +126,5 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         retrieval_timeout_sec=number("FLOWBABY_RETRIEVAL_TIMEOUT_SEC", "10", float),
         retrieval_lanes=lanes,
         llm_source=llm_source,
+        cognee_vectors=cognee_vectors == "1",
     )

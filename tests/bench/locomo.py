@@ -144,7 +144,8 @@ def _rrf(*rankings: list[list[str]], k: int = 60) -> list[list[str]]:
 
 # -- the service ----------------------------------------------------------------------
 def _ingest_through_bridge(workspace: Path, requests: list[dict[str, Any]]) -> dict[str, Any]:
-    env = {**os.environ, "FLOWBABY_MAX_RUNNING": "50", "FLOWBABY_MAX_QUEUED": "1000"}
+    # cognee keeps its own vectors here, for the cognee CHUNKS baseline (flowbaby never reads them)
+    env = {**os.environ, "FLOWBABY_MAX_RUNNING": "50", "FLOWBABY_MAX_QUEUED": "1000", "FLOWBABY_COGNEE_VECTORS": "1"}
     client = BridgeClient(workspace, env=env, extra_args=["--rate-limit-per-minute", "0"])
     started = time.perf_counter()
     for request in requests:
@@ -210,6 +211,7 @@ def _cognee_chunks(workspace: Path, questions: list[dict[str, Any]]) -> list[lis
     query_file.write_text(json.dumps([q["question"] for q in questions]))
     out = subprocess.run(
         [sys.executable, "-m", "tests.bench.cognee_search", str(workspace), str(query_file)],
+        env={**os.environ, "FLOWBABY_COGNEE_VECTORS": "1"},
         capture_output=True,
         text=True,
         check=True,

@@ -83,6 +83,17 @@ def test_a_trusted_workspace_env_is_taken_as_one_unit(tmp_path: Path, clean_env)
     assert (settings.llm_source, settings.llm.endpoint, settings.llm.provider) == ("environment", "", "")
 
 
+def test_cognee_keeps_its_own_vectors_only_when_asked(tmp_path: Path, clean_env) -> None:
+    assert not load_settings(_workspace(tmp_path / "default")).cognee_vectors
+    paths = _workspace(tmp_path, "FLOWBABY_COGNEE_VECTORS=1\n")
+    assert load_settings(paths).cognee_vectors
+    clean_env.setenv("FLOWBABY_COGNEE_VECTORS", "0")  # the environment overrides the file
+    assert not load_settings(paths).cognee_vectors
+    clean_env.setenv("FLOWBABY_COGNEE_VECTORS", "yes")
+    with pytest.raises(FlowbabyError, match="FLOWBABY_COGNEE_VECTORS takes 0 or 1"):
+        load_settings(paths)
+
+
 def test_a_writable_allow_list_trusts_nothing(tmp_path: Path, clean_env) -> None:
     paths = _workspace(tmp_path, "LLM_PROVIDER=openai\n")
     config = tmp_path / "config" / "flowbaby"

@@ -23,6 +23,8 @@ from graph.core.storage import database_url, namespace_for
 from graph.core.workspace import WorkspacePaths
 
 DATASET = "flowbaby"
+NO_VECTORS = "flowbaby-none"
+"""cognee's vector store on the embedded default unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
 OFFLINE_MODEL = "flowbaby-local/offline-extractor"
 
 
@@ -66,6 +68,8 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
     if url:
         create_cognee_schema(url, cognee_schema(namespace_for(paths)))
         env.update(postgres_environment(url))
+    elif not settings.cognee_vectors:
+        env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)
     os.environ.update(env)
@@ -249,6 +253,16 @@ def install_embedding_engine(embedder: Embedder) -> MiniLMEmbeddingEngine:
     engine = MiniLMEmbeddingEngine(embedder)
     module.create_embedding_engine = lambda *args, **kwargs: engine  # type: ignore[attr-defined]
     return engine
+
+
+def install_no_vectors() -> None:
+    """Register NO_VECTORS in cognee's adapter registry, where community vector stores plug in;
+    cognee looks it up when it first builds its vector engine (the first add)."""
+    from cognee.infrastructure.databases.vector import use_vector_adapter
+
+    from graph.build.worker.no_vectors import NoVectors
+
+    use_vector_adapter(NO_VECTORS, NoVectors)
 
 
 def install_offline_llm() -> OfflineExtractorLLM:
