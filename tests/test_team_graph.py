@@ -1,5 +1,5 @@
 """cognee on the team backend: a real bridge on Postgres builds the graph with cognee's relational
-data, vectors (pgvector) and graph (its postgres provider) in the namespace's `cognee_<namespace>`
+data and graph (its postgres provider), and no vectors, in the namespace's `cognee_<namespace>`
 schema, and shares the projection through `flowbaby_<namespace>.graph_projection`, so another
 folder (machine) on the namespace sees the graph without rebuilding it."""
 
@@ -67,7 +67,8 @@ def test_the_graph_lives_in_the_namespace_and_every_folder_sees_it(
             for row in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")
         }
     print("cognee tables:", sorted(tables))
-    assert {"graph_node", "graph_edge", "data", "datasets", "DocumentChunk_text"} <= tables
+    assert {"graph_node", "graph_edge", "data", "datasets"} <= tables
+    assert "DocumentChunk_text" not in tables  # no vector collections (contract section 6)
     assert nodes is not None and nodes[0] > 0
     assert projection is not None
     assert not public, public

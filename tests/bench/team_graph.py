@@ -1,5 +1,5 @@
-"""Graph building per summary on the team backend (cognee's relational data, pgvector and its
-postgres graph in Postgres) against the embedded default (SQLite, LanceDB, Ladybug), same run,
+"""Graph building per summary on the team backend (cognee's relational data and its postgres
+graph in Postgres) against the embedded default (SQLite, Ladybug), same run,
 same offline extractor, through the real bridge: a first summary (worker start, databases
 created), then a burst of summaries staged together. Backends alternate round by round.
 

@@ -24,7 +24,7 @@ from graph.core.workspace import WorkspacePaths
 
 DATASET = "flowbaby"
 NO_VECTORS = "flowbaby-none"
-"""cognee's vector store on the embedded default unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
+"""cognee's vector store unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
 OFFLINE_MODEL = "flowbaby-local/offline-extractor"
 
 
@@ -68,7 +68,7 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
     if url:
         create_cognee_schema(url, cognee_schema(namespace_for(paths)))
         env.update(postgres_environment(url))
-    elif not settings.cognee_vectors:
+    if not settings.cognee_vectors:
         env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,7 @@ class CogneeWorker:
 
         if database_url():
             runtime.pin_schema(runtime.cognee_schema(namespace_for(self.paths)))
-        elif not self.settings.cognee_vectors:
+        if not self.settings.cognee_vectors:
             runtime.install_no_vectors()
 
         from graph.build.worker.llm_calls import install_retry_policy, install_usage_meter

@@ -6,9 +6,8 @@ calls cognee's search: retrieval reads flowbaby's chunk vectors (written when a 
 staged) and the graph projection. In a burst of 100 summaries those upserts were the critical
 path: cognee serialises them behind one lock per store, and the lock was held 33 of 45 s.
 
-On the embedded default the worker registers this store (cognee_runtime.install_no_vectors).
-Writes are dropped, reads find nothing, deletes have nothing to delete. The team backend keeps
-cognee's pgvector collections (section 15.12 of the contract)."""
+The worker registers this store (cognee_runtime.install_no_vectors) on both backends unless
+FLOWBABY_COGNEE_VECTORS=1. Writes are dropped, reads find nothing, deletes have nothing to delete."""
 
 from __future__ import annotations
 
