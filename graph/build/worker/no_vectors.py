@@ -1,10 +1,11 @@
 """cognee's vector store for flowbaby: none.
 
 cognee embeds every entity, type, relationship name, chunk and summary it builds and upserts
-them into its own LanceDB collections, which only cognee's own search reads. flowbaby never
+them into its own vector collections (LanceDB, or pgvector on the team backend), which only
+cognee's own search reads. flowbaby never
 calls cognee's search: retrieval reads flowbaby's chunk vectors (written when a memory is
 staged) and the graph projection. In a burst of 100 summaries those upserts were the critical
-path: cognee serialises them behind one lock per store, and the lock was held 33 of 45 s.
+path: cognee's LanceDB adapter serialises them behind one lock, which was held 33 of 45 s.
 
 The worker registers this store (cognee_runtime.install_no_vectors) on both backends unless
 FLOWBABY_COGNEE_VECTORS=1. Writes are dropped, reads find nothing, deletes have nothing to delete."""
