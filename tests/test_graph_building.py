@@ -48,7 +48,7 @@ def test_summary_becomes_an_entity_graph(spawn, workspace: Path) -> None:
     }
     assert {"redis", "billing/reconcile.py"} <= mentioned
     assert memory_id in entities["redis"]["sources"]
-    # cognee keeps no vectors on the embedded default (contract section 6): no LanceDB collection
+    # cognee keeps no vectors (contract section 6): no LanceDB collection
     paths = resolve_workspace(workspace)
     assert (paths.cognee_system / "databases").is_dir()
     assert not list(paths.cognee_system.rglob("*.lance")), "cognee wrote vector collections"
