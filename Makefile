@@ -25,7 +25,7 @@ demo: setup
 
 # The demo on the team backend: a local Postgres 18 + pgvector (dev extras), then a second folder.
 demo-team: setup
-	$(PY) -m tests.team_demo
+	$(PY) -m tests.support.team_demo
 
 # ruff (lint and format) and mypy, as configured in pyproject.toml; CI runs it before the tests.
 check: setup
@@ -64,4 +64,4 @@ vsix:
 # libkrb5-dev, and code-server built once per machine (~6-15 min) into ~/.cache/flowbaby.
 # Never fails: what cannot be installed here is reported, and those tests skip with the reason.
 e2e-setup: setup
-	$(PY) -m tests.vscode_tools
+	$(PY) -m tests.support.vscode_tools

@@ -18,10 +18,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
 
+import graph.core.jsonwire as jsonwire
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
-from bridge import jsonwire
 from graph import __version__
 from graph.core.contract import (
     ConfirmSupersessionRequest,

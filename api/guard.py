@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from bridge import jsonwire
+import graph.core.jsonwire as jsonwire
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
 from graph.service import is_loopback
 

@@ -10,7 +10,7 @@ request, to the namespace's service (`CURRENT`). MCP tool calls see the contextv
 context streams), not in the session's task context.
 
 Embedded (no FLOWBABY_DATABASE_URL): one namespace, one bearer token, as before. A team server
-(`flowbaby serve` with the URL) also accepts per-user tokens (graph.core.tokens), each scoped to
+(`flowbaby serve` with the URL) also accepts per-user tokens (graph.core.api_tokens), each scoped to
 namespaces, and opens one engine service per namespace on first use, in
 `<workspace>/.flowbaby/namespaces/<namespace>/` (its logs and graph worker), kept until it stops.
 """
@@ -79,7 +79,7 @@ class WorkspaceToken:
 
 class TeamTokens:
     """The workspace token, then per-user tokens from the team database, each answer cached for
-    CACHE_SEC (graph.core.tokens: a revoked token stops working within it)."""
+    CACHE_SEC (graph.core.api_tokens: a revoked token stops working within it)."""
 
     def __init__(self, workspace: WorkspaceToken, store: TokenStore, cache: GrantCache | None = None) -> None:
         self._workspace = workspace

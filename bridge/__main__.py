@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from bridge.cli import bridge_arguments, run_bridge
+from flowbaby.cli import bridge_arguments, run_bridge
 
 if __name__ == "__main__":
     sys.exit(run_bridge(bridge_arguments(argparse.ArgumentParser(prog="python -m bridge")).parse_args()))

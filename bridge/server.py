@@ -15,9 +15,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
-from bridge import jsonwire
+import graph.core.jsonwire as jsonwire
 from graph.core.contract import (
     ContractFailure,
     ErrorCode,
@@ -27,6 +27,18 @@ from graph.core.contract import (
     RetrievalErrorCode,
 )
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, SessionOp, open_service, take_stdout
+
+
+class HttpServer(Protocol):
+    """What the bridge needs of the HTTP API's server (uvicorn.Server) when it serves both."""
+
+    should_exit: bool
+
+    async def serve(self) -> None: ...
+
+
+HttpServerFactory = Callable[[MemoryService], HttpServer]
+"""Builds the HTTP server for the open service; raises FlowbabyError if it cannot start safely."""
 
 log = logging.getLogger("flowbaby.bridge")
 
@@ -236,11 +248,10 @@ async def serve(
     request_timeout_sec: float,
     shutdown_grace_sec: float,
     rate_limit_per_minute: int | None = None,
-    http: tuple[str, int] | None = None,
-    tls: tuple[str, str] | None = None,
+    http: HttpServerFactory | None = None,
 ) -> int:
-    """Serve JSON-RPC on stdio until shutdown; with `http=(host, port)` also the HTTP API,
-    from this same process, so the two never contend for the workspace."""
+    """Serve JSON-RPC on stdio until shutdown; with `http` (the command line's factory of the HTTP
+    API's server) also the HTTP API, from this same process, so the two never contend for the workspace."""
     writer = ProtocolWriter(take_stdout())
     service = await open_service("bridge", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
@@ -265,10 +276,8 @@ async def serve(
     pump_task = asyncio.create_task(pump())
     http_server = http_task = None
     if http is not None:
-        from api.server import http_server as make_http_server
-
         try:
-            http_server = make_http_server(service, *http, own_signals=False, tls=tls)
+            http_server = http(service)
         except FlowbabyError as error:  # a refused token file: the HTTP side cannot start safely
             writer.notify("bridgeUnavailable", error.to_response())
             await service.close(shutdown_grace_sec)

@@ -19,8 +19,25 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
-from graph.build.operations import OperationManager
-from graph.build.worker_client import WorkerClient
+from graph.backends.lexical import open_lexical
+from graph.backends.memory_store import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
+from graph.backends.memory_store import (
+    NAMESPACES_DIR,
+    Closeable,
+    MemoryStoreBackend,
+    database_url,
+    namespace_for,
+    namespace_problem,
+    open_memory_store,
+    watch_namespace,
+)
+from graph.backends.projection import load_graph, open_projection
+from graph.backends.team.change_feed import RemoteChanges
+from graph.backends.throttle import open_retrieval_throttle
+from graph.backends.vectors import MemoryVectors, open_memory_vectors
+from graph.cognify.operations import OperationManager
+from graph.cognify.worker_client import WorkerClient
+from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
@@ -59,22 +76,9 @@ from graph.core.contract import (
 )
 from graph.core.logs import configure_logging
 from graph.core.net import is_loopback
-from graph.core.projection_store import load_graph, open_projection
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.storage import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
-from graph.core.storage import (
-    NAMESPACES_DIR,
-    Closeable,
-    MemoryStoreBackend,
-    database_url,
-    namespace_for,
-    namespace_problem,
-    open_memory_store,
-    watch_namespace,
-)
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
-from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token, read_private_file
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
@@ -84,11 +88,7 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.lexical_backend import open_lexical
-from graph.search.remote_changes import RemoteChanges
 from graph.search.retrieval import Catalog, Retriever, render_markdown
-from graph.search.throttle_backend import open_retrieval_throttle
-from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
@@ -113,7 +113,7 @@ __all__ = [
     "migrate_workspace",
     "open_service",
     "take_stdout",
-    # the team server (api/tenancy.py, bridge/tokens_cli.py)
+    # the team server (api/tenancy.py, flowbaby/tokens_command.py)
     "NAMESPACES_DIR",
     "GrantCache",
     "TokenStore",
@@ -201,7 +201,7 @@ class FlowbabyService:
             vectors_idle_sec=settings.worker_idle_sec,
         )
         self._namespace_listener: Closeable | None = None
-        """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
+        """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -1074,13 +1074,13 @@ def open_audit_log(paths: WorkspacePaths) -> AuditSink:
     url = database_url()
     if not url:
         return AuditLog(paths.audit_log)
-    from graph.core.pg_audit import PostgresAuditLog
+    from graph.backends.team.audit import PostgresAuditLog
 
     return PostgresAuditLog(url, namespace_for(paths))
 
 
 def open_token_store(url: str) -> TokenStore:
     """The team database's per-user tokens (schema flowbaby_admin, migrated on open)."""
-    from graph.core.pg_admin import PostgresTokenStore
+    from graph.backends.team.admin import PostgresTokenStore
 
     return PostgresTokenStore(url)

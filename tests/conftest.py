@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bridge.client import BridgeClient
-from tests.postgres import PostgresServer
+from tests.support.postgres import PostgresServer
 
 
 def summary(topic_id: str = "redis-cache", **overrides: Any) -> dict[str, Any]:

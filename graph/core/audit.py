@@ -4,7 +4,7 @@ It records who asked for what and how it ended, never the summary text itself:
 the topic appears only as the first 8 hex digits of its sha256. On a team server the user of
 the request's token is recorded too (`AUDIT_USER`, set by the HTTP front per request), and with
 FLOWBABY_DATABASE_URL the entries go to the namespace's `audit_log` table instead of the file
-(graph.core.pg_audit).
+(graph.backends.team.audit).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
             memories = list(source.iter_memories())
         finally:
             source.close()
-        from graph.core.pg_store import PostgresMemoryStore, describe_url
+        from graph.backends.team.memory_store import PostgresMemoryStore, describe_url
 
         target = PostgresMemoryStore(url, namespace, owner=True)  # refused while a server holds the namespace
         try:
@@ -106,7 +106,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
 
 def migrate_workspace(workspace: str, url: str, namespace: str | None) -> dict[str, Any]:
     """`flowbaby migrate`'s engine call: the report as JSON-ready data."""
-    from graph.core.storage import namespace_for
+    from graph.backends.memory_store import namespace_for
     from graph.core.workspace import resolve_workspace
     from graph.remote.settings import check_namespace
 

@@ -3,9 +3,9 @@
 cognee's cognify step hands each chunk to an LLM and asks for a knowledge graph
 (typed nodes and named edges) and a summary. flowbaby must work with no key, no
 network and no model download, and must give the same graph for the same text, so
-graph.build.worker.offline_llm answers those prompts with this module instead.
+graph.cognify.worker.offline_llm answers those prompts with this module instead.
 
-It reads the memory document rendered by graph.build.worker.document (title, "Plan:" and
+It reads the memory document rendered by graph.cognify.worker.document (title, "Plan:" and
 "Session:" header lines, "## Decisions" and the other sections), or any free text,
 and finds entities with plain rules: regular expressions for paths, tickets, error
 codes, code symbols and dates, small built-in lexicons for technologies, first

@@ -20,7 +20,7 @@ from graph.core.contract import ContractFailure, OperationStatus
 from graph.core.workspace import WorkspacePaths
 from graph.owner.wire import (
     MAX_LINE_BYTES,
-    REMOTE_METHODS,
+    OWNER_METHODS,
     encode,
     endpoint_file,
     failure_to_wire,
@@ -95,7 +95,7 @@ class OwnerEndpoint:
             reply = {"id": None, "fault": f"bad request: {exc}"}
         else:
             reply = {"id": call_id}
-            if method not in REMOTE_METHODS:
+            if method not in OWNER_METHODS:
                 reply["fault"] = f"unknown method {method!r}"
             else:
                 try:

@@ -26,7 +26,7 @@ from graph.core.contract import (
 )
 from graph.core.workspace import WorkspacePaths
 
-REMOTE_METHODS = frozenset(
+OWNER_METHODS = frozenset(
     {
         "implied_supersessions",
         "confirm_supersession",

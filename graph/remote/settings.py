@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from graph.backends.memory_store import namespace_for
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.net import is_loopback
-from graph.core.storage import namespace_for
 from graph.core.trust import read_private_file
 from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
 

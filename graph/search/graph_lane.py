@@ -24,8 +24,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from graph.backends.projection import FileProjection, ProjectionSource
 from graph.core.projection import STRUCTURAL_TYPES
-from graph.core.projection_store import FileProjection, ProjectionSource
 from graph.extract.extractor import extract_graph, normalise
 from graph.search.links import Hop
 

@@ -23,6 +23,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from graph.backends.lexical import LexicalSearch
 from graph.core.contract import (
     FlowbabyContextRequest,
     MemoryStatus,
@@ -32,10 +33,9 @@ from graph.core.contract import (
 from graph.core.store import Memory
 from graph.extract.extractor import extract_graph
 from graph.search.lexical import LexicalIndex
-from graph.search.lexical_backend import LexicalSearch
 from graph.search.links import Hop, NameLinks, is_identifier
 from graph.search.supersession import Pair, find_pairs, is_historic
-from graph.search.tokens import count_tokens, truncate_to_tokens
+from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
 

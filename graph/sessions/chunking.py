@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from graph.core.redaction import MARK, redact
 from graph.sessions.model import Block, Message
-from graph.sessions.redact import MARK, redact
 
 CHUNK_CHARS = 480
 """Longest chunk; about 120 word pieces of English (dense code or logs stay under MiniLM's 256)."""

@@ -2,7 +2,7 @@
 
 Synchronous and thread-safe: the async front runs each call in a worker thread. Sessions are
 keyed `<source>:<session id>`; chunk texts and watermarks live in SQLite, vectors in LanceDB
-(or both in the namespace's Postgres schema: graph.sessions.backend).
+(or both in the namespace's Postgres schema: graph.backends.sessions).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from graph.sessions.backend import SessionVectorStore, open_session_store, open_session_vectors
+from graph.backends.sessions import SessionVectorStore, open_session_store, open_session_vectors
 from graph.sessions.chunking import TurnChunk, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, within

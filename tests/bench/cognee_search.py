@@ -23,7 +23,7 @@ def _document_id(hit: Any) -> str | None:
 
 
 async def main(workspace: str, query_file: str) -> None:
-    from graph.build.worker import cognee_runtime as runtime
+    from graph.cognify.worker import cognee_runtime as runtime
     from graph.core.settings import load_settings
     from graph.core.store import MemoryStore
     from graph.core.workspace import resolve_workspace

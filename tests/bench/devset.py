@@ -1,4 +1,4 @@
-"""Retrieval quality on flowbaby's own labelled developer memories (tests/fixtures/devmem_pawpoint.json).
+"""Retrieval quality on flowbaby's own labelled developer memories (tests/support/fixtures/devmem_pawpoint.json).
 
 The workspace is built from the engine's own parts, as the latency bench does: memories staged in
 the store, MiniLM vectors in LanceDB, and the projection built by the offline extractor and
@@ -29,7 +29,7 @@ from graph.search.retrieval import LANES, Catalog, Retriever
 from graph.search.vectors import VectorIndex
 from tests.bench.latency import _cognee_shaped
 
-DEVSET = Path(__file__).resolve().parents[1] / "fixtures" / "devmem_pawpoint.json"
+DEVSET = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "devmem_pawpoint.json"
 
 
 def to_memory(request: dict[str, Any]) -> Memory:

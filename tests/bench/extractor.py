@@ -1,6 +1,6 @@
-"""Offline extractor quality on hand-labelled developer summaries (tests/fixtures/extractor_labels.json).
+"""Offline extractor quality on hand-labelled developer summaries (tests/support/fixtures/extractor_labels.json).
 
-Each summary is stored as a Memory and rendered by graph.build.worker.document.render_document, the
+Each summary is stored as a Memory and rendered by graph.cognify.worker.document.render_document, the
 text the worker hands to cognee, then read by extract_graph. Entities match on the
 extractor's own `normalise` key, so case, plural and alias variants count as found: a
 label matches a node when any of its names (name or aliases) shares a key with any of
@@ -16,12 +16,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.build.worker.document import render_document
+from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
 from graph.core.store import Memory
 from graph.extract.extractor import extract_graph, normalise
 
-DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "fixtures" / "extractor_labels.json"
+DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "extractor_labels.json"
 FRAME_TYPES = frozenset({"topic", "session", "plan", "decision"})
 STATED_RELATIONS = frozenset({"uses", "moved_to", "replaced_by", "depends_on"})
 COGNEE_CHUNK_TOKENS = 254

@@ -1,7 +1,7 @@
 """The HTTP abuse run (issue 12): a real `flowbaby serve` is hit by DNS-rebinding Host headers,
 1,000 half-open connections, 300 MB bodies, 100k-deep JSON and a flood of garbage requests,
 while a valid client in its own process (so this process's work cannot delay it) calls the API
-every 100 ms. Returns the counts; tests/test_http_abuse.py asserts them, `make bench` prints them.
+every 100 ms. Returns the counts; tests/integration/test_http_abuse.py asserts them, `make bench` prints them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from bridge import jsonwire
+from graph.core import jsonwire
 
 HALF_OPEN = 1000
 BIG_BODY = 300 * 1024 * 1024
@@ -276,7 +276,7 @@ def run_http_faults(root: Path) -> dict[str, Any]:
         port = probe.getsockname()[1]
     stderr = root / "serve.stderr"
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    command = [sys.executable, "-c", "from bridge.cli import main; main()", "serve", "--workspace", str(workspace)]
+    command = [sys.executable, "-c", "from flowbaby.cli import main; main()", "serve", "--workspace", str(workspace)]
     with stderr.open("wb") as log:
         proc = subprocess.Popen([*command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=log, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.client import BridgeClient
-from bridge.demo_data import DEMO_SUMMARIES
+from flowbaby.demo_data import DEMO_SUMMARIES
 
 COMPONENTS = [
     "Redis",

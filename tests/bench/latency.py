@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bridge.client import BridgeClient
-from graph.build.worker.document import render_document
+from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
 from graph.core.projection import (
     batch_subgraph,
@@ -298,7 +298,7 @@ def _measure_http(root: Path, asked: list[str]) -> list[float]:
         [
             sys.executable,
             "-c",
-            "from bridge.cli import main; main()",
+            "from flowbaby.cli import main; main()",
             "serve",
             "--workspace",
             str(root),

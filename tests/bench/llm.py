@@ -1,6 +1,6 @@
 """Graph building through an LLM over HTTP vs the offline provider, in the same run.
 
-Both go through a real bridge and cognee worker; the "LLM" is tests/fake_openai.py on
+Both go through a real bridge and cognee worker; the "LLM" is tests/support/fake_openai.py on
 loopback, which answers with the offline extractor, so the difference between the two
 is the cost of the route (litellm's OpenAI client, HTTP, JSON parsing), not of a model.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bridge.client import BridgeClient
-from bridge.demo_data import DEMO_SUMMARIES
-from tests.fake_openai import FakeOpenAI
+from flowbaby.demo_data import DEMO_SUMMARIES
+from tests.support.fake_openai import FakeOpenAI
 
 SUMMARIES = 10
 

@@ -38,7 +38,7 @@ async def _measure(root: Path, count: int) -> dict[str, dict[str, list[float]]]:
     env = {**os.environ, **ENV}
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from bridge.cli import main; main()", "mcp", "--workspace", str(root / "mcp")]
+        args=["-c", "from flowbaby.cli import main; main()", "mcp", "--workspace", str(root / "mcp")]
         + ["--rate-limit-per-minute", "0"],
         env={**env, "PYTHONPATH": str(PROJECT_ROOT)},
     )

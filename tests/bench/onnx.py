@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bridge.client import BridgeClient
-from bridge.demo_data import DEMO_SUMMARIES
+from flowbaby.demo_data import DEMO_SUMMARIES
 from tests.bench.ingest import rss_mb, summarise_ms
 
 

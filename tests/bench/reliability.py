@@ -91,7 +91,7 @@ class _Owner:
             self.url = f"http://127.0.0.1:{port}"
             self.http = httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", "from bridge.cli import main; main()", "serve"]
+                [sys.executable, "-c", "from flowbaby.cli import main; main()", "serve"]
                 + ["--workspace", str(workspace), "--port", str(port), *OWNER_ARGS],
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
@@ -184,11 +184,11 @@ def _burst(owner: _Owner, acked: set[str], sent: set[str], stop: threading.Event
 
 
 def _worker_pid(owner_pid: int) -> int | None:
-    """The cognee worker: the owner's child running graph.build.worker."""
+    """The cognee worker: the owner's child running graph.cognify.worker."""
     with contextlib.suppress(OSError):
         for child in Path(f"/proc/{owner_pid}/task/{owner_pid}/children").read_text().split():
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"graph.build.worker" in cmdline:
+            if b"graph.cognify.worker" in cmdline:
                 return int(child)
     return None
 

@@ -23,7 +23,7 @@ from graph.sessions.agent_api import SessionMemory
 from graph.sessions.chunking import message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.encoder import SessionEncoder
-from tests.session_fixtures import OpenCodeDb, text, tool
+from tests.support.session_fixtures import OpenCodeDb, text, tool
 
 MESSAGES = 3000
 FACT = "The payments webhook retries were capped at 7 because the Stripe sandbox throttles at 8 per minute."

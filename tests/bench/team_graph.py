@@ -21,7 +21,7 @@ from typing import Any
 
 from bridge.client import BridgeClient
 from tests.bench.ingest import _ingest_and_wait, synthetic_summary
-from tests.postgres import PostgresServer
+from tests.support.postgres import PostgresServer
 
 
 def build_burst(root: Path, env: dict[str, str], burst: int, seed: int) -> dict[str, Any]:

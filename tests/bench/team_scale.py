@@ -37,16 +37,16 @@ import psycopg
 from psycopg import sql
 
 from bridge.client import BridgeClient, BridgeClosed
-from graph.core.pg_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.vectors import _literal
 from graph.core.settings import default_model_path
 from graph.core.store import Memory, memory_values
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
-from graph.search.pg_vectors import _literal
 from graph.search.vectors import memory_chunks
 from tests.bench.ingest import percentile, synthetic_summary
 from tests.bench.latency import _rss_mb, build_workspace, queries
-from tests.postgres import PostgresServer
+from tests.support.postgres import PostgresServer
 
 TEAM_MEMORIES = 50 * 20 * 365 * 2
 """50 developers x 20 memories a day x 2 years (issue 14's sizing question): 730,000."""

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from graph.core.storage import DATABASE_URL_ENV, NAMESPACE_ENV
+from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, sources_from
 from tests.bench.sessions import MESSAGES, _lines, build_session
-from tests.postgres import PostgresServer
-from tests.session_fixtures import OpenCodeDb, text
+from tests.support.postgres import PostgresServer
+from tests.support.session_fixtures import OpenCodeDb, text
 
 
 class HashEncoder:

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from graph.core.pg_store import PostgresMemoryStore
-from graph.core.storage import MemoryStoreBackend
+from graph.backends.memory_store import MemoryStoreBackend
+from graph.backends.team.memory_store import PostgresMemoryStore
+from graph.backends.team.vectors import PgVectorIndex
+from graph.backends.vectors import MemoryVectors
 from graph.core.store import MemoryStore, new_operation_id
-from graph.search.pg_vectors import PgVectorIndex
-from graph.search.vector_backend import MemoryVectors
 from graph.search.vectors import VectorIndex
-from tests.postgres import PostgresServer
-from tests.unit.fakes import HashEmbedder, memory
+from tests.support.fakes import HashEmbedder, memory
+from tests.support.postgres import PostgresServer
 
 
 def _ms(samples: list[float]) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """Lexical search on the team backend against the in-memory BM25 lane, on the same memories.
 
-For the Pawpoint dev set (tests/fixtures/devmem_pawpoint.json) and the LoCoMo dev half
+For the Pawpoint dev set (tests/support/fixtures/devmem_pawpoint.json) and the LoCoMo dev half
 (/work/shared/bench/locomo-dev.json, one namespace per conversation): the lexical lane alone
 (R@5 and MRR of its own ranking) and the fused ranking (all lanes; the same LanceDB vectors and
 projection for every lexical variant, so only the lexical lane differs). Variants: the in-memory
@@ -22,19 +22,19 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from graph.core.pg_store import PostgresMemoryStore
+from graph.backends.lexical import LexicalSearch
+from graph.backends.team.lexical import PgLexicalIndex
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.core.store import Memory, new_operation_id
 from graph.core.workspace import resolve_workspace
 from graph.search.graph_lane import GraphLane
 from graph.search.lexical import LexicalIndex
-from graph.search.lexical_backend import LexicalSearch
-from graph.search.pg_lexical import PgLexicalIndex
 from graph.search.retrieval import Catalog, Retriever
 from graph.search.vectors import VectorIndex
 from tests.bench.devset import load_devset, rank_topics, score, to_memory
 from tests.bench.latency import _cognee_shaped
 from tests.bench.locomo import load_conversations, session_recall
-from tests.postgres import PostgresServer
+from tests.support.postgres import PostgresServer
 
 WORDS = "regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')"
 SHIPPED = f"to_tsvector('pg_catalog.english'::regconfig, {WORDS})"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.core.storage import DATABASE_URL_ENV, NAMESPACE_ENV, MemoryStoreBackend
+from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV, MemoryStoreBackend
 from graph.core.store import MemoryStore
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -31,7 +31,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @pytest.fixture
 def open_store(backend: str, tmp_path: Path) -> Iterator[Callable[[], MemoryStoreBackend]]:
     """Opens the test's store; every call opens the same data again (a restart). All are closed at the end."""
-    from graph.core.storage import database_url
+    from graph.backends.memory_store import database_url
 
     opened: list[MemoryStoreBackend] = []
 
@@ -42,7 +42,7 @@ def open_store(backend: str, tmp_path: Path) -> Iterator[Callable[[], MemoryStor
         else:
             import os
 
-            from graph.core.pg_store import PostgresMemoryStore
+            from graph.backends.team.memory_store import PostgresMemoryStore
 
             store = PostgresMemoryStore(database_url(), os.environ[NAMESPACE_ENV])
         opened.append(store)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from graph.core.contract import FlowbabyContextRequest
 from graph.search import retrieval as r
 from graph.search.retrieval import Catalog, Retriever
-from tests.unit.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 QUERY = "invoice export"
 

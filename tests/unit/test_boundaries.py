@@ -1,6 +1,7 @@
 """The layout's rules, read from the source's imports (lazy imports inside functions included):
 only the worker child imports cognee, the fronts reach the engine through its service API and
-contract, the owning process never imports the worker's modules, and nothing imports in a cycle."""
+contract, no front imports another, only the command line (`flowbaby`) starts fronts, the
+owning process never imports the worker's modules, and nothing imports in a cycle."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("graph", "bridge", "api")
-WORKER = "graph.build.worker"
-FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract"}
+PACKAGES = ("graph", "bridge", "api", "flowbaby")
+FRONTS = ("bridge", "api")
+COMMAND_LINE = "flowbaby"
+WORKER = "graph.cognify.worker"
+FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire"}
 
 
 def _module_name(path: Path) -> str:
@@ -75,7 +78,7 @@ def test_the_owning_process_never_imports_the_worker(module: str) -> None:
     )
 
 
-@pytest.mark.parametrize("module", sorted(m for m in project_modules() if m.split(".")[0] in ("bridge", "api")))
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if m.split(".")[0] in FRONTS + (COMMAND_LINE,)))
 def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
     engine = {name for name in imports_of(module) if _within(name, "graph")}
     assert engine <= FRONT_MAY_IMPORT, f"{module} reaches into the engine: {sorted(engine - FRONT_MAY_IMPORT)}"
@@ -83,11 +86,24 @@ def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
 
 def test_the_engine_never_imports_a_front() -> None:
     offenders = {
-        module: sorted(name for name in imports_of(module) if name.split(".")[0] in ("bridge", "api"))
+        module: sorted(name for name in imports_of(module) if name.split(".")[0] in FRONTS + (COMMAND_LINE,))
         for module in project_modules()
         if _within(module, "graph")
     }
     assert not {module: names for module, names in offenders.items() if names}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if m.split(".")[0] in FRONTS))
+def test_no_front_imports_another_or_the_command_line(module: str) -> None:
+    """`python -m bridge` (bridge.__main__) is the command line's second door, so it may call it."""
+    own = module.split(".")[0]
+    allowed = (COMMAND_LINE,) if module == "bridge.__main__" else ()
+    others = sorted(
+        name
+        for name in imports_of(module)
+        if name.split(".")[0] in FRONTS + (COMMAND_LINE,) and name.split(".")[0] not in (own, *allowed)
+    )
+    assert not others, f"{module} imports {others}; only the command line ({COMMAND_LINE}) starts fronts"
 
 
 def test_no_import_cycles() -> None:

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import graph.service as service_module
-from graph.build.operations import OperationManager
+from graph.backends.vectors import open_memory_vectors
+from graph.cognify.operations import OperationManager
 from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
 from graph.core.projection import load_projection, save_projection
@@ -29,11 +30,10 @@ from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspac
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever
-from graph.search.vector_backend import open_memory_vectors
 from graph.search.vectors import VectorIndex, memory_chunks
 from graph.service import FlowbabyService
 from tests.conftest import summary
-from tests.unit.fakes import FakeWorker, memory
+from tests.support.fakes import FakeWorker, memory
 
 WAIT = 30.0
 """Generous: the first LanceDB use in a process takes seconds on a busy machine."""
@@ -71,7 +71,7 @@ def paths(tmp_path: Path) -> WorkspacePaths:
 @pytest.fixture
 def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
     """A service that was never opened: no worker, no model (the test sets up what it needs), and
-    LanceDB in this process (its child process is tested in tests/test_lance_child.py)."""
+    LanceDB in this process (its child process is tested in tests/integration/test_lance_child.py)."""
     monkeypatch.setattr(service_module, "open_memory_vectors", lambda p, e, idle_sec: open_memory_vectors(p, e, None))
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
     service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
@@ -151,7 +151,7 @@ def test_search_answers_from_what_is_indexed_and_says_so(
     """A backlog that is still being embedded (the embed loop never runs here) no longer makes a
     retrieval wait out NOT_INITIALIZED: it answers and names how much it could not search."""
     monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.5)
-    from tests.unit.fakes import FakeGraph
+    from tests.support.fakes import FakeGraph
 
     async def body() -> dict[str, Any]:
         indexed = memory("", topic_id="indexed", context="Redis session cache decision")

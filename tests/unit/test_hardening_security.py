@@ -20,8 +20,8 @@ from api.app import create_app
 from api.auth import resolve_token
 from api.guard import MAX_BODY_BYTES, BodyLimit, HostRule, InFlightLimit, RateLimitedLog
 from api.server import bind_refusal
-from bridge import jsonwire
 from bridge.server import MAX_BATCH, Bridge, ProtocolWriter
+from graph.core import jsonwire
 from graph.core.contract import FlowbabyError
 from graph.core.settings import load_settings
 from graph.core.workspace import WorkspacePaths

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge import install
-from bridge.agent_files import MARKER
+from flowbaby import install
+from flowbaby.agent_files import MARKER
 
 SHAPES = {
     "claude-code": (".mcp.json", "mcpServers"),

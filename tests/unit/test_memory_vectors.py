@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph.backends.team.vectors import PgVectorIndex
+from graph.backends.vectors import MemoryVectors
 from graph.search.chunk_table import Chunk
-from graph.search.pg_vectors import PgVectorIndex
-from graph.search.vector_backend import MemoryVectors
 from graph.search.vectors import VectorIndex
-from tests.postgres import PostgresServer
-from tests.unit.fakes import HashEmbedder, memory
+from tests.support.fakes import HashEmbedder, memory
+from tests.support.postgres import PostgresServer
 
 
 @pytest.fixture(params=["lancedb", pytest.param("pgvector", marks=pytest.mark.postgres)])

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from graph.build.operations import MAX_ATTEMPTS, OperationManager
-from graph.build.worker_client import WorkerFailure
+from graph.backends.memory_store import MemoryStoreBackend
+from graph.cognify.operations import MAX_ATTEMPTS, OperationManager
+from graph.cognify.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.settings import LLMSettings, Settings
-from graph.core.storage import MemoryStoreBackend
 from graph.core.store import new_operation_id
 from graph.core.workspace import WorkspaceLock, resolve_workspace
 from graph.service import FlowbabyService
 from tests.conftest import summary
-from tests.unit.fakes import FakeWorker, memory
+from tests.support.fakes import FakeWorker, memory
 
 MAX_RUNNING, MAX_QUEUED = 2, 3
 WAIT = 5.0

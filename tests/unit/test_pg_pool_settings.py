@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from graph.backends.team.pool import POOL_MAX_ENV, POOL_MIN_ENV, POOL_TIMEOUT_ENV, PoolSettings
 from graph.core.contract import FlowbabyError
-from graph.core.pg_pool import POOL_MAX_ENV, POOL_MIN_ENV, POOL_TIMEOUT_ENV, PoolSettings
 
 
 def test_defaults_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from graph.build.worker.document import render_document
+from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
 from graph.core.projection import batch_subgraph, build_projection, fold_projection, memory_node
 from graph.core.store import Memory, MemoryStore, new_operation_id

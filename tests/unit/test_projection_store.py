@@ -9,8 +9,8 @@ from pathlib import Path
 
 import networkx as nx
 
-from graph.core.projection_store import load_graph, open_projection
-from graph.core.storage import MemoryStoreBackend
+from graph.backends.memory_store import MemoryStoreBackend
+from graph.backends.projection import load_graph, open_projection
 from graph.core.workspace import resolve_workspace
 from graph.search.graph_lane import GraphLane
 

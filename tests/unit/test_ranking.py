@@ -13,8 +13,8 @@ from graph.core.store import Memory
 from graph.search import retrieval as r
 from graph.search.links import Hop
 from graph.search.retrieval import Catalog, Retriever, Scored, summary_text
-from graph.search.tokens import count_tokens
-from tests.unit.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from graph.search.token_budget import count_tokens
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 QUERY = "invoice export"
 TOTAL = (

@@ -1,4 +1,4 @@
-"""Session memory on hand-built sources (tests/session_fixtures.py), with a hashed bag-of-words
+"""Session memory on hand-built sources (tests/support/session_fixtures.py), with a hashed bag-of-words
 encoder in place of MiniLM behind the index's Encoder protocol: sources, chunking, redaction,
 Vapor's status transitions, incremental updates, and sources written while they are read."""
 
@@ -15,17 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV
+from graph.backends.sessions import open_session_vectors
 from graph.core.contract import ContractFailure
-from graph.core.storage import DATABASE_URL_ENV, NAMESPACE_ENV
+from graph.core.redaction import redact
 from graph.sessions.agent_api import SessionMemory
-from graph.sessions.backend import open_session_vectors
 from graph.sessions.chunking import TOOL_RESULT_CHARS, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
-from graph.sessions.redact import redact
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
-from tests.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
+from tests.support.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
 
 
 class HashEncoder:
@@ -171,7 +171,7 @@ def lose_vectors(home: dict[str, Path], backend: str, where: str) -> None:
         return
     import psycopg
 
-    from graph.core.pg_store import schema_name
+    from graph.backends.team.memory_store import schema_name
 
     with psycopg.connect(os.environ[DATABASE_URL_ENV], autocommit=True) as conn:
         conn.execute(f'DELETE FROM "{schema_name(os.environ[NAMESPACE_ENV])}".session_vectors WHERE {where}'.encode())

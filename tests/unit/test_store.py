@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
+from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryStatus
-from graph.core.storage import MemoryStoreBackend
 from graph.core.store import BacklogFull, memory_uuid, new_operation_id
-from tests.unit.fakes import memory
+from tests.support.fakes import memory
 
 
 def stage(store: MemoryStoreBackend, topic_id: str, status: MemoryStatus = MemoryStatus.ACTIVE) -> tuple[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.search.retrieval import Catalog, Retriever
 from graph.search.supersession import find_pairs, is_historic
-from tests.unit.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 JAN, JUN = "2025-01-08T10:00:00Z", "2025-06-12T10:00:00Z"
 REALM = memory(

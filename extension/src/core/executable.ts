@@ -17,7 +17,7 @@ export interface CommandSettings {
 }
 
 const IS_WINDOWS = process.platform === "win32";
-const PYTHON_ENTRY = "import sys; sys.argv[0] = 'flowbaby'; from bridge.cli import main; main()";
+const PYTHON_ENTRY = "import sys; sys.argv[0] = 'flowbaby'; from flowbaby.cli import main; main()";
 
 function isExecutable(file: string): boolean {
   try {

@@ -1,0 +1,109 @@
+"""The audit trail on the team backend: the namespace's `audit_log` table (migration 4).
+
+`record` only queues the entry (it is called on the event loop, and a commit may wait on the
+disk); one thread per namespace writes queued entries in batches over its own connection. As
+with the file, writing is best effort: a command that happened is not failed by its audit line.
+Entries still queued are written at close (for at most CLOSE_WAIT_SEC).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from graph.backends.team.memory_store import connect, schema_name
+from graph.core.audit import WARN_EVERY_SEC, audit_entry
+
+log = logging.getLogger("flowbaby.audit")
+BATCH = 200
+CLOSE_WAIT_SEC = 5.0
+_STOP = object()
+
+
+class PostgresAuditLog:
+    def __init__(self, url: str, namespace: str) -> None:
+        self._url = url
+        self._insert = sql.SQL(
+            "INSERT INTO {}.audit_log (at, command, user_name, agent_name, topic_digest, result, error_code, "
+            "duration_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+        ).format(sql.Identifier(schema_name(namespace)))
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._warned_at = -WARN_EVERY_SEC
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name=f"flowbaby-audit-{namespace}", daemon=True)
+        self._thread.start()
+
+    def record(
+        self,
+        command: str,
+        *,
+        agent_name: str | None,
+        topic: str | None,
+        result: str,
+        error_code: str | None,
+        duration_ms: float,
+    ) -> None:
+        self._queue.put(
+            audit_entry(
+                command,
+                agent_name=agent_name,
+                topic=topic,
+                result=result,
+                error_code=error_code,
+                duration_ms=duration_ms,
+            )
+        )
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while len(batch) < BATCH:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(item is _STOP for item in batch)
+            entries = [item for item in batch if item is not _STOP]
+            if entries:
+                self._write(entries)
+            if stop:
+                if self._conn is not None:
+                    self._conn.close()
+                return
+
+    def _write(self, entries: list[dict[str, Any]]) -> None:
+        rows = [
+            (
+                e["timestamp"],
+                e["command"],
+                e.get("user"),
+                e["agentName"],
+                e["topicDigest"],
+                e["result"],
+                e["errorCode"],
+                e["durationMs"],
+            )
+            for e in entries
+        ]
+        try:
+            if self._conn is None or self._conn.broken or self._conn.closed:
+                self._conn = connect(self._url)
+            with self._conn.transaction(), self._conn.cursor() as cur:
+                cur.executemany(self._insert, rows)
+        except Exception as exc:  # best effort, as the file: see the module docstring
+            self.dropped += len(rows)
+            now = time.monotonic()
+            if now - self._warned_at >= WARN_EVERY_SEC:
+                self._warned_at = now
+                log.warning("audit entries not written (%s); %d dropped so far", exc, self.dropped)
+
+    def close(self) -> None:
+        self._queue.put(_STOP)
+        self._thread.join(CLOSE_WAIT_SEC)

@@ -1,0 +1,67 @@
+"""The graph projection in the namespace's schema (`flowbaby_<namespace>.graph_projection`,
+migration 7): one row holding the serialized projection and a version that counts saves.
+
+Any server's worker saves it; every owner on the namespace reloads it when the version moves
+(a one-row primary-key read per check), so a graph built on one machine serves retrieval on all.
+A save names the version it folded into: if another worker saved in between, nothing is written
+and the worker rebuilds from cognee's graph, which holds both batches (cognee keeps it in Postgres).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import TYPE_CHECKING, Any
+
+from psycopg import sql
+
+from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
+from graph.backends.team.pool import acquire_pool, release_pool
+from graph.core.projection import dump_projection, parse_projection_bytes
+
+if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
+    import networkx as nx
+
+
+class PostgresProjection:
+    """The projection's row, through the process's connection pool for the namespace (graph.backends.team.pool):
+    a database that went away is DATABASE_UNAVAILABLE here too, and a restart is recovered from."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        self._url, self._namespace = url, namespace
+        self._table = sql.Identifier(schema_name(namespace), "graph_projection")
+        self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
+
+    def stamp(self) -> int | None:
+        with self._pool.connection() as conn:
+            found = conn.execute(sql.SQL("SELECT version FROM {} WHERE id = 1").format(self._table)).fetchone()
+        return int(found["version"]) if found else None
+
+    def read(self) -> tuple[int | None, dict[str, Any] | None]:
+        with self._pool.connection() as conn:
+            found = conn.execute(sql.SQL("SELECT version, data FROM {} WHERE id = 1").format(self._table)).fetchone()
+        if found is None:
+            return None, {}
+        return int(found["version"]), parse_projection_bytes(bytes(found["data"]))
+
+    def save(self, graph: nx.MultiDiGraph, expected: object | None) -> int | None:
+        data = dump_projection(graph)
+        by = f"{socket.gethostname()} pid {os.getpid()}"
+        upsert = sql.SQL(
+            "INSERT INTO {table} AS p (id, version, saved_by, data) VALUES (1, 1, %s, %s) "
+            "ON CONFLICT (id) DO UPDATE SET version = p.version + 1, saved_at = now(), saved_by = EXCLUDED.saved_by, "
+            "data = EXCLUDED.data RETURNING version"
+        )
+        with self._pool.connection() as conn:
+            if expected is None:
+                row = conn.execute(upsert.format(table=self._table), (by, data)).fetchone()
+            else:
+                query = sql.SQL(
+                    "UPDATE {} SET version = version + 1, saved_at = now(), saved_by = %s, data = %s "
+                    "WHERE id = 1 AND version = %s RETURNING version"
+                ).format(self._table)
+                row = conn.execute(query, (by, data, expected)).fetchone()
+        return int(row["version"]) if row else None
+
+    def close(self) -> None:
+        release_pool(self._url, self._namespace)

@@ -1,3 +1,0 @@
-from graph.build.worker.cognee_worker import main
-
-main()

@@ -1,0 +1,281 @@
+"""Background operation manager: throttles, batches and runs graph building.
+
+Every staged memory gets one operation in the persisted ledger (graph.core.store). The
+manager admits at most `max_running + max_queued` unfinished operations (beyond
+that, 429_FLOWBABY_BACKLOG and nothing is staged), starts up to `max_running`
+pending operations together as one cognee batch (cognee's per-run overhead is
+large, and the worker serialises runs anyway), and reports each end through a
+callback so the bridge can notify the editor.
+
+The manager claims its batches from the store (`claim`). On the embedded store it is the only
+claimer. On a shared store (Postgres) any number of servers claim from one namespace: each claimed
+operation is leased to its server and the lease is renewed while the batch runs, so an operation
+whose server died is claimed again by another once the lease runs out; an idle manager polls
+(every renewal period, and when NOTIFY says something was queued) for work other servers left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from graph.backends.memory_store import MemoryStoreBackend
+from graph.cognify.worker_client import WorkerFailure
+from graph.core.contract import DATABASE_FAULTS, BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
+
+log = logging.getLogger("flowbaby.operations")
+
+MAX_ATTEMPTS = 2
+"""A batch whose worker crashed is retried once before its operations fail. An LLM failure
+(LLM_ERROR, LLM_TIMEOUT, LLM_RATE_LIMITED) is not a crash: the worker already retried
+the call within its bounded policy, so the operation fails and `repair` re-queues it."""
+
+Listener = Callable[[OperationStatus], Awaitable[None]]
+
+LEASE_SEC_ENV = "FLOWBABY_LEASE_SEC"
+RENEW_SEC_ENV = "FLOWBABY_LEASE_RENEW_SEC"
+LEASE_SEC = 30.0
+"""How long a claimed operation stays its server's without renewal (shared store): the delay
+before another server takes over the operation of a server that died."""
+
+
+def lease_timing() -> tuple[float, float]:
+    """(lease, renewal period) in seconds from FLOWBABY_LEASE_SEC (default 30) and
+    FLOWBABY_LEASE_RENEW_SEC (default a third of the lease); the renewal must come well within the lease."""
+    try:
+        lease = float(os.environ.get(LEASE_SEC_ENV) or LEASE_SEC)
+        renew = float(os.environ.get(RENEW_SEC_ENV) or lease / 3)
+    except ValueError:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{LEASE_SEC_ENV} and {RENEW_SEC_ENV} are seconds") from None
+    if not 0 < renew <= lease / 2:
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR, f"{RENEW_SEC_ENV} must be above 0 and at most half of {LEASE_SEC_ENV}"
+        )
+    return lease, renew
+
+
+class GraphWorker(Protocol):
+    """What the manager needs of graph.cognify.worker_client.WorkerClient (the unit tier fakes it)."""
+
+    async def run_batch(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        """The batch's metrics, or WorkerFailure."""
+        ...
+
+    async def stop(self, grace_sec: float = 5.0) -> None: ...
+
+
+class OperationManager:
+    def __init__(
+        self,
+        store: MemoryStoreBackend,
+        worker: GraphWorker,
+        *,
+        max_running: int,
+        max_queued: int,
+        timeout_sec: float,
+    ) -> None:
+        self._store = store
+        self._worker = worker
+        self._max_running = max_running
+        self._max_queued = max_queued
+        self._timeout = timeout_sec
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._listeners: list[Listener] = []
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._lease_sec, self._renew_sec = lease_timing()
+        self._claimed: set[str] = set()
+        """The operations of the batch this manager runs (the only ones it may park at shutdown)."""
+
+    @property
+    def capacity(self) -> int:
+        return self._max_running + self._max_queued
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def check_backlog(self) -> None:
+        """Raise 429_FLOWBABY_BACKLOG when admitting one more operation would exceed the limits."""
+        if self._store.count_operations() >= self.capacity:
+            raise self.backlog_error()
+
+    def backlog_error(self) -> FlowbabyError:
+        """The 429 of a full queue (also when the store's own check, `stage(capacity=...)`, refuses)."""
+        return FlowbabyError(
+            ErrorCode.BACKLOG,
+            f"Background queue full ({self.capacity} operations max). Wait 30-60s and retry.",
+            retryAfterSec=30,
+        )
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name="flowbaby-operations")
+
+    def notify(self) -> None:
+        """A new operation is pending."""
+        self._idle.clear()
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
+
+    async def _supervise(self) -> None:
+        """The loop, kept alive through a team-database outage (DATABASE_UNAVAILABLE / BUSY): the
+        batch it cut short goes back to pending once the database answers, and runs again."""
+        while not self._stopping:
+            try:
+                await self._run()
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
+                log.warning("background operations wait for the team database: %s", error.message)
+                await self._requeue_after_outage(float(error.details.get("retryAfterSec", 5)))
+
+    async def _requeue_after_outage(self, wait_sec: float) -> None:
+        while True:
+            await asyncio.sleep(wait_sec)
+            try:
+                running = [op.operationId for op in self._store.operations(("running",))]
+                self._store.requeue(running, refund_attempt=True)
+                return
+            except FlowbabyError as error:
+                if error.code not in DATABASE_FAULTS:
+                    raise
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                batch = self._store.claim(self._max_running, self._lease_sec)
+            except Exception:
+                if not self._store.shared:
+                    raise
+                # The database away for a moment: this server's work waits in it, as does everyone's.
+                log.warning("could not claim operations; trying again in %.1fs", self._renew_sec, exc_info=True)
+                await asyncio.sleep(self._renew_sec)
+                continue
+            if not batch:
+                self._idle.set()
+                self._wake.clear()
+                if self._store.shared:  # other servers queue work and die holding some: look again
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), self._renew_sec)
+                else:
+                    await self._wake.wait()
+                continue
+            self._idle.clear()
+            try:
+                await self._run_batch(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep the manager alive; the ledger says what happened
+                if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
+                    raise  # the ledger is away: _supervise waits for it and the batch runs again
+                log.exception("batch failed unexpectedly")
+                unfinished = {op.operationId for op in self._store.operations(("running",))}
+                self._store.finish(  # never re-mark an operation that already ended
+                    [op.operationId for op in batch if op.operationId in unfinished],
+                    "failed",
+                    error_code=BackgroundErrorCode.FLOWBABY_ERROR.value,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+
+    async def _run_batch(self, batch: list[OperationStatus]) -> None:
+        """Run claimed operations (already running, their attempt counted) as one worker batch."""
+        op_ids = [op.operationId for op in batch]
+        memory_ids = [m for op in batch for m in op.memoryIds]
+        self._claimed = set(op_ids)
+        # Every operation of a batch gets the batch's metrics; the id lets totals count it once.
+        batch_info = {"batchId": f"batch_{uuid.uuid4().hex[:16]}", "batchOperations": len(op_ids)}
+        renewal = asyncio.create_task(self._renew(op_ids)) if self._store.shared else None
+        try:
+            metrics = await self._worker.run_batch(memory_ids, self._timeout)
+        except WorkerFailure as failure:
+            log.warning("batch %s failed (%s): %s", op_ids, failure.code, failure.message)
+            crashed = failure.code == BackgroundErrorCode.WORKER_CRASHED.value
+            retry = [op.operationId for op in batch if crashed and op.attempts < MAX_ATTEMPTS]
+            self._store.requeue(retry)
+            op_ids = [op for op in op_ids if op not in retry]
+            metrics = {**failure.metrics, **batch_info} if failure.metrics else {}
+            # Memories the worker built one by one keep their graph; an operation all of
+            # whose memories were built is completed, the others fail.
+            indexed = set(failure.indexed)
+            self._store.set_graph_state(sorted(indexed), "indexed")
+            built = [
+                op.operationId
+                for op in batch
+                if op.operationId in op_ids and op.memoryIds and set(op.memoryIds) <= indexed
+            ]
+            self._store.finish(built, "completed", metrics=metrics)
+            self._store.finish(
+                [op for op in op_ids if op not in built],
+                "failed",
+                error_code=failure.code,
+                error=failure.message,
+                metrics=metrics,
+            )
+        except asyncio.CancelledError:
+            raise
+        else:
+            metrics = {**metrics, **batch_info}
+            self._store.finish(op_ids, "completed", metrics=metrics)
+            log.info("batch %s completed: %s", op_ids, metrics)
+        finally:
+            if renewal is not None:
+                renewal.cancel()
+        self._claimed = set()
+        for op_id in op_ids:
+            status = self._store.operation(op_id)
+            if status is not None and status.status != "running":  # running: another server took it over
+                await self._tell(status)
+
+    async def _renew(self, op_ids: list[str]) -> None:
+        """Keep the batch's leases while it runs. A lease lost (this server stalled past it, and another
+        server claimed the operation) is only logged: the store ignores this server's finish of it."""
+        while True:
+            await asyncio.sleep(self._renew_sec)
+            try:
+                held = await asyncio.to_thread(self._store.renew, op_ids, self._lease_sec)
+            except Exception:  # the database away for a moment: the lease outlives a few missed renewals
+                log.warning("could not renew the leases of %s", op_ids, exc_info=True)
+                continue
+            lost = sorted(set(op_ids) - set(held))
+            if lost:
+                log.warning("leases lost to another server: %s", lost)
+
+    async def _tell(self, status: OperationStatus) -> None:
+        """Report an end to every listener. The ledger already holds the outcome: a listener
+        that raises (an editor gone mid-shutdown: BrokenPipeError) changes nothing in it."""
+        for listener in self._listeners:
+            try:
+                await listener(status)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("an operation listener failed for %s", status.operationId, exc_info=True)
+
+    async def stop(self, grace_sec: float) -> None:
+        """Start nothing new; let the running batch finish within the grace period, else
+        park it: its operations go back to pending under the same ids and run at next start."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        parked = False
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), grace_sec)
+        except TimeoutError:
+            log.warning("shutdown: parking the running batch for re-run at next start")
+            parked = True
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        # A worker still inside a parked batch would only finish work that runs again anyway.
+        await self._worker.stop(grace_sec=0 if parked else 5.0)
+        mine = [op.operationId for op in self._store.operations(("running",)) if op.operationId in self._claimed]
+        self._store.requeue(mine, refund_attempt=True)

@@ -1,0 +1,3 @@
+from graph.cognify.worker.cognee_worker import main
+
+main()

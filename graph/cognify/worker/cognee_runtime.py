@@ -1,0 +1,279 @@
+"""cognee configured for one workspace: offline, quiet, with MiniLM and the offline extractor.
+
+Only the background worker process imports this module. Every environment switch
+must be set before `import cognee`, because cognee reads its configuration at import.
+Each switch below closes a network or home-folder reach listed in docs/cognee.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graph.search.embedder import Embedder
+
+if TYPE_CHECKING:
+    from graph.cognify.worker.offline_llm import OfflineExtractorLLM
+from graph.backends.memory_store import database_url, namespace_for
+from graph.core.settings import LLMSettings, Settings
+from graph.core.workspace import WorkspacePaths
+
+DATASET = "flowbaby"
+NO_VECTORS = "flowbaby-none"
+"""cognee's vector store unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
+OFFLINE_MODEL = "flowbaby-local/offline-extractor"
+
+
+def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
+    """Point every cognee root under .flowbaby/ and switch off all network reaches."""
+    spec = importlib.util.find_spec("litellm")  # located, not imported
+    assert spec is not None and spec.origin is not None, "litellm is a dependency"
+    litellm_dir = Path(spec.origin).parent
+    paths.cognee_env.parent.mkdir(parents=True, exist_ok=True)
+    paths.cognee_env.touch()
+    tiktoken_dir = litellm_dir / "litellm_core_utils" / "tokenizers"
+    env = {
+        "TELEMETRY_DISABLED": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "TIKTOKEN_CACHE_DIR": str(tiktoken_dir),
+        "COGNEE_ENV_FILE": str(paths.cognee_env),
+        "SYSTEM_ROOT_DIRECTORY": str(paths.cognee_system),
+        "DATA_ROOT_DIRECTORY": str(paths.cognee_data),
+        "CACHE_ROOT_DIRECTORY": str(paths.cognee_cache),
+        "COGNEE_LOGS_DIR": str(paths.logs / "cognee"),
+        # cognee logs a failed task at every pipeline level, each with a rich traceback of the
+        # whole chain: 3-4 s apiece for an LLM timeout here, 25 s per failed batch. The worker
+        # prints the final traceback itself.
+        "LOG_LEVEL": "CRITICAL",
+        "GRAPH_EXTRACTOR": "llm",
+        "GLINER_AUTO_INSTALL": "false",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "EMBEDDING_PROVIDER": "flowbaby-minilm",
+        "EMBEDDING_MODEL": "all-MiniLM-L6-v2",
+        "EMBEDDING_DIMENSIONS": str(Embedder(settings.embedding_model).dimensions),  # read from the model
+        "EMBEDDING_MAX_COMPLETION_TOKENS": "254",
+        "ENABLE_BACKEND_ACCESS_CONTROL": "false",
+        # The worker is already the isolation boundary; in-process databases die with it,
+        # so a killed worker can never leave a child holding the graph file's lock.
+        "GRAPH_DATABASE_SUBPROCESS_ENABLED": "false",
+        "VECTOR_DB_SUBPROCESS_ENABLED": "false",
+    }
+    env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
+    url = database_url()
+    if url:
+        create_cognee_schema(url, cognee_schema(namespace_for(paths)))
+        env.update(postgres_environment(url))
+    if not settings.cognee_vectors:
+        env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
+    for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
+        folder.mkdir(parents=True, exist_ok=True)
+    os.environ.update(env)
+
+
+def cognee_schema(namespace: str) -> str:
+    """The Postgres schema that holds all of one namespace's cognee data (relational, vectors, graph).
+    Apart from flowbaby's own `flowbaby_<namespace>`: cognee's tables (users, data, graph_node, ...)
+    and its alembic history are its own, and `flowbaby_` + a namespace could name another namespace."""
+    return f"cognee_{namespace}"
+
+
+def postgres_environment(url: str) -> dict[str, str]:
+    """cognee's relational (DB_*), pgvector (VECTOR_DB_*) and postgres graph (GRAPH_DATABASE_*)
+    settings for the team database. The graph and vector adapters paste user and password into
+    a URL unescaped, so those go in quoted; TLS settings of the URL go in libpq's PGSSL* variables,
+    which asyncpg honours. `pin_schema` then keeps all three in one schema."""
+    from urllib.parse import quote
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(url)
+    host, port = str(info.get("host") or "localhost"), str(info.get("port") or 5432)
+    user, password = str(info.get("user") or ""), str(info.get("password") or "")
+    dbname = str(info.get("dbname") or user)
+    remote = {"HOST": host, "PORT": port, "USERNAME": quote(user, safe=""), "NAME": dbname}
+    # asyncpg reads TLS settings from libpq's variables when a connection names none (alembic's engine has none)
+    tls = {
+        f"PG{key.upper()}": str(info[key]) for key in ("sslmode", "sslrootcert", "sslcert", "sslkey") if info.get(key)
+    }
+    return {
+        **tls,
+        "DB_PROVIDER": "postgres",
+        "DB_HOST": host,
+        "DB_PORT": port,
+        "DB_USERNAME": user,
+        "DB_PASSWORD": password,
+        "DB_NAME": dbname,
+        "VECTOR_DB_PROVIDER": "pgvector",
+        **{f"VECTOR_DB_{key}": value for key, value in remote.items()},
+        "VECTOR_DB_PASSWORD": quote(password, safe=""),
+        "GRAPH_DATABASE_PROVIDER": "postgres",
+        **{f"GRAPH_DATABASE_{key}": value for key, value in remote.items()},
+        "GRAPH_DATABASE_PASSWORD": quote(password, safe=""),
+    }
+
+
+def pin_schema(schema: str) -> None:
+    """Every SQLAlchemy connection of this process (cognee's relational engine, its alembic
+    migrations, pgvector and the postgres graph adapter; flowbaby itself uses psycopg) searches
+    the namespace's schema first, so all of cognee's tables are created and read there.
+
+    With access control off, cognee keeps one set of tables per database. Its connect args
+    (DATABASE_CONNECT_ARGS) do not reach alembic's engine, and a nested server_settings dict
+    there breaks its engine cache (unhashable, 1.6.5); SQLAlchemy's pool "connect" event is the
+    documented place to set a search_path. `public` follows, for the pgvector type only."""
+    from sqlalchemy import event
+    from sqlalchemy.pool import Pool
+
+    statement = f'SET SESSION search_path TO "{schema}", public'
+
+    def set_search_path(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True  # outside a transaction, so a pool reset's rollback keeps it
+        cursor = dbapi_connection.cursor()
+        cursor.execute(statement)
+        cursor.close()
+        dbapi_connection.autocommit = autocommit
+
+    event.listen(Pool, "connect", set_search_path, insert=True)
+    # The pgvector adapter lists its collections (to untag them when data is deleted) in every
+    # schema of the database unless it is pinned to one; cognify and add take this same setting.
+    from cognee.context_global_variables import vector_db_config
+    from cognee.infrastructure.databases.vector.config import get_vectordb_config
+
+    vector_db_config.set({**get_vectordb_config().to_dict(), "vector_db_schema": schema})
+
+
+def create_cognee_schema(url: str, schema: str) -> None:
+    """cognee creates its tables but not the schema its search_path names."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+
+
+LITELLM_PREFIXES: dict[str, tuple[str, ...]] = {
+    "openai": ("openai/",),
+    "custom": ("openai/",),  # any OpenAI-compatible server: litellm's openai route plus api_base
+    "anthropic": ("anthropic/",),
+    "azure": ("azure/", "azure_ai/"),
+    "ollama": ("ollama/", "ollama_chat/"),
+}
+"""litellm routes on the model name's prefix; cognee 1.6.5 adds one only for some providers
+(get_native_client._qualify_model) and never for custom, so every name is qualified here."""
+
+OLLAMA_ENDPOINT = "http://localhost:11434"
+
+
+def litellm_model(provider: str, model: str) -> str:
+    """`model` with the litellm prefix its provider needs, unless it already has one."""
+    prefixes = LITELLM_PREFIXES.get(provider)
+    if not prefixes or model.startswith(prefixes):
+        return model
+    return prefixes[0] + model
+
+
+def llm_environment(llm: LLMSettings, timeout_sec: float) -> dict[str, str]:
+    """cognee's LLM_* variables for the workspace's LLM settings.
+
+    Every request gets `timeout_sec` and no hidden retries in the OpenAI SDK (its default
+    is 2, with back-off), so the worker's own bounded policy is the only retry layer.
+    """
+    args = {"timeout": timeout_sec, "max_retries": 0}
+    if llm.offline:
+        env = {"LLM_PROVIDER": "custom", "LLM_MODEL": OFFLINE_MODEL, "LLM_API_KEY": "offline"}
+    else:
+        # cognee refuses an empty key even for keyless servers; litellm sends it as is.
+        env = {
+            "LLM_PROVIDER": llm.provider,
+            "LLM_MODEL": litellm_model(llm.provider, llm.model),
+            "LLM_API_KEY": llm.api_key or "none",
+        }
+        endpoint = llm.endpoint
+        if llm.provider == "ollama":
+            # litellm's ollama route wants the server root; cognee wants model, endpoint
+            # and key all set (LLMConfig.ensure_env_vars_for_ollama).
+            endpoint = (endpoint or OLLAMA_ENDPOINT).rstrip("/").removesuffix("/v1")
+        if endpoint:
+            env["LLM_ENDPOINT"] = endpoint
+        if llm.api_version:
+            env["LLM_API_VERSION"] = llm.api_version
+    env["LLM_ARGS"] = json.dumps(args)
+    return env
+
+
+class MiniLMEmbeddingEngine:
+    """cognee's EmbeddingEngine protocol over the shared local MiniLM, with a cache:
+    cognee embeds the same short texts (entity names, types) many times per run."""
+
+    max_completion_tokens = 254
+
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        self._cache: dict[str, list[float]] = {}
+        self.tokenizer = embedder.tokenizer
+        self.calls = 0
+
+    async def embed_text(self, text: list[str]) -> Any:
+        import asyncio
+
+        from cognee.infrastructure.databases.vector.embeddings.EmbeddingEngine import (
+            EmbeddingResult,
+        )
+
+        self.calls += 1
+        missing = list(dict.fromkeys(t for t in text if t not in self._cache))
+        if missing:
+            vectors = await asyncio.to_thread(self._embedder.encode, missing)
+            self._cache.update(zip(missing, vectors, strict=False))
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+                self._cache.update(zip(missing, vectors, strict=False))
+        tokens = sum(self.tokenizer.count_tokens(t) for t in text)
+        return EmbeddingResult([self._cache[t] for t in text], tokens=tokens)
+
+    def get_vector_size(self) -> int:
+        return self._embedder.dimensions
+
+    def get_batch_size(self) -> int:
+        return 128
+
+    async def input_limit(self) -> int:
+        return self.max_completion_tokens
+
+
+def install_embedding_engine(embedder: Embedder) -> MiniLMEmbeddingEngine:
+    """Replace cognee's engine factory: get_embedding_engine() looks it up at call time."""
+    module = importlib.import_module("cognee.infrastructure.databases.vector.embeddings.get_embedding_engine")
+    engine = MiniLMEmbeddingEngine(embedder)
+    module.create_embedding_engine = lambda *args, **kwargs: engine  # type: ignore[attr-defined]
+    return engine
+
+
+def install_no_vectors() -> None:
+    """Register NO_VECTORS in cognee's adapter registry, where community vector stores plug in;
+    cognee looks it up when it first builds its vector engine (the first add)."""
+    from cognee.infrastructure.databases.vector import use_vector_adapter
+
+    from graph.cognify.worker.no_vectors import NoVectors
+
+    use_vector_adapter(NO_VECTORS, NoVectors)
+
+
+def install_offline_llm() -> OfflineExtractorLLM:
+    """Register the offline extractor as litellm's custom provider `flowbaby-local`."""
+    import litellm
+
+    from graph.cognify.worker.offline_llm import OfflineExtractorLLM
+
+    handler = OfflineExtractorLLM()
+    litellm.custom_provider_map = [
+        entry for entry in litellm.custom_provider_map if entry.get("provider") != "flowbaby-local"
+    ] + [{"provider": "flowbaby-local", "custom_handler": handler}]
+    litellm.utils.custom_llm_setup()
+    return handler

@@ -1,0 +1,365 @@
+"""The cognee worker: a child process that turns staged memories into the entity graph.
+
+The owning process never imports cognee (7-8 s and ~1 GB); it starts this worker on
+demand, sends it one batch at a time as a JSON line on stdin, and reads one JSON
+reply line back. cognee prints to stdout, so the protocol gets its own duplicate of
+fd 1 and fd 1 itself is pointed at stderr (the worker log). The worker exits when
+stdin closes or after an idle period, so idle memory stays small.
+
+Request:  {"batch": "<id>", "memoryIds": ["<uuid>", ...]}
+Reply:    {"batch": "<id>", "ok": true, "metrics": {...}}
+       or {"batch": "<id>", "ok": false, "errorCode": "...", "error": "...", "metrics": {...},
+           "indexedMemoryIds": [the memories built when the batch was retried one by one]}
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from graph.core.contract import BackgroundErrorCode
+from graph.core.stdio import die_with_parent, take_stdout
+
+LLM_LAYER = (f"{os.sep}cognee{os.sep}infrastructure{os.sep}llm{os.sep}", f"{os.sep}litellm{os.sep}")
+"""Where an exception raised inside cognee's LLM layer or litellm comes from."""
+
+
+ISOLATED_CODES = {BackgroundErrorCode.LLM_ERROR, BackgroundErrorCode.COGNIFY_FAILED}
+"""Failures that may belong to one memory's content, so its batch is retried one by one."""
+PROJECTION_ATTEMPTS = 3
+"""Saves of the projection tried while other servers' workers keep saving theirs."""
+GIVE_UP_AFTER = 2
+"""Memories tried alone before concluding, with none built, that every memory would fail."""
+
+
+@dataclass
+class BatchOutcome:
+    """What a batch built: the memories whose graph now exists, and the failure, if any."""
+
+    metrics: dict[str, Any] = field(default_factory=dict)
+    indexed: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+
+
+class CogneeWorker:
+    def __init__(self, workspace: str) -> None:
+        from graph.cognify.worker import cognee_runtime as runtime
+        from graph.core.settings import load_settings
+        from graph.core.workspace import resolve_workspace
+
+        self.paths = resolve_workspace(workspace)
+        self.settings = load_settings(self.paths)
+        runtime.configure_environment(self.paths, self.settings)
+        import cognee  # noqa: F401  (after the environment is set)
+
+        from graph.backends.memory_store import database_url, namespace_for
+
+        if database_url():
+            runtime.pin_schema(runtime.cognee_schema(namespace_for(self.paths)))
+        if not self.settings.cognee_vectors:
+            runtime.install_no_vectors()
+
+        from graph.cognify.worker.llm_calls import install_retry_policy, install_usage_meter
+        from graph.search.embedder import Embedder
+
+        embedder = Embedder(self.settings.embedding_model)
+        # Loaded before the first batch: cognee's embedding check before a pipeline gives the
+        # first embedding 30 s, which a model load on a busy machine overran (LLM_ERROR).
+        embedder.load()
+        self.embedding = runtime.install_embedding_engine(embedder)
+        if self.settings.llm.offline:
+            runtime.install_offline_llm()
+        install_retry_policy(self.settings.llm_retries)
+        self.usage = install_usage_meter()
+        self.dataset = runtime.DATASET
+        from graph.backends.projection import open_projection
+
+        self.projection = open_projection(self.paths)
+        self._projection: Any = None
+        self._saved_at: object | None = None
+
+    def _project(self, nodes: list[Any], edges: list[Any], store: Any, memory_ids: list[str]) -> Any | None:
+        """Fold the batch into the projection this worker saved last, and save it. The first batch
+        of a worker rebuilds it whole (so a restart also repairs a damaged or stale one), as does
+        a projection saved by anyone else since. Folding gives the same graph as a rebuild
+        (unit-tested). None when another worker saved in between: nothing was saved."""
+        from graph.core.projection import batch_subgraph, build_projection, fold_projection, memory_node
+
+        graph, self._projection = self._projection, None  # a fold that fails half-way is not reused
+        stamp = self.projection.stamp()
+        if graph is None or stamp is None or stamp != self._saved_at:
+            graph = build_projection(nodes, edges, store.iter_memories())
+        else:
+            changed = [
+                memory_id
+                for memory_id, (status, state) in store.memory_states().items()
+                if (node := graph.nodes.get(memory_node(memory_id))) is None
+                or (node["status"], node["graph_state"]) != (status, state)
+            ]
+            memories = [
+                m for start in range(0, len(changed), 500) for m in store.get_memories(changed[start : start + 500])
+            ]
+            fold_projection(graph, *batch_subgraph(nodes, edges, memory_ids), memories)
+        saved = self.projection.save(graph, expected=stamp)
+        if saved is None:
+            return None
+        self._projection, self._saved_at = graph, saved
+        return graph
+
+    async def _save_projection(self, store: Any, memory_ids: list[str]) -> Any:
+        """Read cognee's graph and save the projection; again, whole, if another server's worker
+        saved one meanwhile (cognee's graph then holds its batch too)."""
+        from cognee.infrastructure.databases.graph import get_graph_engine
+
+        for _ in range(PROJECTION_ATTEMPTS):
+            nodes, edges = await (await get_graph_engine()).get_graph_data()
+            projection = self._project(nodes, edges, store, memory_ids)
+            if projection is not None:
+                return projection
+        raise RuntimeError(f"the graph projection changed under this worker {PROJECTION_ATTEMPTS} times")
+
+    def _store(self) -> Any:
+        from graph.backends.memory_store import open_memory_store
+
+        return open_memory_store(self.paths, owner=False)
+
+    async def rebuild_projection(self) -> dict[str, Any]:
+        """An empty batch: no memory to build, only the projection to rebuild from cognee's graph
+        (the owner asks when it found the projection unreadable)."""
+        store = self._store()
+        try:
+            self._projection = None  # a full rebuild, whatever this worker saved last
+            projection = await self._save_projection(store, [])
+        finally:
+            store.close()
+        return {"memories": 0, "graphNodes": projection.number_of_nodes(), "graphEdges": projection.number_of_edges()}
+
+    async def run_batch(self, memory_ids: list[str]) -> dict[str, Any]:
+        import uuid
+
+        import cognee
+        from cognee.tasks.ingestion.data_item import DataItem
+
+        from graph.cognify.worker.document import render_document
+
+        store = self._store()
+        try:
+            memories = store.get_memories(memory_ids)
+            items = [
+                DataItem(
+                    data=render_document(m),
+                    label=m.topic_id,
+                    external_metadata={"memory_id": m.memory_id, "topic_id": m.topic_id, "version": m.version},
+                    data_id=uuid.UUID(m.memory_id),
+                    literal_text=True,
+                )
+                for m in memories
+            ]
+            embed_calls_before = self.embedding.calls
+            started = time.perf_counter()
+            # One cognee run per batch, however large: its per-run overhead dominates.
+            per_batch = max(20, len(items))
+            try:
+                await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
+                added = time.perf_counter()
+                await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
+            except Exception:
+                await self._forget([item.data_id for item in items])
+                raise
+            cognified = time.perf_counter()
+            projection = await self._save_projection(store, memory_ids)
+            finished = time.perf_counter()
+        finally:
+            store.close()
+        return {
+            "memories": len(memories),
+            "addSec": round(added - started, 3),
+            "cognifySec": round(cognified - added, 3),
+            "projectionSec": round(finished - cognified, 3),
+            "embeddingCalls": self.embedding.calls - embed_calls_before,
+            "graphNodes": projection.number_of_nodes(),
+            "graphEdges": projection.number_of_edges(),
+        }
+
+    async def build(self, memory_ids: list[str]) -> BatchOutcome:
+        """Build under the namespace's build lock on the team backend (build_lock: one cognee
+        build per namespace across servers)."""
+        from graph.backends.memory_store import database_url, namespace_for
+
+        url = database_url()
+        if not url:
+            return await self._build(memory_ids)
+        from graph.cognify.worker.build_lock import namespace_build_lock
+
+        try:
+            async with namespace_build_lock(url, namespace_for(self.paths)) as waited:
+                outcome = await self._build(memory_ids)
+        except Exception as exc:  # the lock's own connection (_build reports its errors)
+            traceback.print_exc(file=sys.stderr)
+            return BatchOutcome(error=exc)
+        if outcome.error is None:
+            outcome.metrics["buildLockWaitSec"] = round(waited, 3)
+        return outcome
+
+    async def _build(self, memory_ids: list[str]) -> BatchOutcome:
+        """Run the batch; if several memories fail together on content (an answer that never
+        validates, a cognify error), run them one at a time, so that one memory the LLM
+        cannot handle fails alone instead of taking its batch with it. A provider that is
+        down (timeouts, 429s) or a model that fails every memory is not retried one by one:
+        that would only multiply the wait and the bill."""
+        try:
+            if not memory_ids:
+                return BatchOutcome(metrics=await self.rebuild_projection())
+            return BatchOutcome(metrics=await self.run_batch(memory_ids), indexed=list(memory_ids))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            if len(memory_ids) < 2 or _error_code(exc) not in ISOLATED_CODES:
+                return BatchOutcome(error=exc)
+        outcome = BatchOutcome()
+        failures = 0
+        for memory_id in memory_ids:
+            if failures >= GIVE_UP_AFTER and not outcome.indexed:
+                break  # every memory fails: the model, not the memory, is the problem
+            try:
+                outcome.metrics = await self.run_batch([memory_id])
+                outcome.indexed.append(memory_id)
+            except Exception as exc:
+                traceback.print_exc(file=sys.stderr)
+                failures += 1
+                outcome.error = exc
+        outcome.metrics["memories"] = len(outcome.indexed)
+        return outcome
+
+    async def _forget(self, data_ids: list[Any]) -> None:
+        """Take a failed batch's items out of cognee's dataset. cognify works on every
+        unfinished item of the dataset, so a left-over item would be re-run (and paid for)
+        inside later batches while the ledger calls it failed, and an item that always
+        fails would fail every later batch. `repair` adds them again."""
+        import cognee
+
+        try:
+            datasets = [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]
+            for dataset in datasets:
+                for data_id in data_ids:
+                    await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data_id)
+        except Exception:  # the batch's own failure is what gets reported
+            traceback.print_exc(file=sys.stderr)
+
+
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes and contexts, and the members of exception groups."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+        todo.extend(getattr(current, "exceptions", ()))
+
+
+def _raised_in_llm_layer(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if any(part in tb.tb_frame.f_code.co_filename for part in LLM_LAYER):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def llm_error_code(exc: BaseException) -> BackgroundErrorCode | None:
+    """LLM_TIMEOUT, LLM_RATE_LIMITED or LLM_ERROR when an LLM call caused the failure: a
+    litellm/OpenAI error anywhere in the chain, or an exception (an unparseable or
+    schema-invalid answer) raised inside cognee's LLM layer. None otherwise."""
+    import litellm
+    import openai
+
+    chain = list(_exception_chain(exc))
+    if any(isinstance(e, (litellm.Timeout, openai.APITimeoutError)) for e in chain):
+        return BackgroundErrorCode.LLM_TIMEOUT
+    if any(isinstance(e, (litellm.RateLimitError, openai.RateLimitError)) for e in chain):
+        return BackgroundErrorCode.LLM_RATE_LIMITED
+    if any(isinstance(e, openai.APIError) or _raised_in_llm_layer(e) for e in chain):
+        return BackgroundErrorCode.LLM_ERROR
+    return None
+
+
+def _error_code(exc: BaseException) -> BackgroundErrorCode:
+    code = llm_error_code(exc)
+    if code is not None:
+        return code
+    if "Timeout" in type(exc).__name__:
+        return BackgroundErrorCode.BRIDGE_TIMEOUT
+    return BackgroundErrorCode.COGNIFY_FAILED
+
+
+def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
+    """stdin's lines ("" at its end), read by a daemon thread. A read waiting in the default
+    executor kept the worker alive for ever once idle: asyncio.run joins that executor's threads
+    before it returns, and the thread waited for a line that the owner never sends."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+
+    def pump() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: the worker is exiting
+            for line in iter(sys.stdin.readline, ""):
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, "")
+
+    threading.Thread(target=pump, name="stdin", daemon=True).start()
+    return queue
+
+
+async def serve(workspace: str, idle_sec: float) -> None:
+    """Serve batches until stdin closes, or until `idle_sec` pass without one (0: never)."""
+    die_with_parent()
+    os.umask(0o077)  # cognee's databases and files under .flowbaby/ are the user's alone
+    channel = take_stdout()
+    worker = CogneeWorker(workspace)
+    channel.write(json.dumps({"ready": True, "pid": os.getpid()}).encode() + b"\n")
+    lines = _stdin_lines(asyncio.get_running_loop())
+    while True:
+        try:
+            line = await asyncio.wait_for(lines.get(), timeout=idle_sec if idle_sec > 0 else None)
+        except TimeoutError:
+            return
+        if not line:
+            return
+        request = json.loads(line)
+        reply: dict[str, Any] = {"batch": request.get("batch")}
+        usage_before = await worker.usage.snapshot()
+        outcome = await worker.build(request["memoryIds"])
+        if outcome.error is None:
+            reply.update(ok=True)
+        else:  # reported to the owner, which records it in the ledger
+            exc = outcome.error
+            reply.update(
+                ok=False,
+                errorCode=_error_code(exc).value,
+                error=f"{type(exc).__name__}: {exc}"[:2000],
+                indexedMemoryIds=outcome.indexed,
+            )
+        reply["metrics"] = {**outcome.metrics, **(await worker.usage.snapshot()).minus(usage_before)}
+        channel.write(json.dumps(reply).encode() + b"\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m graph.cognify.worker")
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--idle-sec", type=float, default=60.0)
+    args = parser.parse_args()
+    asyncio.run(serve(args.workspace, args.idle_sec))
+    # cognee leaves its database subprocesses and threads behind; do not wait for them.
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,249 @@
+"""The HTTP API against a real uvicorn server on a loopback port, with httpx."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import networkx as nx
+import pytest
+
+from bridge.client import PROJECT_ROOT
+from tests.conftest import summary
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, workspace: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = workspace.parent / f"serve-{self.port}.stderr"
+        """The server's stderr goes to a file: an unread pipe would block it once full."""
+        child_env = {**os.environ, **(env or {}), "PYTHONPATH": str(PROJECT_ROOT)}
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from flowbaby.cli import main; main()",
+                "serve",
+                "--workspace",
+                str(workspace),
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log.open("wb"),
+            env=child_env,
+        )
+
+    def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log.read_text(errors="replace")
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        raise TimeoutError("server did not start")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator:
+    servers: list[Server] = []
+
+    def start(workspace: Path, *args: str, env: dict[str, str] | None = None, ready: bool = True) -> Server:
+        server = Server(workspace, *args, env=env)
+        servers.append(server)
+        if ready:
+            server.wait_ready()
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _token(workspace: Path) -> str:
+    return (workspace / ".flowbaby" / "api_token").read_text().strip()
+
+
+def test_token_file_auth_and_loopback(serve, workspace: Path) -> None:
+    server = serve(workspace)
+    token_file = workspace / ".flowbaby" / "api_token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = _token(workspace)
+    assert httpx.get(f"{server.url}/api/health").status_code == 200
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+        reply = httpx.get(f"{server.url}/api/agent/background", headers=headers)
+        assert reply.status_code == 401 and reply.json()["errorCode"] == "UNAUTHORIZED"
+    ok = httpx.get(f"{server.url}/api/agent/background", headers={"Authorization": f"Bearer {token}"})
+    assert ok.status_code == 200 and ok.json()["operations"] == []
+    server.stop()
+    again = serve(workspace)
+    assert _token(workspace) == token  # generated once, then reused
+    assert (
+        httpx.get(f"{again.url}/api/agent/background", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    )
+
+
+def test_empty_configured_token_rejects_everything(serve, workspace: Path) -> None:
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": ""})
+    for headers in ({}, {"Authorization": "Bearer"}, {"Authorization": "Bearer anything"}):
+        assert httpx.get(f"{server.url}/api/agent/background", headers=headers).status_code == 401
+
+
+def test_beyond_loopback_needs_allow_remote(serve, workspace: Path) -> None:
+    server = serve(workspace, "--host", "0.0.0.0", ready=False)
+    assert server.proc.wait(60) == 2
+    assert b"--allow-remote" in server.log.read_bytes()
+
+
+def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "s3cret", "FLOWBABY_MAX_QUEUED": "20"})
+    auth = {"Authorization": "Bearer s3cret"}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=120) as client:
+        bad = client.post("/api/agent/ingest", json=summary(topic=""))
+        assert (
+            bad.status_code == 400
+            and bad.json()["errorCode"] == "INVALID_PAYLOAD"
+            and bad.json()["fields"] == ["topic"]
+        )
+        assert client.post("/api/agent/ingest", content=b"{nope").status_code == 400
+        staged = client.post("/api/agent/ingest", json=summary())
+        assert staged.status_code == 202 and staged.json()["staged"] is True
+        operation = staged.json()["operationId"]
+        assert client.get(f"/api/agent/background/{operation}").json()["operationId"] == operation
+        found = client.post("/api/agent/retrieve", json={"query": "E_LEDGER_LOCK"})
+        assert found.status_code == 200 and found.json()["entries"][0]["topicId"] == "redis-cache"
+        markdown = client.post("/api/agent/retrieve?format=markdown", json={"query": "Redis cache"})
+        assert markdown.headers["content-type"].startswith("text/markdown")
+        assert markdown.text.startswith("# Retrieved Memories (1 results)")
+        invalid = client.post("/api/agent/retrieve", json={"query": "x", "maxResults": 99})
+        assert invalid.status_code == 400 and invalid.json()["errorCode"] == "INVALID_REQUEST"
+        hits = client.get("/api/agent/search", params={"q": "session cache TTL", "limit": 3}).json()
+        assert hits["count"] == 3 and [h["distance"] for h in hits["results"]] == sorted(
+            h["distance"] for h in hits["results"]
+        )
+        assert set(hits["results"][0]) >= {"embedding_id", "distance", "chunk_text", "topicId", "chunk_index"}
+        assert client.get("/api/agent/search", params={"q": "x", "limit": "many"}).status_code == 400
+        index = client.get("/api/agent/index/status").json()
+        assert index["counts"]["memories"] == 1 and index["status"] in {"indexing", "ready", "dirty"}
+        assert client.post("/api/agent/index/repair").json()["success"] is True
+        versions = client.get("/api/agent/memories/redis-cache").json()["versions"]
+        assert [v["version"] for v in versions] == [1] and versions[0]["topic"] == "Redis caching decision"
+        missing = client.get("/api/agent/memories/nope")
+        assert missing.status_code == 404 and missing.json()["errorCode"] == "NOT_FOUND"
+
+
+def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "t"})
+    auth = {"Authorization": "Bearer t"}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=120) as client:
+        ingests = [client.post("/api/agent/ingest", json=summary(f"topic-{i}")) for i in range(6)]
+        assert [r.status_code for r in ingests] == [202] * 5 + [429]
+        assert ingests[5].json()["errorCode"] == "429_FLOWBABY_BACKLOG" and int(ingests[5].headers["Retry-After"]) >= 1
+        retrievals = [client.post("/api/agent/retrieve", json={"query": f"q{i}"}) for i in range(11)]
+        assert [r.status_code for r in retrievals] == [200] * 10 + [429]
+        assert (
+            retrievals[10].json()["errorCode"] == "RATE_LIMIT_EXCEEDED"
+            and int(retrievals[10].headers["Retry-After"]) >= 1
+        )
+
+
+def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path) -> None:
+    port = _free_port()
+    bridge = spawn(
+        workspace,
+        "--http",
+        "--port",
+        str(port),
+        "--rate-limit-per-minute",
+        "0",
+        env={**os.environ, "FLOWBABY_API_TOKEN": "shared"},
+    )
+    assert bridge.result("ingestForAgent", summary())["staged"]
+    auth = {"Authorization": "Bearer shared"}
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            reply = httpx.post(
+                f"http://127.0.0.1:{port}/api/agent/retrieve", json={"query": "Redis cache"}, headers=auth, timeout=60
+            )
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert reply.status_code == 200 and reply.json()["entries"][0]["topicId"] == "redis-cache"
+    # A later `serve` on the same workspace works through the bridge that owns it.
+    second = serve(workspace, env={"FLOWBABY_API_TOKEN": "shared"})
+    health = httpx.get(f"{second.url}/api/health", headers=auth, timeout=30).json()  # pid needs the token
+    assert health["pid"] == bridge.proc.pid
+    staged = httpx.post(f"{second.url}/api/agent/ingest", json=summary("through-serve"), headers=auth, timeout=60)
+    assert staged.status_code == 202
+    versions = bridge.result("retrieveForAgent", {"query": "Redis cache", "maxResults": 5})["entries"]
+    assert "through-serve" in {entry["topicId"] for entry in versions}
+    assert b"owns the workspace; working through it" in second.log.read_bytes()
+
+
+def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
+    from bridge.client import BridgeClient
+    from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET
+
+    builder = BridgeClient(workspace, env={**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"})
+    for payload in MULTI_HOP_SET:
+        assert builder.result("ingestForAgent", payload)["staged"]
+    revised = {
+        **MULTI_HOP_SET[0],
+        "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"],
+    }
+    assert builder.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
+    builder.wait_idle(600)
+    builder.close()
+
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "t"})
+    with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer t"}, timeout=120) as client:
+        context = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"q": "advisory locks"}).json()
+        assert context["memory"]["version"] == 2 and [v["version"] for v in context["versionsBefore"]] == [1]
+        assert context["versionsAfter"] == []
+        assert "plat-2291" in {e["name"] for e in context["entities"]}
+        linked = {m["topicId"]: m for m in context["relatedMemories"]}
+        assert "plat-2291" in linked[MULTI_HOP_SECOND]["via"]
+        assert context["relatedMemories"][0]["topicId"] == MULTI_HOP_SECOND  # the query ranks it first
+        first = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"version": 1}).json()
+        assert first["memory"]["status"] == "Superseded" and [v["version"] for v in first["versionsAfter"]] == [2]
+        assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"hops": 3}).status_code == 400
+        assert client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"version": 9}).status_code == 404
+
+        snapshot = client.get("/api/graph", params={"topicId": MULTI_HOP_FIRST, "hops": 2})
+        graph = nx.node_link_graph(snapshot.json(), edges="edges")
+        assert {MULTI_HOP_FIRST, MULTI_HOP_SECOND} <= {d.get("topic_id") for _, d in graph.nodes(data=True)}
+        assert client.get("/api/graph").json()["topicId"] is None
+        bad = client.get("/api/graph", params={"hops": 9})
+        assert (bad.status_code, bad.json()["errorCode"]) == (400, "INVALID_REQUEST")
+        assert client.get("/api/graph", params={"topicId": "nope"}).status_code == 404
+        stats = client.get("/api/graph/stats", params={"top": 3}).json()
+        assert stats["memories"] == len(MULTI_HOP_SET) + 1 and len(stats["topEntities"]) == 3

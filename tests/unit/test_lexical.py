@@ -1,0 +1,146 @@
+"""The lexical lane's tokeniser and BM25 index: in-process (pure code, nothing to stand in for), and
+the team backend's Postgres full-text (a real server), which must score as the in-memory index does."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from graph.backends.team.lexical import PgLexicalIndex
+from graph.backends.team.memory_store import PostgresMemoryStore
+from graph.core.store import new_operation_id
+from graph.search.lexical import LexicalIndex
+from graph.search.text import light_stem, tokenize
+from tests.support.fakes import memory
+from tests.support.postgres import PostgresServer
+
+
+class Memories:
+    """Memories staged by label into a backend's lexical lane; answers keyed by label."""
+
+    def __init__(self, server: PostgresServer | None) -> None:
+        self.labels: dict[str, str] = {}
+        self.store = self.index = None
+        if server is None:
+            self.memory_index = LexicalIndex()
+        else:
+            namespace = f"t{uuid.uuid4().hex[:12]}"
+            self.store = PostgresMemoryStore(server.url(), namespace, owner=False)
+            self.index = PgLexicalIndex(server.url(), namespace)
+
+    def add(self, label: str, text: str, decisions: list[str] | None = None) -> None:
+        staged = memory(label, topic=label, context=text, decisions=decisions)
+        if self.store is not None:
+            staged = self.store.stage(staged, new_operation_id())
+        else:
+            self.memory_index.add(staged.memory_id, " ".join(t for _, items in staged.sections() for t in items))
+        self.labels[staged.memory_id] = label
+
+    @property
+    def lane(self) -> LexicalIndex | PgLexicalIndex:
+        return self.index if self.index is not None else self.memory_index
+
+    def search(self, query: str, limit: int | None = None) -> dict[str, float]:
+        return {self.labels[m]: score for m, score in self.lane.search(query, limit).items()}
+
+    def close(self) -> None:
+        if self.store is not None and self.index is not None:
+            self.store.close()
+            self.index.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("postgres", marks=pytest.mark.postgres)])
+def lane(request: pytest.FixtureRequest) -> Iterator[Memories]:
+    memories = Memories(request.getfixturevalue("postgres") if request.param == "postgres" else None)
+    yield memories
+    memories.close()
+
+
+def test_identifiers_split_into_searchable_parts() -> None:
+    assert tokenize("E_LEDGER_LOCK in billing/reconcile.py (PR #482)") == [
+        "e",
+        "ledg",
+        "lock",
+        "bill",
+        "reconcil",
+        "py",
+        "pr",
+        "482",
+    ]
+
+
+def test_stopwords_out_and_light_stemming() -> None:
+    assert tokenize("What are the caches doing?") == ["cach"]
+    assert tokenize("ledgers") == tokenize("ledger")  # query and memory stem alike
+    assert light_stem("queries") == "query" and light_stem("class") == "class" and light_stem("2024") == "2024"
+
+
+def test_non_ascii_words_are_tokens() -> None:
+    assert tokenize("Ünïcödé 日本語 naïve") == ["ünïcödé", "日本語", "naïv"]
+
+
+def test_scores_are_self_normalised_and_rank_exact_matches_first(lane: Memories) -> None:
+    lane.add("a", "Invoice exports failed with E_LEDGER_LOCK on the ledger")
+    lane.add("b", "Ledger schema cleanup dropped unused columns")
+    lane.add("c", "Redis session cache with a 15 minute TTL")
+    scores = lane.search("E_LEDGER_LOCK")
+    assert max(scores, key=scores.__getitem__) == "a"
+    assert all(0 < value <= 1 for value in scores.values())
+    assert "c" not in scores
+    assert lane.search("banana") == {} and lane.search("the of") == {}
+
+
+def test_code_identifiers_and_words_in_any_script_are_found(lane: Memories) -> None:
+    lane.add("hyphen", "The redis-cache sidecar restarts nightly")
+    lane.add("snake", "Renamed retry_backoff_ms in billing/reconcile.py")
+    lane.add("camel", "InvoiceExporter got a new constructor")
+    lane.add("ticket", "PAW-1234 tracks the rollout", decisions=["Ship v2.3.1 behind e2e checks"])
+    lane.add("unicode", "Ünïcödé 日本語 naïve café")
+    for query, label in [
+        ("redis-cache", "hyphen"),
+        ("redis cache", "hyphen"),
+        ("retry_backoff_ms", "snake"),
+        ("reconcile.py", "snake"),
+        ("InvoiceExporter", "camel"),
+        ("PAW-1234", "ticket"),
+        ("e2e", "ticket"),
+        ("日本語", "unicode"),
+    ]:
+        found = lane.search(query, 5)
+        assert next(iter(found), None) == label, (query, found)
+    assert lane.lane.knows("PAW-1234") and lane.lane.knows("InvoiceExporter")
+    assert not lane.lane.knows("GDPR") and lane.lane.knows("")
+    assert lane.lane.known_share("redis cache") == 1.0
+    assert 0 < lane.lane.known_share("redis localisation") < 1 and lane.lane.known_share("the") == 1.0
+
+
+def test_the_team_backend_scores_as_the_in_memory_index_does(postgres: PostgresServer) -> None:
+    """Same BM25 arithmetic over the same words: the stemmers differ (Snowball there, a light one
+    here), so scores agree closely, not exactly, and the best match is the same."""
+    texts = {
+        "a": "Invoice exports failed with E_LEDGER_LOCK on the ledger",
+        "b": "Ledger schema cleanup dropped unused columns from the ledger tables",
+        "c": "Redis session cache with a 15 minute TTL",
+        "d": "The export job now batches invoices by tenant",
+        "e": "Session tokens rotate every 15 minutes",
+    }
+    here, there = Memories(None), Memories(postgres)
+    try:
+        for label, text in texts.items():
+            here.add(label, text)
+            there.add(label, text)
+        for query in ["ledger", "invoice export", "session cache TTL", "15 minute tokens"]:
+            a, b = here.search(query), there.search(query)
+            assert set(a) == set(b) and max(a, key=a.__getitem__) == max(b, key=b.__getitem__), query
+            assert all(abs(a[k] - b[k]) < 0.05 for k in a), (query, a, b)
+    finally:
+        there.close()
+
+
+def test_adding_the_same_memory_twice_is_a_no_op() -> None:
+    index = LexicalIndex()
+    index.add("a", "Redis cache")
+    index.add("a", "Redis cache")
+    assert len(index) == 1
