@@ -88,7 +88,7 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import Catalog, Retriever, render_markdown
+from graph.search.retrieval import Catalog, Retrieved, Retriever, render_markdown
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
@@ -608,10 +608,10 @@ class FlowbabyService:
             await asyncio.wait_for(self._embed_queue.join(), FRESHNESS_WAIT_SEC)
         return self._retriever
 
-    async def _unsearched(self, retriever: Retriever) -> dict[str, Any] | None:
+    @staticmethod
+    def _unsearched(stored: int, searched: int) -> dict[str, Any] | None:
         """The note a retrieval carries when stored memories were not searchable yet."""
-        stored = (await asyncio.to_thread(self.store.counts))["memories"]
-        pending = max(0, stored - len(retriever.catalog))
+        pending = max(0, stored - searched)
         if not pending:
             return None
         return {
@@ -640,9 +640,16 @@ class FlowbabyService:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
+
+                def search() -> tuple[Retrieved, int, bool]:
+                    """Everything the answer reads, in one thread hop: the stored count (for the
+                    indexing note), the ranking, and whether the projection needs a rebuild."""
+                    stored = self.store.counts()["memories"]
+                    return retriever.retrieve(request, lanes), stored, self._check_projection()
+
                 try:
-                    entries, used, abstained = await asyncio.wait_for(
-                        asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec
+                    (entries, used, abstained), stored, rebuild = await asyncio.wait_for(
+                        asyncio.to_thread(search), self.settings.retrieval_timeout_sec
                     )
                 except TimeoutError:
                     raise RetrievalError(
@@ -658,8 +665,8 @@ class FlowbabyService:
             self._record(command, agent_name, query, started, error.code.value)
             raise RetrievalError(RetrievalErrorCode(error.code.value), error.message, **error.details) from None
         self._record(command, agent_name, query, started, None)
-        note = await self._unsearched(retriever)
-        if await asyncio.to_thread(self._check_projection):
+        note = self._unsearched(stored, len(retriever.catalog))
+        if rebuild:
             self.operations.notify()
         if markdown:
             text = render_markdown(entries)

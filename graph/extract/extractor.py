@@ -1021,6 +1021,13 @@ def _decision_node(graph: _Graph, text: str) -> str:
     return graph.node(f"decision:{digest}", "decision", _trim(text, 120), origin)
 
 
+@functools.lru_cache(maxsize=256)
+def query_names(text: str) -> tuple[tuple[str, str], ...]:
+    """The (name, type) of every entity a query names. Cached: one retrieval asks for the same
+    query's names from the graph lane and from abstention, and agents repeat their queries."""
+    return tuple((node["name"], node["type"]) for node in extract_graph(text)["nodes"])
+
+
 def extract_graph(text: str) -> dict[str, list[dict[str, Any]]]:
     """The knowledge graph of one memory document (or free text), as cognee's LLM would return it.
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from graph.backends.projection import FileProjection, ProjectionSource
 from graph.core.projection import STRUCTURAL_TYPES
-from graph.extract.extractor import extract_graph, normalise
+from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
 
 _WORDS = re.compile(r"[\w/.#-]+")
@@ -154,7 +154,7 @@ class GraphLane:
 
     def query_entities(self, text: str) -> dict[str, float]:
         """Entities of the graph that the text names, with their weights."""
-        keys = {normalise(n["name"]) for n in extract_graph(text)["nodes"] if n["type"] not in STRUCTURAL_TYPES}
+        keys = {normalise(name) for name, kind in query_names(text) if kind not in STRUCTURAL_TYPES}
         words = [w.strip(".,;:!?\"'()") for w in _WORDS.findall(text.lower())]
         for size in (1, 2, 3):
             for start in range(len(words) - size + 1):

@@ -10,7 +10,6 @@ the retrieval issue's note); the round values were what every fold picked.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 import re
@@ -31,7 +30,7 @@ from graph.core.contract import (
     parse_timestamp,
 )
 from graph.core.store import Memory
-from graph.extract.extractor import extract_graph
+from graph.extract.extractor import query_names
 from graph.search.lexical import LexicalIndex
 from graph.search.links import Hop, NameLinks, is_identifier
 from graph.search.supersession import Pair, find_pairs, is_historic
@@ -140,12 +139,6 @@ def summary_text(memory: Memory) -> str:
 _MONTH_NAMES = "january february march april may june july august september october november december"
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES.split(), 1)}  # noqa: SIM905
 _MONTH_WORD = re.compile(r"(?i)\b(" + "|".join(_MONTHS) + r")\b")
-
-
-@functools.lru_cache(maxsize=256)
-def _query_names(query: str) -> tuple[tuple[str, str], ...]:
-    """The offline extractor's entities of a query, with their types (cached: agents repeat queries)."""
-    return tuple((node["name"], node["type"]) for node in extract_graph(query)["nodes"])
 
 
 def query_months(query: str) -> set[int]:
@@ -357,13 +350,15 @@ class Retriever:
         """Specific names the query writes that no memory contains."""
         return [
             name
-            for name, kind in _query_names(query)
+            for name, kind in query_names(query)
             if (kind in SPECIFIC_TYPES or _ACRONYM.fullmatch(name)) and not self.catalog.lexical.knows(name)
         ]
 
-    def supersession_pairs(self) -> list[Pair]:
-        """Implicit supersession pairs over the whole workspace, cached per projection and catalog size."""
-        self.graph.refresh()
+    def supersession_pairs(self, refresh: bool = True) -> list[Pair]:
+        """Implicit supersession pairs over the whole workspace, cached per projection and catalog size.
+        `refresh=False` within a ranking, which has refreshed the graph once already."""
+        if refresh:
+            self.graph.refresh()
         version, relations, names_of = self.graph.supersession_inputs()
         key = (version, len(self.catalog), self.catalog.changes)
         with self._pairs_lock:
@@ -376,7 +371,7 @@ class Retriever:
         """An older memory that a newer one (another topicId) seems to replace is marked, and for a
         current-state question the newer one is placed right before it, even if it did not match."""
         replaced: dict[str, list[str]] = defaultdict(list)
-        for pair in self.supersession_pairs():
+        for pair in self.supersession_pairs(refresh=False):
             replaced[pair.older].append(pair.newer)
         if not replaced:
             return ranked
