@@ -4,9 +4,10 @@ A cloned repository's `.env` is written by whoever wrote the repository. The set
 decide where memories and keys go (the LLM provider, model, key, endpoint, API version), what
 code runs (the embedding model folder, which may hold a pickle), who may read memories (the
 API token) and which agent histories are indexed (the session folders: a repository could point
-them at a fake history of its own, injecting text into session search) are taken from a workspace `.env` only when the user put that workspace on their
-allow-list. The LLM settings come as one unit from one source, never merged key by key: a
-repository that commits `LLM_ENDPOINT` alone never receives the user's `LLM_API_KEY`.
+them at a fake history of its own, injecting text into session search) are taken from a
+workspace `.env` only when the user put that workspace on their allow-list. The LLM settings
+come as one unit from one source, never merged key by key: a repository that commits
+`LLM_ENDPOINT` alone never receives the user's `LLM_API_KEY`.
 """
 
 from __future__ import annotations
