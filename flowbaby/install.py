@@ -5,6 +5,11 @@ Merging keeps every other server and setting, is idempotent, and names the works
 path: clients may start MCP servers from the home directory, so nothing relies on the cwd. A file
 with comments (JSONC) is read, but rewriting it would drop them: if it needs a change, the command
 stops and prints the entry to paste instead.
+
+A cloned repository decides what lies in the workspace, symlinks included: a config or agent file
+that is a symlink, or that sits under a symlinked folder inside the workspace, is refused (never
+read or written through), and a change is staged in a temp file created exclusively (a fresh name,
+O_EXCL, 0600) next to its target, then renamed over it with the target's own mode kept.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import difflib
 import json
 import os
 import re
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +43,8 @@ class Change:
     path: Path
     before: str | None
     after: str | None  # None: delete the file
+    mode: int | None = None
+    """The existing file's permission bits, kept on rewrite (a 0600 ~/.claude.json stays 0600)."""
 
     @property
     def changed(self) -> bool:
@@ -158,6 +167,39 @@ def merged_config(path: Path, text: str | None, key: str, entry: dict[str, Any] 
     return _dump({**data, key: servers})
 
 
+def _refuse_links(path: Path, workspace: Path) -> None:
+    """A symlinked file, or a symlinked folder between the workspace and the file, is refused:
+    a repository could link `.mcp.json` (or `.claude/`) to a private file (or folder) elsewhere."""
+    inside = path.is_relative_to(workspace)
+    for node in [path, *(path.parents if inside else [])]:
+        if inside and node == workspace:
+            break
+        if node.is_symlink():
+            raise InstallError(
+                f"{node} is a symlink; flowbaby install never reads or writes through one. "
+                "Replace it with a regular file or folder, or edit the config by hand"
+            )
+
+
+def _read(path: Path, workspace: Path) -> tuple[str | None, int | None]:
+    """(text, permission bits) of a regular file, (None, None) if there is none; never follows a link."""
+    _refuse_links(path, workspace)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise InstallError(f"{path} cannot be read: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise InstallError(f"{path} is not a regular file")
+        try:
+            return handle.read().decode("utf-8"), stat.S_IMODE(info.st_mode)
+        except UnicodeDecodeError:
+            raise InstallError(f"{path} is not UTF-8 text") from None
+
+
 def plan(
     client: Client, scope: Scope, workspace: Path, *, home: Path, remove: bool = False, force: bool = False
 ) -> list[Change]:
@@ -170,18 +212,18 @@ def plan(
             "Run this inside a project, pass --workspace, or pass --force to use it anyway"
         )
     path, key = config_file(client, scope, workspace, home)
-    before = path.read_text(encoding="utf-8") if path.is_file() else None
+    before, mode = _read(path, workspace)
     entry = None if remove else server_entry(client, server_command(workspace))
-    changes = [Change(path, before, merged_config(path, before, key, entry))]
+    changes = [Change(path, before, merged_config(path, before, key, entry), mode)]
     for file, content in agent_files(client, scope, workspace, home).items():
-        current = file.read_text(encoding="utf-8") if file.is_file() else None
+        current, mode = _read(file, workspace)
         ours = current is None or MARKER in current
         if remove:
-            changes.append(Change(file, current, None if ours else current))
+            changes.append(Change(file, current, None if ours else current, mode))
         elif not ours and not force:
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
-            changes.append(Change(file, current, content))
+            changes.append(Change(file, current, content, mode))
     return changes
 
 
@@ -195,9 +237,26 @@ def apply(changes: list[Change]) -> None:
                 change.path.parent.rmdir()
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
-        staging = change.path.with_name(change.path.name + ".flowbaby-tmp")
-        staging.write_text(change.after, encoding="utf-8")
-        os.replace(staging, change.path)  # never a half-written config
+        _write(change.path, change.after, change.mode)
+
+
+def _write(path: Path, text: str, mode: int | None) -> None:
+    """Replace `path` atomically (never a half-written config) through a temp file that mkstemp
+    creates exclusively in the same folder, so no file or link already there is written through."""
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".flowbaby-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if mode is None:  # a new file: the mode the umask gives any file the user creates
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.fchmod(handle.fileno(), mode)
+            handle.write(text)
+        os.replace(staging, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+        raise
 
 
 def run(

@@ -17,6 +17,7 @@ import { FlowbabyCommand, resolveFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { serverEnv } from "./core/serverEnv";
 import { RetrievalThrottle } from "./core/throttle";
+import { userValue } from "./core/userSettings";
 import { ValidationResult, validateIngestRequest } from "./core/validation";
 
 export { validateIngestRequest };
@@ -35,15 +36,15 @@ function settings() {
   const flowbaby = vscode.workspace.getConfiguration("flowbaby");
   const access = vscode.workspace.getConfiguration("flowbabyMemory.agentAccess");
   return {
-    command: flowbaby.get<string>("command", ""),
-    pythonPath: flowbaby.get<string>("pythonPath", ""),
+    command: userValue(flowbaby, "command"),
+    pythonPath: userValue(flowbaby, "pythonPath"),
     healthTimeoutMs: Math.max(1, flowbaby.get<number>("healthTimeoutSeconds", 30)) * 1000,
     showSuccess: flowbaby.get<boolean>("notifications.showSuccess", true),
     rateLimitPerMinute: access.get<number>("rateLimitPerMinute", 10),
     maxConcurrentRequests: access.get<number>("maxConcurrentRequests", 2),
-    serverUrl: flowbaby.get<string>("serverUrl", ""),
-    serverTokenFile: flowbaby.get<string>("serverTokenFile", ""),
-    serverNamespace: flowbaby.get<string>("serverNamespace", ""),
+    serverUrl: userValue(flowbaby, "serverUrl"),
+    serverTokenFile: userValue(flowbaby, "serverTokenFile"),
+    serverNamespace: userValue(flowbaby, "serverNamespace"),
   };
 }
 

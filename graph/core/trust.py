@@ -2,10 +2,12 @@
 
 A cloned repository's `.env` is written by whoever wrote the repository. The settings that
 decide where memories and keys go (the LLM provider, model, key, endpoint, API version), what
-code runs (the embedding model folder, which may hold a pickle) and who may read memories (the
-API token) are taken from a workspace `.env` only when the user put that workspace on their
-allow-list. The LLM settings come as one unit from one source, never merged key by key: a
-repository that commits `LLM_ENDPOINT` alone never receives the user's `LLM_API_KEY`.
+code runs (the embedding model folder, which may hold a pickle), who may read memories (the
+API token) and which agent histories are indexed (the session folders: a repository could point
+them at a fake history of its own, injecting text into session search) are taken from a
+workspace `.env` only when the user put that workspace on their allow-list. The LLM settings
+come as one unit from one source, never merged key by key: a repository that commits
+`LLM_ENDPOINT` alone never receives the user's `LLM_API_KEY`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
 log = logging.getLogger("flowbaby.settings")
 
 LLM_KEYS = ("LLM_PROVIDER", "LLM_MODEL", "LLM_API_KEY", "LLM_ENDPOINT", "LLM_API_VERSION")
-GUARDED_KEYS = frozenset({*LLM_KEYS, "FLOWBABY_EMBEDDING_MODEL", "FLOWBABY_API_TOKEN"})
+SESSION_FOLDER_KEYS = ("FLOWBABY_SESSIONS_OPENCODE_DIR", "FLOWBABY_SESSIONS_CLAUDE_DIR")
+GUARDED_KEYS = frozenset({*LLM_KEYS, *SESSION_FOLDER_KEYS, "FLOWBABY_EMBEDDING_MODEL", "FLOWBABY_API_TOKEN"})
 """Keys an untrusted workspace .env may not set."""
 ALLOW_LIST_ENV = "FLOWBABY_TRUSTED_WORKSPACES"
 """os.pathsep-separated workspace folders the user trusts (read from the process environment only)."""

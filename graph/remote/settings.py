@@ -6,7 +6,9 @@ FLOWBABY_SERVER_TOKEN or FLOWBABY_SERVER_TOKEN_FILE, as the VS Code extension pa
 cloned repository could have written decides where memories go or which token is sent: the
 server URL and token are never read from the workspace `.env`, and `server.json` and the token
 file count only as regular files of this user's with mode 0600 (a committed file is readable by
-anyone after a clone) that are not symlinks. `server.json` names the token file; it holds no token.
+anyone after a clone) that are not symlinks. `server.json` names the token file; it holds no token,
+and the token file must hold one token and nothing else (one line in the bearer-token alphabet of
+RFC 6750), so a setting pointed at another private file (`~/.git-credentials`, a key) sends nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ SERVER_TOKEN_FILE_ENV = "FLOWBABY_SERVER_TOKEN_FILE"
 SERVER_NAMESPACE_ENV = "FLOWBABY_SERVER_NAMESPACE"
 SERVER_FILE = "server.json"
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
+_TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]{1,4096}=*")
+"""A bearer token as RFC 6750 spells one (b64token): `fbt_<id>_<secret>`, or a shared API token."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,12 @@ def _token_from_file(path: str) -> str:
     token = read_private_file(Path(path).expanduser(), "server token file").strip()
     if not token:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The server token file {path} is empty")
+    if not _TOKEN.fullmatch(token):  # the content is never echoed: it may be someone's password
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            f"Refusing the server token file {path}: it does not hold a single bearer token "
+            "(one line of A-Z a-z 0-9 - . _ ~ + / and trailing =), so nothing was sent",
+        )
     return token
 
 

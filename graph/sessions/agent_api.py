@@ -38,7 +38,7 @@ class SessionMemory:
         vectors_idle_sec: float | None = None,
     ) -> None:
         """`vectors_idle_sec` as in SessionIndex (the owner passes its FLOWBABY_WORKER_IDLE_SEC)."""
-        self.settings = settings or load_session_settings(workspace / ".env")
+        self.settings = settings or load_session_settings(workspace)
         sources = sources or sources_from(self.settings)
         self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec)
         self._index: SessionIndex | None = None

@@ -1,14 +1,16 @@
 """Session-memory settings, from the workspace .env and FLOWBABY_SESSIONS_* in the environment
-(the environment wins, as for every other setting)."""
+(the environment wins, as for every other setting). The session folders are guarded keys
+(graph.core.trust): an untrusted workspace's .env cannot choose which history is indexed."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from dotenv import dotenv_values
 from pydantic import BaseModel
 
+from graph.core.trust import workspace_env
+from graph.core.workspace import WorkspacePaths
 from graph.sessions.sources import claude_code, opencode
 
 
@@ -26,8 +28,9 @@ class SessionSettings(BaseModel):
     """The watcher also imports the workspace's sessions that were never imported."""
 
 
-def load_session_settings(env_file: Path) -> SessionSettings:
-    values = {k: v for k, v in (dotenv_values(env_file) if env_file.is_file() else {}).items() if v is not None}
+def load_session_settings(workspace: Path) -> SessionSettings:
+    env, _ = workspace_env(WorkspacePaths(workspace))
+    values = {k: v for k, v in env.items() if v is not None}
     values.update({k: v for k, v in os.environ.items() if k.startswith("FLOWBABY_SESSIONS_")})
 
     def flag(name: str, default: bool) -> bool:

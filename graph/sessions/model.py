@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from graph.core.redaction import redact
+
 BlockKind = Literal["text", "reasoning", "tool_call", "tool_result"]
 Role = Literal["user", "assistant", "tool", "system"]
 SOURCES = ("opencode", "claude-code")
@@ -45,6 +47,11 @@ class SessionInfo:
     archived: bool = False
     fingerprint: str = ""
     """Changes whenever the session gains or changes turns (time_updated/seq, file size and mtime)."""
+
+    def __post_init__(self) -> None:
+        # The title (often the first user line) is served by list, current and import answers, and
+        # stored: it is redacted like the chunks, whatever source or stored record it came from.
+        object.__setattr__(self, "title", redact(self.title)[0])
 
     @property
     def key(self) -> str:

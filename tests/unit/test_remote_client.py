@@ -140,3 +140,36 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
     for request in seen:
         assert request.headers["authorization"] == "Bearer s3cret"
         assert request.headers["x-flowbaby-namespace"] == "team-a"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "https://dev:hunter2-gh@github.com\n",  # ~/.git-credentials
+        "fbt_0123456789ab_first\nfbt_0123456789ab_second\n",  # two lines
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
+        "LLM_API_KEY=sk-mine\n",
+        "Bearer abc",
+    ],
+)
+def test_a_token_file_must_hold_one_token(
+    paths: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    path = tmp_path / "not-a-token"
+    path.write_text(content)
+    path.chmod(0o600)
+    monkeypatch.setenv("FLOWBABY_SERVER_URL", "https://memory.example.com")
+    monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(path))
+    with pytest.raises(FlowbabyError, match="does not hold a single bearer token") as caught:
+        server_settings(paths)
+    assert content.strip().splitlines()[0][-6:] not in str(caught.value)  # the content is never echoed
+
+
+def test_token_shapes_that_are_accepted(paths: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FLOWBABY_SERVER_URL", "https://memory.example.com")
+    for token in ("fbt_0123456789ab_" + "Zx-9_" * 8 + "Q", "team-token-0123456789", "dGVhbTp0b2tlbg=="):
+        path = tmp_path / "token"
+        path.write_text(f"  {token}\n")
+        path.chmod(0o600)
+        monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(path))
+        assert server_settings(paths).token == token  # type: ignore[union-attr]

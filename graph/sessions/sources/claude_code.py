@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from graph.core.redaction import redact
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
 
@@ -109,7 +110,8 @@ class ClaudeCodeSource:
                     keys.add(_key(record))
                     last = max(last, _ms(record.get("timestamp")))
                     if not title and record.get("type") == "user" and number < HEADER_LINES:
-                        title = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")[:80]
+                        first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
+                        title = redact(first)[0][:80]  # before the cut, which could leave a secret unmatched
         if not cwd:
             return None
         header = _Header(stamp, os.path.normpath(cwd), title.strip(), len(keys), last)
