@@ -18,11 +18,11 @@ from api.tenancy import NamespaceServices, TeamTokens, Tenancy, WorkspaceToken
 from graph.core.contract import FlowbabyError
 from graph.service import (
     EXIT_WORKSPACE_UNAVAILABLE,
+    Backend,
     MemoryService,
     TokenStore,
-    database_url,
     is_loopback,
-    namespace_for,
+    open_backend,
     open_service,
     open_token_store,
 )
@@ -70,7 +70,10 @@ async def serve(
         return EXIT_WORKSPACE_UNAVAILABLE
     team: TeamServer | None = None
     try:
-        team = await asyncio.to_thread(TeamServer.open, service, rate_limit_per_minute) if database_url() else None
+        backend = open_backend(service.paths)
+        team = (
+            await asyncio.to_thread(TeamServer.open, service, backend, rate_limit_per_minute) if backend.team else None
+        )
         server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team)
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.message}", file=sys.stderr)
@@ -103,12 +106,11 @@ class TeamServer:
         self.tokens = tokens
 
     @classmethod
-    def open(cls, service: MemoryService, rate_limit_per_minute: int | None) -> TeamServer:
+    def open(cls, service: MemoryService, backend: Backend, rate_limit_per_minute: int | None) -> TeamServer:
         """Raises FlowbabyError if the token schema cannot be reached or migrated."""
-        namespace = namespace_for(service.paths)
         return cls(
-            NamespaceServices(service, namespace, team=True, rate=rate_limit_per_minute),
-            open_token_store(database_url()),
+            NamespaceServices(service, backend.namespace, team=True, rate=rate_limit_per_minute),
+            open_token_store(backend.url),
         )
 
     def tenancy(self, token: str) -> Tenancy:

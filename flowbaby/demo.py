@@ -7,7 +7,6 @@ then prints what was built.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 from bridge.client import BridgeClient
 from flowbaby.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
 from graph.core.contract import ErrorCode
-from graph.service import DATABASE_URL_ENV
+from graph.service import team_database_url
 
 
 def _say(text: str = "") -> None:
@@ -82,7 +81,7 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
             _say(reply["markdown"])
-        if not os.environ.get(DATABASE_URL_ENV):  # a team namespace's graph is read through a serving process
+        if not team_database_url():  # a team namespace's graph is read through a serving process
             _say(
                 f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
                 f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
 
 
 def add_team_commands(commands: Any) -> None:
@@ -35,7 +34,7 @@ def add_team_commands(commands: Any) -> None:
 def run_team_command(args: argparse.Namespace) -> int:
     try:
         if args.command == "migrate":
-            url = args.to or os.environ.get("FLOWBABY_DATABASE_URL", "")
+            url = args.to or team_database_url()
             reply = migrate_workspace(args.workspace, url, args.namespace)
         else:
             if bool(args.url) == bool(args.local):

@@ -19,26 +19,23 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
-from graph.backends.lexical import open_lexical
-from graph.backends.memory_store import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
-from graph.backends.memory_store import (
+from graph.backends.backend import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
+from graph.backends.backend import (
     NAMESPACES_DIR,
-    Closeable,
-    MemoryStoreBackend,
-    database_url,
+    Backend,
     namespace_for,
     namespace_problem,
-    open_memory_store,
-    watch_namespace,
+    open_backend,
+    team_database_url,
 )
-from graph.backends.projection import load_graph, open_projection
+from graph.backends.memory_store import Closeable, MemoryStoreBackend
+from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
-from graph.backends.throttle import open_retrieval_throttle
-from graph.backends.vectors import MemoryVectors, open_memory_vectors
+from graph.backends.vectors import MemoryVectors
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
-from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
+from graph.core.audit import AUDIT_USER
 from graph.core.contract import (
     DATABASE_FAULTS,
     BackgroundStatusRequest,
@@ -117,7 +114,9 @@ __all__ = [
     "NAMESPACES_DIR",
     "GrantCache",
     "TokenStore",
-    "database_url",
+    "Backend",
+    "open_backend",
+    "team_database_url",
     "digest",
     "issue",
     "namespace_for",
@@ -161,20 +160,22 @@ class FlowbabyService:
         lock: WorkspaceLock,
         rate_limit_per_minute: int | None,
         embedder: Embedder | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
-        self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
-        self.audit = open_audit_log(paths)
+        self.backend = backend or open_backend(paths)
+        self.store: MemoryStoreBackend = self.backend.memory_store(check=True)
+        self.audit = self.backend.audit()
         # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
         same = embedder is not None and embedder.model_path == settings.embedding_model
         self.embedder = embedder if embedder is not None and same else Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
-        self.projection = open_projection(paths)
+        self.projection = self.backend.projection()
         self.graph_lane = GraphLane(self.projection)
-        self.throttle = open_retrieval_throttle(paths, rate_limit_per_minute)
+        self.throttle = self.backend.throttle(rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
         self._warm_task: asyncio.Task[None] | None = None
@@ -199,6 +200,7 @@ class FlowbabyService:
             paths.data / "sessions",
             SessionEncoder(self.embedder),
             vectors_idle_sec=settings.worker_idle_sec,
+            backend=self.backend,
         )
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
@@ -213,10 +215,12 @@ class FlowbabyService:
         rate_limit_per_minute: int | None = None,
         own_logging: bool = True,
         embedder: Embedder | None = None,
+        backend: Backend | None = None,
     ) -> FlowbabyService:
         """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
         own_logging=False leaves the process's logging as it is, and `embedder` is another service's
-        model to share if it is the same one (a team server's namespace services)."""
+        model to share if it is the same one (a team server's namespace services). `backend`: the
+        workspace's backend (default: as the process environment chooses, graph.backends.backend)."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -231,7 +235,7 @@ class FlowbabyService:
             if own_logging:
                 configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
-            service = cls(paths, settings, lock, rate or None, embedder)
+            service = cls(paths, settings, lock, rate or None, embedder, backend)
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
@@ -260,7 +264,7 @@ class FlowbabyService:
             lambda: service._vectors,
             service.operations.notify,
         )
-        service._namespace_listener = await asyncio.to_thread(watch_namespace, paths, changes.handle)
+        service._namespace_listener = await asyncio.to_thread(service.backend.watch, changes.handle)
         try:
             await service._endpoint.start()
         except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before
@@ -275,7 +279,7 @@ class FlowbabyService:
         empty and rebuilt by the worker."""
         # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM.
         (index, aside), _ = await asyncio.gather(
-            asyncio.to_thread(open_memory_vectors, self.paths, self.embedder, self.settings.worker_idle_sec),
+            asyncio.to_thread(self.backend.vectors, self.embedder, self.settings.worker_idle_sec),
             asyncio.to_thread(self.embedder.load),
         )
         replaced, self._vectors = self._vectors, index
@@ -287,7 +291,7 @@ class FlowbabyService:
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
         # Search starts with what is indexed; the rest is embedded in the background, and
         # retrievals say how many memories they could not search yet.
-        lexical = await asyncio.to_thread(open_lexical, self.paths)
+        lexical = await asyncio.to_thread(self.backend.lexical)
         catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
         missing = [m for m in memories if m.memory_id not in indexed]
         await asyncio.to_thread(self.graph_lane.refresh)
@@ -1074,16 +1078,6 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
-
-
-def open_audit_log(paths: WorkspacePaths) -> AuditSink:
-    """The audit file under .flowbaby/, or the namespace's audit table on the team backend."""
-    url = database_url()
-    if not url:
-        return AuditLog(paths.audit_log)
-    from graph.backends.team.audit import PostgresAuditLog
-
-    return PostgresAuditLog(url, namespace_for(paths))
 
 
 def open_token_store(url: str) -> TokenStore:

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
+from graph.backends.backend import Backend
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
 from graph.sessions.config import SessionSettings, load_session_settings
 from graph.sessions.index import Encoder, OutsideWorkspace, SessionIndex, SessionNotFound, sources_from
@@ -36,11 +37,13 @@ class SessionMemory:
         settings: SessionSettings | None = None,
         sources: list[Source] | None = None,
         vectors_idle_sec: float | None = None,
+        backend: Backend | None = None,
     ) -> None:
-        """`vectors_idle_sec` as in SessionIndex (the owner passes its FLOWBABY_WORKER_IDLE_SEC)."""
+        """`vectors_idle_sec` and `backend` as in SessionIndex (the owner passes its
+        FLOWBABY_WORKER_IDLE_SEC and its backend)."""
         self.settings = settings or load_session_settings(workspace)
         sources = sources or sources_from(self.settings)
-        self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec)
+        self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec, backend)
         self._index: SessionIndex | None = None
         self._opening = asyncio.Lock()
         self._watch: asyncio.Task[None] | None = None

@@ -18,7 +18,7 @@ from graph.search.embedder import Embedder
 
 if TYPE_CHECKING:
     from graph.cognify.worker.offline_llm import OfflineExtractorLLM
-from graph.backends.memory_store import database_url, namespace_for
+from graph.backends.backend import Backend
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspacePaths
 
@@ -28,8 +28,9 @@ NO_VECTORS = "flowbaby-none"
 OFFLINE_MODEL = "flowbaby-local/offline-extractor"
 
 
-def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
-    """Point every cognee root under .flowbaby/ and switch off all network reaches."""
+def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Backend) -> None:
+    """Point every cognee root under .flowbaby/ (its databases into the namespace's schemas on the
+    team backend) and switch off all network reaches."""
     spec = importlib.util.find_spec("litellm")  # located, not imported
     assert spec is not None and spec.origin is not None, "litellm is a dependency"
     litellm_dir = Path(spec.origin).parent
@@ -64,10 +65,9 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "VECTOR_DB_SUBPROCESS_ENABLED": "false",
     }
     env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
-    url = database_url()
-    if url:
-        create_cognee_schema(url, cognee_schema(namespace_for(paths)))
-        env.update(postgres_environment(url))
+    if backend.team:
+        create_cognee_schema(backend.url, cognee_schema(backend.namespace))
+        env.update(postgres_environment(backend.url))
     if not settings.cognee_vectors:
         env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
