@@ -90,7 +90,7 @@ from graph.search.retrieval import Catalog, Retriever, render_markdown
 from graph.search.throttle_backend import open_retrieval_throttle
 from graph.search.vector_backend import MemoryVectors, open_memory_vectors
 from graph.search.vectors import memory_chunks
-from graph.sessions.agent_api import SessionMemory, SessionOp
+from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
@@ -992,8 +992,13 @@ class FlowbabyService:
     # -- session memory (graph/sessions) ----------------------------------------------
     async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
         """The agents' own sessions: list, current, status, search, search_all, context,
-        import, update, repair (graph.sessions.agent_api)."""
-        return await self.session_memory.call(op, params if isinstance(params, dict) else {})
+        import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
+        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.2)."""
+        arguments = params if isinstance(params, dict) else {}
+        if op in THROTTLED_SESSION_OPS:
+            async with self.throttle.admit():
+                return await self.session_memory.call(op, arguments)
+        return await self.session_memory.call(op, arguments)
 
     async def watch_sessions(self) -> dict[str, Any]:
         """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""

@@ -22,6 +22,10 @@ from graph.sessions.model import SOURCES, Source, SourceError
 log = logging.getLogger("flowbaby.sessions")
 
 SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
+THROTTLED_SESSION_OPS: frozenset[SessionOp] = frozenset({"search", "search_all", "context"})
+"""Session searches are retrievals: they pass the retrieval throttle. The others do not: list,
+current and status read metadata (an agent polls status while a session imports), and an
+import or update may run for minutes, which would hold one of the two retrieval slots."""
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
