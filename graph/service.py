@@ -28,6 +28,7 @@ from graph.core.contract import (
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
@@ -1072,6 +1073,15 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+async def start_watching(service: MemoryService, front: str) -> None:
+    """Ask for session watching. A failure (an owner that faults) is said on stderr, never
+    fatal: the front still serves everything else."""
+    try:
+        await service.watch_sessions()
+    except ContractFailure as error:
+        print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
 
 
 def open_audit_log(paths: WorkspacePaths) -> AuditSink:
