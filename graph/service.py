@@ -997,6 +997,7 @@ class FlowbabyService:
         context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.2)."""
         arguments = params if isinstance(params, dict) else {}
         if op in THROTTLED_SESSION_OPS:
+            SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
             async with self.throttle.admit():
                 return await self.session_memory.call(op, arguments)
         return await self.session_memory.call(op, arguments)

@@ -62,6 +62,7 @@ def test_session_searches_are_throttled(serve, workspace: Path, tmp_path: Path) 
             burst = list(pool.map(search, range(30)))
         answered = [r for r in burst if r.status_code == 200]
         refused = [r for r in burst if r.status_code == 429]
+        print(f"burst of 30: {len(answered)} answered, {len(refused)} refused 429")
         assert len(answered) + len(refused) == 30, [r.status_code for r in burst]
         assert 1 <= len(answered) <= BUDGET and "eu-west-3" in answered[0].text
         for reply in refused:

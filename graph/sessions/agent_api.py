@@ -82,7 +82,8 @@ class SessionMemory:
         return source
 
     @staticmethod
-    def _query(params: dict[str, Any]) -> str:
+    def query(params: dict[str, Any]) -> str:
+        """The search's `q`, checked (INVALID_REQUEST)."""
         query = params.get("q")
         if not isinstance(query, str) or not query.strip():
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "q" is required', fields=["q"])
@@ -151,14 +152,14 @@ class SessionMemory:
         return {"session_id": info.session_id, "source": info.source, **index.status(info, problems)}
 
     def _search(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         info = index.resolve(self._session_id(params), self._source(params))
         results = index.search([info.key], query, limit)
         return {"results": results, "count": len(results)}
 
     def _search_all(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         keys = index.keys_under(params.get("cwd"))
         source = self._source(params)
@@ -168,7 +169,7 @@ class SessionMemory:
         return {"results": results, "count": len(results), "sessions_searched": len(keys)}
 
     def _context(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         turns = self._int(params, "context_turns", 2, 0, 20)
         limit = self._int(params, "limit", 3, 1, 20)
         info = index.resolve(self._session_id(params), self._source(params))
