@@ -25,6 +25,7 @@ from graph.service import (
     open_backend,
     open_service,
     open_token_store,
+    start_watching,
 )
 
 log = logging.getLogger("flowbaby.api")
@@ -88,7 +89,7 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
     try:
-        await service.watch_sessions()
+        await start_watching(service, "serve")
         await server.serve()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short

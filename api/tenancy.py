@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from api.auth import token_matches
-from api.guard import ASGIApp, Receive, Scope, Send, refuse
+from api.guard import PUBLIC_PATHS, ASGIApp, Receive, Scope, Send, refuse
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import (
     AUDIT_USER,
@@ -40,8 +40,6 @@ from graph.service import (
 
 PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"
-PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
-"""Answered without a token (health then says only that it is up)."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,14 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, SessionOp, open_service, take_stdout
+from graph.service import (
+    EXIT_WORKSPACE_UNAVAILABLE,
+    MemoryService,
+    SessionOp,
+    open_service,
+    start_watching,
+    take_stdout,
+)
 
 
 class HttpServer(Protocol):
@@ -258,7 +265,7 @@ async def serve(
         writer.notify("bridgeUnavailable", service.to_response())
         return EXIT_WORKSPACE_UNAVAILABLE
     bridge = Bridge(service, writer, request_timeout_sec)
-    await service.watch_sessions()
+    await start_watching(service, "bridge")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, bridge.stopping.set)

@@ -63,7 +63,9 @@ class Change:
 def server_command(workspace: Path) -> list[str]:
     """The command line that starts this installation's `flowbaby mcp` on `workspace`."""
     script = Path(sys.executable).parent / "flowbaby"
-    launcher = [str(script)] if script.is_file() else [sys.executable, "-c", "from flowbaby.cli import main; main()"]
+    # -P: agent clients start it in the project, which must not come first on sys.path
+    fallback = [sys.executable, "-P", "-c", "from flowbaby.cli import main; main()"]
+    launcher = [str(script)] if script.is_file() else fallback
     return [*launcher, "mcp", "--workspace", str(workspace)]
 
 

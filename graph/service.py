@@ -42,6 +42,7 @@ from graph.core.contract import (
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
@@ -87,7 +88,7 @@ from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retrieved, Retriever, render_markdown
 from graph.search.vectors import memory_chunks
-from graph.sessions.agent_api import SessionMemory, SessionOp
+from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
@@ -1003,8 +1004,14 @@ class FlowbabyService:
     # -- session memory (graph/sessions) ----------------------------------------------
     async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
         """The agents' own sessions: list, current, status, search, search_all, context,
-        import, update, repair (graph.sessions.agent_api)."""
-        return await self.session_memory.call(op, params if isinstance(params, dict) else {})
+        import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
+        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.2)."""
+        arguments = params if isinstance(params, dict) else {}
+        if op in THROTTLED_SESSION_OPS:
+            SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
+            async with self.throttle.admit():
+                return await self.session_memory.call(op, arguments)
+        return await self.session_memory.call(op, arguments)
 
     async def watch_sessions(self) -> dict[str, Any]:
         """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""
@@ -1078,6 +1085,15 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+async def start_watching(service: MemoryService, front: str) -> None:
+    """Ask for session watching. A failure (an owner that faults) is said on stderr, never
+    fatal: the front still serves everything else."""
+    try:
+        await service.watch_sessions()
+    except ContractFailure as error:
+        print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
 
 
 def open_token_store(url: str) -> TokenStore:

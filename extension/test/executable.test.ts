@@ -31,7 +31,8 @@ describe("resolveFlowbabyCommand", () => {
     assert.equal(resolveFlowbabyCommand({ command: " /opt/fb " }, workspace, searchPath)?.file, "/opt/fb");
     const python = resolveFlowbabyCommand({ pythonPath: "/usr/bin/python3" }, workspace, searchPath)!;
     assert.equal(python.source, "pythonPath");
-    assert.deepEqual(python.prefix.slice(0, 1), ["-c"]);
-    assert.match(python.prefix[1], /from bridge\.cli import main/);
+    // -P: the bridge runs in the workspace folder, which must not come first on sys.path
+    assert.deepEqual(python.prefix.slice(0, 2), ["-P", "-c"]);
+    assert.match(python.prefix[2], /from bridge\.cli import main/);
   });
 });

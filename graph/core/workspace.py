@@ -9,8 +9,10 @@ dies, so a lock left by a killed process is taken over without any stale-file lo
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,17 +91,39 @@ def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = Tru
             ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {root}"
         )
     paths = WorkspacePaths(root.resolve())
+    if os.path.lexists(paths.data):
+        check_data_folder(paths)
     if not create:
         return paths
     try:
         paths.data.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-        if paths.data.stat().st_mode & 0o077 and paths.data.stat().st_uid == os.getuid():
+        if paths.data.stat().st_mode & 0o077:
             os.chmod(paths.data, PRIVATE_DIR_MODE)  # created by an older version under umask 022
         for folder in (paths.logs, paths.projection.parent, paths.cognee_system.parent):
             folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace is not writable: {exc}") from None
     return paths
+
+
+def check_data_folder(paths: WorkspacePaths) -> None:
+    """Refuse a .flowbaby that is a symlink, not a folder, or another user's: its owner.json
+    and owner.sock decide which process a front sends memories to (INGEST_CONTRACT.md 9.1)."""
+    info = paths.data.lstat()
+    problem = (
+        "is a symlink"
+        if stat.S_ISLNK(info.st_mode)
+        else "is not a folder"
+        if not stat.S_ISDIR(info.st_mode)
+        else f"is owned by uid {info.st_uid}, not this user (uid {os.getuid()})"
+        if info.st_uid != os.getuid()
+        else None
+    )
+    if problem:
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH,
+            f"Refusing the workspace's data folder {paths.data}: it {problem}",
+        )
 
 
 def create_private(path: Path) -> None:
@@ -117,7 +141,20 @@ class WorkspaceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:  # never through a link: the pid is written over the file's contents
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be opened: {exc.strerror}"
+            raise FlowbabyError(
+                ErrorCode.INVALID_WORKSPACE_PATH, f"Refusing the lock file {self._path}: it {reason}"
+            ) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            os.close(fd)
+            raise FlowbabyError(
+                ErrorCode.INVALID_WORKSPACE_PATH,
+                f"Refusing the lock file {self._path}: it is not a regular file of this user",
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

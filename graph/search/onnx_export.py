@@ -16,9 +16,10 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from graph.core.child_python import child_env, module_command
 
 EXPORT_VERSION = "2"
 """Bump when the exported files change (inputs, outputs, opset, layout)."""
@@ -78,7 +79,8 @@ def ensure_exported(model_path: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a worker and an owner starting together export once
         if not (target / "meta.json").is_file():
             done = subprocess.run(
-                [sys.executable, "-m", "graph.search.onnx_export", model_path, "--out", str(target)],
+                module_command("graph.search.onnx_export", model_path, "--out", str(target)),
+                env=child_env(),
                 capture_output=True,
                 text=True,
                 check=False,

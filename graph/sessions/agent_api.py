@@ -23,6 +23,10 @@ from graph.sessions.model import SOURCES, Source, SourceError
 log = logging.getLogger("flowbaby.sessions")
 
 SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
+THROTTLED_SESSION_OPS: frozenset[SessionOp] = frozenset({"search", "search_all", "context"})
+"""Session searches are retrievals: they pass the retrieval throttle. The others do not: list,
+current and status read metadata (an agent polls status while a session imports), and an
+import or update may run for minutes, which would hold one of the two retrieval slots."""
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
@@ -81,7 +85,8 @@ class SessionMemory:
         return source
 
     @staticmethod
-    def _query(params: dict[str, Any]) -> str:
+    def query(params: dict[str, Any]) -> str:
+        """The search's `q`, checked (INVALID_REQUEST)."""
         query = params.get("q")
         if not isinstance(query, str) or not query.strip():
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "q" is required', fields=["q"])
@@ -150,14 +155,14 @@ class SessionMemory:
         return {"session_id": info.session_id, "source": info.source, **index.status(info, problems)}
 
     def _search(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         info = index.resolve(self._session_id(params), self._source(params))
         results = index.search([info.key], query, limit)
         return {"results": results, "count": len(results)}
 
     def _search_all(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         keys = index.keys_under(params.get("cwd"))
         source = self._source(params)
@@ -167,7 +172,7 @@ class SessionMemory:
         return {"results": results, "count": len(results), "sessions_searched": len(keys)}
 
     def _context(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         turns = self._int(params, "context_turns", 2, 0, 20)
         limit = self._int(params, "limit", 3, 1, 20)
         info = index.resolve(self._session_id(params), self._source(params))

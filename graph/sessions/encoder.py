@@ -20,13 +20,13 @@ import fcntl
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graph.core.child_python import child_env, module_command
 from graph.search.embedder import Embedder
 from graph.search.onnx_export import ensure_exported
 
@@ -73,7 +73,8 @@ def derived(model_path: str) -> tuple[Path, dict[str, object]]:
             fcntl.flock(lock, fcntl.LOCK_EX)  # an owner and a test starting together derive once
             if not _current(meta_path):
                 done = subprocess.run(
-                    [sys.executable, "-m", "graph.sessions.encoder", model_path],
+                    module_command("graph.sessions.encoder", model_path),
+                    env=child_env(),
                     capture_output=True,
                     text=True,
                     check=False,

@@ -103,7 +103,7 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
 def api(clients: Clients) -> Iterator[tuple[str, dict[str, str]]]:
     env = {k: v for k, v in clients.env.items() if k.startswith(("XDG_", "CLAUDE_", "HOME"))}
     env |= {"FLOWBABY_SESSIONS_AUTO_IMPORT": "0", "FLOWBABY_SESSIONS_WATCH_SEC": "0.5"}
-    server = Server(clients.project, env=env)
+    server = Server(clients.project, "--rate-limit-per-minute", "0", env=env)  # session searches are throttled
     server.wait_ready()
     token = (clients.project / ".flowbaby" / "api_token").read_text().strip()
     yield server.url, {"Authorization": f"Bearer {token}"}

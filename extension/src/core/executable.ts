@@ -51,7 +51,7 @@ export function resolveFlowbabyCommand(
     return { file: settings.command.trim(), prefix: [], source: "setting" };
   }
   if (settings.pythonPath && settings.pythonPath.trim()) {
-    return { file: settings.pythonPath.trim(), prefix: ["-c", PYTHON_ENTRY], source: "pythonPath" };
+    return { file: settings.pythonPath.trim(), prefix: ["-P", "-c", PYTHON_ENTRY], source: "pythonPath" };
   }
   if (workspace) {
     const venv = IS_WINDOWS
