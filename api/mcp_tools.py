@@ -91,7 +91,7 @@ RETRY_ADVICE = {
     ),
     "429_FLOWBABY_BACKLOG": (
         "429_FLOWBABY_BACKLOG",
-        "The background queue is full, nothing was stored: retry in {retry}-60s, or skip a low-priority "
+        "The background queue is full, nothing was stored: retry in {retry}s, or skip a low-priority "
         "summary and fold it into the next one.",
     ),
     "DATABASE_UNAVAILABLE": (

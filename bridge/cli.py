@@ -194,7 +194,9 @@ def build_parser() -> FlowbabyParser:
         command.add_argument(
             "--scope", choices=("project", "user"), default="project", help="this workspace only, or every project"
         )
-        command.add_argument("--workspace", help="workspace folder (default: the current folder), written as absolute")
+        command.add_argument(
+            "--workspace", default=".", help="workspace folder (default: the current folder), written as absolute"
+        )
         command.add_argument("--dry-run", action="store_true", help="print the changes without writing them")
         command.add_argument("--force", action="store_true", help="allow the home folder as workspace; replace files")
     commands.choices["install"].add_argument(
