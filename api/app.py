@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 import graph.core.jsonwire as jsonwire
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
@@ -43,7 +44,6 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
-    StoreMemoryRequest,
     StoreMemoryResponse,
 )
 from graph.service import MemoryService, WorkspacePaths, namespace_for
@@ -59,6 +59,7 @@ STATUS: dict[str, int] = {
         (ErrorCode.UNAUTHORIZED, 401),
         (ErrorCode.NAMESPACE_FORBIDDEN, 403),
         (ErrorCode.NOT_FOUND, 404),
+        (ErrorCode.METHOD_NOT_ALLOWED, 405),
         (ErrorCode.BACKLOG, 429),
         (RetrievalErrorCode.RATE_LIMIT_EXCEEDED, 429),
         (RetrievalErrorCode.QUEUE_FULL, 429),
@@ -93,7 +94,7 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/ingest": FlowbabyIngestRequest,
     "/api/agent/retrieve": FlowbabyContextRequest,
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
-    "/api/agent/memories": StoreMemoryRequest,
+    "/api/agent/memories": FlowbabyIngestRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -177,6 +178,21 @@ def create_app(
         field = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
         message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
         return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
+
+    @app.exception_handler(HTTPException)
+    async def framework_failure(request: Request, error: HTTPException) -> JSONResponse:
+        """The framework's own refusals (no such route, a method the route does not take) in the
+        contract's shape, with their status and headers (Allow) kept."""
+        route = f"{request.method} {request.url.path}"
+        if error.status_code == 404:
+            failure = FlowbabyError(ErrorCode.NOT_FOUND, f"No route {route}")
+        elif error.status_code == 405:
+            allowed = (error.headers or {}).get("Allow", "")
+            failure = FlowbabyError(ErrorCode.METHOD_NOT_ALLOWED, f"{route} is not allowed; the route takes {allowed}")
+        else:
+            code = ErrorCode.INVALID_PAYLOAD if error.status_code < 500 else ErrorCode.FLOWBABY_ERROR
+            failure = FlowbabyError(code, f"{route} failed: {error.detail}")
+        return JSONResponse(failure.to_response(), status_code=error.status_code, headers=error.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Iterator
 
@@ -15,7 +17,7 @@ from api.app import create_app
 from api.auth import resolve_token
 from api.guard import GuardedH11Protocol, install_log_limits, raise_descriptor_limit
 from api.tenancy import NamespaceServices, TeamTokens, Tenancy, WorkspaceToken
-from graph.core.contract import FlowbabyError
+from graph.core.contract import ErrorCode, FlowbabyError
 from graph.service import (
     EXIT_WORKSPACE_UNAVAILABLE,
     Backend,
@@ -32,6 +34,35 @@ log = logging.getLogger("flowbaby.api")
 
 TLS = tuple[str, str]
 """(certificate file, key file) for HTTPS."""
+
+EXIT_ADDRESS_UNAVAILABLE = 4
+"""`serve` could not listen on --host/--port (most often: another server has the port)."""
+
+
+class AddressUnavailable(Exception):
+    """The listening socket could not be bound; the message says what to do."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything announces the server, so a taken
+    port is reported as such (with the --port hint) instead of after a start-up banner."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise AddressUnavailable(f"cannot listen on {host}:{port}: {exc.strerror}; check --host") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no clash
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        hint = (
+            "another process (perhaps another `flowbaby serve`) is using it; pick a free port with --port"
+            if exc.errno == errno.EADDRINUSE
+            else "check --host and --port"
+        )
+        raise AddressUnavailable(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from None
+    return sock
 
 
 def bind_refusal(host: str, allow_remote: bool, tls: TLS | None) -> str | None:
@@ -66,8 +97,14 @@ async def serve(
     if refusal:
         print(f"flowbaby serve: {refusal}", file=sys.stderr)
         return 2
+    try:
+        sock = listen(host, port)
+    except AddressUnavailable as error:
+        print(f"flowbaby serve: {error}", file=sys.stderr)
+        return EXIT_ADDRESS_UNAVAILABLE
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
+        sock.close()
         return EXIT_WORKSPACE_UNAVAILABLE
     team: TeamServer | None = None
     try:
@@ -75,9 +112,10 @@ async def serve(
         team = (
             await asyncio.to_thread(TeamServer.open, service, backend, rate_limit_per_minute) if backend.team else None
         )
-        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team)
+        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team, sock=sock)
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.message}", file=sys.stderr)
+        sock.close()
         if team is not None:
             team.tokens.close()
         await service.close()
@@ -132,11 +170,18 @@ def http_server(
     tls: TLS | None = None,
     docs: bool = False,
     team: TeamServer | None = None,
+    sock: socket.socket | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for this service; it announces its URL and token source on stderr.
-    With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT. Raises
-    FlowbabyError if the token file is refused. `team`: serve many namespaces (serve only)."""
+    """A uvicorn server for this service on `sock` (bound here if not given); it announces its
+    URL and token source on stderr once the port is its own. With own_signals=False (inside the
+    bridge) the caller keeps SIGTERM/SIGINT. Raises FlowbabyError if the token file is refused or
+    the port cannot be bound. `team`: serve many namespaces (serve only)."""
     token, source = resolve_token(service.paths)
+    if sock is None:
+        try:
+            sock = listen(host, port)
+        except AddressUnavailable as error:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, str(error)) from None
     if not is_loopback(host):
         log.warning(
             "serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host
@@ -156,7 +201,7 @@ def http_server(
         ssl_certfile=tls[0] if tls else None,
         ssl_keyfile=tls[1] if tls else None,
     )
-    server = uvicorn.Server(config) if own_signals else _QuietServer(config)
+    server = _Server(config, sock, own_signals)
     scheme = "https" if tls else "http"
     if team is not None:
         own = team.services.namespace
@@ -166,10 +211,26 @@ def http_server(
     return server
 
 
-class _QuietServer(uvicorn.Server):
+class _Server(uvicorn.Server):
+    """uvicorn on a socket bound beforehand; without own_signals it leaves signals to the caller."""
+
+    def __init__(self, config: uvicorn.Config, sock: socket.socket, own_signals: bool) -> None:
+        super().__init__(config)
+        self.sock, self.own_signals = sock, own_signals
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().serve(sockets=sockets or [self.sock])
+        finally:
+            self.sock.close()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        yield
+        if self.own_signals:
+            with super().capture_signals():
+                yield
+        else:
+            yield
 
 
 def run(

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
+from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -202,10 +203,38 @@ def _read(path: Path, workspace: Path) -> tuple[str | None, int | None]:
             raise InstallError(f"{path} is not UTF-8 text") from None
 
 
+def permission_change(scope: Scope, workspace: Path, home: Path, *, allow: bool) -> Change | None:
+    """Claude Code's settings with ALLOW_RULE added (allow) or removed; None if there is nothing to do."""
+    path = claude_settings_file(scope, workspace, _claude_home(home))
+    before, mode = _read(path, workspace)
+    if before is None and not allow:
+        return None
+    data, commented = _load(path, before)
+    try:
+        after = with_allow_rule(data, allow)
+    except ValueError as error:
+        raise InstallError(f"{path}: {error}") from None
+    if after is data:
+        return Change(path, before, before, mode)
+    if commented:
+        todo = f'add "{ALLOW_RULE}" to' if allow else f'remove "{ALLOW_RULE}" from'
+        raise InstallError(f"{path} has comments, which rewriting would drop; {todo} permissions.allow by hand")
+    return Change(path, before, _dump(after), mode)
+
+
 def plan(
-    client: Client, scope: Scope, workspace: Path, *, home: Path, remove: bool = False, force: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: Path,
+    *,
+    home: Path,
+    remove: bool = False,
+    force: bool = False,
+    allow_tools: bool = False,
 ) -> list[Change]:
-    """Every file change for an install (or an uninstall), without touching the disk."""
+    """Every file change for an install (or an uninstall), without touching the disk.
+    `allow_tools` (Claude Code, the user's consent): allow every flowbaby tool in its settings;
+    an uninstall takes that rule out again."""
     if not workspace.is_absolute():
         raise InstallError(f"the workspace must be an absolute path, got {workspace}")
     if workspace == home.resolve() and not force:
@@ -226,6 +255,10 @@ def plan(
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
             changes.append(Change(file, current, content, mode))
+    if client == "claude-code" and (allow_tools or remove):
+        permission = permission_change(scope, workspace, home, allow=not remove)
+        if permission is not None and (permission.changed or not remove):
+            changes.append(permission)
     return changes
 
 
@@ -262,7 +295,14 @@ def _write(path: Path, text: str, mode: int | None) -> None:
 
 
 def run(
-    client: Client, scope: Scope, workspace: str | None, *, dry_run: bool, force: bool, remove: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: str | None,
+    *,
+    dry_run: bool,
+    force: bool,
+    remove: bool = False,
+    allow_tools: bool = False,
 ) -> int:
     home = Path.home()
     root = Path(workspace or os.getcwd()).expanduser().resolve()
@@ -270,7 +310,9 @@ def run(
     try:
         if not root.is_dir():
             raise InstallError(f"workspace {root} is not a directory")
-        changes = plan(client, scope, root, home=home, remove=remove, force=force)
+        if allow_tools and client != "claude-code":
+            raise InstallError("--allow-tools is for claude-code only")
+        changes = plan(client, scope, root, home=home, remove=remove, force=force, allow_tools=allow_tools)
     except InstallError as error:
         print(f"flowbaby {verb}: {error}", file=sys.stderr)
         return 2
@@ -283,4 +325,8 @@ def run(
             print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     if not dry_run:
         apply(changes)
+    if not remove:
+        settings = claude_settings_file(scope, root, _claude_home(home))
+        allowed = permission_change(scope, root, home, allow=True)
+        print("\n" + next_steps(client, scope, root, settings, allowed is not None and not allowed.changed))
     return 0

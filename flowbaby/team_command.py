@@ -29,6 +29,8 @@ def add_team_commands(commands: Any) -> None:
     connect.add_argument("--token-file", help="a file of yours with mode 0600 that holds the bearer token")
     connect.add_argument("--namespace", help="namespace on the server (default: the folder's name)")
     connect.add_argument("--local", action="store_true", help="forget the server: serve the workspace locally again")
+    for command in (migrate, connect):
+        command.add_argument("--json", action="store_true", help="print the JSON answer instead of text")
 
 
 def run_team_command(args: argparse.Namespace) -> int:
@@ -44,5 +46,13 @@ def run_team_command(args: argparse.Namespace) -> int:
         print(f"flowbaby {args.command}: {error.code.value}: {error.message}", file=sys.stderr)
         busy = error.code in (ErrorCode.WORKSPACE_BUSY, ErrorCode.INVALID_WORKSPACE_PATH)
         return EXIT_WORKSPACE_UNAVAILABLE if busy else 1
-    print(json.dumps(reply, indent=2))
+    print(json.dumps(reply, indent=2) if args.json else as_text(reply))
     return 0 if reply.get("success", True) else 1
+
+
+def as_text(reply: dict[str, Any]) -> str:
+    """One `key: value` line per field; lists and objects as compact JSON."""
+    return "\n".join(
+        f"{key}: {value if isinstance(value, str | int | float | bool) or value is None else json.dumps(value)}"
+        for key, value in reply.items()
+    )

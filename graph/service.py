@@ -14,7 +14,6 @@ import os
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -65,7 +64,6 @@ from graph.core.contract import (
     RetrievalErrorCode,
     RetrieveMemoryRequest,
     RetrieveMemoryResponse,
-    StoreMemoryRequest,
     StoreMemoryResponse,
     SummaryFields,
     utc_now,
@@ -517,23 +515,10 @@ class FlowbabyService:
         return response.model_dump(mode="json")
 
     async def store_memory(self, params: Any) -> dict[str, Any]:
-        """storeMemory, the LM-tool surface: metadata is optional and filled in here."""
+        """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
         started = time.perf_counter()
         try:
-            request: StoreMemoryRequest = validate_request(StoreMemoryRequest, params)
-            given = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else {}
-            now = utc_now()
-            meta = {
-                # Random, not derived from the topic and the time: two calls in one millisecond
-                # are two memories, not two versions of one.
-                "topicId": given.get("topicId") or uuid.uuid4().hex[:16],
-                "createdAt": given.get("createdAt", now),
-                "updatedAt": given.get("updatedAt", given.get("createdAt", now)),
-                "sessionId": given.get("sessionId"),
-                "planId": given.get("planId"),
-                "status": given.get("status", MemoryStatus.ACTIVE.value),
-            }
-            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
+            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
             memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)

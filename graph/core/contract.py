@@ -7,11 +7,12 @@ agent can fix its payload without reading a stack trace.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 MAX_PAYLOAD_CHARS = 100_000
@@ -36,6 +37,8 @@ class ErrorCode(str, Enum):
     NOT_FOUND = "NOT_FOUND"
     UNAUTHORIZED = "UNAUTHORIZED"
     """HTTP front only: a missing or wrong bearer token."""
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    """HTTP front only: a route asked with a method it does not take (405, with Allow)."""
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
     """Team backend: the database does not answer; nothing was changed, retry after retryAfterSec."""
     DATABASE_BUSY = "DATABASE_BUSY"
@@ -102,6 +105,14 @@ def parse_timestamp(value: str) -> datetime:
         raise ValueError(f"{value!r} is out of range in UTC") from None
 
 
+def _is_timestamp(value: str) -> bool:
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        return False
+    return True
+
+
 def format_timestamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -124,12 +135,35 @@ def _memory_status(value: Any) -> MemoryStatus:
 
 
 class IngestMetadata(_Strict):
+    """A summary's metadata. What it leaves out is filled in here, the one rule of every front
+    (bridge, HTTP, MCP, LM tools): see `_defaults`."""
+
     topicId: str = Field(min_length=1, max_length=256)
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
     updatedAt: str = Field(json_schema_extra={"format": "date-time"})
     sessionId: str | None = Field(default=None, max_length=256)
     planId: str | None = Field(default=None, max_length=256)
     status: MemoryStatus = MemoryStatus.ACTIVE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        """topicId absent, null or "": 16 random hex digits (random, not derived from the topic and
+        the time: two calls in one millisecond are two memories, not two versions of one); createdAt
+        absent or null: now; updatedAt absent or null: createdAt if given, else now; sessionId,
+        planId, status null: as absent (status Active)."""
+        if not isinstance(data, dict):
+            return data
+        now = utc_now()
+        filled = {key: value for key, value in data.items() if value is not None}
+        if filled.get("topicId") == "":
+            del filled["topicId"]
+        filled.setdefault("topicId", uuid.uuid4().hex[:16])
+        filled.setdefault("createdAt", now)
+        if "updatedAt" not in filled:  # a bad createdAt is reported once, on createdAt
+            created = filled["createdAt"]
+            filled["updatedAt"] = created if isinstance(created, str) and _is_timestamp(created) else now
+        return filled
 
     @field_validator("topicId")
     @classmethod
@@ -177,28 +211,21 @@ class SummaryFields(_Strict):
         return total + sum(len(item) for name in TEXT_LIST_FIELDS for item in getattr(self, name))
 
 
+def _filled_metadata() -> IngestMetadata:
+    return IngestMetadata.model_validate({})
+
+
 class FlowbabyIngestRequest(SummaryFields):
-    metadata: IngestMetadata
+    """ingestForAgent and storeMemory, over every front: metadata optional, filled in alike."""
 
+    metadata: IngestMetadata = Field(default_factory=_filled_metadata)
 
-class StoreMemoryMetadata(_Strict):
-    topicId: str | None = Field(default=None, max_length=256)
-    createdAt: str | None = None
-    updatedAt: str | None = None
-    sessionId: str | None = None
-    planId: str | None = None
-    status: MemoryStatus | None = None
-
-    @field_validator("status", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _status(cls, value: Any) -> Any:
-        return None if value is None else _memory_status(value)
-
-
-class StoreMemoryRequest(SummaryFields):
-    """The LM-tool surface: metadata is optional and filled in by the service."""
-
-    metadata: StoreMemoryMetadata | None = None
+    def _no_metadata(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "metadata" in data and data["metadata"] is None:
+            return {key: value for key, value in data.items() if key != "metadata"}
+        return data
 
 
 class BackgroundStatusRequest(_Strict):

@@ -177,7 +177,8 @@ def test_backlog_refuses_the_sixth_operation(spawn, workspace: Path) -> None:
     assert all(r["success"] for r in replies[:5])
     assert replies[5] == {
         "success": False,
-        "error": "Background queue full (5 operations max). Wait 30-60s and retry.",
+        "error": "Background queue full (5 graph builds max); nothing was stored. Retry in 30s, when a build "
+        "has finished.",
         "errorCode": "429_FLOWBABY_BACKLOG",
         "retryAfterSec": 30,
     }

@@ -18,8 +18,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
-from tests.support.session_fixtures import OpenCodeDb, text
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
+from tests.support.session_fixtures import OpenCodeDb, text
 
 pytestmark = pytest.mark.slow
 

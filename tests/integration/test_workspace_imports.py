@@ -19,8 +19,8 @@ import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
 from tests.conftest import summary
-from tests.support.session_fixtures import OpenCodeDb, text
 from tests.integration.test_http_api import _free_port
+from tests.support.session_fixtures import OpenCodeDb, text
 
 pytestmark = pytest.mark.slow
 
