@@ -327,6 +327,7 @@ def run(
         apply(changes)
     if not remove:
         settings = claude_settings_file(scope, root, _claude_home(home))
-        allowed = permission_change(scope, root, home, allow=True)
-        print("\n" + next_steps(client, scope, root, settings, allowed is not None and not allowed.changed))
+        permission = permission_change(scope, root, home, allow=True) if client == "claude-code" else None
+        allowed = permission is not None and not permission.changed
+        print("\n" + next_steps(client, scope, root, settings, allowed))
     return 0
