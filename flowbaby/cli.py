@@ -1,10 +1,9 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`tokens`, `migrate`, `connect` and `hook`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 
@@ -66,6 +65,7 @@ def tls_arguments(parser: argparse.ArgumentParser) -> None:
 def run_bridge(args: argparse.Namespace) -> int:
     """Serve until shutdown, then leave at once: the stdin reader thread may still be
     blocked in a read, and interpreter teardown must not race it."""
+    import asyncio
     import os
     from functools import partial
 
@@ -92,6 +92,11 @@ def run_bridge(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> None:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["hook"]:  # a client hook: latency-critical, so nothing else is imported
+        from flowbaby.hook import main as hook_main
+
+        sys.exit(hook_main(given[1:]))
     parser = argparse.ArgumentParser(prog="flowbaby", description="Local-first memory service for coding agents")
     commands = parser.add_subparsers(dest="command", required=True)
     bridge_arguments(commands.add_parser("bridge", help="serve JSON-RPC 2.0 on stdin/stdout"))
@@ -139,6 +144,10 @@ def main(argv: list[str] | None = None) -> None:
         command.add_argument("--workspace", help="workspace folder (default: the current folder), written as absolute")
         command.add_argument("--dry-run", action="store_true", help="print the changes without writing them")
         command.add_argument("--force", action="store_true", help="allow the home folder as workspace; replace files")
+    hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
+    hook.add_argument("event", choices=("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"))
+    hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
+    hook.add_argument("--client", choices=("claude-code", "opencode"), default="claude-code")
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")

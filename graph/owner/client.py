@@ -238,6 +238,15 @@ class OwnerClient:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return await self._dict("confirm_supersession", params=params)
 
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("briefing", params=params)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        return await self._dict("recall", params=params)
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        return await self._dict("capture", params=params)
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result: dict[str, Any] = await self.call(method, **args)
         return result
