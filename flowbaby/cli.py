@@ -144,6 +144,12 @@ def main(argv: list[str] | None = None) -> None:
         command.add_argument("--workspace", help="workspace folder (default: the current folder), written as absolute")
         command.add_argument("--dry-run", action="store_true", help="print the changes without writing them")
         command.add_argument("--force", action="store_true", help="allow the home folder as workspace; replace files")
+        if name == "install":
+            command.add_argument(
+                "--no-hooks",
+                action="store_true",
+                help="the MCP server alone: no Claude Code hooks or OpenCode plugin (briefing, recall, capture)",
+            )
     hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
     hook.add_argument("event", choices=("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"))
     hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
@@ -184,7 +190,15 @@ def main(argv: list[str] | None = None) -> None:
 
         remove = args.command == "uninstall"
         sys.exit(
-            run_install(args.client, args.scope, args.workspace, dry_run=args.dry_run, force=args.force, remove=remove)
+            run_install(
+                args.client,
+                args.scope,
+                args.workspace,
+                dry_run=args.dry_run,
+                force=args.force,
+                remove=remove,
+                hooks=not getattr(args, "no_hooks", False),
+            )
         )
     if args.command == "mcp":
         from api.mcp_stdio import run as run_mcp

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
+from flowbaby.hook_install import claude_settings_file, merged_settings, opencode_plugin, opencode_plugin_file
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -159,9 +160,17 @@ def merged_config(path: Path, text: str | None, key: str, entry: dict[str, Any] 
 
 
 def plan(
-    client: Client, scope: Scope, workspace: Path, *, home: Path, remove: bool = False, force: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: Path,
+    *,
+    home: Path,
+    remove: bool = False,
+    force: bool = False,
+    hooks: bool = True,
 ) -> list[Change]:
-    """Every file change for an install (or an uninstall), without touching the disk."""
+    """Every file change for an install (or an uninstall), without touching the disk.
+    hooks=False leaves the client hooks out (and takes flowbaby's out if they were there)."""
     if not workspace.is_absolute():
         raise InstallError(f"the workspace must be an absolute path, got {workspace}")
     if workspace == home.resolve() and not force:
@@ -182,7 +191,41 @@ def plan(
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
             changes.append(Change(file, current, content))
+    changes.extend(hook_changes(client, scope, workspace, home, remove=remove or not hooks, force=force))
     return changes
+
+
+def hook_changes(
+    client: Client, scope: Scope, workspace: Path, home: Path, *, remove: bool, force: bool
+) -> list[Change]:
+    """The hook file changes for an install (remove=True: take ours out; the user's own stay):
+    flowbaby/hook_install.py says what they hold."""
+    if client == "claude-code":
+        path = claude_settings_file(scope, workspace, _claude_home(home))
+        before = path.read_text(encoding="utf-8") if path.is_file() else None
+        data, commented = _load(path, before)
+        try:
+            merged = merged_settings(data, None if remove else workspace)
+        except ValueError as exc:
+            raise InstallError(f"{path}: {exc}") from None
+        if merged == data:
+            return [Change(path, before, before)]
+        if commented:
+            raise InstallError(
+                f"{path} has comments, which rewriting would drop; add the hooks by hand:\n{_dump(merged)}"
+            )
+        after = _dump(merged) if merged else None  # a settings file left empty by the uninstall goes
+        return [Change(path, before, after)]
+    if client == "opencode":
+        path = opencode_plugin_file(scope, workspace, _config_home(home) / "opencode")
+        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        ours = current is None or MARKER in current
+        if remove:
+            return [Change(path, current, None if ours and current is not None else current)]
+        if not ours and not force:
+            raise InstallError(f"{path} exists and was not written by flowbaby; pass --force to replace it")
+        return [Change(path, current, opencode_plugin(workspace))]
+    return []
 
 
 def apply(changes: list[Change]) -> None:
@@ -201,7 +244,14 @@ def apply(changes: list[Change]) -> None:
 
 
 def run(
-    client: Client, scope: Scope, workspace: str | None, *, dry_run: bool, force: bool, remove: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: str | None,
+    *,
+    dry_run: bool,
+    force: bool,
+    remove: bool = False,
+    hooks: bool = True,
 ) -> int:
     home = Path.home()
     root = Path(workspace or os.getcwd()).expanduser().resolve()
@@ -209,7 +259,7 @@ def run(
     try:
         if not root.is_dir():
             raise InstallError(f"workspace {root} is not a directory")
-        changes = plan(client, scope, root, home=home, remove=remove, force=force)
+        changes = plan(client, scope, root, home=home, remove=remove, force=force, hooks=hooks)
     except InstallError as error:
         print(f"flowbaby {verb}: {error}", file=sys.stderr)
         return 2
