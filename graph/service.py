@@ -1061,7 +1061,7 @@ class FlowbabyService:
                     "decisions": len(plan["decisions"]),
                     "references": len(plan["references"]),
                 }
-            if turns:
+            if turns and reason != "no new turns":
                 record = {"turns": turns, "at": utc_now(), "reason": request.reason, "captured": reply["captured"]}
                 await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
         return reply
