@@ -110,7 +110,7 @@ def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agen
                         rationale.append(piece)
                 elif NEXT_CUES.search(piece):
                     next_steps.append(piece)
-    headline = " ".join((title or first_user or "agent session").split())[:80]
+    headline = " ".join((clean(title)[0] or first_user or "agent session").split())[:80]  # a title is user text
     context = f"Captured from a {agent} session."
     if first_user:
         context += f" The user asked: {_short(first_user, 500)}"

@@ -98,7 +98,7 @@ def plan_capture(
     got = distil(new, workspace=str(workspace), title=session.title, agent=agent)
     old_decisions = list(previous.decisions) if previous else []
     old_refs = list(previous.references) if previous else []
-    fresh = [d for d in got.decisions if normal(d) not in known_decisions]
+    fresh = [d for d in got.decisions if not _known(normal(d), known_decisions)]
     fresh_refs = [r for r in got.references if r not in old_refs]
     fresh_edits = [r for r in got.edited if r not in old_refs]
     if not fresh and not fresh_edits and not got.next_steps and not got.open_questions:
@@ -129,6 +129,11 @@ def plan_capture(
         },
     }
     return params, ""
+
+
+def _known(decision: str, known: set[str]) -> bool:
+    """Said before: the same words, or words that hold (or are held by) a known decision's."""
+    return decision in known or any(len(k) >= 20 and (k in decision or decision in k) for k in known)
 
 
 def _merge(old: list[str], new: list[str]) -> list[str]:

@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,13 +145,13 @@ def test_briefing_stays_within_its_budget_and_lists_other_agents_news() -> None:
 
 
 def test_compact_recall_skips_what_was_injected_and_keeps_the_budget() -> None:
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"topicId": f"t{i}", "topic": f"topic {i}", "decisions": ["x " * 60], "updatedAt": "2026-01-01T00:00:00Z"}
         for i in range(5)
     ]
     reply = compact_recall(entries, {"t0"}, max_tokens=200, limit=3)
     assert "t0" not in reply["topicIds"] and reply["tokens"] <= 200 and reply["topicIds"]
-    assert compact_recall(entries, {e["topicId"] for e in entries})["text"] == ""
+    assert compact_recall(entries, {str(e["topicId"]) for e in entries})["text"] == ""
 
 
 def _turn(role: str, text: str = "", tool: str = "", arg: str = "") -> Message:
