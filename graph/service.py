@@ -1009,7 +1009,6 @@ class FlowbabyService:
         self.session_memory.watch()
         return {"watching": self.session_memory.settings.watch}
 
-
     # -- client hooks: what comes to the agent unasked (graph/search/briefing.py, graph/capture) --
     async def briefing(self, params: Any = None) -> dict[str, Any]:
         """The session-start briefing: current decisions, open questions and next steps, other
