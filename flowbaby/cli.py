@@ -1,10 +1,9 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`tokens`, `migrate`, `connect` and `hook`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import difflib
 import sys
 from collections.abc import Sequence
@@ -117,6 +116,7 @@ def tls_arguments(parser: argparse.ArgumentParser) -> None:
 def run_bridge(args: argparse.Namespace) -> int:
     """Serve until shutdown, then leave at once: the stdin reader thread may still be
     blocked in a read, and interpreter teardown must not race it."""
+    import asyncio
     import os
     from functools import partial
 
@@ -207,6 +207,21 @@ def build_parser() -> FlowbabyParser:
         help='claude-code: add "mcp__flowbaby__*" to permissions.allow in its settings, so the flowbaby tools '
         "run without a prompt (uninstall takes it out)",
     )
+    commands.choices["install"].add_argument(
+        "--no-hooks",
+        action="store_true",
+        help="the MCP server alone: no Claude Code hooks or OpenCode plugin (briefing, recall, capture)",
+    )
+    hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
+    hook.add_argument(
+        "event",
+        choices=("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"),
+        help="the client's hook event",
+    )
+    hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
+    hook.add_argument(
+        "--client", choices=("claude-code", "opencode"), default="claude-code", help="the client running the hook"
+    )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
@@ -223,6 +238,11 @@ def build_parser() -> FlowbabyParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["hook"]:  # a client hook: latency-critical, so nothing else is imported
+        from flowbaby.hook import main as hook_main
+
+        sys.exit(hook_main(given[1:]))
     from flowbaby.graph_command import run_graph_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.team_command import run_team_command
@@ -258,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
                 force=args.force,
                 remove=remove,
                 allow_tools=allow,
+                hooks=not getattr(args, "no_hooks", False),
             )
         )
     if args.command == "mcp":

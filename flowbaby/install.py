@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
+from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
 from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
@@ -203,23 +204,16 @@ def _read(path: Path, workspace: Path) -> tuple[str | None, int | None]:
             raise InstallError(f"{path} is not UTF-8 text") from None
 
 
-def permission_change(scope: Scope, workspace: Path, home: Path, *, allow: bool) -> Change | None:
-    """Claude Code's settings with ALLOW_RULE added (allow) or removed; None if there is nothing to do."""
-    path = claude_settings_file(scope, workspace, _claude_home(home))
-    before, mode = _read(path, workspace)
-    if before is None and not allow:
-        return None
-    data, commented = _load(path, before)
+def _allow_rules(path: Path, workspace: Path) -> list[str]:
+    """Claude Code's permissions.allow in `path` as it is now (an unreadable file: none)."""
     try:
-        after = with_allow_rule(data, allow)
-    except ValueError as error:
-        raise InstallError(f"{path}: {error}") from None
-    if after is data:
-        return Change(path, before, before, mode)
-    if commented:
-        todo = f'add "{ALLOW_RULE}" to' if allow else f'remove "{ALLOW_RULE}" from'
-        raise InstallError(f"{path} has comments, which rewriting would drop; {todo} permissions.allow by hand")
-    return Change(path, before, _dump(after), mode)
+        text, _ = _read(path, workspace)
+        data, _ = _load(path, text)
+    except InstallError:
+        return []
+    permissions = data.get("permissions")
+    rules = permissions.get("allow") if isinstance(permissions, dict) else None
+    return [rule for rule in rules if isinstance(rule, str)] if isinstance(rules, list) else []
 
 
 def plan(
@@ -231,10 +225,12 @@ def plan(
     remove: bool = False,
     force: bool = False,
     allow_tools: bool = False,
+    hooks: bool = True,
 ) -> list[Change]:
     """Every file change for an install (or an uninstall), without touching the disk.
-    `allow_tools` (Claude Code, the user's consent): allow every flowbaby tool in its settings;
-    an uninstall takes that rule out again."""
+    `allow_tools` (Claude Code, the user's consent): allow every flowbaby tool in its settings.
+    hooks=False leaves the client hooks out (and takes flowbaby's out if they were there).
+    An uninstall takes both out again."""
     if not workspace.is_absolute():
         raise InstallError(f"the workspace must be an absolute path, got {workspace}")
     if workspace == home.resolve() and not force:
@@ -255,11 +251,59 @@ def plan(
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
             changes.append(Change(file, current, content, mode))
-    if client == "claude-code" and (allow_tools or remove):
-        permission = permission_change(scope, workspace, home, allow=not remove)
-        if permission is not None and (permission.changed or not remove):
-            changes.append(permission)
+    changes.extend(
+        hook_changes(
+            client,
+            scope,
+            workspace,
+            home,
+            remove=remove or not hooks,
+            force=force,
+            allow=False if remove else (True if allow_tools else None),
+        )
+    )
     return changes
+
+
+def hook_changes(
+    client: Client,
+    scope: Scope,
+    workspace: Path,
+    home: Path,
+    *,
+    remove: bool,
+    force: bool,
+    allow: bool | None = None,
+) -> list[Change]:
+    """The hook file changes for an install (remove=True: take ours out; the user's own stay):
+    flowbaby/hook_install.py says what they hold. Claude Code's settings file gets one change, which
+    also adds the allow rule (allow=True, the user's consent) or takes it out (False; None: as it is)."""
+    if client == "claude-code":
+        path = claude_settings_file(scope, workspace, _claude_home(home))
+        before, mode = _read(path, workspace)
+        data, commented = _load(path, before)
+        try:
+            merged = merged_settings(data, None if remove else workspace)
+            if allow is not None:
+                merged = with_allow_rule(merged, allow)
+        except ValueError as exc:
+            raise InstallError(f"{path}: {exc}") from None
+        if merged == data:
+            return [Change(path, before, before, mode)]
+        if commented:
+            raise InstallError(f"{path} has comments, which rewriting would drop; add by hand:\n{_dump(merged)}")
+        after = _dump(merged) if merged else None  # a settings file left empty by the uninstall goes
+        return [Change(path, before, after, mode)]
+    if client == "opencode":
+        path = opencode_plugin_file(scope, workspace, _config_home(home) / "opencode")
+        current, mode = _read(path, workspace)
+        ours = current is None or MARKER in current
+        if remove:
+            return [Change(path, current, None if ours and current is not None else current, mode)]
+        if not ours and not force:
+            raise InstallError(f"{path} exists and was not written by flowbaby; pass --force to replace it")
+        return [Change(path, current, opencode_plugin(workspace), mode)]
+    return []
 
 
 def apply(changes: list[Change]) -> None:
@@ -303,6 +347,7 @@ def run(
     force: bool,
     remove: bool = False,
     allow_tools: bool = False,
+    hooks: bool = True,
 ) -> int:
     home = Path.home()
     root = Path(workspace or os.getcwd()).expanduser().resolve()
@@ -312,7 +357,7 @@ def run(
             raise InstallError(f"workspace {root} is not a directory")
         if allow_tools and client != "claude-code":
             raise InstallError("--allow-tools is for claude-code only")
-        changes = plan(client, scope, root, home=home, remove=remove, force=force, allow_tools=allow_tools)
+        changes = plan(client, scope, root, home=home, remove=remove, force=force, allow_tools=allow_tools, hooks=hooks)
     except InstallError as error:
         print(f"flowbaby {verb}: {error}", file=sys.stderr)
         return 2
@@ -327,7 +372,6 @@ def run(
         apply(changes)
     if not remove:
         settings = claude_settings_file(scope, root, _claude_home(home))
-        permission = permission_change(scope, root, home, allow=True) if client == "claude-code" else None
-        allowed = permission is not None and not permission.changed
+        allowed = client == "claude-code" and ALLOW_RULE in _allow_rules(settings, root)
         print("\n" + next_steps(client, scope, root, settings, allowed))
     return 0

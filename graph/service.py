@@ -31,6 +31,8 @@ from graph.backends.memory_store import Closeable, MemoryStoreBackend
 from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
 from graph.backends.vectors import MemoryVectors
+from graph.capture.distil import normal
+from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
@@ -38,6 +40,8 @@ from graph.core.audit import AUDIT_USER
 from graph.core.contract import (
     DATABASE_FAULTS,
     BackgroundStatusRequest,
+    BriefingRequest,
+    CaptureRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
@@ -58,6 +62,7 @@ from graph.core.contract import (
     MemoryStatus,
     MemoryVersionsResponse,
     OperationStatus,
+    RecallRequest,
     RepairResponse,
     ResponseMetadata,
     RetrievalError,
@@ -82,6 +87,7 @@ from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
+from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retrieved, Retriever, render_markdown
@@ -203,6 +209,9 @@ class FlowbabyService:
         )
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
+        self._recalls = RecallCounts(paths.data / "recall_counts.json")
+        self._captures = CaptureLog(paths.data / "captures.json")
+        self._capture_lock = asyncio.Lock()
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -1003,6 +1012,76 @@ class FlowbabyService:
         self.session_memory.watch()
         return {"watching": self.session_memory.settings.watch}
 
+    # -- client hooks: what comes to the agent unasked (graph/search/briefing.py, graph/capture) --
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        """The session-start briefing: current decisions, open questions and next steps, other
+        agents' new memories; one line per memory, within maxTokens."""
+        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+
+        def build() -> dict[str, Any]:
+            return build_briefing(
+                self.store.iter_memories(),
+                agent_name=request.agentName,
+                since=request.since,
+                recalls=self._recalls.load(),
+                max_tokens=request.maxTokens,
+            )
+
+        return await asyncio.to_thread(build)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`."""
+        request: RecallRequest = validate_request(RecallRequest, params)
+        found = await self.retrieve(
+            {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)},
+            agent_name=request.agentName,
+        )
+        if found["abstained"]:
+            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found["abstainReason"]}
+        reply = compact_recall(found["entries"], set(request.exclude), request.maxTokens, request.maxResults)
+        await asyncio.to_thread(self._recalls.add, reply["topicIds"])
+        return {**reply, "abstained": False, "abstainReason": None}
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        """Distil an agent session's turns since its last capture into a new version of the
+        session's topic (graph/capture); says why when it stores nothing."""
+        request: CaptureRequest = validate_request(CaptureRequest, params)
+        topic_id = topic_id_for(request.source, request.sessionId)
+        if not capture_enabled():
+            return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
+        async with self._capture_lock:
+            plan, reason, turns = await asyncio.to_thread(self._plan_capture, request, topic_id)
+            reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
+            if plan is not None:
+                staged = await self.ingest(plan)
+                metrics = staged["ingestion_metrics"]
+                reply |= {
+                    "captured": True,
+                    "operationId": staged["operationId"],
+                    "memoryId": metrics["memoryId"],
+                    "version": metrics["version"],
+                    "decisions": len(plan["decisions"]),
+                    "references": len(plan["references"]),
+                }
+            if turns and reason != "no new turns":
+                record = {"turns": turns, "at": utc_now(), "reason": request.reason, "captured": reply["captured"]}
+                await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
+        return reply
+
+    def _plan_capture(self, request: CaptureRequest, topic_id: str) -> tuple[dict[str, Any] | None, str, int]:
+        read = read_session(request, self.paths.root)
+        if read is None:
+            return None, "not a session of this workspace", 0
+        session, messages = read
+        done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
+        start = done if done <= len(messages) else 0
+        versions = self.store.topic_versions(topic_id)
+        known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
+        plan, reason = plan_capture(
+            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root
+        )
+        return plan, reason, len(messages)
+
 
 class MemoryService(Protocol):
     """What every front calls: this process's own FlowbabyService when it owns the workspace,
@@ -1031,6 +1110,9 @@ class MemoryService(Protocol):
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
     async def confirm_supersession(self, params: Any) -> dict[str, Any]: ...
+    async def briefing(self, params: Any = ...) -> dict[str, Any]: ...
+    async def recall(self, params: Any) -> dict[str, Any]: ...
+    async def capture(self, params: Any) -> dict[str, Any]: ...
     async def close(self, grace_sec: float = ...) -> None: ...
 
 

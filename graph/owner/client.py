@@ -283,6 +283,15 @@ class OwnerClient:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return await self._dict("confirm_supersession", params=params)
 
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("briefing", params=params)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        return await self._dict("recall", params=params)
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        return await self._dict("capture", params=params)
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result = await self.call(method, **args)
         if not isinstance(result, dict):

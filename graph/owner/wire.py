@@ -47,6 +47,9 @@ OWNER_METHODS = frozenset(
         "graph_summary",
         "sessions",
         "watch_sessions",
+        "briefing",
+        "recall",
+        "capture",
     }
 )
 """The service methods a front may call through the owner: the whole API the fronts use."""

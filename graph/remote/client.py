@@ -253,6 +253,23 @@ class RemoteService:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return dict(await self._request("POST", "/api/agent/supersessions/confirm", body=params))
 
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    def _hooks_unavailable(self) -> dict[str, Any]:
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            "The client hooks (briefing, recall, capture) work on this machine's own workspace and are not "
+            f"available while the workspace is served by the team server {self.server.url}",
+            remote=True,
+        )
+
     async def close(self, grace_sec: float = 30.0) -> None:
         if self._poller is not None:
             self._poller.cancel()

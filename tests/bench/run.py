@@ -41,6 +41,13 @@ def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_locomo(Path(args.locomo), root)
 
 
+@section("hooks")
+def _hooks(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.hooks import run_hooks
+
+    return run_hooks(root)
+
+
 @section("latency")
 def _latency(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.latency import run_latency

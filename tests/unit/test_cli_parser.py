@@ -28,7 +28,8 @@ def test_every_option_has_help_and_workspace_defaults_to_the_folder() -> None:
                 continue
             assert action.help, f"{name} {'/'.join(action.option_strings) or action.dest} has no help"
             if "--workspace" in action.option_strings:
-                assert action.default == (".flowbaby-demo" if name == "flowbaby demo" else "."), name
+                expected = {"flowbaby demo": ".flowbaby-demo", "flowbaby hook": None}.get(name, ".")
+                assert action.default == expected, name  # a hook's workspace is its JSON's cwd
                 assert not action.required, name
 
 

@@ -123,14 +123,19 @@ def test_allow_tools_adds_the_rule_keeping_the_rest_and_uninstall_takes_it_out(d
     settings = workspace / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls)"], "deny": ["Read(.env)"]}, "model": "x"}))
-    assert not any(c.path == settings for c in install.plan("claude-code", "project", workspace, home=home))
-    _install("claude-code", home, workspace, allow_tools=True)
+    plain = install.plan("claude-code", "project", workspace, home=home, hooks=False)
+    assert not any(c.path == settings and c.changed for c in plain)
+    _install("claude-code", home, workspace, allow_tools=True, hooks=False)
     data = json.loads(settings.read_text())
     assert data == {"permissions": {"allow": ["Bash(ls)", "mcp__flowbaby__*"], "deny": ["Read(.env)"]}, "model": "x"}
+    _install("claude-code", home, workspace, allow_tools=True)  # with the hooks: one file, both changes
+    data = json.loads(settings.read_text())
+    assert data["permissions"]["allow"] == ["Bash(ls)", "mcp__flowbaby__*"] and data["hooks"]
     again = install.plan("claude-code", "project", workspace, home=home, allow_tools=True)
     assert not any(c.changed for c in again)
     install.apply(install.plan("claude-code", "project", workspace, home=home, remove=True))
-    assert json.loads(settings.read_text())["permissions"]["allow"] == ["Bash(ls)"]
+    left = json.loads(settings.read_text())
+    assert left["permissions"]["allow"] == ["Bash(ls)"] and "hooks" not in left
 
 
 def test_allow_tools_never_rewrites_a_commented_settings_file(dirs: tuple[Path, Path]) -> None:
