@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from graph import __version__
 from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
+from graph.code.freshness import FreshnessChecker
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
@@ -76,7 +77,7 @@ from graph.core.storage import (
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token, read_private_file
-from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace import DATA_DIR, WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
@@ -294,6 +295,9 @@ class FlowbabyService:
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        # A team server's namespace folder holds no code: its memories' references name the clients'.
+        in_namespace = self.paths.root.parent.name == NAMESPACES_DIR and self.paths.root.parent.parent.name == DATA_DIR
+        self._retriever.freshness = FreshnessChecker(self.paths.root, enabled=not in_namespace)
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()

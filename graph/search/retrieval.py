@@ -23,8 +23,11 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from graph.code.freshness import FreshnessChecker, describe
 from graph.core.contract import (
+    NO_FRESHNESS,
     FlowbabyContextRequest,
+    Freshness,
     MemoryStatus,
     RetrievalEntry,
     parse_timestamp,
@@ -106,6 +109,12 @@ _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
 offline extractor gives it (mostly "concept"): on the Pawpoint dev set it lifts unanswerable questions
 returning nothing from 0.60 to 0.70 on each fold, and no LoCoMo dev question names an acronym its
 conversation never writes."""
+MISSING_PENALTY = 0.02
+"""A memory every code reference of which is gone ranks this much lower (as much as a DecisionRecord
+gains): below an equally relevant memory whose code still holds, never hidden."""
+FRESHNESS_WINDOW = 5
+"""Places past maxResults whose freshness is checked before packing, so a demoted memory's place
+can go to the next one."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
@@ -258,6 +267,8 @@ class Retriever:
         self._pairs_key: tuple[object | None, int, int] | None = None
         self._pairs: list[Pair] = []
         self._retired: dict[tuple[str, int], dict[str, str]] = {}
+        self.freshness: FreshnessChecker | None = None
+        """Checks returned memories' code references (graph.code.freshness); None: not checked."""
 
     # -- lanes ----------------------------------------------------------------------
     def _vector_lane(
@@ -531,6 +542,9 @@ class Retriever:
         )
         if reason:
             return Retrieved([], 0, reason)
+        window = ranked[: request.maxResults + FRESHNESS_WINDOW]
+        fresh = self._check_freshness(window)
+        ranked = demote_missing(window, fresh) + ranked[len(window) :]
         for item in ranked:
             if len(entries) >= request.maxResults:
                 break
@@ -567,15 +581,41 @@ class Retriever:
                     ),
                     via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
                     possiblySupersededBy=item.superseded_by,
+                    freshness=fresh.get(memory.memory_id) or self._check_freshness([item])[memory.memory_id],
                 )
             )
         return Retrieved(entries, used, None)
+
+    def _check_freshness(self, items: list[Scored]) -> dict[str, Freshness]:
+        if self.freshness is None:
+            return {item.memory.memory_id: NO_FRESHNESS for item in items}
+        checked = self.freshness.check_many([(item.memory.references, item.memory.updated_at) for item in items])
+        return {item.memory.memory_id: f for item, f in zip(items, checked, strict=True)}
 
 
 class Retrieved(NamedTuple):
     entries: list[RetrievalEntry]
     tokens: int
     abstained: str | None
+
+
+def demote_missing(window: list[Scored], fresh: dict[str, Freshness]) -> list[Scored]:
+    """Memories whose every code reference is gone (in git) lose MISSING_PENALTY and move below the
+    places that now score higher; scores still read non-increasing."""
+    ordered = list(window)
+    for item in [s for s in window if _all_gone(fresh[s.memory.memory_id])]:
+        item.score = round(max(0.0, item.score - MISSING_PENALTY), 6)
+        at = ordered.index(item)
+        while at + 1 < len(ordered) and ordered[at + 1].score > item.score:
+            ordered[at], ordered[at + 1] = ordered[at + 1], ordered[at]
+            at += 1
+    return ordered
+
+
+def _all_gone(freshness: Freshness) -> bool:
+    """Every code reference missing, as git sees it: on the mtime basis (no repository) a path that
+    is not there may simply live elsewhere, so it is shown but not demoted."""
+    return freshness.state == "missing" and freshness.basis == "git"
 
 
 def _candidate(candidates: dict[str, Scored], memory: Memory) -> Scored:
@@ -650,6 +690,9 @@ def render_markdown(entries: list[RetrievalEntry]) -> str:
             lines += ["", f"**Via:** {entry.via}"]
         if entry.possiblySupersededBy:
             lines += ["", f"**Possibly superseded by:** `{entry.possiblySupersededBy}` (unconfirmed)"]
+        references = describe(entry.freshness)
+        if references:
+            lines += ["", references]
         lines += [
             "",
             f"**Metadata:** {', '.join(meta)}",
