@@ -32,6 +32,8 @@ log = logging.getLogger("flowbaby.freshness")
 GIT_TIMEOUT_SEC = 5.0
 MAX_COMMITS = 5000
 """The newest commits read per HEAD: older changes are not counted (a bound on a huge history)."""
+MAX_CACHED_FILES = 20_000
+"""Symbol look-ups kept (by file, size and mtime) before the cache starts over."""
 SAFE_GIT = (
     "-c", "core.fsmonitor=false",
     "-c", "core.hooksPath=/dev/null",
@@ -255,6 +257,11 @@ class FreshnessChecker:
         self._follow: dict[tuple[str, str, int, bool], History] = {}
         self._grep: dict[tuple[str, str], str | None] = {}
         self._symbols: dict[tuple[str, int, int, str], bool] = {}
+        self._targets: dict[str, Path | None] = {}
+        self._relative: dict[Path, str] = {}
+        self._abs: dict[str, Path] = {}
+        self._in_repo: dict[Path, str] = {}
+        """Path arithmetic memoised: the warm check is mostly stats."""
         self._git_failed: str | None = None
         """A HEAD for which git failed: that HEAD is checked on the mtime basis."""
         self.git_calls = 0
@@ -271,6 +278,8 @@ class FreshnessChecker:
         if head is not None and head != self._git_failed and any(parsed):
             wanted = min((t for t, refs in zip(times, parsed, strict=True) if refs), default=0)
             commits = self._commits(head, wanted)
+        if commits is not None and head is not None:
+            self._locate(head, {r.symbol for refs in parsed for r in refs if r.path is None and r.symbol})
         results = []
         for refs, since in zip(parsed, times, strict=True):
             if commits is None or head is None:
@@ -316,6 +325,7 @@ class FreshnessChecker:
             commits = parse_log(out)[::-1]
             self._log = (head, since, commits)
             self._follow = {k: v for k, v in self._follow.items() if k[0] == head}
+            self._grep = {k: v for k, v in self._grep.items() if k[0] == head}
             return commits
 
     def _history(self, head: str, commits: list[Commit], repo_path: str, since: int, folder: bool) -> History:
@@ -325,53 +335,61 @@ class FreshnessChecker:
             found = self._follow[key] = follow(commits, repo_path, since, folder)
         return found
 
-    def _locate(self, head: str, symbol: str) -> str | None:
-        """The tracked file (repo-relative) that holds every part of a bare symbol, preferring a definition."""
-        key = (head, symbol)
-        if key in self._grep:
-            return self._grep[key]
-        parts = _symbol_parts(symbol)
-        out = self._run("grep", "-l", "-z", "-w", "-F", "--no-color", "-e", parts[-1], "HEAD", "--")
-        found: str | None = None
-        if out is not None:
-            files = sorted(name.removeprefix("HEAD:") for name in out.decode(errors="replace").split("\0") if name)
-            holding = [f for f in files if self._holds(self._repo_abs(f), symbol)]
-            defining = [f for f in holding if _defines(self._repo_abs(f), parts[-1])]
-            found = (defining or holding)[0] if holding else None
-        self._grep[key] = found
-        return found
+    def _locate(self, head: str, symbols: set[str]) -> None:
+        """Find the tracked file (repo-relative) holding every part of each bare symbol, preferring a
+        definition: one `git grep` for all of them, cached per HEAD."""
+        wanted = sorted(s for s in symbols if (head, s) not in self._grep)
+        if not wanted:
+            return
+        names = sorted({_symbol_parts(s)[-1] for s in wanted})
+        patterns = [arg for name in names for arg in ("-e", name)]
+        out = self._run("grep", "-z", "-o", "-w", "-F", "--no-color", *patterns, head, "--")
+        files: dict[str, set[str]] = {}
+        for line in (out or b"").decode(errors="replace").split("\n"):
+            name, _, match = line.partition("\0")
+            if match:
+                files.setdefault(match, set()).add(name.removeprefix(f"{head}:"))
+        for symbol in wanted:
+            last = _symbol_parts(symbol)[-1]
+            holding = [f for f in sorted(files.get(last, ())) if self._holds(self._repo_abs(f), symbol)]
+            defining = [f for f in holding if _defines(self._repo_abs(f), last)]
+            self._grep[(head, symbol)] = (defining or holding)[0] if holding else None
 
     def _repo_abs(self, repo_path: str) -> Path:
         assert self.repo is not None
-        return self.repo.top / repo_path
+        found = self._abs.get(repo_path)
+        if found is None:
+            found = self._abs[repo_path] = self.repo.top / repo_path
+        return found
 
     def _by_git(self, ref: CodeRef, since: int, head: str, commits: list[Commit]) -> ReferenceFreshness:
         assert self.repo is not None
         if ref.path is None:  # a bare symbol: find it in the tree
             assert ref.symbol is not None
-            repo_path = self._locate(head, ref.symbol)
+            repo_path = self._grep.get((head, ref.symbol))
             if repo_path is None:
                 return _result(ref, "missing", None, reason="symbol not found in the repository")
             located = CodeRef(ref.text, "symbol", None, ref.symbol)
             history = self._history(head, commits, repo_path, since, False)
-            return self._finish(located, self._rel(self._repo_abs(repo_path)), history, moved=False)
+            target = self._repo_abs(repo_path)
+            return self._finish(located, self._rel(target), target, history, moved=False)
         target = self._inside(ref.path)
         if target is None:
             return _unknown(ref, "outside the workspace's repository")
-        repo_path = target.relative_to(self.repo.top).as_posix() or "."
+        repo_path = self._rel_repo(target)
         history = self._history(head, commits, repo_path, since, ref.kind == "folder")
-        return self._finish(ref, self._rel(target), history, moved=history.path != repo_path)
+        return self._finish(ref, self._rel(target), target, history, moved=history.path != repo_path)
 
-    def _finish(self, ref: CodeRef, path: str, history: History, *, moved: bool) -> ReferenceFreshness:
+    def _finish(self, ref: CodeRef, path: str, target: Path, history: History, *, moved: bool) -> ReferenceFreshness:
         newest = _commit_info(history.newest)
         commits = history.commits
         now = self._repo_abs(history.path)
         if moved and now.exists():
             state = "moved"
             found = now
-        elif (self.root / path).exists() if ref.path is not None else now.exists():
+        elif target.exists():
             state = "changed" if commits else "current"
-            found = self.root / path if ref.path is not None else now
+            found = target
         else:
             reason = "deleted" if history.deleted is not None else "not found"
             return _result(ref, "missing", path, commits=commits, newest=newest, reason=reason)
@@ -384,16 +402,28 @@ class FreshnessChecker:
 
     def _inside(self, written: str) -> Path | None:
         """The referenced path, normalised, if it lies in the repository (or the workspace without one)."""
+        if written in self._targets:
+            return self._targets[written]
         base = self.repo.top if self.repo is not None else self.root
-        target = Path(os.path.normpath(self.root / written))
-        try:
-            target.relative_to(base)
-        except ValueError:
-            return None
+        target: Path | None = Path(os.path.normpath(self.root / written))
+        assert target is not None
+        if not target.is_relative_to(base):
+            target = None
+        self._targets[written] = target
         return target
 
     def _rel(self, target: Path) -> str:
-        return Path(os.path.relpath(target, self.root)).as_posix()
+        found = self._relative.get(target)
+        if found is None:
+            found = self._relative[target] = Path(os.path.relpath(target, self.root)).as_posix()
+        return found
+
+    def _rel_repo(self, target: Path) -> str:
+        assert self.repo is not None
+        found = self._in_repo.get(target)
+        if found is None:
+            found = self._in_repo[target] = target.relative_to(self.repo.top).as_posix() or "."
+        return found
 
     # -- mtime basis ---------------------------------------------------------------------
     def _by_mtime(self, ref: CodeRef, since: int) -> ReferenceFreshness:
@@ -434,6 +464,8 @@ class FreshnessChecker:
             found = all(
                 re.search(rf"(?<![A-Za-z0-9_]){re.escape(p)}(?![A-Za-z0-9_])", text) for p in _symbol_parts(symbol)
             )
+            if len(self._symbols) > MAX_CACHED_FILES:
+                self._symbols.clear()
             self._symbols[key] = found
         return found
 
@@ -463,7 +495,7 @@ def _epoch(stamp: str) -> int:
 def _commit_info(commit: Commit | None) -> CommitInfo | None:
     if commit is None:
         return None
-    return CommitInfo(id=commit.id[:12], date=commit.date, subject=commit.subject)
+    return CommitInfo.model_construct(id=commit.id[:12], date=commit.date, subject=commit.subject)
 
 
 def _result(
@@ -476,18 +508,18 @@ def _result(
     moved_to: str | None = None,
     reason: str | None = None,
 ) -> ReferenceFreshness:
-    return ReferenceFreshness.model_validate(
-        {
-            "reference": ref.text,
-            "kind": ref.kind,
-            "path": path,
-            "symbol": ref.symbol,
-            "state": state,
-            "commits": commits,
-            "newest": newest,
-            "movedTo": moved_to,
-            "reason": reason,
-        }
+    # built from values this module checked: construct skips pydantic's validation (a warm check
+    # of 15 memories spent most of its time there)
+    return ReferenceFreshness.model_construct(
+        reference=ref.text,
+        kind=ref.kind,
+        path=path,
+        symbol=ref.symbol,
+        state=state,
+        commits=commits,
+        newest=newest,
+        movedTo=moved_to,
+        reason=reason,
     )
 
 
@@ -508,7 +540,7 @@ def _overall(basis: str, refs: list[ReferenceFreshness]) -> Freshness:
         state = "current"
     else:
         state = "changed"
-    return Freshness.model_validate({"state": state, "basis": basis, "references": refs})
+    return Freshness.model_construct(state=state, basis=basis, references=refs)
 
 
 def describe(freshness: Freshness) -> str | None:

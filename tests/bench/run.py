@@ -101,6 +101,14 @@ def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
 
 
+@section("freshness")
+def _freshness(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: what checking the code references of a 10-result retrieval adds (warm p95 <= 5 ms)."""
+    from tests.bench.freshness import run_freshness
+
+    return run_freshness(root)
+
+
 @section("devset")
 def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.devset import run_devset
