@@ -371,8 +371,8 @@ class FreshnessChecker:
                 return _result(ref, "missing", None, reason="symbol not found in the repository")
             located = CodeRef(ref.text, "symbol", None, ref.symbol)
             history = self._history(head, commits, repo_path, since, False)
-            target = self._repo_abs(repo_path)
-            return self._finish(located, self._rel(target), target, history, moved=False)
+            found = self._repo_abs(repo_path)
+            return self._finish(located, self._rel(found), found, history, moved=False)
         target = self._inside(ref.path)
         if target is None:
             return _unknown(ref, "outside the workspace's repository")
