@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`tokens`, `migrate`, `connect` and `import`."""
 
 from __future__ import annotations
 
@@ -152,16 +152,21 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.team_cli import add_team_commands, run_team_command
 
     add_team_commands(commands)
+    from bridge.code_import_cli import add_import_command, run_import_command
+
+    add_import_command(commands)
     args = parser.parse_args(argv)
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "import"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command == "import":
+        sys.exit(run_import_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":

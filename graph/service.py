@@ -22,6 +22,7 @@ from graph import __version__
 from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
 from graph.code.freshness import FreshnessChecker
+from graph.code.importer import import_adrs, import_docs
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
@@ -114,6 +115,9 @@ __all__ = [
     "migrate_workspace",
     "open_service",
     "take_stdout",
+    # flowbaby import adr|docs (bridge/code_import_cli.py)
+    "import_adrs",
+    "import_docs",
     # the team server (api/tenancy.py, bridge/tokens_cli.py)
     "NAMESPACES_DIR",
     "GrantCache",

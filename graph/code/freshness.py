@@ -88,6 +88,8 @@ def parse_reference(raw: str, root: Path | None = None) -> CodeRef | None:
     if "://" in text or text.startswith(("mailto:", "@")) or not text:
         return None
     text = _LINE_SUFFIX.sub("", text).removesuffix("()")
+    if "#" in text and ("/" in text.split("#")[0] or _EXTENSION.search(text.split("#")[0])):
+        text = text.split("#")[0]  # a heading anchor (docs/design.md#storage): the file is checked
     path, _, symbol = text.partition(":") if not re.match(r"^[A-Za-z]:[\\/]", text) else (text, "", "")
     if symbol and not _DOTTED.fullmatch(symbol.removesuffix("()")):
         return None
