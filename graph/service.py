@@ -434,23 +434,25 @@ class FlowbabyService:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None)
 
-    async def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    async def _stage(self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False) -> tuple[Memory, float]:
         """Commit in a thread (an fsync must not stall the event loop, nor stdio under
         `bridge --http`), then queue the memory's vectors and wake the operation manager."""
-        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta)
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk)
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
 
-    def _commit(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _commit(self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation, under one
-        lock so that the backlog check and the insert cannot interleave."""
+        lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
+        `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
         with self._stage_lock:
             self.settings.llm.require_key()
-            self.operations.check_backlog()
-            return self._insert(fields, meta)
+            if not bulk:
+                self.operations.check_backlog()
+            return self._insert(fields, meta, bulk)
 
-    def _insert(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _insert(self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False) -> tuple[Memory, float]:
         started = time.perf_counter()
         memory = Memory(
             memory_id="",
@@ -474,7 +476,8 @@ class FlowbabyService:
             char_count=fields.char_count(),
         )
         try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
-            memory = self.store.stage(memory, new_operation_id(), capacity=self.operations.capacity)
+            capacity = None if bulk else self.operations.capacity
+            memory = self.store.stage(memory, new_operation_id(), capacity=capacity)
         except BacklogFull:
             raise self.operations.backlog_error() from None
         except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
@@ -483,12 +486,13 @@ class FlowbabyService:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        """ingestForAgent: validate, stage durably, queue graph building; milliseconds."""
+    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+        """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
+        `bulk`: an import's record, not held to the backlog limit (section 3.2)."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"))
+            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"), bulk=bulk)
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
             raise
@@ -1017,7 +1021,7 @@ class MemoryService(Protocol):
 
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> dict[str, Any]: ...
-    async def ingest(self, params: Any) -> dict[str, Any]: ...
+    async def ingest(self, params: Any, *, bulk: bool = ...) -> dict[str, Any]: ...
     async def store_memory(self, params: Any) -> dict[str, Any]: ...
     async def background_status(
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...

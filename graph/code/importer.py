@@ -20,7 +20,7 @@ COMPARED = ("topic", "context", "decisions", "rationale", "openQuestions", "next
 class Importer(Protocol):
     """The two service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
 
-    async def ingest(self, params: Any) -> dict[str, Any]: ...
+    async def ingest(self, params: Any, *, bulk: bool = ...) -> dict[str, Any]: ...
     async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
 
 
@@ -38,7 +38,7 @@ async def _stage(service: Importer, payload: dict[str, Any]) -> str:
         same = all(newest.get(key, []) == payload.get(key, []) for key in COMPARED)
         if same and newest["status"] == payload["metadata"]["status"]:
             return "unchanged"
-    await service.ingest(payload)
+    await service.ingest(payload, bulk=True)  # a user's import is not an agent's burst
     return "updated" if versions else "added"
 
 

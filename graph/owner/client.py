@@ -188,8 +188,8 @@ class OwnerClient:
     async def health(self) -> dict[str, Any]:
         return await self._dict("health")
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        return await self._dict("ingest", params=params)
+    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+        return await self._dict("ingest", params=params, bulk=bulk)
 
     async def store_memory(self, params: Any) -> dict[str, Any]:
         return await self._dict("store_memory", params=params)

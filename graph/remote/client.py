@@ -181,7 +181,8 @@ class RemoteService:
             )
         return reply
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
+    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+        # `bulk` is the local owner's backlog exemption; a team server keeps its own limits
         return self._watch(await self._request("POST", "/api/agent/ingest", body=params))
 
     async def store_memory(self, params: Any) -> dict[str, Any]:

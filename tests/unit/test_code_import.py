@@ -104,7 +104,8 @@ class Store:
         self.topics: dict[str, list[dict[str, Any]]] = {}
         self.ingested = 0
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
+    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+        assert bulk  # an import is not held to the agents' backlog limit
         request = validate_request(FlowbabyIngestRequest, params)
         self.ingested += 1
         version = {**request.model_dump(mode="json", exclude={"metadata"}), "status": request.metadata.status.value}
