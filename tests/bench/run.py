@@ -109,6 +109,14 @@ def _freshness(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_freshness(root)
 
 
+@section("import")
+def _import(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import."""
+    from tests.bench.code_import import run_code_import
+
+    return run_code_import(root)
+
+
 @section("devset")
 def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.devset import run_devset
