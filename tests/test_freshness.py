@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from bridge.client import BridgeClient
 from graph.code.freshness import FreshnessChecker, describe
 from graph.core.contract import FlowbabyContextRequest, Freshness
 from graph.search.retrieval import Catalog, Retriever, render_markdown
+from tests.conftest import summary
 from tests.unit.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 WRITTEN = "2026-01-10T12:00:00.000Z"
@@ -260,3 +263,32 @@ def test_a_memory_whose_every_reference_is_gone_ranks_below_an_equal_current_one
     ret.freshness = FreshnessChecker(repo.root)
     entries = ret.retrieve(FlowbabyContextRequest(query="invoice export", abstain=False)).entries
     assert "**References:** `billing/ledger.py` missing (deleted" in render_markdown(entries)
+
+
+@pytest.mark.slow
+def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., BridgeClient], repo: Git) -> None:
+    """The service wires the checker to its workspace: a bridge on a git work tree answers on the git basis."""
+    (repo.root / ".gitignore").write_text(".flowbaby/\n")
+    repo.write("billing/reconcile.py", RECONCILE + "# split\n")
+    newest = repo.commit("Split reconcile into batches", "2026-02-03T10:00:00Z")
+    client = spawn(repo.root, "--rate-limit-per-minute", "0")
+    staged = client.result(
+        "ingestForAgent",
+        summary(
+            "reconcile-batches",
+            topic="Reconcile in batches",
+            context="The nightly reconcile job processes ledger rows in batches of 500.",
+            decisions=["Reconcile ledger rows in batches of 500"],
+            references=["billing/reconcile.py:reconcile_batch", "billing/export.py"],
+            metadata={"topicId": "reconcile-batches", "createdAt": WRITTEN, "updatedAt": WRITTEN},
+        ),
+    )
+    assert staged["success"], staged
+    reply = client.result("retrieveMemory", {"query": "How does the nightly reconcile job batch ledger rows?"})
+    entry = reply["entries"][0]
+    assert entry["freshness"]["basis"] == "git"
+    assert [(r["state"], r["commits"]) for r in entry["freshness"]["references"]] == [("changed", 1), ("current", 0)]
+    assert (
+        f"**References:** `billing/reconcile.py:reconcile_batch` changed in 1 commit since (newest {newest[:7]}, "
+        "2026-02-03, 'Split reconcile into batches'); `billing/export.py` current"
+    ) in reply["markdown"]
