@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate`, `connect` and `import`."""
+`tokens`, `migrate`, `connect`, `import` and `link`."""
 
 from __future__ import annotations
 
@@ -155,9 +155,14 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.code_import_cli import add_import_command, run_import_command
 
     add_import_command(commands)
+    from bridge.link_cli import add_link_command, run_link_command
+
+    add_link_command(commands)
     args = parser.parse_args(argv)
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
+    if args.command == "link":
+        sys.exit(run_link_command(args))
     use_database_url(args)
     if args.command in ("serve", "mcp", "sessions", "import"):  # run_bridge sets it for the bridge
         import os

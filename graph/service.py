@@ -78,7 +78,7 @@ from graph.core.storage import (
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token, read_private_file
-from graph.core.workspace import DATA_DIR, WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace import DATA_DIR, WorkspaceLock, WorkspacePaths, link_workspace, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
@@ -115,9 +115,10 @@ __all__ = [
     "migrate_workspace",
     "open_service",
     "take_stdout",
-    # flowbaby import adr|docs (bridge/code_import_cli.py)
+    # flowbaby import adr|docs (bridge/code_import_cli.py), flowbaby link (bridge/link_cli.py)
     "import_adrs",
     "import_docs",
+    "link_workspace",
     # the team server (api/tenancy.py, bridge/tokens_cli.py)
     "NAMESPACES_DIR",
     "GrantCache",
