@@ -16,11 +16,13 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
 from graph.build.operations import OperationManager
 from graph.build.worker_client import WorkerClient
+from graph.code.branches import Ancestry, checkout
 from graph.code.freshness import FreshnessChecker
 from graph.code.importer import import_adrs, import_docs
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
@@ -208,6 +210,9 @@ class FlowbabyService:
         )
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
+        self.origin = paths.root
+        """The folder this process was opened for (a worktree may share the main checkout's store):
+        whose git checkout a memory staged here records, and retrievals are read against."""
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -238,6 +243,7 @@ class FlowbabyService:
                 configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
             service = cls(paths, settings, lock, rate or None, embedder)
+            service.origin = Path(os.fspath(workspace)).expanduser().resolve() if workspace else paths.root
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
@@ -303,6 +309,7 @@ class FlowbabyService:
         # A team server's namespace folder holds no code: its memories' references name the clients'.
         in_namespace = self.paths.root.parent.name == NAMESPACES_DIR and self.paths.root.parent.parent.name == DATA_DIR
         self._retriever.freshness = FreshnessChecker(self.paths.root, enabled=not in_namespace)
+        self._retriever.ancestry = Ancestry()
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()
@@ -435,15 +442,23 @@ class FlowbabyService:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None)
 
-    async def _stage(self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False) -> tuple[Memory, float]:
+    async def _stage(
+        self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False, origin: str | None = None
+    ) -> tuple[Memory, float]:
         """Commit in a thread (an fsync must not stall the event loop, nor stdio under
-        `bridge --http`), then queue the memory's vectors and wake the operation manager."""
-        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk)
+        `bridge --http`), then queue the memory's vectors and wake the operation manager.
+        `origin`: the folder of the front that sent it (its git checkout is recorded)."""
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk, self._origin(origin))
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
 
-    def _commit(self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False) -> tuple[Memory, float]:
+    def _origin(self, origin: str | None) -> Path:
+        return Path(origin) if origin and os.path.isabs(origin) else self.origin
+
+    def _commit(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation, under one
         lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
         `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
@@ -451,10 +466,13 @@ class FlowbabyService:
             self.settings.llm.require_key()
             if not bulk:
                 self.operations.check_backlog()
-            return self._insert(fields, meta, bulk)
+            return self._insert(fields, meta, bulk, origin)
 
-    def _insert(self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False) -> tuple[Memory, float]:
+    def _insert(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         started = time.perf_counter()
+        made_on = checkout(origin or self.origin)
         memory = Memory(
             memory_id="",
             topic_id=meta["topicId"],
@@ -475,6 +493,8 @@ class FlowbabyService:
             updated_at=meta["updatedAt"],
             staged_at=utc_now(),
             char_count=fields.char_count(),
+            branch=made_on.branch if made_on else None,
+            commit=made_on.commit if made_on else None,
         )
         try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
             capacity = None if bulk else self.operations.capacity
@@ -487,13 +507,16 @@ class FlowbabyService:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
 
-    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
         """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
-        `bulk`: an import's record, not held to the backlog limit (section 3.2)."""
+        `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
+        calling front's folder (an owner client's), whose git checkout the memory records."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"), bulk=bulk)
+            memory, store_sec = await self._stage(
+                request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
+            )
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
             raise
@@ -524,7 +547,7 @@ class FlowbabyService:
         self._audited("ingestForAgent", params, started, None)
         return response.model_dump(mode="json")
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
         """storeMemory, the LM-tool surface: metadata is optional and filled in here."""
         started = time.perf_counter()
         try:
@@ -542,7 +565,7 @@ class FlowbabyService:
                 "status": given.get("status", MemoryStatus.ACTIVE.value),
             }
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
-            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
+            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
@@ -641,6 +664,7 @@ class FlowbabyService:
         markdown: bool = False,
         lanes: frozenset[str] | None = None,
         agent_name: str | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
         """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
         `lanes` narrows the workspace's lanes, for ablations; `agent_name` is the caller
@@ -653,9 +677,11 @@ class FlowbabyService:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
+                reader = checkout(self._origin(origin))
                 try:
                     entries, used, abstained = await asyncio.wait_for(
-                        asyncio.to_thread(retriever.retrieve, request, lanes), self.settings.retrieval_timeout_sec
+                        asyncio.to_thread(retriever.retrieve, request, lanes, reader),
+                        self.settings.retrieval_timeout_sec,
                     )
                 except TimeoutError:
                     raise RetrievalError(
@@ -1022,12 +1048,14 @@ class MemoryService(Protocol):
 
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> dict[str, Any]: ...
-    async def ingest(self, params: Any, *, bulk: bool = ...) -> dict[str, Any]: ...
-    async def store_memory(self, params: Any) -> dict[str, Any]: ...
+    async def ingest(self, params: Any, *, bulk: bool = ..., origin: str | None = ...) -> dict[str, Any]: ...
+    async def store_memory(self, params: Any, *, origin: str | None = ...) -> dict[str, Any]: ...
     async def background_status(
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
     ) -> dict[str, Any]: ...
-    async def retrieve(self, params: Any, *, markdown: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def retrieve(
+        self, params: Any, *, markdown: bool = ..., agent_name: str | None = ..., origin: str | None = ...
+    ) -> dict[str, Any]: ...
     async def index_status(self, *, audited: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
     async def repair(self, params: Any = ...) -> dict[str, Any]: ...
     async def memory_context(
@@ -1073,6 +1101,7 @@ async def open_service(
         if error.code is ErrorCode.WORKSPACE_BUSY:
             with contextlib.suppress(OwnerGone):
                 client = await OwnerClient.connect(resolve_workspace(workspace), own)
+                client.origin = str(Path(os.fspath(workspace)).expanduser().resolve()) if workspace else None
                 print(
                     f"flowbaby {front}: pid {error.details.get('ownerPid')} owns the workspace; working through it",
                     file=sys.stderr,

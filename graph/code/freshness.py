@@ -169,6 +169,26 @@ def _git_env() -> dict[str, str]:
     return env
 
 
+def run_git(git: str, top: Path, *args: str) -> subprocess.CompletedProcess[bytes] | None:
+    """git in a repository that may be hostile (SAFE_GIT, no GIT_* from the caller, stdin closed,
+    a deadline); None when it could not run. A failure other than exit 1 is logged."""
+    try:
+        done = subprocess.run(
+            [git, *SAFE_GIT, "-C", str(top), *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_SEC,
+            env=_git_env(),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("git %s failed: %s", args[0], exc)
+        return None
+    if done.returncode not in (0, 1):
+        log.warning("git %s: %s", args[0], done.stderr.decode(errors="replace").strip()[:300])
+    return done
+
+
 @dataclass
 class Commit:
     id: str
@@ -294,20 +314,8 @@ class FreshnessChecker:
     def _run(self, *args: str) -> bytes | None:
         assert self.repo is not None and self.git is not None
         self.git_calls += 1
-        try:
-            done = subprocess.run(
-                [self.git, *SAFE_GIT, "-C", str(self.repo.top), *args],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT_SEC,
-                env=_git_env(),
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.warning("git %s failed: %s; references are checked by modification time", args[0], exc)
-            return None
-        if done.returncode not in (0, 1):  # grep answers 1 for "nothing found"
-            log.warning("git %s: %s", args[0], done.stderr.decode(errors="replace").strip()[:300])
+        done = run_git(self.git, self.repo.top, *args)
+        if done is None or done.returncode not in (0, 1):  # grep answers 1 for "nothing found"
             return None
         return done.stdout
 

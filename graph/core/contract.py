@@ -475,6 +475,12 @@ class RetrievalEntry(BaseModel):
     """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
     freshness: Freshness = NO_FRESHNESS
     """Whether the code the memory names is as it was when the memory was written."""
+    branch: str | None = None
+    """The git branch the memory was made on (null: detached, outside a repository, or made before it was recorded)."""
+    commit: str | None = None
+    """The commit checked out when it was made."""
+    unmerged: bool = False
+    """Made on a commit the reader's checkout does not contain: a branch not merged into the current one."""
 
 
 class FlowbabyContextResponse(BaseModel):
