@@ -5,6 +5,7 @@ changed content stages a new version (which supersedes the old one, contract sec
 
 from __future__ import annotations
 
+import asyncio
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,10 @@ from graph.code.adr import read_adrs, relative_path
 from graph.code.design_docs import parse_doc
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError, format_timestamp, utc_now
 
+BACKLOG_RETRIES = 20
+BACKLOG_WAIT_SEC = 30.0
+"""A team server holds imports to its backlog limit (a local owner does not): a refused record is sent
+again after the server's retryAfterSec (at most this), up to BACKLOG_RETRIES times."""
 COMPARED = ("topic", "context", "decisions", "rationale", "openQuestions", "nextSteps", "references")
 
 
@@ -38,7 +43,14 @@ async def _stage(service: Importer, payload: dict[str, Any]) -> str:
         same = all(newest.get(key, []) == payload.get(key, []) for key in COMPARED)
         if same and newest["status"] == payload["metadata"]["status"]:
             return "unchanged"
-    await service.ingest(payload, bulk=True)  # a user's import is not an agent's burst
+    for attempt in range(BACKLOG_RETRIES + 1):
+        try:
+            await service.ingest(payload, bulk=True)  # a user's import is not an agent's burst
+            break
+        except ContractFailure as failure:
+            if failure.code.value != ErrorCode.BACKLOG.value or attempt == BACKLOG_RETRIES:
+                raise
+            await asyncio.sleep(min(float(failure.details.get("retryAfterSec") or 1), BACKLOG_WAIT_SEC))
     return "updated" if versions else "added"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from graph.code import importer
 from graph.code.adr import parse_adr, read_adrs
 from graph.code.design_docs import parse_doc, slugify
 from graph.code.freshness import parse_reference
@@ -100,12 +101,17 @@ def test_docs_split_into_sections_with_file_and_heading_references() -> None:
 class Store:
     """The two service calls an import makes, over a list of versions per topic (contract section 7)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusals: int = 0) -> None:
         self.topics: dict[str, list[dict[str, Any]]] = {}
         self.ingested = 0
+        self.refusals = refusals
+        """Backlog refusals to answer first, as a team server does (it keeps its limit for imports)."""
 
     async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
         assert bulk  # an import is not held to the agents' backlog limit
+        if self.refusals:
+            self.refusals -= 1
+            raise FlowbabyError(ErrorCode.BACKLOG, "Background queue full (5 operations max).", retryAfterSec=30)
         request = validate_request(FlowbabyIngestRequest, params)
         self.ingested += 1
         version = {**request.model_dump(mode="json", exclude={"metadata"}), "status": request.metadata.status.value}
@@ -155,3 +161,20 @@ def test_docs_import_is_idempotent_and_bad_paths_are_refused(tmp_path: Path) -> 
     assert missing.value.code is ErrorCode.INVALID_WORKSPACE_PATH
     with pytest.raises(FlowbabyError):
         asyncio.run(import_adrs(store, tmp_path / "no-adrs", tmp_path))
+
+
+def test_a_backlog_refusal_is_waited_out_and_nothing_is_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(importer.asyncio, "sleep", sleep)
+    monkeypatch.setattr(importer, "BACKLOG_WAIT_SEC", 0.5)
+    store = Store(refusals=3)
+    reply = asyncio.run(import_adrs(store, FIXTURES / "madr", tmp_path))
+    assert (reply["added"], store.ingested, slept) == (7, 7, [0.5, 0.5, 0.5])
+    monkeypatch.setattr(importer, "BACKLOG_RETRIES", 2)
+    with pytest.raises(FlowbabyError) as refused:
+        asyncio.run(import_adrs(Store(refusals=5), FIXTURES / "madr", tmp_path))
+    assert refused.value.code is ErrorCode.BACKLOG
