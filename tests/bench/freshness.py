@@ -3,7 +3,8 @@
 A real git repository (400 files, 600 commits with edits, renames and deletions) and 15 memories
 (the window a 10-result retrieval checks: maxResults + FRESHNESS_WINDOW), each naming a file, a
 `path:symbol`, a folder and a bare symbol. Warm: the same HEAD, so no git process runs; cold: the
-first check after a new commit (one `git log`, one `git grep` for every bare symbol). Wall times on a
+first check after a new commit (one `git log`, one `git grep` for every bare symbol). Half the memories
+were made on a branch the reader lacks: each distinct commit costs one `git merge-base` when cold. Wall times on a
 shared machine carry its load; the thread's CPU time is given beside them."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from graph.code.branches import Ancestry, checkout
 from graph.code.freshness import FreshnessChecker
 from graph.search.retrieval import FRESHNESS_WINDOW
 from tests.bench.ingest import percentile
@@ -62,6 +64,11 @@ def build_repo(root: Path) -> list[str]:
                 handle.write(f"# edit {n}\n")
             _git(root, "add", path)
         _git(root, "commit", "-qm", f"change {n}", date=date)
+    _git(root, "checkout", "-q", "-b", "side")  # a branch the memories' reader (main) does not contain
+    (root / "SIDE.md").write_text("side\n")
+    _git(root, "add", "SIDE.md")
+    _git(root, "commit", "-qm", "side work", date="2026-11-01T00:00:00Z")
+    _git(root, "checkout", "-q", "main")
     return paths
 
 
@@ -75,18 +82,30 @@ def run_freshness(root: Path, rounds: int = 300) -> dict[str, Any]:
         a, b = rng.sample(paths, 2)
         number = a.split("_")[-1][:-3]
         memories.append(([a, f"{b}:run", a.split("/")[0] + "/", f"Thing{number}.run"], "2026-06-01T00:00:00.000Z"))
-    checker = FreshnessChecker(repo)
+    side = subprocess.run(["git", "rev-parse", "side"], cwd=repo, capture_output=True, text=True, check=True)
+    commits = [side.stdout.strip() if i % 2 else "" for i in range(window)]
+    reader = checkout(repo)
+    assert reader is not None and reader.commit is not None
+    commits = [c or reader.commit for c in commits]
+    checker, ancestry = FreshnessChecker(repo), Ancestry()
+
+    def added_work() -> list[bool | None]:
+        """What retrieve adds for its window: freshness, then the unmerged check per memory."""
+        checker.check_many(memories)
+        return [ancestry.merged(commit, reader) for commit in commits]
+
     started = time.perf_counter()
     first = checker.check_many(memories)
+    merged = [ancestry.merged(commit, reader) for commit in commits]
     cold_ms = (time.perf_counter() - started) * 1000
-    cold_calls = checker.git_calls
+    cold_calls = checker.git_calls + ancestry.git_calls
     warm, cpu = [], []
     for _ in range(rounds):
         started, started_cpu = time.perf_counter(), time.thread_time()
-        checker.check_many(memories)
+        added_work()
         warm.append((time.perf_counter() - started) * 1000)
         cpu.append((time.thread_time() - started_cpu) * 1000)
-    warm_calls = checker.git_calls - cold_calls
+    warm_calls = checker.git_calls + ancestry.git_calls - cold_calls
     states: dict[str, int] = {}
     for fresh in first:
         for ref in fresh.references:
@@ -96,13 +115,14 @@ def run_freshness(root: Path, rounds: int = 300) -> dict[str, Any]:
     _git(repo, "add", "NEW.md")
     _git(repo, "commit", "-qm", "new head", date="2026-12-01T00:00:00Z")
     started = time.perf_counter()
-    checker.check_many(memories)
+    added_work()
     new_head_ms = (time.perf_counter() - started) * 1000
     return {
         "repository": {"files": FILES, "commits": COMMITS + 1},
         "memoriesChecked": window,
         "referencesPerMemory": 4,
         "referenceStates": states,
+        "unmergedMemories": merged.count(False),
         "coldMs": round(cold_ms, 2),
         "coldGitCalls": cold_calls,
         "newHeadMs": round(new_head_ms, 2),
