@@ -159,6 +159,10 @@ FRESHNESS_WAIT_SEC = 10.0
 answers from what is indexed and says how many memories it could not search yet."""
 
 
+MAX_CHECKED_FOLDERS = 32
+"""Freshness checkers kept (one per folder retrievals come from: the main checkout and its worktrees)."""
+
+
 class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
@@ -211,6 +215,7 @@ class FlowbabyService:
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
         self.origin = paths.root
+        self._checkers: dict[Path, FreshnessChecker] = {}
         """The folder this process was opened for (a worktree may share the main checkout's store):
         whose git checkout a memory staged here records, and retrievals are read against."""
 
@@ -307,8 +312,7 @@ class FlowbabyService:
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
         # A team server's namespace folder holds no code: its memories' references name the clients'.
-        in_namespace = self.paths.root.parent.name == NAMESPACES_DIR and self.paths.root.parent.parent.name == DATA_DIR
-        self._retriever.freshness = FreshnessChecker(self.paths.root, enabled=not in_namespace)
+        self._retriever.freshness = self._freshness_for(self.origin)
         self._retriever.ancestry = Ancestry()
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
@@ -452,6 +456,18 @@ class FlowbabyService:
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
+
+    def _freshness_for(self, folder: Path) -> FreshnessChecker:
+        """The checker of the folder a retrieval comes from (a worktree checks its own files), kept
+        per folder; a team server's namespace folder holds no code (its references are the clients')."""
+        checker = self._checkers.get(folder)
+        if checker is None:
+            root = self.paths.root
+            in_namespace = root.parent.name == NAMESPACES_DIR and root.parent.parent.name == DATA_DIR
+            if len(self._checkers) >= MAX_CHECKED_FOLDERS:
+                self._checkers.clear()
+            checker = self._checkers[folder] = FreshnessChecker(folder, enabled=not in_namespace)
+        return checker
 
     def _origin(self, origin: str | None) -> Path:
         return Path(origin) if origin and os.path.isabs(origin) else self.origin
@@ -677,10 +693,11 @@ class FlowbabyService:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
-                reader = checkout(self._origin(origin))
+                folder = self._origin(origin)
+                reader, checker = checkout(folder), self._freshness_for(folder)
                 try:
                     entries, used, abstained = await asyncio.wait_for(
-                        asyncio.to_thread(retriever.retrieve, request, lanes, reader),
+                        asyncio.to_thread(retriever.retrieve, request, lanes, reader, checker),
                         self.settings.retrieval_timeout_sec,
                     )
                 except TimeoutError:

@@ -100,9 +100,8 @@ def test_memories_record_their_branch_and_another_branchs_are_marked_until_merge
     git(worktree, "commit", "-qm", "feature work")
     on_main = spawn(main, *UNTHROTTLED)
     on_feature = spawn(worktree, *UNTHROTTLED)  # through the main checkout's owner
-    assert on_feature.result(
-        "ingestForAgent", memory("flag-rollout", "Flag rollout", "The checkout flag rolls out to ten percent first.")
-    )["success"]
+    rollout = memory("flag-rollout", "Flag rollout", "The checkout flag rolls out to ten percent first.")
+    assert on_feature.result("ingestForAgent", {**rollout, "references": ["feature.py"]})["success"]
     assert on_main.result(
         "ingestForAgent", memory("flag-cleanup", "Flag cleanup", "Old checkout flags are removed after a month.")
     )["success"]
@@ -119,6 +118,12 @@ def test_memories_record_their_branch_and_another_branchs_are_marked_until_merge
         "flag-cleanup": ("main", False),
     }
     assert "**Branch:** made on `feature` at " in from_main["markdown"]
+    # each reader checks code references against its own checkout: feature.py is only on the branch
+    rollout_seen = next(e for e in from_main["entries"] if e["topicId"] == "flag-rollout")
+    assert rollout_seen["freshness"]["references"][0]["state"] == "missing"
+    on_branch = on_feature.result("retrieveForAgent", query)["entries"]
+    found = next(e for e in on_branch if e["topicId"] == "flag-rollout")["freshness"]["references"][0]
+    assert (found["state"], found["commits"]) == ("changed", 1)  # committed after the memory's updatedAt (2025)
     assert "not merged into the current branch" in from_main["markdown"]
     assert seen(on_feature) == {"flag-rollout": ("feature", False), "flag-cleanup": ("main", False)}
     git(main, "merge", "-q", "--no-edit", "feature")

@@ -536,11 +536,17 @@ class Retriever:
 
     # -- packing ----------------------------------------------------------------------
     def retrieve(
-        self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES, reader: Checkout | None = None
+        self,
+        request: FlowbabyContextRequest,
+        lanes: frozenset[str] = LANES,
+        reader: Checkout | None = None,
+        freshness: FreshnessChecker | None = None,
     ) -> Retrieved:
         """Entries packed into maxResults and maxTokens, the tokens they use, and why nothing was
         returned when the retriever abstained. `reader`: the caller's git checkout, against which
-        memories made on other branches are marked unmerged."""
+        memories made on other branches are marked unmerged; `freshness`: the checker of the caller's
+        folder (default: self.freshness, the workspace's)."""
+        checker = freshness or self.freshness
         entries: list[RetrievalEntry] = []
         used = 0
         ranked = self.rank(request, lanes)
@@ -552,7 +558,7 @@ class Retriever:
         if reason:
             return Retrieved([], 0, reason)
         window = ranked[: request.maxResults + FRESHNESS_WINDOW]
-        fresh = self._check_freshness(window)
+        fresh = self._check_freshness(window, checker)
         unmerged = {s.memory.memory_id for s in window if self._unmerged(s.memory, reader)}
         penalties = {
             s.memory.memory_id: MISSING_PENALTY * _all_gone(fresh[s.memory.memory_id])
@@ -596,7 +602,7 @@ class Retriever:
                     ),
                     via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
                     possiblySupersededBy=item.superseded_by,
-                    freshness=fresh.get(memory.memory_id) or self._check_freshness([item])[memory.memory_id],
+                    freshness=fresh.get(memory.memory_id) or self._check_freshness([item], checker)[memory.memory_id],
                     branch=memory.branch,
                     commit=memory.commit,
                     unmerged=memory.memory_id in unmerged or self._unmerged(memory, reader),
@@ -609,10 +615,11 @@ class Retriever:
             return False
         return self.ancestry.merged(memory.commit, reader) is False
 
-    def _check_freshness(self, items: list[Scored]) -> dict[str, Freshness]:
-        if self.freshness is None:
+    @staticmethod
+    def _check_freshness(items: list[Scored], checker: FreshnessChecker | None) -> dict[str, Freshness]:
+        if checker is None:
             return {item.memory.memory_id: NO_FRESHNESS for item in items}
-        checked = self.freshness.check_many([(item.memory.references, item.memory.updated_at) for item in items])
+        checked = checker.check_many([(item.memory.references, item.memory.updated_at) for item in items])
         return {item.memory.memory_id: f for item, f in zip(items, checked, strict=True)}
 
 
