@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate`, `connect` and `hook`."""
+`tokens`, `migrate`, `connect`, `hook`, `import` and `link`."""
 
 from __future__ import annotations
 
@@ -234,6 +234,11 @@ def build_parser() -> FlowbabyParser:
     add_sessions_command(commands)
     add_tokens_command(commands)
     add_team_commands(commands)
+    from flowbaby.import_command import add_import_command
+    from flowbaby.link_command import add_link_command
+
+    add_import_command(commands)
+    add_link_command(commands)
     return parser
 
 
@@ -244,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(hook_main(given[1:]))
     from flowbaby.graph_command import run_graph_command
+    from flowbaby.import_command import run_import_command
+    from flowbaby.link_command import run_link_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.team_command import run_team_command
     from flowbaby.tokens_command import run_tokens_command
@@ -251,13 +258,17 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
+    if args.command == "link":
+        sys.exit(run_link_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "import"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command == "import":
+        sys.exit(run_import_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
@@ -33,6 +34,9 @@ from graph.backends.team.change_feed import RemoteChanges
 from graph.backends.vectors import MemoryVectors
 from graph.capture.distil import normal
 from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
+from graph.code.branches import Ancestry, checkout
+from graph.code.freshness import FreshnessChecker
+from graph.code.importer import import_adrs, import_docs
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
@@ -81,7 +85,7 @@ from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token, read_private_file
-from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace import DATA_DIR, WorkspaceLock, WorkspacePaths, link_workspace, resolve_workspace
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
@@ -115,6 +119,10 @@ __all__ = [
     "migrate_workspace",
     "open_service",
     "take_stdout",
+    # flowbaby import adr|docs (flowbaby/import_command.py), flowbaby link (flowbaby/link_command.py)
+    "import_adrs",
+    "import_docs",
+    "link_workspace",
     # the team server (api/tenancy.py, flowbaby/tokens_command.py)
     "NAMESPACES_DIR",
     "GrantCache",
@@ -153,6 +161,10 @@ EMBED_BATCH = 64
 FRESHNESS_WAIT_SEC = 10.0
 """How long a retrieval waits for memories staged just before it to be embedded; past that it
 answers from what is indexed and says how many memories it could not search yet."""
+
+
+MAX_CHECKED_FOLDERS = 32
+"""Freshness checkers kept (one per folder retrievals come from: the main checkout and its worktrees)."""
 
 
 class FlowbabyService:
@@ -212,6 +224,10 @@ class FlowbabyService:
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
         self._capture_lock = asyncio.Lock()
+        self.origin = paths.root
+        self._checkers: dict[Path, FreshnessChecker] = {}
+        """The folder this process was opened for (a worktree may share the main checkout's store):
+        whose git checkout a memory staged here records, and retrievals are read against."""
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -244,6 +260,7 @@ class FlowbabyService:
                 configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
             service = cls(paths, settings, lock, rate or None, embedder, backend)
+            service.origin = Path(os.fspath(workspace)).expanduser().resolve() if workspace else paths.root
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
@@ -306,6 +323,9 @@ class FlowbabyService:
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        # A team server's namespace folder holds no code: its memories' references name the clients'.
+        self._retriever.freshness = self._freshness_for(self.origin)
+        self._retriever.ancestry = Ancestry()
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()
@@ -438,24 +458,49 @@ class FlowbabyService:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None)
 
-    async def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    async def _stage(
+        self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False, origin: str | None = None
+    ) -> tuple[Memory, float]:
         """Commit in a thread (an fsync must not stall the event loop, nor stdio under
-        `bridge --http`), then queue the memory's vectors and wake the operation manager."""
-        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta)
+        `bridge --http`), then queue the memory's vectors and wake the operation manager.
+        `origin`: the folder of the front that sent it (its git checkout is recorded)."""
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk, self._origin(origin))
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
 
-    def _commit(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _freshness_for(self, folder: Path) -> FreshnessChecker:
+        """The checker of the folder a retrieval comes from (a worktree checks its own files), kept
+        per folder; a team server's namespace folder holds no code (its references are the clients')."""
+        checker = self._checkers.get(folder)
+        if checker is None:
+            root = self.paths.root
+            in_namespace = root.parent.name == NAMESPACES_DIR and root.parent.parent.name == DATA_DIR
+            if len(self._checkers) >= MAX_CHECKED_FOLDERS:
+                self._checkers.clear()
+            checker = self._checkers[folder] = FreshnessChecker(folder, enabled=not in_namespace)
+        return checker
+
+    def _origin(self, origin: str | None) -> Path:
+        return Path(origin) if origin and os.path.isabs(origin) else self.origin
+
+    def _commit(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation, under one
-        lock so that the backlog check and the insert cannot interleave."""
+        lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
+        `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
         with self._stage_lock:
             self.settings.llm.require_key()
-            self.operations.check_backlog()
-            return self._insert(fields, meta)
+            if not bulk:
+                self.operations.check_backlog()
+            return self._insert(fields, meta, bulk, origin)
 
-    def _insert(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _insert(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         started = time.perf_counter()
+        made_on = checkout(origin or self.origin)
         memory = Memory(
             memory_id="",
             topic_id=meta["topicId"],
@@ -476,9 +521,12 @@ class FlowbabyService:
             updated_at=meta["updatedAt"],
             staged_at=utc_now(),
             char_count=fields.char_count(),
+            branch=made_on.branch if made_on else None,
+            commit=made_on.commit if made_on else None,
         )
         try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
-            memory = self.store.stage(memory, new_operation_id(), capacity=self.operations.capacity)
+            capacity = None if bulk else self.operations.capacity
+            memory = self.store.stage(memory, new_operation_id(), capacity=capacity)
         except BacklogFull:
             raise self.operations.backlog_error() from None
         except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
@@ -487,12 +535,16 @@ class FlowbabyService:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        """ingestForAgent: validate, stage durably, queue graph building; milliseconds."""
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
+        `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
+        calling front's folder (an owner client's), whose git checkout the memory records."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"))
+            memory, store_sec = await self._stage(
+                request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
+            )
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
             raise
@@ -523,12 +575,12 @@ class FlowbabyService:
         self._audited("ingestForAgent", params, started, None)
         return response.model_dump(mode="json")
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
         """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
         started = time.perf_counter()
         try:
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
+            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
@@ -627,6 +679,7 @@ class FlowbabyService:
         markdown: bool = False,
         lanes: frozenset[str] | None = None,
         agent_name: str | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
         """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
         `lanes` narrows the workspace's lanes, for ablations; `agent_name` is the caller
@@ -639,12 +692,16 @@ class FlowbabyService:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
+                folder = self._origin(origin)
+                checker = self._freshness_for(folder)
 
                 def search() -> tuple[Retrieved, int, bool]:
                     """Everything the answer reads, in one thread hop: the stored count (for the
-                    indexing note), the ranking, and whether the projection needs a rebuild."""
+                    indexing note), the reader's checkout, the ranking (with the references'
+                    freshness), and whether the projection needs a rebuild."""
                     stored = self.store.counts()["memories"]
-                    return retriever.retrieve(request, lanes), stored, self._check_projection()
+                    found = retriever.retrieve(request, lanes, checkout(folder), checker)
+                    return found, stored, self._check_projection()
 
                 try:
                     (entries, used, abstained), stored, rebuild = await asyncio.wait_for(
@@ -1091,12 +1148,14 @@ class MemoryService(Protocol):
 
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> dict[str, Any]: ...
-    async def ingest(self, params: Any) -> dict[str, Any]: ...
-    async def store_memory(self, params: Any) -> dict[str, Any]: ...
+    async def ingest(self, params: Any, *, bulk: bool = ..., origin: str | None = ...) -> dict[str, Any]: ...
+    async def store_memory(self, params: Any, *, origin: str | None = ...) -> dict[str, Any]: ...
     async def background_status(
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
     ) -> dict[str, Any]: ...
-    async def retrieve(self, params: Any, *, markdown: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def retrieve(
+        self, params: Any, *, markdown: bool = ..., agent_name: str | None = ..., origin: str | None = ...
+    ) -> dict[str, Any]: ...
     async def index_status(self, *, audited: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
     async def repair(self, params: Any = ...) -> dict[str, Any]: ...
     async def memory_context(
@@ -1145,6 +1204,7 @@ async def open_service(
         if error.code is ErrorCode.WORKSPACE_BUSY:
             with contextlib.suppress(OwnerGone):
                 client = await OwnerClient.connect(resolve_workspace(workspace), own)
+                client.origin = str(Path(os.fspath(workspace)).expanduser().resolve()) if workspace else None
                 print(
                     f"flowbaby {front}: pid {error.details.get('ownerPid')} owns the workspace; working through it",
                     file=sys.stderr,

@@ -440,6 +440,46 @@ class GraphSnapshotRequest(_Strict):
     hops: int = Field(default=2, ge=1, le=3)
 
 
+ReferenceState = Literal["current", "changed", "moved", "missing", "unknown"]
+FreshnessState = Literal["current", "changed", "missing", "unknown", "none"]
+
+
+class CommitInfo(BaseModel):
+    """The newest commit that touched a reference since the memory was written."""
+
+    id: str
+    date: str
+    subject: str
+
+
+class ReferenceFreshness(BaseModel):
+    """One code reference of a memory (a file, a folder or a symbol) checked against the code now."""
+
+    reference: str
+    kind: Literal["file", "folder", "symbol"]
+    path: str | None
+    """Relative to the workspace; for a bare symbol, the file it was found in (null if none)."""
+    symbol: str | None = None
+    state: ReferenceState
+    commits: int | None = None
+    """Commits touching it since the memory's updatedAt (null on the mtime basis)."""
+    newest: CommitInfo | None = None
+    movedTo: str | None = None
+    reason: str | None = None
+    """Why a reference is missing or unknown."""
+
+
+class Freshness(BaseModel):
+    """Whether a memory's code references still hold (graph.code.freshness)."""
+
+    state: FreshnessState
+    basis: Literal["git", "mtime", "off"]
+    references: list[ReferenceFreshness] = Field(default_factory=list)
+
+
+NO_FRESHNESS = Freshness(state="none", basis="off")
+
+
 class RetrievalEntry(BaseModel):
     summaryText: str
     topic: str
@@ -460,6 +500,14 @@ class RetrievalEntry(BaseModel):
     """For a memory placed by the graph: the memory it was reached from and the names they share."""
     possiblySupersededBy: str | None = None
     """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
+    freshness: Freshness = NO_FRESHNESS
+    """Whether the code the memory names is as it was when the memory was written."""
+    branch: str | None = None
+    """The git branch the memory was made on (null: detached, outside a repository, or made before it was recorded)."""
+    commit: str | None = None
+    """The commit checked out when it was made."""
+    unmerged: bool = False
+    """Made on a commit the reader's checkout does not contain: a branch not merged into the current one."""
 
 
 class FlowbabyContextResponse(BaseModel):

@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS memories (
     char_count INTEGER NOT NULL,
     graph_state TEXT NOT NULL DEFAULT 'pending',
     operation_id TEXT,
+    git_branch TEXT,
+    git_commit TEXT,
     UNIQUE (topic_id, version)
 );
 CREATE INDEX IF NOT EXISTS memories_topic ON memories (topic_id);
@@ -92,6 +94,10 @@ class Memory:
     graph_state: str = "pending"
     operation_id: str | None = None
     supersedes: str | None = field(default=None, compare=False)
+    branch: str | None = None
+    """The git branch the memory was made on (null: detached HEAD, or not in a repository)."""
+    commit: str | None = None
+    """The commit checked out when it was made: retrieval marks it unmerged when the caller's HEAD lacks it."""
 
     def sections(self) -> list[tuple[str, list[str]]]:
         """The summary's text, field by field, in reading order."""
@@ -140,7 +146,17 @@ def row_to_memory(row: Row) -> Memory:
         char_count=row["char_count"],
         graph_state=row["graph_state"],
         operation_id=row["operation_id"],
+        branch=_optional(row, "git_branch"),
+        commit=_optional(row, "git_commit"),
     )
+
+
+def _optional(row: Row, key: str) -> Any:
+    """A column that stores made before it was added lack (a partial SELECT, too)."""
+    try:
+        return row[key]
+    except (IndexError, KeyError):
+        return None
 
 
 def insert_memory_sql(mark: str) -> str:
@@ -149,9 +165,9 @@ def insert_memory_sql(mark: str) -> str:
     columns = (
         "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
         "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
-        "graph_state, operation_id"
+        "graph_state, operation_id, git_branch, git_commit"
     )
-    marks = ",".join([mark] * 19 + ["'pending'", mark])
+    marks = ",".join([mark] * 19 + ["'pending'", mark, mark, mark])
     return f"INSERT INTO memories ({columns}) VALUES ({marks})"
 
 
@@ -178,6 +194,8 @@ def memory_values(memory: Memory, operation_id: str | None) -> tuple[Any, ...]:
         memory.staged_at,
         memory.char_count,
         operation_id,
+        memory.branch,
+        memory.commit,
     )
 
 
@@ -263,6 +281,10 @@ class MemoryStore:
                 if verdict != "ok":
                     raise sqlite3.DatabaseError(verdict)
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories)")}
+            for column in ("git_branch", "git_commit"):  # stores made before memories recorded git
+                if column not in columns:
+                    self._conn.execute(f"ALTER TABLE memories ADD COLUMN {column} TEXT")
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(Exception):
                 self._conn.close()

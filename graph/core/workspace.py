@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import stat
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from pathlib import Path
 from graph.core.contract import ErrorCode, FlowbabyError
 
 DATA_DIR = ".flowbaby"
+LINK_FILE = "link.json"
+"""`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = Tru
         raise FlowbabyError(
             ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {root}"
         )
-    paths = WorkspacePaths(root.resolve())
+    paths = WorkspacePaths(shared_root(root.resolve()))
     if os.path.lexists(paths.data):
         check_data_folder(paths)
     if not create:
@@ -124,6 +127,82 @@ def check_data_folder(paths: WorkspacePaths) -> None:
             ErrorCode.INVALID_WORKSPACE_PATH,
             f"Refusing the workspace's data folder {paths.data}: it {problem}",
         )
+
+
+def shared_root(root: Path) -> Path:
+    """The workspace that keeps `root`'s memory: the target of its `flowbaby link`, else, for a linked
+    git worktree, the repository's main checkout (found through git's common directory, read from
+    the `.git` file and `commondir` as `git rev-parse --git-common-dir` does, without running git in
+    a repository that may be hostile), else `root` itself. A worktree that already holds its own
+    memory store keeps it."""
+    linked = read_link(root)
+    if linked is not None:
+        return linked
+    if (root / DATA_DIR / "memories.sqlite").exists():
+        return root
+    main = main_checkout(root)
+    return main if main is not None else root
+
+
+def main_checkout(root: Path) -> Path | None:
+    """The main working tree of the repository `root` is a linked worktree of, or None."""
+    dot = root / ".git"
+    if not dot.is_file():
+        return None
+    try:
+        line = dot.read_text(encoding="utf-8").strip()
+        git_dir = (root / line.removeprefix("gitdir:").strip()).resolve()
+        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:") or common.name != ".git" or not common.is_dir():
+        return None  # a bare repository or a submodule: no main checkout to share
+    main = common.parent
+    return main if main != root and main.is_dir() else None
+
+
+def read_link(root: Path) -> Path | None:
+    """The workspace `flowbaby link` pointed `root` at. The file counts only if it is this user's,
+    not a symlink and mode 0600, as `flowbaby link` writes it: a link.json that arrived with a
+    cloned repository (git writes 0644) cannot send a folder's memories elsewhere."""
+    path = root / DATA_DIR / LINK_FILE
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        target = Path(json.loads(path.read_text(encoding="utf-8"))["workspace"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return target.resolve() if target.is_absolute() and target.is_dir() else None
+
+
+def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str] | None) -> dict[str, str | None]:
+    """`flowbaby link`: make `folder` (a clone) use `target`'s memory, or undo that with target None."""
+    here = Path(folder).expanduser().resolve()
+    if not here.is_dir():
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Not a folder: {here}")
+    path = here / DATA_DIR / LINK_FILE
+    if target is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return {"workspace": str(here), "linkedTo": None}
+    there = Path(target).expanduser()
+    if not there.is_dir():
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {there}"
+        )
+    final = shared_root(there.resolve())  # link to where the target's memory really is: no chains
+    if final == here:
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{here} cannot be linked to itself")
+    path.parent.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({"workspace": str(final)}, handle)
+    os.replace(temporary, path)
+    return {"workspace": str(here), "linkedTo": str(final)}
 
 
 def create_private(path: Path) -> None:

@@ -159,6 +159,9 @@ class OwnerClient:
         self._switch = asyncio.Lock()
         self._watching = False
         """This front asked for session watching: a process that takes over keeps it going."""
+        self.origin: str | None = None
+        """This front's own folder (a worktree of the owner's repository, say): sent with stagings and
+        retrievals so the owner records and reads against this front's git checkout."""
 
     @classmethod
     async def connect(cls, paths: WorkspacePaths, opener: Opener, deadline_sec: float = 10.0) -> OwnerClient:
@@ -233,19 +236,23 @@ class OwnerClient:
     async def health(self) -> dict[str, Any]:
         return await self._dict("health")
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        return await self._dict("ingest", params=params)
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        return await self._dict("ingest", params=params, bulk=bulk, origin=origin or self.origin)
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
-        return await self._dict("store_memory", params=params)
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+        return await self._dict("store_memory", params=params, origin=origin or self.origin)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
     ) -> dict[str, Any]:
         return await self._dict("background_status", params=params, audited=audited, agent_name=agent_name)
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
-        return await self._dict("retrieve", params=params, markdown=markdown, agent_name=agent_name)
+    async def retrieve(
+        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
+    ) -> dict[str, Any]:
+        return await self._dict(
+            "retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin or self.origin
+        )
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
         return await self._dict("index_status", audited=audited, agent_name=agent_name)

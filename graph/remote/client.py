@@ -181,10 +181,11 @@ class RemoteService:
             )
         return reply
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        # `bulk` and `origin` are for a local owner; a team server keeps its own limits and records no checkout
         return self._watch(await self._request("POST", "/api/agent/ingest", body=params))
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
         return self._watch(await self._request("POST", "/api/agent/memories", body=params))
 
     async def background_status(
@@ -201,7 +202,9 @@ class RemoteService:
                 return {"success": True, "operationId": request.operationId, "status": "unknown"}
             raise
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+    async def retrieve(
+        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
+    ) -> dict[str, Any]:
         query = {"format": "markdown"} if markdown else None
         reply: dict[str, Any] = await self._request(
             "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True

@@ -108,6 +108,22 @@ def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
 
 
+@section("freshness")
+def _freshness(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: what checking the code references of a 10-result retrieval adds (warm p95 <= 5 ms)."""
+    from tests.bench.freshness import run_freshness
+
+    return run_freshness(root)
+
+
+@section("import")
+def _import(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import."""
+    from tests.bench.code_import import run_code_import
+
+    return run_code_import(root)
+
+
 @section("devset")
 def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.devset import run_devset

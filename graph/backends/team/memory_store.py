@@ -245,6 +245,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        8,
+        "the git branch and commit each memory was made on",
+        """
+        ALTER TABLE memories ADD COLUMN git_branch TEXT, ADD COLUMN git_commit TEXT;
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
