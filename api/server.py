@@ -231,15 +231,3 @@ class _Server(uvicorn.Server):
                 yield
         else:
             yield
-
-
-def run(
-    workspace: str,
-    host: str,
-    port: int,
-    allow_remote: bool,
-    rate_limit_per_minute: int | None,
-    tls: TLS | None = None,
-    docs: bool = False,
-) -> int:
-    return asyncio.run(serve(workspace, host, port, allow_remote, rate_limit_per_minute, tls, docs))

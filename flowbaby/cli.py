@@ -297,12 +297,15 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
     if args.command == "serve":
-        from api.server import run, tls_pair
+        import asyncio
+
+        from api.server import serve, tls_pair
 
         tls = tls_pair(args.tls_cert, args.tls_key)
-        sys.exit(
-            run(args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs)
+        server = serve(
+            args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs
         )
+        sys.exit(asyncio.run(server))
     from flowbaby.demo import run_demo
 
     sys.exit(run_demo(args.workspace, fresh=args.fresh))

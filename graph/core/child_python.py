@@ -10,6 +10,7 @@ flowbaby as their parent and nothing from the folder they run in (INGEST_CONTRAC
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,3 +31,12 @@ def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     entries = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(e)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(SOURCE_ROOT), *entries]))
     return env
+
+
+def run_module(what: str, module: str, *args: str) -> None:
+    """Run `python -m module args...` isolated, to its end; RuntimeError naming `what` and the
+    child's last stderr line if it fails."""
+    done = subprocess.run(module_command(module, *args), env=child_env(), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"{what} failed: {tail[0]}")

@@ -7,9 +7,6 @@ captured memory that the bridge retrieves."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge.client import PROJECT_ROOT, BridgeClient
+from bridge.client import BridgeClient
 from tests.integration.test_http_api import Server
+from tests.support.client_env import CLAUDE_CODE, flowbaby_install, isolated_env, run_client
 from tests.support.fake_anthropic_model import FakeAnthropicModel
-from tests.support.npm_tools import npm_tool
 
 pytestmark = pytest.mark.slow
 
@@ -33,36 +30,18 @@ FACT = "The staging database password rotates every Friday at 17:00 UTC, from th
 class Setup:
     def __init__(self, root: Path, model: FakeAnthropicModel) -> None:
         self.project, self.model = root / "project", model
-        for folder in (self.project, root / "home", root / "claude"):
-            folder.mkdir()
-        self.env = {
-            **os.environ,
-            "HOME": str(root / "home"),
-            "CLAUDE_CONFIG_DIR": str(root / "claude"),
-            "ANTHROPIC_BASE_URL": model.url,
-            "ANTHROPIC_API_KEY": "sk-ant-offline-test",
-            "PYTHONPATH": str(PROJECT_ROOT),
-        }
+        self.project.mkdir()
+        self.env = isolated_env(root, claude_url=model.url)
 
     def claude(self, message: str, *flags: str) -> None:
-        command = [str(npm_tool("@anthropic-ai/claude-code", "2.1.332", "claude")), "-p", message, *flags]
-        env = {**self.env, "PWD": str(self.project)}
-        result = subprocess.run(command, cwd=self.project, env=env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[-3000:]
+        run_client(CLAUDE_CODE, ["-p", message, *flags], self.project, self.env)
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Server, dict[str, str]]]:
     with FakeAnthropicModel() as model:
         setup = Setup(tmp_path_factory.mktemp("hooks"), model)
-        install = subprocess.run(
-            [sys.executable, "-c", "from flowbaby.cli import main; main()", "install", "--client", "claude-code"],
-            cwd=setup.project,
-            env=setup.env,
-            capture_output=True,
-            text=True,
-        )
-        assert install.returncode == 0, install.stderr
+        flowbaby_install(setup.project, setup.env, "--client", "claude-code")
         server = Server(
             setup.project,
             "--rate-limit-per-minute",
@@ -108,6 +87,20 @@ def _until(check: Any, what: str, timeout: float = 90) -> Any:
     raise AssertionError(f"timed out waiting until {what}")
 
 
+def assert_captured(project: Path, env: dict[str, str], client: str) -> None:
+    """The session where the user decided to retry webhooks 6 times and the agent wrote
+    src/webhooks.py is a captured memory that the bridge retrieves, decision and file included."""
+    with BridgeClient(project, env=env, extra_args=["--rate-limit-per-minute", "0"]) as bridge:
+
+        def captured() -> dict[str, Any] | None:
+            reply = bridge.result("retrieveForAgent", {"query": "how often do we retry outgoing webhooks"})
+            return next((e for e in reply["entries"] if e["topicId"].startswith(f"session-{client}-")), None)
+
+        entry = _until(captured, "the captured session is retrievable through the bridge")
+    assert any("retry outgoing webhooks 6 times" in d for d in entry["decisions"])
+    assert "src/webhooks.py" in entry["summaryText"]  # the written file, as a reference
+
+
 def _sent(model: FakeAnthropicModel, start: int) -> str:
     return json.dumps(model.requests[start:])
 
@@ -143,12 +136,4 @@ def test_a_session_with_a_decision_and_an_edit_is_captured(setup: tuple[Setup, S
         "Write",
     )
     assert target.read_text() == "RETRIES = 6\n"
-    with BridgeClient(clients.project, env=clients.env, extra_args=["--rate-limit-per-minute", "0"]) as bridge:
-
-        def captured() -> dict[str, Any] | None:
-            reply = bridge.result("retrieveForAgent", {"query": "how often do we retry outgoing webhooks"})
-            return next((e for e in reply["entries"] if e["topicId"].startswith("session-claude-code-")), None)
-
-        entry = _until(captured, "the captured session is retrievable through the bridge")
-    assert any("retry outgoing webhooks 6 times" in d for d in entry["decisions"])
-    assert "src/webhooks.py" in entry["summaryText"]  # the written file, as a reference
+    assert_captured(clients.project, clients.env, "claude-code")

@@ -7,9 +7,6 @@ that the bridge retrieves."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from bridge.client import PROJECT_ROOT, BridgeClient
-from tests.e2e.test_claude_hooks import DECISION, FACT, _retrieve, _until
+from tests.e2e.test_claude_hooks import DECISION, FACT, _retrieve, _until, assert_captured
 from tests.integration.test_http_api import Server
+from tests.support.client_env import OPENCODE, flowbaby_install, isolated_env, opencode_config, run_client
 from tests.support.fake_agent_model import FakeAgentModel
-from tests.support.npm_tools import TOOLS, npm_tool
 
 pytestmark = pytest.mark.slow
 
@@ -29,47 +25,19 @@ pytestmark = pytest.mark.slow
 class Setup:
     def __init__(self, root: Path, model: FakeAgentModel) -> None:
         self.project, self.model = root / "project", model
-        for folder in (self.project, root / "home"):
-            folder.mkdir()
-        self.env = {
-            **os.environ,
-            "HOME": str(root / "home"),
-            "XDG_DATA_HOME": str(root / "data"),
-            "XDG_CONFIG_HOME": str(root / "config"),
-            "XDG_STATE_HOME": str(root / "state"),
-            "XDG_CACHE_HOME": str(TOOLS / "opencode-cache"),
-            "npm_config_cache": str(TOOLS / "npm-cache"),
-            "PYTHONPATH": str(PROJECT_ROOT),
-        }
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Fake",
-            "options": {"baseURL": model.url, "apiKey": "x"},
-            "models": {"fake-model": {"name": "Fake"}},
-        }
-        (self.project / "opencode.json").write_text(
-            json.dumps({"provider": {"fake": provider}, "model": "fake/fake-model"})
-        )
+        self.project.mkdir()
+        self.env = isolated_env(root)
+        opencode_config(self.project, model.url)
 
     def opencode(self, message: str) -> None:
-        command = [str(npm_tool("opencode-ai", "1.18.33", "opencode")), "run", message]
-        env = {**self.env, "PWD": str(self.project)}
-        result = subprocess.run(command, cwd=self.project, env=env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[-3000:]
+        run_client(OPENCODE, ["run", message], self.project, self.env)
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     with FakeAgentModel() as model:
         setup = Setup(tmp_path_factory.mktemp("ochooks"), model)
-        install = subprocess.run(
-            [sys.executable, "-c", "from flowbaby.cli import main; main()", "install", "--client", "opencode"],
-            cwd=setup.project,
-            env=setup.env,
-            capture_output=True,
-            text=True,
-        )
-        assert install.returncode == 0, install.stderr
+        flowbaby_install(setup.project, setup.env, "--client", "opencode")
         assert (setup.project / ".opencode" / "plugin" / "flowbaby.js").is_file()
         server = Server(
             setup.project,
@@ -122,12 +90,4 @@ def test_a_session_with_a_decision_and_an_edit_is_captured(setup: Setup) -> None
         "Create src/webhooks.py with the retry count."
     )
     assert target.read_text() == "RETRIES = 6\n"
-    with BridgeClient(setup.project, env=setup.env, extra_args=["--rate-limit-per-minute", "0"]) as bridge:
-
-        def captured() -> dict[str, Any] | None:
-            reply = bridge.result("retrieveForAgent", {"query": "how often do we retry outgoing webhooks"})
-            return next((e for e in reply["entries"] if e["topicId"].startswith("session-opencode-")), None)
-
-        entry = _until(captured, "the captured session is retrievable through the bridge")
-    assert any("retry outgoing webhooks 6 times" in d for d in entry["decisions"])
-    assert "src/webhooks.py" in entry["summaryText"]
+    assert_captured(setup.project, setup.env, "opencode")

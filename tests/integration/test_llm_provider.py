@@ -209,31 +209,13 @@ def test_only_transient_failures_are_retried() -> None:
 
 
 def test_usage_totals_count_each_batch_once(tmp_path: Path) -> None:
-    from graph.core.contract import MemoryStatus
-    from graph.core.store import Memory
+    from tests.support.fakes import memory as fake_memory
 
     store = MemoryStore(tmp_path / "m.sqlite")
     ops = []
     for i in range(3):
-        memory = Memory(
-            memory_id="",
-            topic_id=f"t{i}",
-            version=0,
-            status=MemoryStatus.ACTIVE,
-            topic="t",
-            context="c",
-            decisions=[],
-            rationale=[],
-            open_questions=[],
-            next_steps=[],
-            references=[],
-            time_scope=None,
-            agent_name=None,
-            session_id=None,
-            plan_id=None,
-            created_at="2025-01-01T00:00:00.000Z",
-            updated_at="2025-01-01T00:00:00.000Z",
-            staged_at="2025-01-01T00:00:00.000Z",
+        memory = fake_memory(
+            "", topic_id=f"t{i}", version=0, topic="t", context="c", created="2025-01-01T00:00:00.000Z"
         )
         ops.append(store.stage(memory, f"op_{i}").operation_id)
     shared = {

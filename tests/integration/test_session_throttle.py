@@ -19,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
-from tests.support.session_fixtures import OpenCodeDb, text
+from tests.support.session_fixtures import canary_session
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +38,8 @@ async def _mcp_search(url: str, token: str) -> tuple[bool, str]:
 
 
 def test_session_searches_are_throttled(serve, workspace: Path, tmp_path: Path) -> None:  # noqa: F811
-    db = OpenCodeDb(tmp_path / "opencode")
-    db.session("ses_canary", workspace, "Canary placement")
-    db.turn("ses_canary", "user", text("Which region should the payments canary run in?"))
-    db.turn("ses_canary", "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
-    env = {
-        "FLOWBABY_SESSIONS_OPENCODE_DIR": str(tmp_path / "opencode"),
-        "FLOWBABY_SESSIONS_CLAUDE_CODE": "0",
-        "FLOWBABY_SESSIONS_WATCH": "0",
-    }
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FLOWBABY_")}, **env}
+    db, sessions = canary_session(tmp_path / "opencode", workspace)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FLOWBABY_")}, **sessions}
     server = serve(workspace, env=env)
     token = (workspace / ".flowbaby" / "api_token").read_text().strip()
     http = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=120)

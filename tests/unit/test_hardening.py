@@ -61,13 +61,6 @@ class HashEmbedder:
 
 
 @pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
-
-
-@pytest.fixture
 def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
     """A service that was never opened: no worker, no model (the test sets up what it needs), and
     LanceDB in this process (its child process is tested in tests/integration/test_lance_child.py)."""

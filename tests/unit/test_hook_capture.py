@@ -15,19 +15,12 @@ import pytest
 
 from flowbaby import hook
 from graph.core.settings import LLMSettings, Settings
-from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace import WorkspaceLock, WorkspacePaths
 from graph.owner.endpoint import OwnerEndpoint
 from graph.owner.wire import OWNER_METHODS
 from graph.service import FlowbabyService
 
 SECRET = "ghp_" + "Z9" * 18
-
-
-@pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
 
 
 @pytest.fixture
