@@ -222,4 +222,20 @@ def run(
             print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     if not dry_run:
         apply(changes)
+    if not dry_run and not remove:
+        _keep_data_out_of_git(root)
     return 0
+
+
+def _keep_data_out_of_git(root: Path) -> None:
+    """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
+    first `git add -A` after install cannot take the token, memories or transcripts."""
+    from graph.core.contract import FlowbabyError
+    from graph.core.workspace import resolve_workspace
+
+    try:
+        paths = resolve_workspace(root)
+    except FlowbabyError as error:  # the client config is written; the first start tries again
+        print(f"flowbaby install: {error.message}", file=sys.stderr)
+        return
+    print(f"ignored by git: {paths.data}/ (through {paths.git_ignore.name} inside it)")
