@@ -42,6 +42,8 @@ PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"
 PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
 """Answered without a token (health then says only that it is up)."""
+PUBLIC_PREFIX = "/docs/assets/"
+"""Swagger UI's files for /docs (api/docs_page.py), which a browser fetches without the token."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,7 @@ class NamespaceRouter:
         except Exception as exc:  # the token database is unreachable
             message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
             return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
-        public = path in PUBLIC_PATHS
+        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)
         if caller is None:
             if not public:
                 failure = FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token")
