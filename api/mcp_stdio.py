@@ -32,10 +32,11 @@ async def serve(workspace: str, rate_limit_per_minute: int | None, shutdown_grac
         main.uncancel()  # a signal: stop serving, then close the workspace cleanly
     finally:
         # Clients close stdin, then signal after about 2 s: a later signal must not cut the close
-        # short, so a running graph batch gets the (short) grace and is otherwise parked for re-run.
+        # short, so a running graph batch gets the (short) grace and is otherwise parked and handed
+        # on to the finisher (graph.owner.finisher), which builds it after this process has gone.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda: None)
-        await service.close(shutdown_grace_sec)
+        await service.close(shutdown_grace_sec, hand_on=True)
     return 0
 
 

@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`status`, `repair`, `tokens`, `migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--port", type=int, default=8766)
     serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback (needs TLS)")
     tls_arguments(serve)
-    serve.add_argument("--docs", action="store_true", help="serve /docs (its page loads Swagger UI from a CDN)")
+    serve.add_argument("--docs", action="store_true", help="serve /docs, Swagger UI (its files served locally)")
     serve.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=1.0,
         help="seconds running graph work may take to finish at exit (clients kill a server about 2 s after "
-        "closing its stdin); unfinished work is parked and re-run at the next start",
+        "closing its stdin); unfinished work is parked and handed on to a background finisher",
     )
     mcp.add_argument(
         "--rate-limit-per-minute",
@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.sessions_cli import add_sessions_command, run_sessions_command
 
     add_sessions_command(commands)
+    from bridge.status_cli import add_status_commands, run_status_command
+
+    add_status_commands(commands)
     from bridge.tokens_cli import add_tokens_command, run_tokens_command
 
     add_tokens_command(commands)
@@ -156,12 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "status", "repair"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command in ("status", "repair"):
+        sys.exit(run_status_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":

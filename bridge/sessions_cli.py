@@ -59,7 +59,7 @@ async def _run(args: argparse.Namespace) -> int:
         print(json.dumps(error.to_response(), indent=2))
         return 1
     finally:
-        await service.close(1.0)
+        await service.close(1.0, hand_on=True)
     print(json.dumps(reply, indent=2, ensure_ascii=False))
     return 0
 

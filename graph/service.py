@@ -376,13 +376,30 @@ class FlowbabyService:
         await self.vectors()
         await self._embed_queue.join()
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def settle(self) -> None:
+        """Until no operation is pending or running and every staged memory has its vectors
+        (what the finisher waits for before it leaves)."""
+        while True:
+            await self.flush_vectors()
+            await self.operations.wait_idle()
+            if not await asyncio.to_thread(self.store.count_operations):
+                return
+            await asyncio.sleep(0.2)
+
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """Park what the grace period does not finish (same operation ids, no attempt counted).
+        `hand_on` (a front leaving): if work is left, start the finisher (graph.owner.finisher),
+        which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
+        vectors_left = False
         try:
             await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except Exception:  # a timeout or a failed warm-up: the next start embeds what is missing
-            log.warning("closing with vectors still queued; the next start embeds them")
+        except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
+            vectors_left = True
+            log.warning("closing with vectors still queued; the next owner embeds them")
+        unfinished = await asyncio.to_thread(self.store.count_operations)
+        hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared and (unfinished or vectors_left)
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
@@ -397,6 +414,11 @@ class FlowbabyService:
         self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
+        if hand:
+            from graph.owner.finisher import hand_on as start_finisher
+
+            log.info("handing %d unfinished operations on to a finisher", unfinished)
+            await asyncio.to_thread(start_finisher, self.paths.root, self.settings.finish_sec)
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
@@ -1028,7 +1050,7 @@ class MemoryService(Protocol):
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
     async def confirm_supersession(self, params: Any) -> dict[str, Any]: ...
-    async def close(self, grace_sec: float = ...) -> None: ...
+    async def close(self, grace_sec: float = ..., *, hand_on: bool = ...) -> None: ...
 
 
 async def open_service(

@@ -71,6 +71,7 @@ class WorkerClient:
             stdout=asyncio.subprocess.PIPE,
             stderr=log_handle,
             limit=16 * 1024 * 1024,
+            start_new_session=True,  # out of reach of signals to our group: graph.core.stdio.die_with_parent
         )
         log_handle.close()
         try:

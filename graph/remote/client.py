@@ -253,7 +253,8 @@ class RemoteService:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return dict(await self._request("POST", "/api/agent/supersessions/confirm", body=params))
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """`hand_on` has nothing to do here: the team server runs the work."""
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -202,7 +202,9 @@ class LanceChild:
         project_root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
-        proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(  # its own session: graph.core.stdio.die_with_parent
+            self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True
+        )
         opened = _read(proc.stdout)  # type: ignore[arg-type]
         if opened is None or not opened[0].get("ok"):
             self._proc = proc
