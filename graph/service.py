@@ -392,14 +392,20 @@ class FlowbabyService:
         which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
-        vectors_left = False
-        try:
-            await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
-            vectors_left = True
-            log.warning("closing with vectors still queued; the next owner embeds them")
-        unfinished = await asyncio.to_thread(self.store.count_operations)
-        hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared and (unfinished or vectors_left)
+        can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
+        unfinished = await asyncio.to_thread(self.store.count_operations) if can_hand else 0
+        if unfinished:
+            # At once, not after the rest of the close: an MCP client kills its server about 2 s
+            # after closing its stdin. The finisher waits for this process to release the lock,
+            # and embeds what it leaves queued, so the close need not wait for the vectors.
+            await self._hand_on(unfinished)
+        else:
+            try:
+                await asyncio.wait_for(self.flush_vectors(), grace_sec)
+            except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
+                log.warning("closing with vectors still queued; the next owner embeds them")
+                if can_hand:
+                    await self._hand_on(0)
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
@@ -414,11 +420,12 @@ class FlowbabyService:
         self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
-        if hand:
-            from graph.owner.finisher import hand_on as start_finisher
 
-            log.info("handing %d unfinished operations on to a finisher", unfinished)
-            await asyncio.to_thread(start_finisher, self.paths.root, self.settings.finish_sec)
+    async def _hand_on(self, unfinished: int) -> None:
+        from graph.owner.finisher import hand_on
+
+        log.info("handing %d unfinished operations (and any queued vectors) on to a finisher", unfinished)
+        await asyncio.to_thread(hand_on, self.paths.root, self.settings.finish_sec)
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
