@@ -231,7 +231,7 @@ def _keep_data_out_of_git(root: Path) -> None:
     """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
     first `git add -A` after install cannot take the token, memories or transcripts."""
     from graph.core.contract import FlowbabyError
-    from graph.core.workspace import resolve_workspace
+    from graph.service import resolve_workspace
 
     try:
         paths = resolve_workspace(root)

@@ -108,6 +108,7 @@ __all__ = [
     "WorkspacePaths",
     "configured_token",
     "read_private_file",
+    "resolve_workspace",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",
@@ -422,7 +423,7 @@ class FlowbabyService:
         log.info("workspace %s closed", self.paths.root)
 
     async def _hand_on(self, unfinished: int) -> None:
-        from graph.owner.finisher import hand_on
+        from graph.owner.hand_on import hand_on
 
         log.info("handing %d unfinished operations (and any queued vectors) on to a finisher", unfinished)
         await asyncio.to_thread(hand_on, self.paths.root, self.settings.finish_sec)

@@ -9,7 +9,8 @@ builds and embeds until nothing is left or FLOWBABY_FINISH_SEC pass, and closes:
 then is parked again and runs at the next start. If another front owns the workspace first, that
 front runs the work and this process leaves at once.
 
-Module imports stay light: the launcher runs only `spawn`.
+The front starts it through graph.owner.hand_on (this module imports the service; the service
+imports only that one).
 """
 
 from __future__ import annotations
@@ -17,47 +18,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from graph.owner.hand_on import command, start
 
 LOCK_WAIT_SEC = 60.0
 """How long the finisher waits for the front that started it to release the workspace."""
 CLOSE_GRACE_SEC = 5.0
 """What a batch still running at the bound gets before it is parked."""
-
-
-def _command(workspace: Path, spawner: int, bound_sec: float, detach: bool) -> list[str]:
-    args = [sys.executable, "-m", "graph.owner.finisher", "--workspace", str(workspace)]
-    args += ["--spawner", str(spawner), "--bound-sec", str(bound_sec)]
-    return [*args, "--detach"] if detach else args
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    project_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
-    return env
-
-
-def _start(command: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
-        env=_env(),
-    )
-
-
-def hand_on(workspace: Path, bound_sec: float) -> None:
-    """Start the finisher for `workspace` (blocks about 0.1 s for the launcher to exit)."""
-    launcher = _start(_command(workspace, os.getpid(), bound_sec, detach=True))
-    with contextlib.suppress(subprocess.TimeoutExpired):  # never holds the front's exit up for long
-        launcher.wait(timeout=10)
 
 
 async def finish(workspace: str, spawner: int, bound_sec: float) -> int:
@@ -100,8 +70,8 @@ def main() -> None:
     parser.add_argument("--bound-sec", type=float, required=True)
     parser.add_argument("--detach", action="store_true", help="start the finisher and exit at once")
     args = parser.parse_args()
-    if args.detach:
-        _start(_command(Path(args.workspace), args.spawner, args.bound_sec, detach=False))
+    if args.detach:  # the launcher: start the finisher in a session of its own and leave at once
+        start(command(Path(args.workspace), args.spawner, args.bound_sec, detach=False))
         sys.exit(0)
     import asyncio
 
