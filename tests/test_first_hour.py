@@ -203,18 +203,30 @@ def test_kill_9_of_the_owner_mid_build_ends_every_operation_truly(spawn, workspa
     assert [final["status"] for final in finals] == ["completed"] * 3, finals
 
 
-def test_repair_from_the_command_line(workspace: Path) -> None:
-    nothing = subprocess.run(
-        [*CLI, "repair", "--workspace", str(workspace / "nowhere")], env=_env(), capture_output=True
-    )
-    assert nothing.returncode == 2 and b"not a flowbaby workspace" in nothing.stderr
-    (workspace / ".flowbaby").mkdir()
+def test_repair_from_the_command_line_rebuilds_a_failed_graph(spawn, workspace: Path) -> None:
+    nowhere = subprocess.run([*CLI, "repair", "--workspace", str(workspace / "no")], env=_env(), capture_output=True)
+    assert nowhere.returncode == 2 and b"not a flowbaby workspace" in nowhere.stderr
+    hasty = spawn(workspace, env={**os.environ, "FLOWBABY_OPERATION_TIMEOUT_SEC": "0.2"})
+    operation_id = hasty.result("ingestForAgent", summary())["operationId"]
+    assert hasty.wait_notification(300)["params"]["errorCode"] == "BRIDGE_TIMEOUT"
+    hasty.close()
+    before = _status(workspace)
+    assert before["index"]["status"] == "repair_needed" and before["background"]["counts"] == {"failed": 1}
+
     done = subprocess.run(
-        [*CLI, "repair", "--json", "--workspace", str(workspace)], env=_env(), capture_output=True, timeout=180
+        [*CLI, "repair", "--json", "--workspace", str(workspace)],
+        env=_env(FLOWBABY_FINISH_SEC="600"),
+        capture_output=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
     reply = json.loads(done.stdout)
-    assert reply["requeuedMemories"] == 0 and reply["index"]["status"] == "missing"
+    assert reply["requeuedMemories"] == 1 and reply["operationId"] != operation_id
+    deadline = time.monotonic() + 400  # the finisher builds it after the command has left
+    while _ledger(workspace)[1] != ["indexed"]:
+        assert time.monotonic() < deadline, _ledger(workspace)
+        time.sleep(1)
+    assert _ledger(workspace)[0][reply["operationId"]] == ("completed", None)
 
 
 # -- serve --docs -----------------------------------------------------------------------------------
