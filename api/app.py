@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 import graph.core.jsonwire as jsonwire
+from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
@@ -135,7 +136,7 @@ def create_app(
 ) -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
     is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
-    `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for.
+    `docs` serves /docs, Swagger UI with its files served from here (api/docs_page.py): off unless asked for.
     `tenancy`: a team server's tokens and namespaces (api/tenancy.py); by default the workspace's
     token and namespace. Routes and MCP tool calls use the request's namespace's service."""
     if tenancy is None:
@@ -158,10 +159,12 @@ def create_app(
         description="Local memory service for coding agents",
         default_response_class=JSONResponse,
         lifespan=lifespan,
-        docs_url="/docs" if docs else None,
+        docs_url=None,  # FastAPI's own page loads Swagger UI from a CDN: api/docs_page.py instead
         redoc_url=None,
     )
     app.router.routes.extend(mcp_app.routes)
+    if docs:
+        add_docs_page(app)
     app.add_middleware(BodyLimit)  # innermost: a body is read only once the token checked out
 
     app.add_middleware(NamespaceRouter, tenancy=tenancy)  # token, namespace and scope; bodies unread

@@ -42,6 +42,15 @@ MAX_UNAUTHENTICATED_IN_FLIGHT = 8
 MAX_IN_FLIGHT: callers without a token can never take the token holders' places."""
 PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
 """Answered without a token (health then says only that it is up); no body is read on them."""
+PUBLIC_PREFIX = "/docs/assets/"
+"""Swagger UI's files for /docs (api/docs_page.py), which a browser fetches without the token."""
+
+
+def is_public(path: str) -> bool:
+    """Whether `path` is answered without a token."""
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)
+
+
 BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 """Methods no route reads a body of: a declared body is not waited for."""
 HEADER_TIMEOUT_SEC = 10.0
@@ -187,7 +196,7 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope.get("path", "")
-        if path in PUBLIC_PATHS or scope.get("method") in BODILESS_METHODS:
+        if is_public(path) or scope.get("method") in BODILESS_METHODS:
             return await self.app(scope, _without_body(receive), send)
         too_large = _invalid(path, f"Request body exceeds {self.limit} bytes")
         length = _header(scope, b"content-length")

@@ -133,7 +133,7 @@ async def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short
             loop.add_signal_handler(sig, lambda: None)
         # Every namespace at once: each may take its grace period to park a running batch.
-        await asyncio.gather(service.close(), *([team.close()] if team is not None else []))
+        await asyncio.gather(service.close(hand_on=True), *([team.close()] if team is not None else []))
     return 0
 
 

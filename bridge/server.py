@@ -298,5 +298,5 @@ async def serve(
         await asyncio.wait([http_task], timeout=request_timeout_sec)
     if in_flight:
         await asyncio.wait(in_flight, timeout=request_timeout_sec)
-    await service.close(shutdown_grace_sec)
+    await service.close(shutdown_grace_sec, hand_on=True)
     return 0

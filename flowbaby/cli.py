@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate`, `connect`, `hook`, `import` and `link`."""
+`status`, `repair`, `tokens`, `migrate`, `connect`, `hook`, `import` and `link`."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def build_parser() -> FlowbabyParser:
     serve.add_argument("--port", type=int, default=8766, help="port to bind; pick another if it is taken")
     serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback (needs TLS)")
     tls_arguments(serve)
-    serve.add_argument("--docs", action="store_true", help="serve /docs (its page loads Swagger UI from a CDN)")
+    serve.add_argument("--docs", action="store_true", help="serve /docs, Swagger UI (its files served locally)")
     serve.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
@@ -176,7 +176,7 @@ def build_parser() -> FlowbabyParser:
         type=float,
         default=1.0,
         help="seconds running graph work may take to finish at exit (clients kill a server about 2 s after "
-        "closing its stdin); unfinished work is parked and re-run at the next start",
+        "closing its stdin); unfinished work is parked and handed on to a background finisher",
     )
     mcp.add_argument(
         "--rate-limit-per-minute",
@@ -236,8 +236,10 @@ def build_parser() -> FlowbabyParser:
     add_team_commands(commands)
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
+    from flowbaby.status_command import add_status_commands
 
     add_import_command(commands)
+    add_status_commands(commands)
     add_link_command(commands)
     return parser
 
@@ -252,6 +254,7 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.import_command import run_import_command
     from flowbaby.link_command import run_link_command
     from flowbaby.sessions_command import run_sessions_command
+    from flowbaby.status_command import run_status_command
     from flowbaby.team_command import run_team_command
     from flowbaby.tokens_command import run_tokens_command
 
@@ -261,12 +264,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "link":
         sys.exit(run_link_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions", "import"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "import", "status", "repair"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command in ("status", "repair"):
+        sys.exit(run_status_command(args))
     if args.command == "import":
         sys.exit(run_import_command(args))
     if args.command == "graph":

@@ -193,14 +193,20 @@ def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
 
     logs = os.path.join(workspace, ".flowbaby", "logs")
     os.makedirs(logs, mode=0o700, exist_ok=True)
+    # -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts every
+    # child (this module imports nothing of flowbaby's): the workspace's own files are never imported.
+    source_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
     with open(os.path.join(logs, "capture.log"), "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "flowbaby.capture_command", workspace, json.dumps(params)],
+            [sys.executable, "-P", "-m", "flowbaby.capture_command", workspace, json.dumps(params)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
             cwd=workspace,
+            env=env,
         )
 
 

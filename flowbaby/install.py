@@ -370,8 +370,24 @@ def run(
             print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     if not dry_run:
         apply(changes)
+    if not dry_run and not remove:
+        _keep_data_out_of_git(root)
     if not remove:
         settings = claude_settings_file(scope, root, _claude_home(home))
         allowed = client == "claude-code" and ALLOW_RULE in _allow_rules(settings, root)
         print("\n" + next_steps(client, scope, root, settings, allowed))
     return 0
+
+
+def _keep_data_out_of_git(root: Path) -> None:
+    """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
+    first `git add -A` after install cannot take the token, memories or transcripts."""
+    from graph.core.contract import FlowbabyError
+    from graph.service import resolve_workspace
+
+    try:
+        paths = resolve_workspace(root)
+    except FlowbabyError as error:  # the client config is written; the first start tries again
+        print(f"flowbaby install: {error.message}", file=sys.stderr)
+        return
+    print(f"ignored by git: {paths.data}/ (through {paths.git_ignore.name} inside it)")

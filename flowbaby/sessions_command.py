@@ -77,7 +77,7 @@ async def _run(args: argparse.Namespace) -> int:
             print(f"flowbaby sessions {args.action}: {body['errorCode']}: {message}", file=sys.stderr)
         return 1
     finally:
-        await service.close(1.0)
+        await service.close(1.0, hand_on=True)
     print(json.dumps(reply, indent=2, ensure_ascii=False) if args.json else as_text(args.action, reply))
     return 0
 

@@ -114,6 +114,7 @@ __all__ = [
     "WorkspacePaths",
     "configured_token",
     "read_private_file",
+    "resolve_workspace",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",
@@ -408,13 +409,36 @@ class FlowbabyService:
         await self.vectors()
         await self._embed_queue.join()
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def settle(self) -> None:
+        """Until no operation is pending or running and every staged memory has its vectors
+        (what the finisher waits for before it leaves)."""
+        while True:
+            await self.flush_vectors()
+            await self.operations.wait_idle()
+            if not await asyncio.to_thread(self.store.count_operations):
+                return
+            await asyncio.sleep(0.2)
+
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """Park what the grace period does not finish (same operation ids, no attempt counted).
+        `hand_on` (a front leaving): if work is left, start the finisher (graph.owner.finisher),
+        which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
-        try:
-            await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except Exception:  # a timeout or a failed warm-up: the next start embeds what is missing
-            log.warning("closing with vectors still queued; the next start embeds them")
+        can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
+        unfinished = await asyncio.to_thread(self.store.count_operations) if can_hand else 0
+        if unfinished:
+            # At once, not after the rest of the close: an MCP client kills its server about 2 s
+            # after closing its stdin. The finisher waits for this process to release the lock,
+            # and embeds what it leaves queued, so the close need not wait for the vectors.
+            await self._hand_on(unfinished)
+        else:
+            try:
+                await asyncio.wait_for(self.flush_vectors(), grace_sec)
+            except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
+                log.warning("closing with vectors still queued; the next owner embeds them")
+                if can_hand:
+                    await self._hand_on(0)
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
@@ -429,6 +453,12 @@ class FlowbabyService:
         self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
+
+    async def _hand_on(self, unfinished: int) -> None:
+        from graph.owner.hand_on import hand_on
+
+        log.info("handing %d unfinished operations (and any queued vectors) on to a finisher", unfinished)
+        await asyncio.to_thread(hand_on, self.paths.root, self.settings.finish_sec)
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
@@ -1172,7 +1202,7 @@ class MemoryService(Protocol):
     async def briefing(self, params: Any = ...) -> dict[str, Any]: ...
     async def recall(self, params: Any) -> dict[str, Any]: ...
     async def capture(self, params: Any) -> dict[str, Any]: ...
-    async def close(self, grace_sec: float = ...) -> None: ...
+    async def close(self, grace_sec: float = ..., *, hand_on: bool = ...) -> None: ...
 
 
 async def open_service(

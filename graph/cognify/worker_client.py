@@ -66,6 +66,7 @@ class WorkerClient:
             stderr=log_handle,
             env=env,
             limit=16 * 1024 * 1024,
+            start_new_session=True,  # out of reach of signals to our group: graph.core.stdio.die_with_parent
         )
         log_handle.close()
         try:

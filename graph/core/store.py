@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import MemoryStatus, OperationStatus, utc_now
 from graph.core.workspace import create_private
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
@@ -495,30 +495,15 @@ class MemoryStore:
         return operation_id
 
     def recover_interrupted(self) -> list[str]:
-        """At start-up: operations that were running when the process died become terminated,
-        and their memories are queued again under new pending operations. Returns the new ids."""
-        requeued: list[str] = []
-        now = utc_now()
-        with self._transaction() as cur:
-            rows = cur.execute("SELECT operation_id, memory_ids FROM operations WHERE state='running'").fetchall()
-            for row in rows:
-                cur.execute(
-                    "UPDATE operations SET state='terminated', finished_at=?, error_code=?, "
-                    "error='The process stopped while this operation was running; its memories were queued again' "
-                    "WHERE operation_id=?",
-                    (now, BackgroundErrorCode.WORKER_CRASHED.value, row["operation_id"]),
-                )
-                new_id = new_operation_id()
-                cur.execute(
-                    "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
-                    (new_id, row["memory_ids"], now),
-                )
-                for memory_id in json.loads(row["memory_ids"]):
-                    cur.execute(
-                        "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
-                        (new_id, memory_id),
-                    )
-                requeued.append(new_id)
+        """At start-up: operations that were running when the previous owner stopped (killed, or
+        its machine went down) go back to pending under the same ids, the attempt refunded: the
+        process that died is not the operation's failure, and the id an agent holds must end
+        completed or with its true code. Returns their ids."""
+        with self._lock:
+            rows = self._conn.execute("SELECT operation_id FROM operations WHERE state='running'").fetchall()
+        requeued = [row["operation_id"] for row in rows]
+        if requeued:
+            self.requeue(requeued, refund_attempt=True)
         return requeued
 
     def prune_operations(self, keep: int = KEEP_FINISHED_OPERATIONS) -> int:

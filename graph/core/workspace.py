@@ -77,10 +77,18 @@ class WorkspacePaths:
     def env_file(self) -> Path:
         return self.root / ".env"
 
+    @property
+    def git_ignore(self) -> Path:
+        return self.data / ".gitignore"
+
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 """Memories, logs and the audit trail are the user's alone, whatever the umask (INGEST_CONTRACT.md 9)."""
+GIT_IGNORE = (
+    "# Written by flowbaby: nothing here belongs in git (the API token, the memories, the indexed\n"
+    "# agent transcripts). Delete this file only if you mean to commit them.\n*\n"
+)
 
 
 def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = True) -> WorkspacePaths:
@@ -104,6 +112,7 @@ def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = Tru
             os.chmod(paths.data, PRIVATE_DIR_MODE)  # created by an older version under umask 022
         for folder in (paths.logs, paths.projection.parent, paths.cognee_system.parent):
             folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        keep_out_of_git(paths)
     except OSError as exc:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace is not writable: {exc}") from None
     return paths
@@ -203,6 +212,15 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
         json.dump({"workspace": str(final)}, handle)
     os.replace(temporary, path)
     return {"workspace": str(here), "linkedTo": str(final)}
+
+
+def keep_out_of_git(paths: WorkspacePaths) -> None:
+    """`.flowbaby/.gitignore` ignoring everything in the folder, so `git add -A` in the project never
+    takes the token or the memories; a file of the user's own at that path is left as it is."""
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(paths.git_ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(GIT_IGNORE)
 
 
 def create_private(path: Path) -> None:

@@ -305,8 +305,8 @@ class OwnerClient:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner answered {method} without an object")
         return result
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         if self._local is not None:
-            await self._local.close(grace_sec)
+            await self._local.close(grace_sec, hand_on=hand_on)
         if self._connection is not None:
             await self._connection.close()

@@ -273,7 +273,8 @@ class RemoteService:
             remote=True,
         )
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """`hand_on` has nothing to do here: the team server runs the work."""
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

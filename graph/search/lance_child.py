@@ -200,7 +200,9 @@ class LanceChild:
     def _ensure_started(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
-        proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env())
+        proc = subprocess.Popen(  # its own session: graph.core.stdio.die_with_parent
+            self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), start_new_session=True
+        )
         opened = _read(proc.stdout)  # type: ignore[arg-type]
         if opened is None or not opened[0].get("ok"):
             self._proc = proc

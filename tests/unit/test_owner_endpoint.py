@@ -56,7 +56,7 @@ class FakeService:
         self.calls.append(("watch_sessions", None))
         return {"watching": True}
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         self.closed = True
 
 

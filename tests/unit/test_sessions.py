@@ -531,3 +531,39 @@ def test_session_vectors_of_another_size_are_made_again(
     assert again.total() == 1 and again.ids("opencode:ses_1") == {"turn:ses_1:m1:0"}
     for vectors in (first, other, again):
         vectors.close()
+
+
+def test_flowbabys_own_tool_calls_are_markers_and_current_honours_source(home: dict[str, Path]) -> None:
+    """Session search must not echo the memories flowbaby's own tools stored or retrieved (issue 27)."""
+    stored = "The Zanzibar ledger rewrite moved reconciliation to nightly batches"
+    t = Transcript(home["claude"], home["ws"])
+    t.user("Store what we decided about the ledger.")
+    payload = {"topic": "Ledger rewrite decision", "context": stored, "decisions": ["Batch reconciliation nightly"]}
+    call = {"type": "tool_use", "id": "tu_fb", "name": "mcp__flowbaby__flowbaby_storeMemory", "input": payload}
+    t.assistant("msg_store", call)
+    t.tool_result("tu_fb", '{"success": true, "operationId": "op_1", "topic": "' + stored + '"}')
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_oc", home["ws"])
+    db.turn("ses_oc", "user", text("What did we decide about the ledger?"))
+    recall = tool("flowbaby_flowbaby_retrieveMemory", "unused", f"# Retrieved Memories (1 results)\n{stored}")
+    recall["state"]["input"] = {"query": "ledger decision"}
+    db.turn("ses_oc", "assistant", recall, text("We batch reconciliation nightly."))
+
+    async def scenario() -> None:
+        memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        try:
+            for source, sid in (("claude-code", t.session_id), ("opencode", "ses_oc")):
+                current = await memory.call("current", {"cwd": str(home["ws"]), "source": source})
+                assert (current["session_id"], current["source"]) == (sid, source)
+                await memory.call("import", {"session_id": sid, "source": source})
+            hits = (await memory.call("search_all", {"q": "Zanzibar ledger rewrite reconciliation", "limit": 20}))[
+                "results"
+            ]
+            texts = [hit["chunk_text"] for hit in hits]
+            assert not [text for text in texts if "Zanzibar" in text], texts  # neither payload nor result
+            assert "[flowbaby flowbaby_storeMemory] Ledger rewrite decision" in texts
+            assert "[flowbaby flowbaby_retrieveMemory] ledger decision" in "\n".join(texts)
+        finally:
+            await memory.close()
+
+    run(scenario())
