@@ -17,10 +17,10 @@ import os
 from typing import Any
 
 from graph.core.contract import ContractFailure, OperationStatus
+from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
 from graph.owner.wire import (
     MAX_LINE_BYTES,
-    OWNER_METHODS,
     encode,
     endpoint_file,
     failure_to_wire,

@@ -29,31 +29,6 @@ from graph.core.contract import (
 )
 from graph.core.workspace import WorkspacePaths
 
-OWNER_METHODS = frozenset(
-    {
-        "implied_supersessions",
-        "confirm_supersession",
-        "health",
-        "ingest",
-        "store_memory",
-        "background_status",
-        "retrieve",
-        "index_status",
-        "repair",
-        "memory_context",
-        "memory_versions",
-        "search_chunks",
-        "graph_snapshot",
-        "graph_summary",
-        "sessions",
-        "watch_sessions",
-        "briefing",
-        "recall",
-        "capture",
-    }
-)
-"""The service methods a front may call through the owner: the whole API the fronts use."""
-
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A request is at most a 4 MiB bridge line or HTTP body plus its framing."""
 MAX_REPLY_BYTES = 512 * 1024 * 1024

@@ -17,7 +17,7 @@ PACKAGES = ("graph", "bridge", "api", "flowbaby")
 FRONTS = ("bridge", "api")
 COMMAND_LINE = "flowbaby"
 WORKER = "graph.cognify.worker"
-FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire"}
+FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire", "graph.core.methods"}
 
 
 def _module_name(path: Path) -> str:

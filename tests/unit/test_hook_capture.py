@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from flowbaby import hook
+from graph.core.methods import OWNER_METHODS
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
 from graph.owner.endpoint import OwnerEndpoint
-from graph.owner.wire import OWNER_METHODS
 from graph.service import FlowbabyService
 
 SECRET = "ghp_" + "Z9" * 18
