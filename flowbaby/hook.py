@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import socket
+import stat
 import sys
 import time
 
@@ -79,16 +80,15 @@ class OwnerUnavailable(Exception):
 def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -> Any:
     """One call on the owner's socket: {"id","method","args"} out, the line with our id back."""
     deadline = time.monotonic() + timeout
-    try:
-        with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
-            record = json.load(handle)
-        address = str(record["socket"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+    address = _owner_socket(data)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
             conn.connect(address)
+            if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+                    raise OwnerUnavailable(f"{address} is served by another user")
             conn.sendall(json.dumps({"id": 1, "method": method, "args": {"params": params}}).encode() + b"\n")
             buffer = b""
             while True:
@@ -107,6 +107,34 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -
                     raise RuntimeError(f"owner: {reply.get('failure') or reply.get('fault')}")
         except (OSError, TimeoutError) as exc:
             raise OwnerUnavailable(f"owner did not answer: {exc}") from None
+
+
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def _owner_socket(data: str) -> str:
+    """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
+    repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
+    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or sits
+    in a private `flowbaby-<uid>` folder of this user."""
+    try:
+        with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or not _private(info):
+                raise OwnerUnavailable("no owner endpoint: owner.json is not a private file of this user")
+            address = str(json.load(handle)["socket"])
+        folder = os.path.dirname(address)
+        allowed = address == os.path.join(data, "owner.sock") or (
+            os.path.basename(folder) == f"flowbaby-{os.getuid()}"
+            and stat.S_ISDIR((inside := os.lstat(folder)).st_mode)
+            and _private(inside)
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+    if not allowed:
+        raise OwnerUnavailable(f"no owner endpoint: owner.json names {address}, not a socket of this workspace")
+    return address
 
 
 class HookState:

@@ -1,16 +1,23 @@
-"""Links inside `.flowbaby/` (INGEST_CONTRACT.md 9.1): the tree check at open, and the files written
-without following a link made after it (the logs and the audit log)."""
+"""Links inside `.flowbaby/` (INGEST_CONTRACT.md 9.1): the tree check at open, the files written
+without following a link made after it (the logs and the audit log), and the hook, which trusts
+owner.json only as the fronts do."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
+import json
 import logging
 import os
 import socket
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from flowbaby import hook
 from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.logs import configure_logging
@@ -84,3 +91,38 @@ def test_the_audit_log_never_follows_a_link(tmp_path: Path, target: Path) -> Non
     audit.record("retrieveForAgent", agent_name=None, topic="q", result="success", error_code=None, duration_ms=1.0)
     assert audit.dropped == 1
     assert target.read_text() == SECRET
+
+
+@pytest.mark.parametrize("planted", ["a committed owner.json (0644)", "a private owner.json naming another socket"])
+def test_a_hook_sends_no_prompt_to_a_socket_a_repository_names(
+    tmp_path: Path, planted: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: the hook connected to whatever owner.json named and sent the user's prompt there."""
+    root = _workspace(tmp_path)
+    data = root / ".flowbaby"
+    listening = data / "owner.sock" if "0644" in planted else tmp_path / "elsewhere.sock"
+    (data / "owner.json").write_text(json.dumps({"pid": 1, "socket": str(listening)}))
+    os.chmod(data / "owner.json", 0o644 if "0644" in planted else 0o600)
+    received: list[bytes] = []
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(listening))
+        server.listen()
+        server.settimeout(1.5)
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):
+                peer, _ = server.accept()
+                with peer:
+                    peer.settimeout(1)
+                    received.append(peer.recv(1 << 16))
+
+        thread = threading.Thread(target=accept)
+        thread.start()
+        monkeypatch.setattr(
+            sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"session_id": "s", "prompt": "my secret plan"}'))
+        )
+        assert hook.main(["UserPromptSubmit", "--workspace", str(root)]) == 0
+        thread.join()
+    assert capsys.readouterr().out == ""
+    assert received == []
+    assert "nothing injected (no owner endpoint" in (data / "logs" / "hooks.log").read_text()
