@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import FlowbabyError
+from graph.core.workspace import check_data_folder
 from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph, WorkspacePaths
 
 EXIT_USAGE = 2
@@ -50,6 +51,7 @@ def run_graph_command(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return EXIT_NOT_A_WORKSPACE
+        check_data_folder(paths)  # read only, but never through a committed link
         view = WorkspaceGraph.load(paths)
         if args.graph_command == "export":
             out = Path(args.out or f"flowbaby-graph.{args.format}")

@@ -12,9 +12,11 @@ is never blocked or broken.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+import stat
 import sys
 import time
 
@@ -35,6 +37,42 @@ MAX_STDIN_BYTES = 4 * 1024 * 1024
 BUDGET_ENVS = {"briefing": ("FLOWBABY_BRIEFING_TOKENS", 800), "recall": ("FLOWBABY_RECALL_TOKENS", 400)}
 
 
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _folder(data: str, parts: tuple[str, ...], create: bool) -> int:
+    """A descriptor of `data`/parts (made 0700 where missing when `create`), reached without following
+    a link at any step: a repository can commit `.flowbaby/logs` or `.flowbaby/hooks/...` as links
+    (INGEST_CONTRACT.md 9.1). OSError (ELOOP, ENOTDIR) when one is a link or not a folder."""
+    fd = os.open(data, _FOLDER_FLAGS)
+    try:
+        for name in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=fd)
+            inner = os.open(name, _FOLDER_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_file(data: str, relative: str, flags: int, create: bool = False) -> int:
+    """os.open of `data`/relative, following no link (see _folder)."""
+    *parts, name = relative.split("/")
+    folder = _folder(data, tuple(parts), create)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _append(data: str, relative: str) -> int:
+    return _open_file(data, relative, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create=True)
+
+
 class OwnerUnavailable(Exception):
     """No owner answers on the workspace's socket (none running, or too slow)."""
 
@@ -42,16 +80,15 @@ class OwnerUnavailable(Exception):
 def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -> Any:
     """One call on the owner's socket: {"id","method","args"} out, the line with our id back."""
     deadline = time.monotonic() + timeout
-    try:
-        with open(os.path.join(data, "owner.json"), encoding="utf-8") as handle:
-            record = json.load(handle)
-        address = str(record["socket"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+    address = _owner_socket(data)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
             conn.connect(address)
+            if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+                    raise OwnerUnavailable(f"{address} is served by another user")
             conn.sendall(json.dumps({"id": 1, "method": method, "args": {"params": params}}).encode() + b"\n")
             buffer = b""
             while True:
@@ -72,31 +109,64 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -
             raise OwnerUnavailable(f"owner did not answer: {exc}") from None
 
 
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def _owner_socket(data: str) -> str:
+    """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
+    repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
+    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or sits
+    in a private `flowbaby-<uid>` folder of this user."""
+    try:
+        with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or not _private(info):
+                raise OwnerUnavailable("no owner endpoint: owner.json is not a private file of this user")
+            address = str(json.load(handle)["socket"])
+        folder = os.path.dirname(address)
+        allowed = address == os.path.join(data, "owner.sock") or (
+            os.path.basename(folder) == f"flowbaby-{os.getuid()}"
+            and stat.S_ISDIR((inside := os.lstat(folder)).st_mode)
+            and _private(inside)
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+    if not allowed:
+        raise OwnerUnavailable(f"no owner endpoint: owner.json names {address}, not a socket of this workspace")
+    return address
+
+
 class HookState:
     """The hooks' own small files under .flowbaby/hooks/: per session, the topicIds already
     injected and the last capture; per agent, when its last session started."""
 
     def __init__(self, data: str) -> None:
-        self.folder = os.path.join(data, "hooks")
+        self.data = data
 
     def _read(self, path: str) -> dict[str, Any]:
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open(_open_file(self.data, path, os.O_RDONLY), encoding="utf-8") as handle:
                 value = json.load(handle)
         except (OSError, ValueError):
             return {}
         return value if isinstance(value, dict) else {}
 
     def _write(self, path: str, value: dict[str, Any]) -> None:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        staging = f"{path}.{os.getpid()}.tmp"
-        with open(staging, "w", encoding="utf-8") as handle:
-            json.dump(value, handle)
-        os.replace(staging, path)
+        *parts, name = path.split("/")
+        folder = _folder(self.data, tuple(parts), create=True)
+        try:
+            staging = f"{name}.{os.getpid()}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with open(os.open(staging, flags, 0o600, dir_fd=folder), "w", encoding="utf-8") as handle:
+                json.dump(value, handle)
+            os.replace(staging, name, src_dir_fd=folder, dst_dir_fd=folder)
+        finally:
+            os.close(folder)
 
     def _session_file(self, session_id: str) -> str:
         name = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120]
-        return os.path.join(self.folder, "sessions", f"{name}.json")
+        return f"hooks/sessions/{name}.json"
 
     def session(self, session_id: str) -> dict[str, Any]:
         return self._read(self._session_file(session_id))
@@ -105,13 +175,13 @@ class HookState:
         self._write(self._session_file(session_id), value)
 
     def last_start(self, agent: str) -> str | None:
-        value = self._read(os.path.join(self.folder, "agents.json")).get(agent)
+        value = self._read("hooks/agents.json").get(agent)
         return value if isinstance(value, str) else None
 
     def mark_start(self, agent: str, stamp: str) -> None:
-        agents = self._read(os.path.join(self.folder, "agents.json"))
+        agents = self._read("hooks/agents.json")
         agents[agent] = stamp
-        self._write(os.path.join(self.folder, "agents.json"), agents)
+        self._write("hooks/agents.json", agents)
 
 
 def _now_iso() -> str:
@@ -137,8 +207,8 @@ def capture_enabled() -> bool:
 def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> str:
     """The text to print for one hook event."""
     data = os.path.join(workspace, ".flowbaby")
-    if not os.path.isdir(data):
-        return ""  # not a flowbaby workspace (yet): nothing to say, nothing to create
+    if not os.path.isdir(data) or os.path.islink(data):
+        return ""  # not a flowbaby workspace (yet), or one refused (9.1): nothing to say, nothing to create
     state = HookState(data)
     session_id = str(payload.get("session_id") or payload.get("sessionID") or "")
     timeout = _float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_SEC)
@@ -191,14 +261,12 @@ def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
     """Open the workspace in a process of its own (it may take seconds to load) and capture there."""
     import subprocess
 
-    logs = os.path.join(workspace, ".flowbaby", "logs")
-    os.makedirs(logs, mode=0o700, exist_ok=True)
     # -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts every
     # child (this module imports nothing of flowbaby's): the workspace's own files are never imported.
     source_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
-    with open(os.path.join(logs, "capture.log"), "ab") as log:
+    with open(_append(os.path.join(workspace, ".flowbaby"), "logs/capture.log"), "ab") as log:
         subprocess.Popen(
             [sys.executable, "-P", "-m", "flowbaby.capture_command", workspace, json.dumps(params)],
             stdin=subprocess.DEVNULL,
@@ -212,10 +280,9 @@ def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
 
 def _log(workspace: str, text: str) -> None:
     try:
-        logs = os.path.join(workspace, ".flowbaby", "logs")
-        if os.path.isdir(os.path.dirname(logs)):
-            os.makedirs(logs, mode=0o700, exist_ok=True)
-            with open(os.path.join(logs, "hooks.log"), "a", encoding="utf-8") as handle:
+        data = os.path.join(workspace, ".flowbaby")
+        if os.path.isdir(data):
+            with open(_append(data, "logs/hooks.log"), "a", encoding="utf-8") as handle:
                 handle.write(f"{_now_iso()} {text.rstrip()}\n")
     except OSError:
         pass

@@ -13,7 +13,7 @@ import {
   isoSeconds,
 } from "./core/agentApi";
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
-import { FlowbabyCommand, resolveFlowbabyCommand } from "./core/executable";
+import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { serverEnv } from "./core/serverEnv";
 import { RetrievalThrottle } from "./core/throttle";
@@ -63,7 +63,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
   context.subscriptions.push(activity, logs);
   const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const config = settings();
-  const command = resolveFlowbabyCommand(config, workspace);
+  const approved = context.globalState.get<string[]>(APPROVED_EXECUTABLES_KEY, []);
+  const { command, skipped } = await chooseFlowbabyCommand(config, workspace, {
+    trusted: vscode.workspace.isTrusted,
+    approved,
+    ask: async (file, real) => {
+      const choice = await vscode.window.showWarningMessage(
+        `Run this workspace's own flowbaby, ${file}?`,
+        {
+          modal: true,
+          detail:
+            (real !== file ? `It is ${real}. ` : "") +
+            "A cloned repository can put any program there. Run it only if you installed it yourself; " +
+            "otherwise flowbaby on PATH (or the setting flowbaby.command) is used. Asked once per file.",
+        },
+        "Run it",
+      );
+      return choice === "Run it";
+    },
+    remember: (print) => context.globalState.update(APPROVED_EXECUTABLES_KEY, [...approved, print].slice(-50)),
+  });
+  if (skipped) {
+    logs.warn(`not running the workspace's own flowbaby (${skipped})`);
+  }
   const throttle = new RetrievalThrottle(config);
 
   const openLogs = async () => {
@@ -87,8 +109,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       throw new BridgeUnavailableError("Open a folder to use Flowbaby memory", "INVALID_WORKSPACE_PATH");
     };
   } else if (!command) {
-    logs.error("flowbaby was not found: set flowbaby.command, create the workspace .venv, or put flowbaby on PATH");
-    showUnavailable("bridgeUnavailable: the flowbaby executable was not found (setting flowbaby.command, workspace .venv, PATH)");
+    logs.error("flowbaby was not found: set flowbaby.command, put flowbaby on PATH, or confirm the workspace's .venv/bin/flowbaby");
+    showUnavailable("bridgeUnavailable: the flowbaby executable was not found (setting flowbaby.command, confirmed workspace .venv, PATH)");
     call = async () => {
       throw new BridgeUnavailableError("The flowbaby executable was not found", "FLOWBABY_ERROR");
     };
@@ -298,7 +320,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     );
   }
 
-  logs.info(`Flowbaby activated on ${os.platform()}; workspace ${workspace ?? "(none)"}; command ${command?.file ?? "(none)"}`);
+  logs.info(
+    `Flowbaby activated on ${os.platform()}; workspace ${workspace ?? "(none)"}; command ${command?.file ?? "(none)"} (${command?.source ?? "-"})`,
+  );
   return {
     validateIngestRequest,
     ingestForAgent: (requestJson) => api.ingestForAgent(requestJson),

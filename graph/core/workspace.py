@@ -120,7 +120,8 @@ def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = Tru
 
 def check_data_folder(paths: WorkspacePaths) -> None:
     """Refuse a .flowbaby that is a symlink, not a folder, or another user's: its owner.json
-    and owner.sock decide which process a front sends memories to (INGEST_CONTRACT.md 9.1)."""
+    and owner.sock decide which process a front sends memories to; and one that holds a symlink,
+    a FIFO or a device anywhere (INGEST_CONTRACT.md 9.1)."""
     info = paths.data.lstat()
     problem = (
         "is a symlink"
@@ -136,6 +137,45 @@ def check_data_folder(paths: WorkspacePaths) -> None:
             ErrorCode.INVALID_WORKSPACE_PATH,
             f"Refusing the workspace's data folder {paths.data}: it {problem}",
         )
+    found = unsafe_entry(paths.data)
+    if found is not None:
+        entry, what = found
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH,
+            f"Refusing the workspace's data folder {paths.data}: {entry} is {what}; flowbaby never "
+            "writes through links (a .flowbaby that came with a repository is not yours: remove it)",
+        )
+
+
+def unsafe_entry(folder: Path) -> tuple[str, str] | None:
+    """The first entry under `folder` that is a symlink, or neither a folder, a regular file nor a
+    socket (a FIFO or a device), with what it is; None when there is none. Every file flowbaby,
+    cognee, LanceDB and SQLite write under .flowbaby is opened by path, so one link committed with a
+    repository (`logs/flowbaby.log` -> ~/.bashrc) would send writes outside it: checking the tree
+    once at open covers them all. One scandir per folder; d_type answers without a stat."""
+    stack = [os.fspath(folder)]
+    while stack:
+        path = stack.pop()
+        try:
+            entries = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed by the running owner meanwhile
+        except OSError as exc:
+            return path, f"a folder that cannot be listed ({exc.strerror})"
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        return entry.path, "a symlink"
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif not entry.is_file(follow_symlinks=False) and not stat.S_ISSOCK(
+                        entry.stat(follow_symlinks=False).st_mode
+                    ):
+                        return entry.path, "not a regular file, a folder or a socket"
+                except FileNotFoundError:
+                    continue
+    return None
 
 
 def shared_root(root: Path) -> Path:
@@ -221,6 +261,13 @@ def keep_out_of_git(paths: WorkspacePaths) -> None:
         fd = os.open(paths.git_ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(GIT_IGNORE)
+
+
+def open_no_follow(path: str, flags: int) -> int:
+    """An `opener` for open() that never follows a link at the last step (ELOOP instead): the tree
+    is checked at open (check_data_folder), this keeps a link made later (a `git pull` while the
+    owner runs) from redirecting the logs."""
+    return os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
 
 
 def create_private(path: Path) -> None:
