@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import FlowbabyError
-from graph.core.workspace import check_data_folder
-from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph, WorkspacePaths
+from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph, WorkspacePaths, check_data_folder
 
 EXIT_USAGE = 2
 EXIT_NOT_A_WORKSPACE = 3

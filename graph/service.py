@@ -85,7 +85,14 @@ from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token, read_private_file
-from graph.core.workspace import DATA_DIR, WorkspaceLock, WorkspacePaths, link_workspace, resolve_workspace
+from graph.core.workspace import (
+    DATA_DIR,
+    WorkspaceLock,
+    WorkspacePaths,
+    check_data_folder,
+    link_workspace,
+    resolve_workspace,
+)
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
@@ -112,6 +119,7 @@ __all__ = [
     "TopicNotFound",
     "WorkspaceGraph",
     "WorkspacePaths",
+    "check_data_folder",
     "configured_token",
     "read_private_file",
     "resolve_workspace",
