@@ -14,8 +14,8 @@ import hashlib
 import json
 import os
 import threading
-from pathlib import Path
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal

@@ -53,7 +53,9 @@ def service(paths: WorkspacePaths, tmp_path: Path, fake: FakeOpenAI) -> Iterator
 def session(tmp_path: Path, paths: WorkspacePaths, name: str) -> Transcript:
     talk = Transcript(tmp_path / name, paths.root, session=name)
     talk.add("user", f"Archive the invoices. <private>{PRIVATE}</private> The token is {SECRET}.")
-    talk.add("assistant", "Let's use a lifecycle rule on the bucket. Writing it now.", edit=str(paths.root / "infra/s3.tf"))
+    talk.add(
+        "assistant", "Let's use a lifecycle rule on the bucket. Writing it now.", edit=str(paths.root / "infra/s3.tf")
+    )
     return talk
 
 

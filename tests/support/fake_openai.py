@@ -87,7 +87,9 @@ class FakeOpenAI:
         poisoned = self.poison is not None and self.poison in user
         garbage = mode == "garbage" or poisoned
         scripted = self.reply_for(system, user) if self.reply_for is not None and not garbage else None
-        content = "Sure! Here is what I found: nodes, edges and a summary." if garbage else scripted or answer(system, user)
+        content = (
+            "Sure! Here is what I found: nodes, edges and a summary." if garbage else scripted or answer(system, user)
+        )
         usage = {"prompt_tokens": len((system + user).split()), "completion_tokens": len(content.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         with self._lock:
