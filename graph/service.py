@@ -7,6 +7,7 @@ contract requests into contract responses. Fronts only parse, call and frame.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import gc
@@ -58,6 +59,7 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    Freshness,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
@@ -168,6 +170,8 @@ answers from what is indexed and says how many memories it could not search yet.
 
 MAX_CHECKED_FOLDERS = 32
 """Freshness checkers kept (one per folder retrievals come from: the main checkout and its worktrees)."""
+BRIEFING_FRESHNESS_SEC = 0.5
+"""How long a briefing waits for its decisions' reference freshness (the hook waits 1.5 s in all)."""
 
 
 class FlowbabyService:
@@ -1106,6 +1110,21 @@ class FlowbabyService:
         """The session-start briefing: current decisions, open questions and next steps, other
         agents' new memories; one line per memory, within maxTokens."""
         request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+        checker = self._freshness_for(self.origin)
+
+        def freshness(memories: list[Memory]) -> list[Freshness] | None:
+            """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
+            big repository): the briefing goes out unmarked and the check warms the cache."""
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pool.shutdown(wait=False)
+            try:
+                return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
+            except concurrent.futures.TimeoutError:
+                log.info(
+                    "briefing: reference freshness took over %.1fs; decisions left unmarked", BRIEFING_FRESHNESS_SEC
+                )
+                return None
 
         def build() -> dict[str, Any]:
             return build_briefing(
@@ -1114,6 +1133,7 @@ class FlowbabyService:
                 since=request.since,
                 recalls=self._recalls.load(),
                 max_tokens=request.maxTokens,
+                freshness=freshness,
             )
 
         return await asyncio.to_thread(build)
