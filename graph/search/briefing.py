@@ -84,11 +84,7 @@ def build_briefing(
     fresh = {m.topic_id: m.agent_name or "another agent" for m in others}
     recent = [m for m in ranked if (now - _when(m.updated_at)).days <= RECENT_DAYS]
     sections: list[tuple[str, str, list[tuple[Memory, str]]]] = [
-        (
-            "decisions",
-            "Current decisions:",
-            [(m, _decision_line(m) + stale.get(m.topic_id, "")) for m in ranked if m.decisions],
-        ),
+        ("decisions", "Current decisions:", [(m, _decision_line(m)) for m in ranked if m.decisions]),
         ("open", "Open questions and next steps:", [(m, _open_line(m)) for m in recent if _open_line(m)]),
         ("others", "Stored by other agents since your last session:", [(m, _other_line(m)) for m in others]),
     ]
@@ -104,7 +100,9 @@ def build_briefing(
             if kind == "others" and shown:
                 continue  # already listed above, marked as new
             tag = f" (new, by {fresh[memory.topic_id]})" if kind != "others" and memory.topic_id in fresh else ""
-            line = truncate_to_tokens(f"- {text}{tag} [topicId {memory.topic_id}]", LINE_TOKENS)
+            mark = stale.get(memory.topic_id, "") if kind == "decisions" else ""
+            suffix = f"{mark}{tag} [topicId {memory.topic_id}]"  # never cut: the mark and the id stay
+            line = truncate_to_tokens(f"- {text}", max(10, LINE_TOKENS - count_tokens(suffix))) + suffix
             cost = count_tokens(line) + 1
             extra = 0 if wrote_title else title_cost
             if used + cost + extra > max_tokens:
