@@ -7,7 +7,9 @@ contract requests into contract responses. Fronts only parse, call and frame.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -32,7 +34,8 @@ from graph.backends.memory_store import Closeable, MemoryStoreBackend
 from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
 from graph.backends.vectors import MemoryVectors
-from graph.capture.distil import normal
+from graph.capture.distil import Distilled, normal
+from graph.capture.llm_distil import distil_session
 from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
 from graph.code.branches import Ancestry, checkout
 from graph.code.freshness import FreshnessChecker
@@ -56,6 +59,7 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    Freshness,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
@@ -174,6 +178,8 @@ answers from what is indexed and says how many memories it could not search yet.
 
 MAX_CHECKED_FOLDERS = 32
 """Freshness checkers kept (one per folder retrievals come from: the main checkout and its worktrees)."""
+BRIEFING_FRESHNESS_SEC = 0.5
+"""How long a briefing waits for its decisions' reference freshness (the hook waits 1.5 s in all)."""
 
 
 class FlowbabyService:
@@ -1112,6 +1118,21 @@ class FlowbabyService:
         """The session-start briefing: current decisions, open questions and next steps, other
         agents' new memories; one line per memory, within maxTokens."""
         request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+        checker = self._freshness_for(self.origin)
+
+        def freshness(memories: list[Memory]) -> list[Freshness] | None:
+            """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
+            big repository): the briefing goes out unmarked and the check warms the cache."""
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pool.shutdown(wait=False)
+            try:
+                return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
+            except concurrent.futures.TimeoutError:
+                log.info(
+                    "briefing: reference freshness took over %.1fs; decisions left unmarked", BRIEFING_FRESHNESS_SEC
+                )
+                return None
 
         def build() -> dict[str, Any]:
             return build_briefing(
@@ -1120,6 +1141,7 @@ class FlowbabyService:
                 since=request.since,
                 recalls=self._recalls.load(),
                 max_tokens=request.maxTokens,
+                freshness=freshness,
             )
 
         return await asyncio.to_thread(build)
@@ -1145,8 +1167,12 @@ class FlowbabyService:
         if not capture_enabled():
             return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
         async with self._capture_lock:
-            plan, reason, turns = await asyncio.to_thread(self._plan_capture, request, topic_id)
+            plan, reason, turns, got = await asyncio.to_thread(self._plan_capture, request, topic_id)
             reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
+            if got is not None:
+                reply["distiller"] = got.distiller
+                if got.fallback:
+                    reply["llmFallback"] = got.fallback
             if plan is not None:
                 staged = await self.ingest(plan)
                 metrics = staged["ingestion_metrics"]
@@ -1163,19 +1189,24 @@ class FlowbabyService:
                 await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
         return reply
 
-    def _plan_capture(self, request: CaptureRequest, topic_id: str) -> tuple[dict[str, Any] | None, str, int]:
+    def _plan_capture(
+        self, request: CaptureRequest, topic_id: str
+    ) -> tuple[dict[str, Any] | None, str, int, Distilled | None]:
         read = read_session(request, self.paths.root)
         if read is None:
-            return None, "not a session of this workspace", 0
+            return None, "not a session of this workspace", 0, None
         session, messages = read
         done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
         start = done if done <= len(messages) else 0
         versions = self.store.topic_versions(topic_id)
         known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
-        plan, reason = plan_capture(
-            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root
+        distiller = functools.partial(
+            distil_session, llm=self.settings.llm, timeout_sec=self.settings.llm_timeout_sec
+        )  # the workspace's LLM when one is configured, else (or on any failure) offline
+        plan, reason, got = plan_capture(
+            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root, distiller
         )
-        return plan, reason, len(messages)
+        return plan, reason, len(messages), got
 
 
 class MemoryService(Protocol):

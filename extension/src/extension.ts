@@ -8,11 +8,13 @@ import {
   AgentApi,
   RETRIEVE_TOOL,
   STORE_TOOL,
+  TOOL_AGENT_NAME,
   formatRetrieveResult,
   formatStoreResult,
   isoSeconds,
 } from "./core/agentApi";
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
+import { CopilotInstructions } from "./core/copilotInstructions";
 import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { serverEnv } from "./core/serverEnv";
@@ -31,6 +33,7 @@ export interface FlowbabyExtensionApi {
 }
 
 let bridge: BridgeClient | undefined;
+let instructions: CopilotInstructions | undefined;
 
 function settings() {
   const flowbaby = vscode.workspace.getConfiguration("flowbaby");
@@ -40,6 +43,7 @@ function settings() {
     pythonPath: userValue(flowbaby, "pythonPath"),
     healthTimeoutMs: Math.max(1, flowbaby.get<number>("healthTimeoutSeconds", 30)) * 1000,
     showSuccess: flowbaby.get<boolean>("notifications.showSuccess", true),
+    copilotInstructions: flowbaby.get<boolean>("copilotInstructions", true),
     rateLimitPerMinute: access.get<number>("rateLimitPerMinute", 10),
     maxConcurrentRequests: access.get<number>("maxConcurrentRequests", 2),
     serverUrl: userValue(flowbaby, "serverUrl"),
@@ -173,7 +177,38 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     }
     void refreshStatus();
   });
-  bridge?.on("ready", () => void refreshStatus());
+  // Copilot Chat: the briefing in every request, through a git-ignored instructions file (17.6).
+  if (bridge && workspace) {
+    const previous = context.workspaceState.get<string>("flowbaby.lastSessionStart");
+    void context.workspaceState.update("flowbaby.lastSessionStart", new Date().toISOString());
+    instructions = new CopilotInstructions({
+      workspace,
+      fetchBriefing: async () => {
+        const reply = await call("briefing", { agentName: TOOL_AGENT_NAME, ...(previous ? { since: previous } : {}) });
+        if (reply.success === false) {
+          throw new Error(`${String(reply.errorCode)}: ${String(reply.error)}`);
+        }
+        return String(reply.text ?? "");
+      },
+      log: (line) => logs.info(line),
+    });
+  }
+  const refreshInstructions = () => {
+    if (settings().copilotInstructions) {
+      instructions?.refresh();
+    } else {
+      instructions?.remove();
+    }
+  };
+  bridge?.on("notification", (method: string) => {
+    if (method === "backgroundOperationCompleted") {
+      refreshInstructions();
+    }
+  });
+  bridge?.on("ready", () => {
+    void refreshStatus();
+    refreshInstructions();
+  });
   bridge?.start().catch((error: Error) => logs.error(`bridge start: ${error.message}`));
 
   const graphFile = path.join(context.globalStorageUri.fsPath, "flowbaby-graph.html");
@@ -256,6 +291,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       if (event.affectsConfiguration("flowbabyMemory.agentAccess")) {
         throttle.configure(settings());
       }
+      if (event.affectsConfiguration("flowbaby.copilotInstructions")) {
+        refreshInstructions();
+      }
     }),
   );
 
@@ -332,6 +370,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
 }
 
 export async function deactivate(): Promise<void> {
+  instructions?.remove(); // the briefing file lives only while the extension runs
+  instructions = undefined;
   await bridge?.stop();
   bridge = undefined;
 }

@@ -60,6 +60,10 @@ class Distilled:
     edited: list[str] = field(default_factory=list)
     mentioned: list[str] = field(default_factory=list)
     redactions: int = 0
+    distiller: str = "offline"
+    """Who wrote the summary: `offline` (these rules) or `llm` (graph/capture/llm_distil.py)."""
+    fallback: str | None = None
+    """Why the configured LLM's summary was not used, when it was not."""
 
     @property
     def references(self) -> list[str]:

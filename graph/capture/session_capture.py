@@ -14,10 +14,11 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, distil, normal
+from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal
 from graph.core.contract import CaptureRequest, MemoryStatus, utc_now
 from graph.core.store import Memory
 from graph.sessions.model import Message, SessionInfo, SourceError, within
@@ -89,24 +90,27 @@ def plan_capture(
     previous: Memory | None,
     known_decisions: set[str],
     workspace: Path,
-) -> tuple[dict[str, Any] | None, str]:
-    """(ingestForAgent params, "") for turns[start:], or (None, why nothing is stored)."""
-    new = messages[start:]
+    distiller: Callable[..., Distilled] | None = None,
+) -> tuple[dict[str, Any] | None, str, Distilled | None]:
+    """(ingestForAgent params, "", summary) for turns[start:], or (None, why nothing is stored,
+    summary). `distiller` takes distil()'s arguments (the LLM's, graph/capture/llm_distil.py);
+    default: the offline distil()."""
+    new: Sequence[Message] = messages[start:]
     if not new:
-        return None, "no new turns"
+        return None, "no new turns", None
     agent = request.agentName or request.source
-    got = distil(new, workspace=str(workspace), title=session.title, agent=agent)
+    got = (distiller or distil)(new, workspace=str(workspace), title=session.title, agent=agent)
     old_decisions = list(previous.decisions) if previous else []
     old_refs = list(previous.references) if previous else []
     fresh = [d for d in got.decisions if not _known(normal(d), known_decisions)]
     fresh_refs = [r for r in got.references if r not in old_refs]
     fresh_edits = [r for r in got.edited if r not in old_refs]
     if not fresh and not fresh_edits and not got.next_steps and not got.open_questions:
-        return None, "repeats existing memory" if got.decisions or got.references else "nothing to keep"
+        return None, "repeats existing memory" if got.decisions or got.references else "nothing to keep", got
     if previous and not fresh and not fresh_edits:
         steps = {normal(s) for s in [*previous.next_steps, *previous.open_questions]}
         if all(normal(s) in steps for s in [*got.next_steps, *got.open_questions]):
-            return None, "repeats existing memory"
+            return None, "repeats existing memory", got
     now = utc_now()
     turns = f"turns 1-{len(messages)}" if previous else f"turns {start + 1}-{len(messages)}"
     context = f"{got.context} ({agent} session {request.sessionId}, {turns}, captured at {request.reason})"
@@ -128,7 +132,7 @@ def plan_capture(
             "status": MemoryStatus.ACTIVE.value,
         },
     }
-    return params, ""
+    return params, "", got
 
 
 def _known(decision: str, known: set[str]) -> bool:

@@ -79,7 +79,7 @@ METHODS: tuple[Method, ...] = (
     _sessions("repair", "sessionsRepair", "POST /api/agent/sessions/{session_id}/repair"),
     # Reached through the owner only: the fronts' session watch and the client hooks (section 17).
     Method("watch_sessions"),
-    Method("briefing"),
+    Method("briefing", "briefing"),  # also the VS Code extension's Copilot instructions file (17.6)
     Method("recall"),
     Method("capture"),
 )

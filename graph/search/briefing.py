@@ -13,12 +13,12 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import MemoryStatus
+from graph.core.contract import Freshness, MemoryStatus
 from graph.core.store import Memory
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
@@ -31,6 +31,10 @@ STATUS_WEIGHT = {MemoryStatus.DECISION_RECORD: 1.0, MemoryStatus.ACTIVE: 0.6}
 RECENT_DAYS = 30
 """Open questions and next steps are listed for memories updated within this many days."""
 GET_MEMORY_HINT = "open any of them whole with flowbaby_getMemory(topicIds)"
+STALE_WINDOW = 40
+"""The decisions (best ranked first) whose code references are checked for staleness: more than the
+budget ever shows, so the check costs a bounded number of path look-ups."""
+STALE_STATES = ("changed", "moved", "missing")
 
 
 def score(memory: Memory, now: datetime, recalls: int) -> float:
@@ -60,11 +64,17 @@ def build_briefing(
     recalls: dict[str, int],
     max_tokens: int = BRIEFING_TOKENS,
     now: datetime | None = None,
+    freshness: Callable[[list[Memory]], list[Freshness] | None] | None = None,
 ) -> dict[str, Any]:
-    """The briefing text (empty when there is nothing to say) and what it holds."""
+    """The briefing text (empty when there is nothing to say) and what it holds. `freshness`
+    (graph.code.freshness, for the given memories in order; None when it took too long) marks
+    decisions whose code changed."""
     now = now or datetime.now(UTC)
     current = current_memories(memories)
     ranked = sorted(current, key=lambda m: (-score(m, now, recalls.get(m.topic_id, 0)), m.topic_id))
+    checked = [m for m in ranked if m.decisions and m.references][:STALE_WINDOW] if freshness else []
+    found = freshness(checked) if checked and freshness else None
+    stale = {m.topic_id: mark for m, f in zip(checked, found or [], strict=False) if (mark := stale_mark(f))}
     cutoff = _when(since) if since else None
     others = [
         m
@@ -90,7 +100,9 @@ def build_briefing(
             if kind == "others" and shown:
                 continue  # already listed above, marked as new
             tag = f" (new, by {fresh[memory.topic_id]})" if kind != "others" and memory.topic_id in fresh else ""
-            line = truncate_to_tokens(f"- {text}{tag} [topicId {memory.topic_id}]", LINE_TOKENS)
+            mark = stale.get(memory.topic_id, "") if kind == "decisions" else ""
+            suffix = f"{mark}{tag} [topicId {memory.topic_id}]"  # never cut: the mark and the id stay
+            line = truncate_to_tokens(f"- {text}", max(10, LINE_TOKENS - count_tokens(suffix))) + suffix
             cost = count_tokens(line) + 1
             extra = 0 if wrote_title else title_cost
             if used + cost + extra > max_tokens:
@@ -100,13 +112,14 @@ def build_briefing(
                 wrote_title = True
             lines.append(line)
             used += cost + extra
-            items.append(
-                {
-                    "section": kind,
-                    "topicId": memory.topic_id,
-                    "score": round(score(memory, now, recalls.get(memory.topic_id, 0)), 4),
-                }
-            )
+            item = {
+                "section": kind,
+                "topicId": memory.topic_id,
+                "score": round(score(memory, now, recalls.get(memory.topic_id, 0)), 4),
+            }
+            if kind == "decisions" and memory.topic_id in stale:
+                item["stale"] = True
+            items.append(item)
     if not items:
         return {"text": "", "items": [], "tokens": 0, "memories": len(current)}
     text = "\n".join([header, *lines])
@@ -138,6 +151,17 @@ def compact_recall(
         return {"text": "", "topicIds": [], "tokens": 0}
     text = "\n".join([header, *lines])
     return {"text": text, "topicIds": topics, "tokens": count_tokens(text)}
+
+
+def stale_mark(freshness: Freshness) -> str:
+    """` (stale: a.py changed, b.py missing)` for the references that changed, moved or went
+    missing since the memory's updatedAt (at most two named); "" when none did."""
+    gone = [r for r in freshness.references if r.state in STALE_STATES]
+    if not gone:
+        return ""
+    named = [f"{r.reference.strip()} {r.state}" + (f" to {r.movedTo}" if r.movedTo else "") for r in gone[:2]]
+    more = f", +{len(gone) - 2} more" if len(gone) > 2 else ""
+    return f" (stale: {', '.join(named)}{more})"
 
 
 def _decision_line(memory: Memory) -> str:

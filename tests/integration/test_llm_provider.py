@@ -19,10 +19,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
-from graph.cognify.worker.cognee_runtime import llm_environment  # noqa: E402
 from graph.cognify.worker.cognee_worker import llm_error_code  # noqa: E402
 from graph.cognify.worker.llm_calls import is_transient  # noqa: E402
 from graph.core.contract import ErrorCode, FlowbabyError  # noqa: E402
+from graph.core.llm_routes import llm_environment  # noqa: E402
 from graph.core.projection import load_projection  # noqa: E402
 from graph.core.settings import LLMSettings  # noqa: E402
 from graph.core.store import MemoryStore  # noqa: E402
