@@ -32,13 +32,14 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    GetMemoryResponse,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
     IndexStatusResponse,
+    ListMemoriesResponse,
     MemoryContextResponse,
-    MemoryVersionsResponse,
     PublicHealthResponse,
     RepairResponse,
     RetrievalError,
@@ -116,6 +117,22 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
             }
         app.openapi_schema = spec
     return app.openapi_schema
+
+
+def list_params(request: Request) -> dict[str, Any]:
+    """listMemories' fields from a query string, typed where the text says so; the service
+    validates them, so a bad value is answered as over the bridge (INVALID_PAYLOAD naming it)."""
+    params: dict[str, Any] = {}
+    for key, value in request.query_params.multi_items():
+        if key == "status":
+            params.setdefault("status", []).extend(item for item in value.split(",") if item)
+        elif key == "limit":
+            params[key] = int(value) if value.lstrip("-").isdigit() else value
+        elif key == "allVersions":
+            params[key] = {"true": True, "1": True, "false": False, "0": False}.get(value.lower(), value)
+        else:
+            params[key] = value
+    return params
 
 
 def own_namespace(service: MemoryService) -> str | None:
@@ -253,9 +270,15 @@ def create_app(
     async def confirm_supersession(request: Request) -> dict[str, Any]:
         return await service.confirm_supersession(await _json_body(request, retrieval=False))
 
-    @app.get("/api/agent/memories/{topic_id}", response_model=MemoryVersionsResponse)
+    @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
+    async def list_memories(request: Request) -> dict[str, Any]:
+        """listMemories: the query parameters are its fields (status comma-separated or repeated)."""
+        return await service.list_memories(list_params(request))
+
+    @app.get("/api/agent/memories/{topic_id}", response_model=GetMemoryResponse)
     async def memory(topic_id: str) -> dict[str, Any]:
-        return await service.memory_versions(topic_id)
+        """getMemory (its reply holds memoryVersions' topicId and versions too)."""
+        return await service.get_memory({"topicId": topic_id})
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

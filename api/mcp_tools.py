@@ -23,7 +23,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
-from graph.core.contract import ContractFailure
+from graph.core.contract import MAX_GET_TOPICS, ContractFailure, GetMemoriesRequest, validate_request
 from graph.service import MemoryService
 
 log = logging.getLogger("flowbaby.mcp")
@@ -33,6 +33,7 @@ RETRIEVE = "flowbaby_retrieveMemory"
 BACKGROUND = "flowbaby_backgroundStatus"
 INDEX = "flowbaby_indexStatus"
 SESSIONS = "flowbaby_searchSessions"
+GET_MEMORY = "flowbaby_getMemory"
 
 INSTRUCTIONS = (
     "Flowbaby is this workspace's long-term memory. Retrieve before reasoning: call "
@@ -76,6 +77,12 @@ SESSIONS_DESCRIPTION = (
     "tool calls and their output) for a natural-language query; lower distance is better. Give "
     "sessionId to search one session, else every indexed session of the workspace is searched. Use "
     "it for details no stored memory kept: an old error message, a command that worked."
+)
+
+GET_MEMORY_DESCRIPTION = (
+    "Read stored memories in full by topicId (as returned in a retrieval's entries): every version, "
+    "oldest first, the newest one, what it supersedes and what supersedes it, the graph entities it holds "
+    "and where it came from. Give one or more topicIds; unknown ones are listed under notFound."
 )
 
 RETRY_ADVICE = {
@@ -208,7 +215,23 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
 
         return await framed(BACKGROUND, call)
 
-    server = FlowbabyMCP({STORE: store_raw, RETRIEVE: retrieve_raw, BACKGROUND: background_raw})
+    async def get_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            request: GetMemoriesRequest = validate_request(GetMemoriesRequest, params)
+            found: list[dict[str, Any]] = []
+            missing: list[str] = []
+            for topic_id in dict.fromkeys(request.topicIds):
+                try:
+                    found.append(await service.get_memory({"topicId": topic_id}))
+                except ContractFailure as error:
+                    if error.code.value != "NOT_FOUND":
+                        raise
+                    missing.append(topic_id)
+            return success({"success": True, "memories": found, "notFound": missing})
+
+        return await framed(GET_MEMORY, call)
+
+    server = FlowbabyMCP({STORE: store_raw, RETRIEVE: retrieve_raw, BACKGROUND: background_raw, GET_MEMORY: get_raw})
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -270,6 +293,15 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
             return success(await service.index_status(audited=True, agent_name=client_name(ctx)))
 
         return await framed(INDEX, call)
+
+    @server.tool(name=GET_MEMORY, title="Get Flowbaby Memory", description=GET_MEMORY_DESCRIPTION, annotations=reads)
+    async def get_memory(
+        topicIds: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=256)]],
+            Field(min_length=1, max_length=MAX_GET_TOPICS, description="The memories' topicIds"),
+        ],
+    ) -> CallToolResult:
+        return await get_raw({"topicIds": topicIds}, None)
 
     @server.tool(name=SESSIONS, title="Search Agent Sessions", description=SESSIONS_DESCRIPTION, annotations=reads)
     async def search_sessions(

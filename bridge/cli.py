@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`memories`, `tokens`, `migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.sessions_cli import add_sessions_command, run_sessions_command
 
     add_sessions_command(commands)
+    from bridge.memories_cli import add_memories_command, run_memories_command
+
+    add_memories_command(commands)
     from bridge.tokens_cli import add_tokens_command, run_tokens_command
 
     add_tokens_command(commands)
@@ -156,12 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "memories"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command == "memories":
+        sys.exit(run_memories_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":

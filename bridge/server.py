@@ -91,6 +91,8 @@ class Bridge:
                 f"sessions{op[0].upper()}{op[1:].replace('_all', 'All')}": _sessions_method(service, op)
                 for op in SESSION_METHODS
             },
+            "listMemories": service.list_memories,
+            "getMemory": service.get_memory,
             "listImpliedSupersessions": service.implied_supersessions,
             "confirmSupersession": service.confirm_supersession,
             "shutdown": self._shutdown,

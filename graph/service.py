@@ -34,12 +34,16 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    GetMemoryRequest,
+    GetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
     IndexStatusResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
     MemoryContextResponse,
     MemoryStatus,
     MemoryVersionsResponse,
@@ -58,6 +62,7 @@ from graph.core.contract import (
     validate_retrieval,
 )
 from graph.core.logs import configure_logging
+from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
 from graph.core.projection_store import load_graph, open_projection
 from graph.core.settings import Settings, load_settings
@@ -848,29 +853,98 @@ class FlowbabyService:
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
         return MemoryVersionsResponse.model_validate(
+            {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
+        ).model_dump(mode="json")
+
+    # -- memory control: list, show (INGEST_CONTRACT.md 16) ---------------------------------
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
+        first unless order=oldest; nextCursor continues it, stable while memories are added."""
+        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=request.order == "newest", after=after)
+        rows = await asyncio.to_thread(self.store.list_page, request, page)
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        return ListMemoriesResponse.model_validate(
             {
-                "topicId": topic_id,
-                "versions": [
+                "memories": [
                     {
+                        "topicId": m.topic_id,
                         "memoryId": m.memory_id,
                         "version": m.version,
                         "status": m.status.value,
                         "topic": m.topic,
-                        "context": m.context,
-                        "decisions": m.decisions,
-                        "rationale": m.rationale,
-                        "openQuestions": m.open_questions,
-                        "nextSteps": m.next_steps,
-                        "references": m.references,
-                        "planId": m.plan_id,
-                        "sessionId": m.session_id,
+                        "preview": m.context[:PREVIEW_CHARS],
                         "agentName": m.agent_name,
+                        "sessionId": m.session_id,
+                        "planId": m.plan_id,
                         "createdAt": m.created_at,
                         "updatedAt": m.updated_at,
+                        "stagedAt": m.staged_at,
                         "graphState": m.graph_state,
+                        "charCount": m.char_count,
                     }
-                    for m in versions
+                    for m in rows
                 ],
+                "count": len(rows),
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
+            }
+        ).model_dump(mode="json")
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        """getMemory: every version (oldest first), the newest one, supersession links both ways
+        (versions of the topic, and implied ones by other topics), the newest version's graph
+        entities and its provenance. Unknown topicId: NOT_FOUND."""
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
+        return await asyncio.to_thread(self._get_memory, request.topicId)
+
+    def _get_memory(self, topic_id: str) -> dict[str, Any]:
+        versions = self.store.topic_versions(topic_id)
+        if not versions:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
+        latest = versions[-1]
+        mine = {m.memory_id for m in versions}
+        links: list[dict[str, Any]] = [
+            {
+                "kind": "version",
+                "olderTopicId": topic_id,
+                "olderMemoryId": older.memory_id,
+                "newerTopicId": topic_id,
+                "newerMemoryId": newer.memory_id,
+            }
+            for older, newer in zip(versions, versions[1:], strict=False)
+        ]
+        retriever = self._retriever  # implied links once search is warm; never waits for it
+        if retriever is not None:
+            by_id = retriever.catalog.by_id
+            for pair in retriever.supersession_pairs():
+                if (pair.older in mine) != (pair.newer in mine):
+                    links.append(
+                        {
+                            "kind": "implied",
+                            "olderTopicId": by_id[pair.older].topic_id,
+                            "olderMemoryId": pair.older,
+                            "newerTopicId": by_id[pair.newer].topic_id,
+                            "newerMemoryId": pair.newer,
+                        }
+                    )
+        entities = self.graph_lane.neighbourhood(latest.memory_id, 1)["entities"]
+        return GetMemoryResponse.model_validate(
+            {
+                "topicId": topic_id,
+                "versions": [version_fields(m) for m in versions],
+                "latest": version_fields(latest),
+                "supersedes": [link for link in links if link["newerMemoryId"] == latest.memory_id],
+                "supersededBy": [link for link in links if link["olderMemoryId"] == latest.memory_id],
+                "entities": entities,
+                "provenance": {
+                    "agentName": latest.agent_name,
+                    "sessionId": latest.session_id,
+                    "planId": latest.plan_id,
+                    "stagedAt": latest.staged_at,
+                    "operationId": latest.operation_id,
+                    "graphState": latest.graph_state,
+                },
             }
         ).model_dump(mode="json")
 
@@ -1001,6 +1075,32 @@ class FlowbabyService:
         return {"watching": self.session_memory.settings.watch}
 
 
+PREVIEW_CHARS = 200
+"""Characters of a memory's context that listMemories shows."""
+
+
+def version_fields(m: Memory) -> dict[str, Any]:
+    """One stored version as the contract's MemoryVersion."""
+    return {
+        "memoryId": m.memory_id,
+        "version": m.version,
+        "status": m.status.value,
+        "topic": m.topic,
+        "context": m.context,
+        "decisions": m.decisions,
+        "rationale": m.rationale,
+        "openQuestions": m.open_questions,
+        "nextSteps": m.next_steps,
+        "references": m.references,
+        "planId": m.plan_id,
+        "sessionId": m.session_id,
+        "agentName": m.agent_name,
+        "createdAt": m.created_at,
+        "updatedAt": m.updated_at,
+        "graphState": m.graph_state,
+    }
+
+
 class MemoryService(Protocol):
     """What every front calls: this process's own FlowbabyService when it owns the workspace,
     or an OwnerClient that forwards each call to the process that does."""
@@ -1021,6 +1121,8 @@ class MemoryService(Protocol):
         self, topic_id: str, query: str | None = ..., hops: int = ..., version: int | None = ...
     ) -> dict[str, Any]: ...
     async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
+    async def list_memories(self, params: Any = ...) -> dict[str, Any]: ...
+    async def get_memory(self, params: Any) -> dict[str, Any]: ...
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...

@@ -157,6 +157,13 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
         assert [v["version"] for v in versions] == [1] and versions[0]["topic"] == "Redis caching decision"
         missing = client.get("/api/agent/memories/nope")
         assert missing.status_code == 404 and missing.json()["errorCode"] == "NOT_FOUND"
+        shown = client.get("/api/agent/memories/redis-cache").json()
+        assert shown["latest"] == versions[0] and shown["provenance"]["agentName"] == "architect"
+        listed = client.get("/api/agent/memories", params={"status": "Active,DecisionRecord", "limit": 5}).json()
+        assert [m["topicId"] for m in listed["memories"]] == ["redis-cache"] and listed["nextCursor"] is None
+        assert client.get("/api/agent/memories", params={"agentName": "nobody"}).json()["count"] == 0
+        bad = client.get("/api/agent/memories", params={"limit": "many"})
+        assert bad.status_code == 400 and bad.json()["fields"] == ["limit"]
 
 
 def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import ErrorDetails
@@ -680,3 +680,121 @@ class ConfirmSupersessionResponse(_Reply):
     memoryId: str
     status: MemoryStatus
     supersededBy: str
+
+
+# -- memory control: list, show, forget (INGEST_CONTRACT.md section 16) ------------------------
+
+MAX_LIST_LIMIT = 500
+"""Most memories one listMemories page holds."""
+
+
+def _statuses(value: Any) -> Any:
+    """One status or a list of them."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ValueError("must be a status or an array of statuses")
+    return [_memory_status(item) for item in items]
+
+
+class MemoryFilter(_Strict):
+    """Which memories: every given condition holds (AND). Used by listMemories and forgetMemory."""
+
+    status: list[MemoryStatus] | None = None
+    topicIdPrefix: str | None = Field(default=None, min_length=1, max_length=256)
+    agentName: str | None = Field(default=None, min_length=1, max_length=256)
+    createdAfter: str | None = None
+    createdBefore: str | None = None
+    updatedAfter: str | None = None
+    updatedBefore: str | None = None
+    text: str | None = Field(default=None, min_length=1, max_length=256)
+    allVersions: bool = False
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return _statuses(value)
+
+    @field_validator("createdAfter", "createdBefore", "updatedAfter", "updatedBefore")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+
+class ListMemoriesRequest(MemoryFilter):
+    order: Literal["newest", "oldest"] = "newest"
+    limit: int = Field(default=50, ge=1, le=MAX_LIST_LIMIT)
+    cursor: str | None = Field(default=None, min_length=1, max_length=512)
+
+
+class MemoryListItem(_Reply):
+    topicId: str
+    memoryId: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    preview: str
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    createdAt: str
+    updatedAt: str
+    stagedAt: str
+    graphState: GraphState
+    charCount: int
+
+
+class ListMemoriesResponse(_Reply):
+    success: Literal[True] = True
+    memories: list[MemoryListItem]
+    count: int
+    nextCursor: str | None
+
+
+class GetMemoryRequest(_Strict):
+    topicId: str = Field(min_length=1, max_length=256)
+
+
+MAX_GET_TOPICS = 20
+
+
+class GetMemoriesRequest(_Strict):
+    """The MCP tool flowbaby_getMemory: several topics at once."""
+
+    topicIds: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=MAX_GET_TOPICS)
+
+
+class SupersessionLink(_Reply):
+    """`version`: a newer version of the same topic; `implied`: another topic that seems to replace
+    this one (listImpliedSupersessions), not confirmed yet."""
+
+    kind: Literal["version", "implied"]
+    olderTopicId: str
+    olderMemoryId: str
+    newerTopicId: str
+    newerMemoryId: str
+
+
+class MemoryProvenance(_Reply):
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    stagedAt: str
+    operationId: str | None
+    graphState: GraphState
+
+
+class GetMemoryResponse(MemoryVersionsResponse):
+    """memoryVersions' reply (topicId, versions oldest first) and more about the newest version."""
+
+    latest: MemoryVersion
+    supersedes: list[SupersessionLink]
+    supersededBy: list[SupersessionLink]
+    entities: list[ContextEntity]
+    provenance: MemoryProvenance

@@ -28,7 +28,16 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
-from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import (
+    BackgroundErrorCode,
+    ErrorCode,
+    FlowbabyError,
+    MemoryFilter,
+    MemoryStatus,
+    OperationStatus,
+    utc_now,
+)
+from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.pg_pool import acquire_pool, release_pool
 from graph.core.store import (
     KEEP_FINISHED_OPERATIONS,
@@ -245,6 +254,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        8,
+        "listMemories' keyset pages (graph.core.memory_query)",
+        ";\n".join(LIST_INDEXES) + ';\nCREATE INDEX memories_topic_bytes ON memories (topic_id COLLATE "C");',
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
@@ -455,6 +469,18 @@ class PostgresMemoryStore:
         with self._cursor() as cur:
             rows = cur.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
         return (row_to_memory(row) for row in rows)
+
+    def list_page(self, query: MemoryFilter, page: Page) -> list[Memory]:
+        statement, args = page_sql(query, page, "%s", postgres=True)
+        with self._cursor() as cur:
+            rows = cur.execute(statement.encode(), args).fetchall()
+        return [row_to_memory(row) for row in rows]
+
+    def matching_topics(self, query: MemoryFilter) -> list[str]:
+        statement, args = topics_sql(query, "%s", postgres=True)
+        with self._cursor() as cur:
+            rows = cur.execute(statement.encode(), args).fetchall()
+        return [row["topic_id"] for row in rows]
 
     def memory_states(self) -> dict[str, tuple[str, str]]:
         with self._cursor() as cur:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import BackgroundErrorCode, MemoryFilter, MemoryStatus, OperationStatus, utc_now
+from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.workspace import create_private
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
@@ -63,7 +64,7 @@ CREATE TABLE IF NOT EXISTS operations (
     metrics TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS operations_state ON operations (state);
-"""
+""" + "".join(f"{index};\n" for index in LIST_INDEXES)
 
 
 @dataclass
@@ -323,8 +324,21 @@ class MemoryStore:
 
     def iter_memories(self) -> Iterator[Memory]:
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
+            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at, rowid").fetchall()
         return (row_to_memory(row) for row in rows)
+
+    def list_page(self, query: MemoryFilter, page: Page) -> list[Memory]:
+        """Matching versions in page order, up to page.limit + 1 (graph.core.memory_query)."""
+        statement, args = page_sql(query, page, "?", postgres=False)
+        with self._lock:
+            rows = self._conn.execute(statement, args).fetchall()
+        return [row_to_memory(row) for row in rows]
+
+    def matching_topics(self, query: MemoryFilter) -> list[str]:
+        statement, args = topics_sql(query, "?", postgres=False)
+        with self._lock:
+            rows = self._conn.execute(statement, args).fetchall()
+        return [row[0] for row in rows]
 
     def memory_states(self) -> dict[str, tuple[str, str]]:
         """memory_id -> (status, graph_state) of every version: the only columns that change after staging."""
@@ -454,7 +468,7 @@ class MemoryStore:
             rows = self._conn.execute(
                 "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
                 "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
-                "ORDER BY m.staged_at"
+                "ORDER BY m.staged_at, m.rowid"
             ).fetchall()
         return [row["memory_id"] for row in rows]
 

@@ -39,6 +39,8 @@ REMOTE_METHODS = frozenset(
         "repair",
         "memory_context",
         "memory_versions",
+        "list_memories",
+        "get_memory",
         "search_chunks",
         "graph_snapshot",
         "graph_summary",

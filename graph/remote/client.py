@@ -28,7 +28,9 @@ from graph.core.contract import (
     ContractFailure,
     ErrorCode,
     FlowbabyError,
+    GetMemoryRequest,
     GraphSnapshotRequest,
+    ListMemoriesRequest,
     OperationStatus,
     RetrievalError,
     RetrievalErrorCode,
@@ -222,6 +224,17 @@ class RemoteService:
 
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
+
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
+        query = {k: v for k, v in request.model_dump(mode="json", exclude_defaults=True).items() if k != "status"}
+        if request.status:
+            query["status"] = ",".join(s.value for s in request.status)
+        return dict(await self._request("GET", "/api/agent/memories", query=query))
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
+        return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
