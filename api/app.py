@@ -32,6 +32,8 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
     GetMemoryResponse,
     GraphSnapshotResponse,
     GraphStatsResponse,
@@ -95,6 +97,7 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/retrieve": FlowbabyContextRequest,
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
     "/api/agent/memories": StoreMemoryRequest,
+    "/api/agent/memories/forget": ForgetMemoryRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -279,6 +282,19 @@ def create_app(
     async def memory(topic_id: str) -> dict[str, Any]:
         """getMemory (its reply holds memoryVersions' topicId and versions too)."""
         return await service.get_memory({"topicId": topic_id})
+
+    @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
+    async def forget_memory(topic_id: str, version: int | None = None, dryRun: bool = False) -> dict[str, Any]:
+        """forgetMemory of one topic (every version), or of one version with ?version=N."""
+        params: dict[str, Any] = {"topicId": topic_id, "dryRun": dryRun}
+        if version is not None:
+            params["version"] = version
+        return await service.forget_memory(params)
+
+    @app.post("/api/agent/memories/forget", response_model=ForgetMemoryResponse)
+    async def forget_memories(request: Request) -> dict[str, Any]:
+        """forgetMemory with a body: a filter (every topic listMemories would list), or a topicId."""
+        return await service.forget_memory(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

@@ -23,8 +23,15 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
-from graph.core.contract import MAX_GET_TOPICS, ContractFailure, GetMemoriesRequest, validate_request
-from graph.service import MemoryService
+from graph.core.contract import (
+    MAX_GET_TOPICS,
+    ContractFailure,
+    ErrorCode,
+    FlowbabyError,
+    GetMemoriesRequest,
+    validate_request,
+)
+from graph.service import MemoryService, agent_forget_enabled
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -34,6 +41,7 @@ BACKGROUND = "flowbaby_backgroundStatus"
 INDEX = "flowbaby_indexStatus"
 SESSIONS = "flowbaby_searchSessions"
 GET_MEMORY = "flowbaby_getMemory"
+FORGET = "flowbaby_forgetMemory"
 
 INSTRUCTIONS = (
     "Flowbaby is this workspace's long-term memory. Retrieve before reasoning: call "
@@ -83,6 +91,12 @@ GET_MEMORY_DESCRIPTION = (
     "Read stored memories in full by topicId (as returned in a retrieval's entries): every version, "
     "oldest first, the newest one, what it supersedes and what supersedes it, the graph entities it holds "
     "and where it came from. Give one or more topicIds; unknown ones are listed under notFound."
+)
+
+FORGET_DESCRIPTION = (
+    "Permanently forget a stored memory from Flowbaby: one version (topicId and version) or the topic with "
+    "every version (topicId). It is removed from every store and cannot be undone. Only call it when the user "
+    "asked for it in this conversation, name the memory to the user first, and set dryRun to see what would go."
 )
 
 RETRY_ADVICE = {
@@ -192,8 +206,11 @@ class FlowbabyMCP(MCPServer[Any]):
             return await self.handlers[name](arguments, client_name(context))
 
 
-def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
-    """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
+def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None) -> FlowbabyMCP:
+    """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP. `agent_forget`:
+    offer flowbaby_forgetMemory (default: the workspace's FLOWBABY_AGENT_FORGET setting)."""
+    if agent_forget is None:
+        agent_forget = agent_forget_enabled(service.paths)
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
@@ -231,7 +248,25 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
 
         return await framed(GET_MEMORY, call)
 
-    server = FlowbabyMCP({STORE: store_raw, RETRIEVE: retrieve_raw, BACKGROUND: background_raw, GET_MEMORY: get_raw})
+    async def forget_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            if "filter" in params:  # agents forget named memories only, never by filter
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD, 'Field "filter" is not offered to agents', fields=["filter"]
+                )
+            return success(await service.forget_memory(params, agent_name=agent))
+
+        return await framed(FORGET, call)
+
+    handlers: dict[str, Handler] = {
+        STORE: store_raw,
+        RETRIEVE: retrieve_raw,
+        BACKGROUND: background_raw,
+        GET_MEMORY: get_raw,
+    }
+    if agent_forget:
+        handlers[FORGET] = forget_raw
+    server = FlowbabyMCP(handlers)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -302,6 +337,25 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
         ],
     ) -> CallToolResult:
         return await get_raw({"topicIds": topicIds}, None)
+
+    if agent_forget:
+        destructive = ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        )
+
+        @server.tool(
+            name=FORGET, title="Forget Flowbaby Memory", description=FORGET_DESCRIPTION, annotations=destructive
+        )
+        async def forget_memory(
+            topicId: Annotated[str, Field(min_length=1, max_length=256, description="The memory's topicId")],
+            ctx: Context[Any, Any],
+            version: Annotated[int | None, Field(ge=1, description="One version only; omit for every version")] = None,
+            dryRun: Annotated[bool, Field(description="Only say what would be forgotten")] = False,
+        ) -> CallToolResult:
+            params: dict[str, Any] = {"topicId": topicId, "dryRun": dryRun}
+            if version is not None:
+                params["version"] = version
+            return await forget_raw(params, client_name(ctx))
 
     @server.tool(name=SESSIONS, title="Search Agent Sessions", description=SESSIONS_DESCRIPTION, annotations=reads)
     async def search_sessions(

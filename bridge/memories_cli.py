@@ -1,4 +1,4 @@
-"""`flowbaby memories list|show`: what a workspace stores, from the shell.
+"""`flowbaby memories list|show|forget`: what a workspace stores, from the shell.
 
 Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
 """
@@ -48,7 +48,7 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_memories_command(commands: Any) -> None:
-    parser = commands.add_parser("memories", help="list and show a workspace's stored memories")
+    parser = commands.add_parser("memories", help="list, show and forget a workspace's stored memories")
     actions = parser.add_subparsers(dest="memories_command", required=True)
     listing = actions.add_parser("list", help="one page of memories, newest first")
     listing.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -60,9 +60,56 @@ def add_memories_command(commands: Any) -> None:
     show = actions.add_parser("show", help="one memory: every version, links, entities, provenance")
     show.add_argument("topic_id")
     show.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    forget = actions.add_parser("forget", help="forget a memory (a version, a topic, or a filter) from every store")
+    forget.add_argument("topic_id", nargs="?", help="the topic (every version unless --version)")
+    forget.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    forget.add_argument("--version", type=int, help="only this version of the topic")
+    filter_arguments(forget)
+    forget.add_argument("--dry-run", action="store_true", help="only count what would be forgotten")
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def forget_params(args: argparse.Namespace) -> dict[str, Any]:
+    """A topic (and version), or a filter of at least one condition: never every memory by accident."""
+    chosen = filter_params(args)
+    if args.topic_id:
+        if chosen:
+            raise SystemExit("flowbaby memories forget: give a topic id or filter options, not both")
+        params: dict[str, Any] = {"topicId": args.topic_id}
+        if args.version is not None:
+            params["version"] = args.version
+        return params
+    if not {k for k in chosen if k != "allVersions"}:
+        raise SystemExit("flowbaby memories forget: give a topic id, or at least one filter option")
+    if args.version is not None:
+        raise SystemExit("flowbaby memories forget: --version needs a topic id")
+    return {"filter": chosen}
+
+
+async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
+    """A dry run first; then, unless --dry-run, the confirmation (or --yes) and the forget."""
+    params = forget_params(args)
+    counted = await service.forget_memory({**params, "dryRun": True})
+    if args.dry_run or not counted["versions"]:
+        return counted
+    if not args.yes:
+        listed = ", ".join(counted["topicIds"][:10]) + (" …" if counted["topics"] > 10 else "")
+        print(
+            f"Forget {counted['versions']} version(s) of {counted['topics']} memory topic(s) ({listed}) from every "
+            "store? This cannot be undone. [y/N] ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing forgotten", file=sys.stderr)
+            return {**counted, "cancelled": True}
+    return await service.forget_memory(params)
 
 
 async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
+    if args.memories_command == "forget":
+        return await _forget(args, service)
     if args.memories_command == "list":
         params = filter_params(args)
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")

@@ -93,6 +93,7 @@ class Bridge:
             },
             "listMemories": service.list_memories,
             "getMemory": service.get_memory,
+            "forgetMemory": service.forget_memory,
             "listImpliedSupersessions": service.implied_supersessions,
             "confirmSupersession": service.confirm_supersession,
             "shutdown": self._shutdown,

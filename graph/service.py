@@ -24,6 +24,7 @@ from graph.build.worker_client import WorkerClient
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
+    MAX_FORGET_LISTED,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
@@ -34,6 +35,8 @@ from graph.core.contract import (
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
     GetMemoryRequest,
     GetMemoryResponse,
     GraphSnapshotRequest,
@@ -117,6 +120,7 @@ __all__ = [
     "is_loopback",
     "migrate_workspace",
     "open_service",
+    "agent_forget_enabled",
     "take_stdout",
     # the team server (api/tenancy.py, bridge/tokens_cli.py)
     "NAMESPACES_DIR",
@@ -151,6 +155,8 @@ INIT_TIMEOUT_SEC = 45.0
 """How long a retrieval may wait for the model and indexes to load after a cold start."""
 EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
+FORGET_WAIT_SEC = 45.0
+"""How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
 FRESHNESS_WAIT_SEC = 10.0
 """How long a retrieval waits for memories staged just before it to be embedded; past that it
 answers from what is indexed and says how many memories it could not search yet."""
@@ -205,6 +211,12 @@ class FlowbabyService:
             SessionEncoder(self.embedder),
             vectors_idle_sec=settings.worker_idle_sec,
         )
+        self._vector_lock = asyncio.Lock()
+        """Held by the embedding loop while it adds a batch, and by a forget while it removes vectors,
+        so a memory being embedded when it is forgotten cannot come back."""
+        self._forget_lock = asyncio.Lock()
+        self._forgotten_ids: set[str] = set()
+        """Versions forgotten by this process: still queued for embedding, they are skipped."""
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.search.remote_changes)."""
 
@@ -286,6 +298,7 @@ class FlowbabyService:
         replaced, self._vectors = self._vectors, index
         if replaced is not None:  # repair loads the indexes again
             await asyncio.to_thread(replaced.close)
+        await asyncio.to_thread(self._finish_vector_forgets, index)
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
         memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
@@ -355,13 +368,20 @@ class FlowbabyService:
                 batch.append(self._embed_queue.get_nowait())
             try:
                 index = await self.vectors()
-                catalog = self._retriever.catalog  # type: ignore[union-attr]
-                # Memories staged while warm-up ran were already embedded and catalogued by it.
-                # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
-                fresh = list({m.memory_id: m for m in batch if m.memory_id not in catalog.by_id}.values())
-                await asyncio.to_thread(index.add_memories, fresh)
-                for memory in fresh:
-                    catalog.add(memory)
+                async with self._vector_lock:
+                    catalog = self._retriever.catalog  # type: ignore[union-attr]
+                    # Memories staged while warm-up ran were already embedded and catalogued by it.
+                    # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
+                    fresh = list(
+                        {
+                            m.memory_id: m
+                            for m in batch
+                            if m.memory_id not in catalog.by_id and m.memory_id not in self._forgotten_ids
+                        }.values()
+                    )
+                    await asyncio.to_thread(index.add_memories, fresh)
+                    for memory in fresh:
+                        catalog.add(memory)
             except Exception as exc:  # repair (or the next start) re-embeds whatever is missing
                 if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
                     # The memories are staged in the team database, which is away: embed them once it is back.
@@ -948,6 +968,102 @@ class FlowbabyService:
             }
         ).model_dump(mode="json")
 
+    # -- memory control: forget (INGEST_CONTRACT.md 16.3, 16.4) ------------------------------
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        """forgetMemory: one version, a topic with every version, or every topic a filter lists,
+        from every store: the store's rows (one transaction with the journal entry), the chunk
+        vectors, the lexical index, then the graph (the worker, between builds). The reply waits
+        up to FORGET_WAIT_SEC for the graph; what is still running is listed in `pending` and the
+        journal finishes it, also after a restart. An audit tombstone per topic: its digest only."""
+        started = time.perf_counter()
+        try:
+            request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+            if (request.topicId is None) == (request.filter is None):
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    'Give exactly one of "topicId" and "filter"',
+                    fields=["topicId", "filter"],
+                )
+            if request.version is not None and request.topicId is None:
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "version" needs "topicId"', fields=["version"])
+            topics, memory_ids = await asyncio.to_thread(self._forget_targets, request)
+        except FlowbabyError as error:
+            self._record("forgetMemory", agent_name, None, started, error.code.value)
+            raise
+        reply: dict[str, Any] = {
+            "dryRun": request.dryRun,
+            "forgetId": None,
+            "topics": len(topics),
+            "versions": len(memory_ids),
+            "topicIds": topics[:MAX_FORGET_LISTED],
+            "pending": [],
+        }
+        if request.dryRun or not memory_ids:
+            return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+        forget_id = f"fg_{uuid.uuid4().hex[:16]}"
+        async with self._forget_lock:
+            self._forgotten_ids.update(memory_ids)
+            await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
+            for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
+                self._record("forgetMemory", agent_name, topic, started, None)
+            with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
+                await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
+            if self._vectors is not None:
+                async with self._vector_lock:
+                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+                    await self._rebuild_catalog()
+        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC):
+            await asyncio.to_thread(self.graph_lane.refresh)
+        left = {
+            step
+            for e in await asyncio.to_thread(self.store.forget_journal)
+            if e.forget_id == forget_id
+            for step in e.pending
+        }
+        reply.update(forgetId=forget_id, pending=sorted(left))
+        return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+
+    def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[str]]:
+        """(topic ids, memory ids) the request names; NOT_FOUND for an unknown topic or version."""
+        if request.topicId is not None:
+            versions = self.store.topic_versions(request.topicId)
+            if not versions:
+                raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{request.topicId}"')
+            if request.version is not None:
+                versions = [m for m in versions if m.version == request.version]
+                if not versions:
+                    raise FlowbabyError(
+                        ErrorCode.NOT_FOUND, f'Memory "{request.topicId}" has no version {request.version}'
+                    )
+            return [request.topicId], [m.memory_id for m in versions]
+        assert request.filter is not None
+        topics = self.store.matching_topics(request.filter)
+        return topics, [m.memory_id for topic in topics for m in self.store.topic_versions(topic)]
+
+    def _finish_vector_forgets(self, index: MemoryVectors) -> None:
+        """The journal's vector steps: at warm-up (a forget the last process did not finish) and
+        after each forget."""
+        for entry in self.store.forget_journal():
+            if "vectors" in entry.pending:
+                index.forget(entry.memory_ids)
+                self.store.forget_step_done(entry.forget_id, "vectors")
+
+    async def _rebuild_catalog(self) -> None:
+        """The search catalog and lexical index again from the store, as if the forgotten memories
+        had never been stored (BM25's statistics included). Memories catalogued meanwhile are kept."""
+        old = self._retriever
+        index = self._vectors
+        if old is None or index is None:
+            return
+        memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
+        indexed = await asyncio.to_thread(index.indexed_memory_ids)
+        lexical = await asyncio.to_thread(open_lexical, self.paths)
+        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
+        for memory_id, memory in list(old.catalog.by_id.items()):
+            if memory_id not in catalog.by_id and memory_id not in self._forgotten_ids:
+                catalog.add(memory)
+        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
@@ -1123,6 +1239,7 @@ class MemoryService(Protocol):
     async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
     async def list_memories(self, params: Any = ...) -> dict[str, Any]: ...
     async def get_memory(self, params: Any) -> dict[str, Any]: ...
+    async def forget_memory(self, params: Any, *, agent_name: str | None = ...) -> dict[str, Any]: ...
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
@@ -1169,6 +1286,16 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+def agent_forget_enabled(paths: object) -> bool:
+    """FLOWBABY_AGENT_FORGET=1 in the workspace's settings: agents get the forget tool (MCP)."""
+    if not isinstance(paths, WorkspacePaths):
+        return False
+    try:
+        return load_settings(paths).agent_forget
+    except (FlowbabyError, OSError, UnicodeDecodeError):
+        return False
 
 
 def open_audit_log(paths: WorkspacePaths) -> AuditSink:

@@ -90,10 +90,19 @@ class WorkerClient:
 
     async def run_batch(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
         """Send one batch and return the worker's metrics, or raise WorkerFailure."""
+        return await self._request({"memoryIds": memory_ids}, timeout_sec)
+
+    async def forget(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        """The worker deletes these memories from cognee (its own delete: their data items, and the
+        nodes and edges no other memory holds), scrubs cognee's SQLite files and rebuilds the
+        projection; idempotent. Metrics, or WorkerFailure."""
+        return await self._request({"forget": memory_ids}, timeout_sec)
+
+    async def _request(self, body: dict[str, Any], timeout_sec: float) -> dict[str, Any]:
         proc = await self._ensure_started()
         self._batches += 1
         batch = f"b{self._batches}"
-        request = json.dumps({"batch": batch, "memoryIds": memory_ids}) + "\n"
+        request = json.dumps({"batch": batch, **body}) + "\n"
         try:
             proc.stdin.write(request.encode())  # type: ignore[union-attr]
             await proc.stdin.drain()  # type: ignore[union-attr]

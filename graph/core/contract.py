@@ -798,3 +798,30 @@ class GetMemoryResponse(MemoryVersionsResponse):
     supersededBy: list[SupersessionLink]
     entities: list[ContextEntity]
     provenance: MemoryProvenance
+
+
+class ForgetMemoryRequest(_Strict):
+    """One version (topicId + version), a topic with every version (topicId), or every topic that
+    listMemories would list for `filter`. Exactly one of topicId and filter."""
+
+    topicId: str | None = Field(default=None, min_length=1, max_length=256)
+    version: int | None = Field(default=None, ge=1)
+    filter: MemoryFilter | None = None
+    dryRun: bool = False
+
+
+class ForgetMemoryResponse(_Reply):
+    success: Literal[True] = True
+    dryRun: bool
+    forgetId: str | None
+    """The journal entry (null on a dry run or when nothing matched)."""
+    topics: int
+    versions: int
+    topicIds: list[str]
+    """The topics touched, at most MAX_FORGET_LISTED of them (`topics` counts all)."""
+    pending: list[str]
+    """Stores whose part is still running when the reply is sent (`graph`: the cognee worker's
+    delete waits for a graph build in progress); the journal finishes them, across restarts too."""
+
+
+MAX_FORGET_LISTED = 1000

@@ -40,15 +40,19 @@ from graph.core.contract import (
 from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.pg_pool import acquire_pool, release_pool
 from graph.core.store import (
+    FORGET_STEPS,
     KEEP_FINISHED_OPERATIONS,
     BacklogFull,
+    ForgetEntry,
     Memory,
     insert_memory_sql,
     memory_uuid,
     memory_values,
     new_operation_id,
+    revived_versions,
     row_to_memory,
     row_to_operation,
+    scrub_operations,
     usage_summary,
 )
 
@@ -256,8 +260,11 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         8,
-        "listMemories' keyset pages (graph.core.memory_query)",
-        ";\n".join(LIST_INDEXES) + ';\nCREATE INDEX memories_topic_bytes ON memories (topic_id COLLATE "C");',
+        "memory control: listMemories' keyset pages (graph.core.memory_query) and the forget journal",
+        ";\n".join(LIST_INDEXES)
+        + ';\nCREATE INDEX memories_topic_bytes ON memories (topic_id COLLATE "C");\n'
+        + "CREATE TABLE forget_journal (forget_id TEXT PRIMARY KEY, memory_ids TEXT NOT NULL, pending TEXT NOT NULL, "
+        + "created_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);",
     ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
@@ -481,6 +488,62 @@ class PostgresMemoryStore:
         with self._cursor() as cur:
             rows = cur.execute(statement.encode(), args).fetchall()
         return [row["topic_id"] for row in rows]
+
+    def forget(self, forget_id: str, memory_ids: list[str], steps: tuple[str, ...] = FORGET_STEPS) -> None:
+        """As MemoryStore.forget, in one transaction under the topics' staging locks (so a version
+        staged meanwhile waits); lexical rows go with the memories (ON DELETE CASCADE). Other
+        servers hear `forgotten` on the namespace's channel."""
+        forgotten = set(memory_ids)
+        with self._cursor(transaction=True) as cur:
+            cur.execute(
+                "INSERT INTO forget_journal (forget_id, memory_ids, pending, created_at) VALUES (%s, %s, %s, %s)",
+                (forget_id, json.dumps(memory_ids), json.dumps(list(steps)), utc_now()),
+            )
+            topics = cur.execute(
+                "SELECT memory_id, topic_id, version, status FROM memories WHERE topic_id IN "
+                "(SELECT topic_id FROM memories WHERE memory_id = ANY(%s)) ORDER BY topic_id",
+                (memory_ids,),
+            ).fetchall()
+            for topic in sorted({row["topic_id"] for row in topics}):
+                cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TOPIC_LOCK, topic))
+            revive = revived_versions(topics, forgotten)
+            cur.execute("DELETE FROM memories WHERE memory_id = ANY(%s)", (memory_ids,))
+            if revive:
+                cur.execute(
+                    "UPDATE memories SET status = %s WHERE memory_id = ANY(%s)", (MemoryStatus.ACTIVE.value, revive)
+                )
+            updates, drops = scrub_operations(
+                cur.execute("SELECT operation_id, state, memory_ids FROM operations").fetchall(), forgotten
+            )
+            for operation_id, ids in updates:
+                cur.execute("UPDATE operations SET memory_ids = %s WHERE operation_id = %s", (ids, operation_id))
+            if drops:
+                cur.execute("DELETE FROM operations WHERE operation_id = ANY(%s)", (drops,))
+            for start in range(0, len(memory_ids), 64):
+                notify(cur, self.namespace, "forgotten", memory_ids[start : start + 64])
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Postgres keeps no client-side log (see INGEST_CONTRACT.md 16.4)."""
+
+    def forget_journal(self) -> list[ForgetEntry]:
+        with self._cursor() as cur:
+            rows = cur.execute("SELECT * FROM forget_journal ORDER BY seq").fetchall()
+        return [ForgetEntry(r["forget_id"], json.loads(r["memory_ids"]), json.loads(r["pending"])) for r in rows]
+
+    def forget_step_done(self, forget_id: str, step: str) -> None:
+        with self._cursor(transaction=True) as cur:
+            row = cur.execute(
+                "SELECT pending FROM forget_journal WHERE forget_id = %s FOR UPDATE", (forget_id,)
+            ).fetchone()
+            if row is None:
+                return
+            left = [s for s in json.loads(row["pending"]) if s != step]
+            if left:
+                cur.execute(
+                    "UPDATE forget_journal SET pending = %s WHERE forget_id = %s", (json.dumps(left), forget_id)
+                )
+            else:
+                cur.execute("DELETE FROM forget_journal WHERE forget_id = %s", (forget_id,))
 
     def memory_states(self) -> dict[str, tuple[str, str]]:
         with self._cursor() as cur:

@@ -222,6 +222,9 @@ class OwnerClient:
     async def get_memory(self, params: Any) -> dict[str, Any]:
         return await self._dict("get_memory", params=params)
 
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        return await self._dict("forget_memory", params=params, agent_name=agent_name)
+
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         return await self._dict("search_chunks", params=params)
 

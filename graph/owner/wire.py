@@ -41,6 +41,7 @@ REMOTE_METHODS = frozenset(
         "memory_versions",
         "list_memories",
         "get_memory",
+        "forget_memory",
         "search_chunks",
         "graph_snapshot",
         "graph_summary",

@@ -28,6 +28,7 @@ from graph.core.contract import (
     ContractFailure,
     ErrorCode,
     FlowbabyError,
+    ForgetMemoryRequest,
     GetMemoryRequest,
     GraphSnapshotRequest,
     ListMemoriesRequest,
@@ -235,6 +236,14 @@ class RemoteService:
     async def get_memory(self, params: Any) -> dict[str, Any]:
         request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
         return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
+
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+        if request.topicId is not None and request.filter is None:
+            query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
+            path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
+            return dict(await self._request("DELETE", path, query=query))
+        return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)

@@ -240,6 +240,55 @@ class CogneeWorker:
         outcome.metrics["memories"] = len(outcome.indexed)
         return outcome
 
+    async def forget(self, memory_ids: list[str]) -> BatchOutcome:
+        """forgetMemory's graph step (INGEST_CONTRACT.md 16.4), under the namespace's build lock on the
+        team backend: cognee's own delete of each memory's data item, which removes the nodes and
+        edges no other data item holds (shared entities stay); cognee's SQLite files zeroed and
+        compacted; then the projection rebuilt whole from what cognee has left. Idempotent."""
+        from graph.core.storage import database_url, namespace_for
+
+        url = database_url()
+        try:
+            if not url:
+                return BatchOutcome(metrics=await self._forget_graph(memory_ids))
+            from graph.build.worker.build_lock import namespace_build_lock
+
+            async with namespace_build_lock(url, namespace_for(self.paths)):
+                return BatchOutcome(metrics=await self._forget_graph(memory_ids))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            return BatchOutcome(error=exc)
+
+    async def _forget_graph(self, memory_ids: list[str]) -> dict[str, Any]:
+        import uuid
+
+        import cognee
+
+        started = time.perf_counter()
+        deleted = 0
+        wanted = {uuid.UUID(m) for m in memory_ids}
+        for dataset in [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]:
+            for data in await cognee.datasets.list_data(dataset.id):
+                if data.id in wanted:
+                    await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
+                    deleted += 1
+        from graph.build.worker.cognee_runtime import scrub_local_databases
+
+        scrubbed = scrub_local_databases(self.paths)
+        store = self._store()
+        try:
+            self._projection = None  # rebuilt whole: the forgotten memories' nodes go with cognee's
+            projection = await self._save_projection(store, [])
+        finally:
+            store.close()
+        return {
+            "forgotten": deleted,
+            "scrubbedFiles": scrubbed,
+            "graphNodes": projection.number_of_nodes(),
+            "graphEdges": projection.number_of_edges(),
+            "forgetSec": round(time.perf_counter() - started, 3),
+        }
+
     async def _forget(self, data_ids: list[Any]) -> None:
         """Take a failed batch's items out of cognee's dataset. cognify works on every
         unfinished item of the dataset, so a left-over item would be re-run (and paid for)
@@ -339,7 +388,10 @@ async def serve(workspace: str, idle_sec: float) -> None:
         request = json.loads(line)
         reply: dict[str, Any] = {"batch": request.get("batch")}
         usage_before = await worker.usage.snapshot()
-        outcome = await worker.build(request["memoryIds"])
+        if "forget" in request:
+            outcome = await worker.forget(request["forget"])
+        else:
+            outcome = await worker.build(request["memoryIds"])
         if outcome.error is None:
             reply.update(ok=True)
         else:  # reported to the owner, which records it in the ledger

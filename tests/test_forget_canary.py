@@ -1,0 +1,83 @@
+"""The canary test (issue 28): a memory whose context and decisions hold a unique canary is staged,
+built into the graph by the real cognee worker, retrieved, then forgotten through the real bridge.
+Afterwards the canary is in no retrieval answer, no graphSnapshot, and no byte of any file under
+.flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, logs);
+memories that shared entities with it answer as before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import summary
+
+pytestmark = pytest.mark.slow
+
+CANARY = "zqxcanary4417"
+"""One word (the offline extractor and BM25 read words), found in no other text."""
+
+
+def files_holding(root: Path, needle: bytes) -> list[str]:
+    """Every file under root whose bytes contain needle (case-sensitive) or its upper-case form."""
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if needle in data or needle.upper() in data:
+                found.append(str(path.relative_to(root)))
+    return found
+
+
+def ranked(reply: dict[str, Any]) -> list[str]:
+    return [entry["topicId"] for entry in reply["entries"]]
+
+
+def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> None:
+    client = spawn(workspace)
+    secret = summary(
+        "secret-rotation",
+        topic="Redis credential rotation",
+        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
+        decisions=[f"Store {CANARY} in the vault, never in Redis"],
+    )
+    neighbour = summary("redis-cache")  # shares Redis and billing/reconcile.py with the secret
+    other = summary(
+        "frontend-build",
+        topic="Frontend build",
+        context="The frontend build moved from webpack to vite to cut cold starts.",
+        decisions=["Use vite"],
+    )
+    for payload in (neighbour, other, secret):
+        assert client.result("ingestForAgent", payload)["success"]
+    client.wait_idle(600)
+    neighbour_query = {"query": "Why did we move the session cache to Redis?", "maxResults": 5}
+    before = client.result("retrieveForAgent", neighbour_query)
+    found = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
+    assert ranked(found)[0] == "secret-rotation"
+    snapshot = client.result("graphSnapshot", {"hops": 2})
+    assert any(n.get("topic_id") == "secret-rotation" for n in snapshot["nodes"])
+    data = workspace / ".flowbaby"
+    assert files_holding(data, CANARY.encode()), "the canary was never written"
+
+    dry = client.result("forgetMemory", {"topicId": "secret-rotation", "dryRun": True})
+    assert (dry["success"], dry["versions"], dry["forgetId"]) == (True, 1, None)
+    reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
+    assert reply["success"] and reply["versions"] == 1 and reply["pending"] == [], reply
+    unknown = client.result("forgetMemory", {"topicId": "secret-rotation"})
+    assert unknown["errorCode"] == "NOT_FOUND"
+
+    after = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
+    assert "secret-rotation" not in ranked(after) and CANARY not in json.dumps(after).lower()
+    snapshot = client.result("graphSnapshot", {"hops": 2})
+    assert CANARY not in json.dumps(snapshot).lower()
+    assert not any(n.get("topic_id") == "secret-rotation" for n in snapshot["nodes"])
+    again = client.result("retrieveForAgent", neighbour_query)
+    assert ranked(again) == [t for t in ranked(before) if t != "secret-rotation"]
+    assert {e["topicId"]: e["summaryText"] for e in again["entries"]} == {
+        e["topicId"]: e["summaryText"] for e in before["entries"] if e["topicId"] != "secret-rotation"
+    }
+    assert client.close() == 0
+    assert files_holding(data, CANARY.encode()) == []
