@@ -94,9 +94,44 @@ class WorkerClient:
 
     async def forget(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
         """The worker deletes these memories from cognee (its own delete: their data items, and the
-        nodes and edges no other memory holds), scrubs cognee's SQLite files and rebuilds the
-        projection; idempotent. Metrics, or WorkerFailure."""
-        return await self._request({"forget": memory_ids}, timeout_sec)
+        nodes and edges no other memory holds) and rebuilds the projection; idempotent. When cognee's
+        databases are local files, the worker is then stopped (closing them) and graph_scrub rewrites
+        them, so no freed page keeps the text; the next batch starts a new worker. Metrics, or
+        WorkerFailure."""
+        metrics = await self._request({"forget": memory_ids}, timeout_sec)
+        if metrics.pop("localGraph", False):
+            await self.stop()
+            metrics.update(await self._scrub(timeout_sec))
+        return metrics
+
+    async def _scrub(self, timeout_sec: float) -> dict[str, Any]:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        project_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
+        with open(self._log_file, "ab") as log_handle:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "graph.build.worker.graph_scrub",
+                "--workspace",
+                str(self._workspace),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log_handle,
+                env=env,
+            )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout_sec)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise WorkerFailure(BackgroundErrorCode.BRIDGE_TIMEOUT, "Rewriting cognee's files timed out") from None
+        if proc.returncode != 0:
+            raise WorkerFailure(
+                BackgroundErrorCode.FLOWBABY_ERROR,
+                f"Rewriting cognee's files failed (exit code {proc.returncode}); see logs/worker.log",
+            )
+        result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+        return result
 
     async def _request(self, body: dict[str, Any], timeout_sec: float) -> dict[str, Any]:
         proc = await self._ensure_started()

@@ -277,31 +277,3 @@ def install_offline_llm() -> OfflineExtractorLLM:
     ] + [{"provider": "flowbaby-local", "custom_handler": handler}]
     litellm.utils.custom_llm_setup()
     return handler
-
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def scrub_local_databases(paths: WorkspacePaths) -> int:
-    """After cognee deleted data: every SQLite file under cognee's folders rewritten by VACUUM with
-    secure_delete on and its WAL truncated, so freed pages keep no deleted text. Returns the count.
-    (On the team backend cognee's databases are Postgres: nothing here.)"""
-    import sqlite3
-
-    scrubbed = 0
-    for root in (paths.cognee_system, paths.cognee_data):
-        for path in sorted(root.rglob("*")):
-            if not path.is_file() or path.suffix in (".wal", ".shm") or path.name.endswith(("-wal", "-shm")):
-                continue
-            with path.open("rb") as handle:
-                if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                    continue
-            conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-            try:
-                conn.execute("PRAGMA secure_delete=ON")
-                conn.execute("VACUUM")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                conn.close()
-            scrubbed += 1
-    return scrubbed

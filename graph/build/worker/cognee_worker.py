@@ -243,8 +243,9 @@ class CogneeWorker:
     async def forget(self, memory_ids: list[str]) -> BatchOutcome:
         """forgetMemory's graph step (INGEST_CONTRACT.md 16.4), under the namespace's build lock on the
         team backend: cognee's own delete of each memory's data item, which removes the nodes and
-        edges no other data item holds (shared entities stay); cognee's SQLite files zeroed and
-        compacted; then the projection rebuilt whole from what cognee has left. Idempotent."""
+        edges no other data item holds (shared entities stay); then the projection rebuilt whole
+        from what cognee has left. Idempotent. `localGraph` in the metrics: cognee's files are under
+        .flowbaby/, and the owner has them rewritten once this worker exits (graph_scrub)."""
         from graph.core.storage import database_url, namespace_for
 
         url = database_url()
@@ -264,6 +265,8 @@ class CogneeWorker:
 
         import cognee
 
+        from graph.core.storage import database_url
+
         started = time.perf_counter()
         deleted = 0
         wanted = {uuid.UUID(m) for m in memory_ids}
@@ -272,9 +275,6 @@ class CogneeWorker:
                 if data.id in wanted:
                     await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
                     deleted += 1
-        from graph.build.worker.cognee_runtime import scrub_local_databases
-
-        scrubbed = scrub_local_databases(self.paths)
         store = self._store()
         try:
             self._projection = None  # rebuilt whole: the forgotten memories' nodes go with cognee's
@@ -283,7 +283,7 @@ class CogneeWorker:
             store.close()
         return {
             "forgotten": deleted,
-            "scrubbedFiles": scrubbed,
+            "localGraph": not database_url(),
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
             "forgetSec": round(time.perf_counter() - started, 3),
