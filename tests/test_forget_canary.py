@@ -84,3 +84,66 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     }
     assert client.close() == 0
     assert files_holding(data, CANARY.encode()) == []
+
+
+def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[str]:
+    """Every table of these schemas with a row whose text (the whole row cast to text) holds needle."""
+    import psycopg
+    from psycopg import sql
+
+    found = []
+    with psycopg.connect(url) as conn:
+        for schema in schemas:
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_schema = %s AND table_type = 'BASE TABLE'",
+                    (schema,),
+                )
+            ]
+            for table in tables:
+                query = sql.SQL("SELECT count(*) FROM {}.{} t WHERE lower(t::text) LIKE %s").format(
+                    sql.Identifier(schema), sql.Identifier(table)
+                )
+                row = conn.execute(query, (f"%{needle.lower()}%",)).fetchone()
+                if row and row[0]:
+                    found.append(f"{schema}.{table}")
+    return found
+
+
+@pytest.mark.postgres
+def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_path: Path) -> None:
+    import uuid
+
+    from graph.build.worker.cognee_runtime import cognee_schema
+    from graph.core.pg_store import schema_name
+    from tests.test_team_backend import _env
+
+    namespace = f"forget{uuid.uuid4().hex[:8]}"
+    folder = tmp_path / "team"
+    folder.mkdir()
+    client = spawn(folder, env=_env(postgres.url(), namespace))
+    secret = summary(
+        "secret-rotation",
+        topic="Redis credential rotation",
+        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
+        decisions=[f"Store {CANARY} in the vault, never in Redis"],
+    )
+    for payload in (summary("redis-cache"), secret):
+        assert client.result("ingestForAgent", payload)["success"]
+    client.wait_idle(600)
+    schemas = [schema_name(namespace), cognee_schema(namespace)]
+    held = namespace_rows_holding(postgres.url(), schemas, CANARY)
+    assert any(t.startswith(schema_name(namespace)) for t in held) and any(
+        t.startswith(cognee_schema(namespace)) for t in held
+    ), held
+    reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
+    assert reply["success"] and reply["pending"] == [], reply
+    after = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
+    assert "secret-rotation" not in ranked(after)
+    assert CANARY not in json.dumps(client.result("graphSnapshot", {"hops": 2})).lower()
+    assert client.result("getMemory", {"topicId": "redis-cache"})["success"]
+    assert client.close() == 0
+    assert namespace_rows_holding(postgres.url(), schemas, CANARY) == []
+    assert files_holding(folder / ".flowbaby", CANARY.encode()) == []

@@ -155,8 +155,16 @@ class CogneeWorker:
         store = self._store()
         try:
             memories = store.get_memories(memory_ids)
+
+            class QuietItem(DataItem):
+                """A DataItem whose repr names its id only: cognee keeps str(data) of each run in
+                pipeline_runs.run_info, where the memory's text would outlive a forget."""
+
+                def __repr__(self) -> str:
+                    return f"DataItem(data_id={self.data_id})"
+
             items = [
-                DataItem(
+                QuietItem(
                     data=render_document(m),
                     label=m.topic_id,
                     external_metadata={"memory_id": m.memory_id, "topic_id": m.topic_id, "version": m.version},
@@ -275,6 +283,7 @@ class CogneeWorker:
                 if data.id in wanted:
                     await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
                     deleted += 1
+        scrubbed_runs = await self._scrub_run_records()
         store = self._store()
         try:
             self._projection = None  # rebuilt whole: the forgotten memories' nodes go with cognee's
@@ -283,11 +292,29 @@ class CogneeWorker:
             store.close()
         return {
             "forgotten": deleted,
+            "scrubbedRunRecords": scrubbed_runs,
             "localGraph": not database_url(),
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
             "forgetSec": round(time.perf_counter() - started, 3),
         }
+
+    async def _scrub_run_records(self) -> int:
+        """Pipeline runs recorded before QuietItem hold up to 512 characters of their items' text in
+        run_info.data, and cognee's delete leaves them: that summary is replaced. Returns the count."""
+        from cognee.infrastructure.databases.relational import get_relational_engine
+        from cognee.modules.pipelines.models import PipelineRun
+        from sqlalchemy import select
+
+        scrubbed = 0
+        async with get_relational_engine().get_async_session() as session:
+            for run in (await session.execute(select(PipelineRun))).scalars().all():
+                info = run.run_info
+                if isinstance(info, dict) and isinstance(info.get("data"), str) and "DataItem(data=" in info["data"]:
+                    run.run_info = {**info, "data": "[removed: a memory was forgotten]"}
+                    scrubbed += 1
+            await session.commit()
+        return scrubbed
 
     async def _forget(self, data_ids: list[Any]) -> None:
         """Take a failed batch's items out of cognee's dataset. cognify works on every
