@@ -64,6 +64,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
@@ -176,6 +177,7 @@ class FlowbabyService:
         self.paths = paths
         self.settings = settings
         self._lock = lock
+        self.redactor = Redactor(settings.redact, load_user_patterns() if settings.redact else [])
         self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
         self.audit = open_audit_log(paths)
         # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
@@ -445,11 +447,13 @@ class FlowbabyService:
             llmSource=self.settings.llm_source,
         ).model_dump(mode="json")
 
-    def _audited(self, command: str, params: Any, started: float, error: FlowbabyError | None) -> None:
+    def _audited(
+        self, command: str, params: Any, started: float, error: FlowbabyError | None, redacted: int | None = None
+    ) -> None:
         params = params if isinstance(params, dict) else {}
         topic = params.get("topic") if isinstance(params.get("topic"), str) else None
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
-        self._record(command, agent, topic, started, error.code.value if error else None)
+        self._record(command, agent, topic, started, error.code.value if error else None, redacted)
 
     async def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
         """Commit in a thread (an fsync must not stall the event loop, nor stdio under
@@ -505,6 +509,7 @@ class FlowbabyService:
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            request, redacted = self.redactor.summary(request)
             memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"))
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
@@ -523,6 +528,7 @@ class FlowbabyService:
                 updated_at=memory.updated_at,
             ),
             staging_duration_sec=round(time.perf_counter() - started, 6),
+            redacted=redacted,
             ingestion_metrics={
                 "memoryId": memory.memory_id,
                 "version": memory.version,
@@ -533,7 +539,7 @@ class FlowbabyService:
                 "graph": "pending",
             },
         )
-        self._audited("ingestForAgent", params, started, None)
+        self._audited("ingestForAgent", params, started, None, redacted)
         return response.model_dump(mode="json")
 
     async def store_memory(self, params: Any) -> dict[str, Any]:
@@ -554,16 +560,18 @@ class FlowbabyService:
                 "status": given.get("status", MemoryStatus.ACTIVE.value),
             }
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
+            full, redacted = self.redactor.summary(full)
             memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
-        self._audited("storeMemory", params, started, None)
+        self._audited("storeMemory", params, started, None, redacted)
         return StoreMemoryResponse(
             summary_id=memory.topic_id,
             operationId=memory.operation_id or "",
             ingested_chars=memory.char_count,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            redacted=redacted,
         ).model_dump(mode="json")
 
     async def background_status(
@@ -600,7 +608,13 @@ class FlowbabyService:
         return reply
 
     def _record(
-        self, command: str, agent_name: str | None, topic: str | None, started: float, error_code: str | None
+        self,
+        command: str,
+        agent_name: str | None,
+        topic: str | None,
+        started: float,
+        error_code: str | None,
+        redacted: int | None = None,
     ) -> None:
         self.audit.record(
             command,
@@ -609,6 +623,7 @@ class FlowbabyService:
             result="error" if error_code else "success",
             error_code=error_code,
             duration_ms=(time.perf_counter() - started) * 1000,
+            redacted=redacted,
         )
 
     async def _ready_retriever(self) -> Retriever:

@@ -223,6 +223,8 @@ class FlowbabyIngestResponse(BaseModel):
     metadata: ResponseMetadata
     staging_duration_sec: float
     ingestion_metrics: dict[str, Any]
+    redacted: int = 0
+    """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
 
 
 class StoreMemoryResponse(BaseModel):
@@ -231,6 +233,8 @@ class StoreMemoryResponse(BaseModel):
     operationId: str
     ingested_chars: int
     duration_ms: float
+    redacted: int = 0
+    """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
 
 
 OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]

@@ -260,11 +260,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         8,
-        "memory control: listMemories' keyset pages (graph.core.memory_query) and the forget journal",
+        "memory control: listMemories' keyset pages (graph.core.memory_query), the forget journal, "
+        "the audit log's redaction count",
         ";\n".join(LIST_INDEXES)
         + ';\nCREATE INDEX memories_topic_bytes ON memories (topic_id COLLATE "C");\n'
         + "CREATE TABLE forget_journal (forget_id TEXT PRIMARY KEY, memory_ids TEXT NOT NULL, pending TEXT NOT NULL, "
-        + "created_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);",
+        + "created_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);\n"
+        + "ALTER TABLE audit_log ADD COLUMN redacted INTEGER;",
     ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
