@@ -28,6 +28,7 @@ from graph.core.contract import (
     ConfirmSupersessionResponse,
     ContractFailure,
     ErrorCode,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyError,
     FlowbabyIngestRequest,
@@ -39,6 +40,8 @@ from graph.core.contract import (
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
     IndexStatusResponse,
     ListMemoriesResponse,
     MemoryContextResponse,
@@ -98,6 +101,7 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
     "/api/agent/memories": StoreMemoryRequest,
     "/api/agent/memories/forget": ForgetMemoryRequest,
+    "/api/agent/import": ImportMemoriesRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -295,6 +299,19 @@ def create_app(
     async def forget_memories(request: Request) -> dict[str, Any]:
         """forgetMemory with a body: a filter (every topic listMemories would list), or a topicId."""
         return await service.forget_memory(await _json_body(request, retrieval=False))
+
+    @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
+    async def export_memories(cursor: str | None = None, limit: int = 500) -> dict[str, Any]:
+        """exportMemories: one page of every version, oldest first (the export file's lines)."""
+        params: dict[str, Any] = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await service.export_memories(params)
+
+    @app.post("/api/agent/import", response_model=ImportMemoriesResponse)
+    async def import_memories(request: Request) -> dict[str, Any]:
+        """importMemories: up to 500 exported versions, all or none."""
+        return await service.import_memories(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`memories`, `tokens`, `migrate` and `connect`."""
+`memories`, `export`, `import`, `tokens`, `migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -146,9 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     from bridge.sessions_cli import add_sessions_command, run_sessions_command
 
     add_sessions_command(commands)
-    from bridge.memories_cli import add_memories_command, run_memories_command
+    from bridge.memories_cli import add_memories_command, add_transfer_commands, run_memories_command
 
     add_memories_command(commands)
+    add_transfer_commands(commands)
     from bridge.tokens_cli import add_tokens_command, run_tokens_command
 
     add_tokens_command(commands)
@@ -159,7 +160,14 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions", "memories"):  # run_bridge sets it for the bridge
+    if args.command in (
+        "serve",
+        "mcp",
+        "sessions",
+        "memories",
+        "export",
+        "import",
+    ):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
@@ -167,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_sessions_command(args))
     if args.command == "memories":
         sys.exit(run_memories_command(args))
+    if args.command in ("export", "import"):
+        from bridge.memories_cli import run_transfer_command
+
+        sys.exit(run_transfer_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":

@@ -1,4 +1,5 @@
-"""`flowbaby memories list|show|forget`: what a workspace stores, from the shell.
+"""`flowbaby memories list|show|forget`, `flowbaby export` and `flowbaby import`: what a workspace
+stores, from the shell.
 
 Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
 """
@@ -8,10 +9,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shutil
 import sys
-from typing import Any
+import tempfile
+from pathlib import Path
+from typing import IO, Any
 
-from graph.core.contract import ContractFailure, FlowbabyError
+from graph.core.contract import (
+    MAX_IMPORT_BATCH,
+    ContractFailure,
+    ExportedMemory,
+    ExportHeader,
+    FlowbabyError,
+    validate_request,
+)
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service
 
 
@@ -149,3 +161,147 @@ async def _run(args: argparse.Namespace) -> int:
 
 def run_memories_command(args: argparse.Namespace) -> int:
     return asyncio.run(_run(args))
+
+
+# -- flowbaby export / import (INGEST_CONTRACT.md 16.5) -----------------------------------------
+
+
+def add_transfer_commands(commands: Any) -> None:
+    export = commands.add_parser("export", help="write every memory version as JSON lines (a format version first)")
+    export.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    export.add_argument("--out", help="file to write, mode 0600 (default: standard output)")
+    load = commands.add_parser("import", help="read an export file into the workspace: every line or none")
+    load.add_argument("file", help="a file written by flowbaby export")
+    load.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+
+
+async def export_to(service: MemoryService, out: IO[str]) -> int:
+    """Every version, oldest first: the header line, then one line each. Returns the count."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
+        count = 0
+        cursor: str | None = None
+        header: dict[str, Any] = {}
+        while True:
+            page = await service.export_memories({"cursor": cursor} if cursor else {})
+            header = page["header"] or header
+            for memory in page["memories"]:
+                body.write(json.dumps(memory, ensure_ascii=False) + "\n")
+                count += 1
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        out.write(json.dumps({**header, "memories": count}) + "\n")
+        body.seek(0)
+        shutil.copyfileobj(body, out)
+    return count
+
+
+def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """The file's versions with their line numbers, and every fault as `line N: CODE: message`
+    (the ingest validation's codes and messages): the import goes ahead only without faults."""
+    errors: list[str] = []
+    records: list[tuple[int, dict[str, Any]]] = []
+    with path.open(encoding="utf-8") as handle:
+        lines = [(number, line) for number, line in enumerate(handle, 1) if line.strip()]
+    if not lines:
+        return [], ["line 1: INVALID_PAYLOAD: the file is empty; it needs the header line"]
+    for number, line in lines:
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            errors.append(f"line {number}: INVALID_PAYLOAD: not JSON ({exc})")
+            continue
+        model: type[Any] = ExportHeader if number == lines[0][0] else ExportedMemory
+        try:
+            validate_request(model, value)
+        except FlowbabyError as error:
+            errors.append(f"line {number}: {error.code.value}: {error.message}")
+            continue
+        if model is ExportedMemory:
+            records.append((number, value))
+    if not errors:
+        header = json.loads(lines[0][1])
+        if header["memories"] != len(records):
+            errors.append(
+                f'line {lines[0][0]}: INVALID_PAYLOAD: Field "memories" says {header["memories"]} versions; '
+                f"the file holds {len(records)} (cut short?)"
+            )
+    return records, errors
+
+
+async def import_from(service: MemoryService, records: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """A dry run of every batch first (conflicts, ids), then the import; faults name the line."""
+    batches = [records[i : i + MAX_IMPORT_BATCH] for i in range(0, len(records), MAX_IMPORT_BATCH)]
+    totals = {"imported": 0, "skipped": 0, "queuedOperations": 0}
+    for dry_run in (True, False):
+        for batch in batches:
+            try:
+                reply = await service.import_memories({"memories": [r for _, r in batch], "dryRun": dry_run})
+            except FlowbabyError as error:
+                raise ImportRefused(_line_of(error, batch)) from None
+            if not dry_run:
+                for key in totals:
+                    totals[key] += reply[key]
+    return {"success": True, "versions": len(records), **totals}
+
+
+class ImportRefused(Exception):
+    """A fault found by the service, with its line."""
+
+
+def _line_of(error: FlowbabyError, batch: list[tuple[int, dict[str, Any]]]) -> str:
+    fields = error.details.get("fields") or []
+    for field in fields:
+        parts = str(field).split(".")
+        if len(parts) > 1 and parts[0] == "memories" and parts[1].isdigit() and int(parts[1]) < len(batch):
+            return f"line {batch[int(parts[1])][0]}: {error.code.value}: {error.message}"
+    return f"lines {batch[0][0]}-{batch[-1][0]}: {error.code.value}: {error.message}"
+
+
+async def _transfer(args: argparse.Namespace) -> int:
+    records: list[tuple[int, dict[str, Any]]] = []
+    if args.command == "import":
+        records, errors = read_export(Path(args.file))
+        if errors:
+            for line in errors[:50]:
+                print(line, file=sys.stderr)
+            more = f" (first 50 of {len(errors)} shown)" if len(errors) > 50 else ""
+            print(f"flowbaby import: nothing imported: {len(errors)} faulty lines{more}", file=sys.stderr)
+            return 1
+    service = await open_service(args.command, args.workspace)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    try:
+        if args.command == "export":
+            if args.out:
+                count = await _export_file(service, Path(args.out))
+            else:
+                count = await export_to(service, sys.stdout)
+            print(f"flowbaby export: {count} versions", file=sys.stderr)
+            return 0
+        try:
+            reply = await import_from(service, records)
+        except ImportRefused as refused:
+            print(f"{refused}\nflowbaby import: nothing imported", file=sys.stderr)
+            return 1
+        print(json.dumps(reply, indent=2))
+        return 0
+    except ContractFailure as error:
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
+    finally:
+        await service.close(1.0)
+
+
+async def _export_file(service: MemoryService, out: Path) -> int:
+    """Written next to its place, private (it holds every memory's text), then renamed."""
+    partial = out.with_name(f".{out.name}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        count = await export_to(service, handle)
+    os.replace(partial, out)
+    return count
+
+
+def run_transfer_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_transfer(args))

@@ -94,6 +94,8 @@ class Bridge:
             "listMemories": service.list_memories,
             "getMemory": service.get_memory,
             "forgetMemory": service.forget_memory,
+            "exportMemories": service.export_memories,
+            "importMemories": service.import_memories,
             "listImpliedSupersessions": service.implied_supersessions,
             "confirmSupersession": service.confirm_supersession,
             "shutdown": self._shutdown,

@@ -24,12 +24,17 @@ from graph.build.worker_client import WorkerClient
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
+    EXPORT_FORMAT,
+    EXPORT_FORMAT_VERSION,
     MAX_FORGET_LISTED,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
     ErrorCode,
+    ExportedMemory,
+    ExportMemoriesRequest,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
@@ -44,10 +49,13 @@ from graph.core.contract import (
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
     IndexStatusResponse,
     ListMemoriesRequest,
     ListMemoriesResponse,
     MemoryContextResponse,
+    MemoryFilter,
     MemoryStatus,
     MemoryVersionsResponse,
     OperationStatus,
@@ -82,7 +90,7 @@ from graph.core.storage import (
     open_memory_store,
     watch_namespace,
 )
-from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
+from graph.core.store import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.trust import configured_token, read_private_file
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
@@ -1038,6 +1046,86 @@ class FlowbabyService:
         reply.update(forgetId=forget_id, pending=sorted(left))
         return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
 
+    # -- export and import (INGEST_CONTRACT.md 16.5) ------------------------------------------
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        """exportMemories: one page of every stored version, oldest first, as the export file's
+        lines; the CLI pages through it with nextCursor."""
+        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=False, after=after)
+        rows = await asyncio.to_thread(self.store.list_page, MemoryFilter(allVersions=True), page)
+        total = (await asyncio.to_thread(self.store.counts))["memories"] if after is None else None
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        header = None
+        if total is not None:  # the first page
+            header = {
+                "format": EXPORT_FORMAT,
+                "formatVersion": EXPORT_FORMAT_VERSION,
+                "exportedAt": utc_now(),
+                "memories": total,
+            }
+        return ExportMemoriesResponse.model_validate(
+            {
+                "header": header,
+                "memories": [exported(m) for m in rows],
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
+            }
+        ).model_dump(mode="json")
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        """importMemories: up to 500 exported versions, all or none. Each is checked (the ingest
+        validation, its memoryId against topicId and version, no stored version with other content),
+        redacted as at ingest, then inserted as it was (ids, versions, statuses, timestamps); a version
+        already stored is skipped, so importing a file twice adds nothing. New ones are embedded and
+        their graph queued."""
+        request: ImportMemoriesRequest = validate_request(ImportMemoriesRequest, params)
+        memories = [imported(self.redactor.summary(record)[0]) for record in request.memories]
+        seen: set[str] = set()
+        for index, (record, memory) in enumerate(zip(request.memories, memories, strict=True)):
+            if record.memoryId != memory_uuid(record.topicId, record.version):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}" is not the id of version {record.version} of topicId "{record.topicId}"',
+                    fields=[field],
+                )
+            if memory.memory_id in seen:
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
+            seen.add(memory.memory_id)
+        reply, added = await asyncio.to_thread(self._import, memories, request.dryRun)
+        for memory in added:
+            self._embed_queue.put_nowait(memory)
+        if added:
+            self.operations.notify()
+        return reply
+
+    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory]]:
+        stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
+        for index, memory in enumerate(memories):
+            there = stored.get(memory.memory_id)
+            if there is not None and not same_version(there, memory):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}": this workspace stores that version of "{memory.topic_id}" with other content',
+                    fields=[field],
+                )
+        fresh = [m for m in memories if m.memory_id not in stored]
+        reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
+        if dry_run or not fresh:
+            return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json"), []
+        with self._stage_lock:
+            inserted, _ = self.store.import_memories(fresh)
+            self.store.supersede_older(sorted({m.topic_id for m in fresh}))
+            operations = self.store.queue_operations(
+                [inserted[i : i + IMPORT_OPERATION_SIZE] for i in range(0, len(inserted), IMPORT_OPERATION_SIZE)]
+            )
+        reply["imported"] = len(inserted)
+        reply["skipped"] = len(memories) - len(inserted)
+        answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
+        return answer.model_dump(mode="json"), self.store.get_memories(inserted)
+
     def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[str]]:
         """(topic ids, memory ids) the request names; NOT_FOUND for an unknown topic or version."""
         if request.topicId is not None:
@@ -1206,6 +1294,67 @@ class FlowbabyService:
         return {"watching": self.session_memory.settings.watch}
 
 
+IMPORT_OPERATION_SIZE = 20
+"""Imported versions per queued graph-build operation (as `flowbaby migrate`)."""
+SAME_VERSION = ("topic_id", "version", "topic", "context", "decisions", "created_at", "updated_at", "staged_at")
+"""What must match for a stored version to count as an imported one (status may differ: a person may
+have confirmed a supersession since)."""
+
+
+def same_version(stored: Memory, other: Memory) -> bool:
+    return all(getattr(stored, name) == getattr(other, name) for name in SAME_VERSION)
+
+
+def exported(m: Memory) -> dict[str, Any]:
+    """One stored version as a line of the export file."""
+    return {
+        "topicId": m.topic_id,
+        "version": m.version,
+        "memoryId": m.memory_id,
+        "status": m.status.value,
+        "topic": m.topic,
+        "context": m.context,
+        "decisions": m.decisions,
+        "rationale": m.rationale,
+        "openQuestions": m.open_questions,
+        "nextSteps": m.next_steps,
+        "references": m.references,
+        "timeScope": m.time_scope,
+        "agentName": m.agent_name,
+        "sessionId": m.session_id,
+        "planId": m.plan_id,
+        "createdAt": m.created_at,
+        "updatedAt": m.updated_at,
+        "stagedAt": m.staged_at,
+        "supersedes": memory_uuid(m.topic_id, m.version - 1) if m.version > 1 else None,
+    }
+
+
+def imported(record: ExportedMemory) -> Memory:
+    """A line of an export file as the version to store (graph state pending, no operation)."""
+    return Memory(
+        memory_id=record.memoryId,
+        topic_id=record.topicId,
+        version=record.version,
+        status=record.status,
+        topic=record.topic,
+        context=record.context,
+        decisions=record.decisions,
+        rationale=record.rationale,
+        open_questions=record.openQuestions,
+        next_steps=record.nextSteps,
+        references=record.references,
+        time_scope=record.timeScope,
+        agent_name=record.agentName,
+        session_id=record.sessionId,
+        plan_id=record.planId,
+        created_at=record.createdAt,
+        updated_at=record.updatedAt,
+        staged_at=record.stagedAt,
+        char_count=record.char_count(),
+    )
+
+
 PREVIEW_CHARS = 200
 """Characters of a memory's context that listMemories shows."""
 
@@ -1255,6 +1404,8 @@ class MemoryService(Protocol):
     async def list_memories(self, params: Any = ...) -> dict[str, Any]: ...
     async def get_memory(self, params: Any) -> dict[str, Any]: ...
     async def forget_memory(self, params: Any, *, agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def export_memories(self, params: Any = ...) -> dict[str, Any]: ...
+    async def import_memories(self, params: Any) -> dict[str, Any]: ...
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...

@@ -747,6 +747,23 @@ class PostgresMemoryStore:
             )
         return operation_id
 
+    def queue_operations(self, groups: list[list[str]]) -> list[str]:
+        """queue_operation for each group, in one transaction."""
+        operation_ids = [new_operation_id() for _ in groups]
+        now = utc_now()
+        with self._cursor(transaction=True) as cur:
+            cur.executemany(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
+                [(op, json.dumps(ids), now) for op, ids in zip(operation_ids, groups, strict=True)],
+            )
+            for op, ids in zip(operation_ids, groups, strict=True):
+                cur.execute(
+                    "UPDATE memories SET operation_id=%s, graph_state='pending' WHERE memory_id = ANY(%s)", (op, ids)
+                )
+            if operation_ids:
+                notify(cur, self.namespace, "queued", operation_ids[:64])
+        return operation_ids
+
     def recover_interrupted(self) -> list[str]:
         """At start-up: running operations that no server holds by a lease (left by a version without
         leases, or marked running without a claim) become terminated and their memories are queued again.
@@ -803,6 +820,15 @@ class PostgresMemoryStore:
                 cur.execute(insert_memory_sql("%s") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
                 (inserted if cur.rowcount else present).append(memory.memory_id)
         return inserted, present
+
+    def supersede_older(self, topic_ids: list[str]) -> None:
+        """As MemoryStore.supersede_older."""
+        with self._cursor(transaction=True) as cur:
+            cur.execute(
+                "UPDATE memories m SET status = %s WHERE m.topic_id = ANY(%s) AND m.status != %s "
+                "AND m.version < (SELECT MAX(n.version) FROM memories n WHERE n.topic_id = m.topic_id)",
+                (MemoryStatus.SUPERSEDED.value, topic_ids, MemoryStatus.SUPERSEDED.value),
+            )
 
     def unqueued_memories(self) -> list[str]:
         """Versions no operation ever covered: imported ones whose graph build is not queued yet."""

@@ -425,6 +425,27 @@ class MemoryStore:
             cur.executemany("DELETE FROM operations WHERE operation_id = ?", [(o,) for o in drops])
         self.checkpoint()
 
+    def import_memories(self, memories: list[Memory]) -> tuple[list[str], list[str]]:
+        """Insert versions exactly as given (ids, versions, status, timestamps), graph state pending and
+        no operation; a version already here is left alone. Returns (inserted ids, ids already present)."""
+        inserted: list[str] = []
+        present: list[str] = []
+        with self._transaction() as cur:
+            for memory in memories:
+                cur.execute(insert_memory_sql("?") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
+                (inserted if cur.rowcount else present).append(memory.memory_id)
+        return inserted, present
+
+    def supersede_older(self, topic_ids: list[str]) -> None:
+        """Every version but the newest of these topics Superseded, as staging leaves them (an import
+        may add a newer version to a topic stored here)."""
+        with self._transaction() as cur:
+            cur.executemany(
+                "UPDATE memories SET status = ? WHERE topic_id = ? AND status != ? "
+                "AND version < (SELECT MAX(version) FROM memories WHERE topic_id = ?)",
+                [(MemoryStatus.SUPERSEDED.value, t, MemoryStatus.SUPERSEDED.value, t) for t in topic_ids],
+            )
+
     def checkpoint(self) -> None:
         """Copy the WAL into the database and truncate it to zero bytes."""
         with self._lock:
@@ -592,6 +613,21 @@ class MemoryStore:
                 [(operation_id, m) for m in memory_ids],
             )
         return operation_id
+
+    def queue_operations(self, groups: list[list[str]]) -> list[str]:
+        """queue_operation for each group, in one transaction (an import queues thousands)."""
+        operation_ids = [new_operation_id() for _ in groups]
+        now = utc_now()
+        with self._transaction() as cur:
+            cur.executemany(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                [(op, json.dumps(ids), now) for op, ids in zip(operation_ids, groups, strict=True)],
+            )
+            cur.executemany(
+                "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
+                [(op, m) for op, ids in zip(operation_ids, groups, strict=True) for m in ids],
+            )
+        return operation_ids
 
     def recover_interrupted(self) -> list[str]:
         """At start-up: operations that were running when the process died become terminated,

@@ -225,6 +225,12 @@ class OwnerClient:
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
         return await self._dict("forget_memory", params=params, agent_name=agent_name)
 
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("export_memories", params=params)
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        return await self._dict("import_memories", params=params)
+
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         return await self._dict("search_chunks", params=params)
 

@@ -42,6 +42,8 @@ REMOTE_METHODS = frozenset(
         "list_memories",
         "get_memory",
         "forget_memory",
+        "export_memories",
+        "import_memories",
         "search_chunks",
         "graph_snapshot",
         "graph_summary",

@@ -27,6 +27,7 @@ from graph.core.contract import (
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
+    ExportMemoriesRequest,
     FlowbabyError,
     ForgetMemoryRequest,
     GetMemoryRequest,
@@ -244,6 +245,14 @@ class RemoteService:
             path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
             return dict(await self._request("DELETE", path, query=query))
         return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
+
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+        query = {"cursor": request.cursor, "limit": request.limit}
+        return dict(await self._request("GET", "/api/agent/export", query=query))
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        return dict(await self._request("POST", "/api/agent/import", body=params))
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
