@@ -31,6 +31,18 @@ def files_holding(root: Path, needle: bytes) -> list[str]:
     return found
 
 
+def export_all(client: Any) -> list[dict[str, Any]]:
+    """Every version as exportMemories pages it."""
+    memories: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = client.result("exportMemories", {"cursor": cursor} if cursor else {})
+        memories += page["memories"]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            return memories
+
+
 def ranked(reply: dict[str, Any]) -> list[str]:
     return [entry["topicId"] for entry in reply["entries"]]
 
@@ -65,6 +77,8 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     for where in ("memories.sqlite", "vectors.lance/", "cognee/"):
         assert any(where in path for path in held), (where, held)
 
+    exported = json.dumps(export_all(client))
+    assert CANARY in exported
     dry = client.result("forgetMemory", {"topicId": "secret-rotation", "dryRun": True})
     assert (dry["success"], dry["versions"], dry["forgetId"]) == (True, 1, None)
     reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
@@ -77,6 +91,7 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     snapshot = client.result("graphSnapshot", {"hops": 2})
     assert CANARY not in json.dumps(snapshot).lower()
     assert not any(n.get("topic_id") == "secret-rotation" for n in snapshot["nodes"])
+    assert CANARY not in json.dumps(export_all(client)).lower()
     again = client.result("retrieveForAgent", neighbour_query)
     assert ranked(again) == [t for t in ranked(before) if t != "secret-rotation"]
     assert {e["topicId"]: e["summaryText"] for e in again["entries"]} == {
@@ -147,3 +162,56 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
     assert client.close() == 0
     assert namespace_rows_holding(postgres.url(), schemas, CANARY) == []
     assert files_holding(folder / ".flowbaby", CANARY.encode()) == []
+
+
+def test_a_forget_killed_mid_way_is_finished_at_the_next_start(spawn, workspace: Path) -> None:
+    """kill -9 right after the forget's store transaction committed (its journal entry appears):
+    the next start finishes the vector and graph steps, and the canary leaves every file."""
+    import sqlite3
+    import threading
+    import time
+
+    client = spawn(workspace)
+    secret = summary("secret", context=f"Killed mid-forget: the marker is {CANARY}.", decisions=[f"Hide {CANARY}"])
+    assert client.result("ingestForAgent", secret)["success"]
+    assert client.result("ingestForAgent", summary("redis-cache"))["success"]
+    client.wait_idle(600)
+    data = workspace / ".flowbaby"
+    replies: list[Any] = []
+    threading.Thread(
+        target=lambda: replies.append(_quietly(lambda: client.call("forgetMemory", {"topicId": "secret"}, 120))),
+        daemon=True,
+    ).start()
+    store = sqlite3.connect(f"file:{data / 'memories.sqlite'}?mode=ro", uri=True)
+    deadline = time.monotonic() + 60
+    while not store.execute("SELECT COUNT(*) FROM forget_journal").fetchone()[0]:
+        assert time.monotonic() < deadline, "the forget never committed"
+        time.sleep(0.005)
+    client.kill()
+    left = store.execute("SELECT pending FROM forget_journal").fetchall()
+    store.close()
+    assert left and "graph" in left[0][0]  # killed before the graph step was done
+    assert files_holding(data, CANARY.encode())  # cognee still held it
+
+    again = spawn(workspace)
+    assert again.result("getMemory", {"topicId": "secret"})["errorCode"] == "NOT_FOUND"
+    deadline = time.monotonic() + 300
+    while True:
+        status = sqlite3.connect(f"file:{data / 'memories.sqlite'}?mode=ro", uri=True)
+        open_entries = status.execute("SELECT COUNT(*) FROM forget_journal").fetchone()[0]
+        status.close()
+        if not open_entries:
+            break
+        assert time.monotonic() < deadline, "the journal entry was never finished"
+        time.sleep(0.5)
+    after = again.result("retrieveForAgent", {"query": f"the marker is {CANARY}", "maxResults": 5})
+    assert "secret" not in ranked(after)
+    assert again.close() == 0
+    assert files_holding(data, CANARY.encode()) == []
+
+
+def _quietly(call: Any) -> Any:
+    try:
+        return call()
+    except Exception as exc:  # the bridge was killed under the call
+        return exc
