@@ -210,7 +210,7 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP. `agent_forget`:
     offer flowbaby_forgetMemory (default: the workspace's FLOWBABY_AGENT_FORGET setting)."""
     if agent_forget is None:
-        agent_forget = agent_forget_enabled(service.paths)
+        agent_forget = agent_forget_enabled(getattr(service, "paths", None))
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:

@@ -1160,7 +1160,8 @@ class FlowbabyService:
             return
         memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
-        lexical = await asyncio.to_thread(open_lexical, self.paths)
+        # The team backend's lexical index is the database's (the rows went with the memories): kept.
+        lexical = old.catalog.lexical if self.store.shared else await asyncio.to_thread(open_lexical, self.paths)
         catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
         for memory_id, memory in list(old.catalog.by_id.items()):
             if memory_id not in catalog.by_id and memory_id not in self._forgotten_ids:

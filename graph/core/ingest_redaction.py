@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TypeVar
 
 from graph.core.contract import TEXT_LIST_FIELDS, ErrorCode, FlowbabyError, SummaryFields
 from graph.sessions.redact import MARK, redact
+
+Fields = TypeVar("Fields", bound=SummaryFields)
 
 URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)(?!" + re.escape(MARK) + r"@)[^@\s/]+(@)")
 """scheme://user:password@host: the password goes, the user and host stay."""
@@ -62,7 +65,7 @@ class Redactor:
             count += hits
         return value, count
 
-    def summary(self, fields: SummaryFields) -> tuple[SummaryFields, int]:
+    def summary(self, fields: Fields) -> tuple[Fields, int]:
         """A copy with every text field redacted, and how many secrets went."""
         if not self.enabled:
             return fields, 0

@@ -25,7 +25,9 @@ from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
 log = logging.getLogger("flowbaby.settings")
 
 LLM_KEYS = ("LLM_PROVIDER", "LLM_MODEL", "LLM_API_KEY", "LLM_ENDPOINT", "LLM_API_VERSION")
-GUARDED_KEYS = frozenset({*LLM_KEYS, "FLOWBABY_EMBEDDING_MODEL", "FLOWBABY_API_TOKEN"})
+GUARDED_KEYS = frozenset(
+    {*LLM_KEYS, "FLOWBABY_EMBEDDING_MODEL", "FLOWBABY_API_TOKEN", "FLOWBABY_REDACT", "FLOWBABY_AGENT_FORGET"}
+)
 """Keys an untrusted workspace .env may not set."""
 ALLOW_LIST_ENV = "FLOWBABY_TRUSTED_WORKSPACES"
 """os.pathsep-separated workspace folders the user trusts (read from the process environment only)."""

@@ -69,12 +69,14 @@ def test_user_patterns_come_from_the_user_config(tmp_path: Path, monkeypatch: py
     assert "line 2" in bad.value.message
 
 
-def test_flowbaby_redact_setting(tmp_path: Path) -> None:
+def test_flowbaby_redact_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     paths_ = resolve_workspace(root)
     assert load_settings(paths_).redact is True
     paths_.env_file.write_text("FLOWBABY_REDACT=0\n")
+    assert load_settings(paths_).redact is True  # a cloned repository's .env cannot turn it off
+    monkeypatch.setenv("FLOWBABY_TRUSTED_WORKSPACES", str(root))
     assert load_settings(paths_).redact is False
     paths_.env_file.write_text("FLOWBABY_REDACT=maybe\n")
     with pytest.raises(FlowbabyError):
