@@ -1007,6 +1007,9 @@ class FlowbabyService:
                     'Give exactly one of "topicId" and "filter"',
                     fields=["topicId", "filter"],
                 )
+            if request.filter is not None and not any(getattr(request.filter, name) for name in FILTER_CONDITIONS):
+                message = 'Field "filter" needs at least one condition (forgetting everything is not offered)'
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message, fields=["filter"])
             if request.version is not None and request.topicId is None:
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "version" needs "topicId"', fields=["version"])
             topics, memory_ids = await asyncio.to_thread(self._forget_targets, request)
@@ -1295,6 +1298,17 @@ class FlowbabyService:
         return {"watching": self.session_memory.settings.watch}
 
 
+FILTER_CONDITIONS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
+)
+"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
 IMPORT_OPERATION_SIZE = 20
 """Imported versions per queued graph-build operation (as `flowbaby migrate`)."""
 SAME_VERSION = ("topic_id", "version", "topic", "context", "decisions", "created_at", "updated_at", "staged_at")

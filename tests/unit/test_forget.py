@@ -229,7 +229,8 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
         for name, params in {
             "both": {"topicId": "keep", "filter": {}},
             "neither": {},
-            "version alone": {"filter": {}, "version": 1},
+            "version alone": {"filter": {"text": "x"}, "version": 1},
+            "empty filter": {"filter": {"allVersions": True, "text": None, "status": []}},
             "bad version": {"topicId": "keep", "version": 7},
         }.items():
             try:
@@ -248,5 +249,6 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
         "both": ("INVALID_PAYLOAD", ["topicId", "filter"]),
         "neither": ("INVALID_PAYLOAD", ["topicId", "filter"]),
         "version alone": ("INVALID_PAYLOAD", ["version"]),
+        "empty filter": ("INVALID_PAYLOAD", ["filter"]),
         "bad version": ("NOT_FOUND", None),
     }
