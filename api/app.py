@@ -30,17 +30,23 @@ from graph.core.contract import (
     ConfirmSupersessionResponse,
     ContractFailure,
     ErrorCode,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
+    GetMemoryResponse,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
     IndexStatusResponse,
+    ListMemoriesResponse,
     MemoryContextResponse,
-    MemoryVersionsResponse,
     PublicHealthResponse,
     RepairResponse,
     RetrievalError,
@@ -96,6 +102,8 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/retrieve": FlowbabyContextRequest,
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
     "/api/agent/memories": FlowbabyIngestRequest,
+    "/api/agent/memories/forget": ForgetMemoryRequest,
+    "/api/agent/import": ImportMemoriesRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -118,6 +126,22 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
             }
         app.openapi_schema = spec
     return app.openapi_schema
+
+
+def list_params(request: Request) -> dict[str, Any]:
+    """listMemories' fields from a query string, typed where the text says so; the service
+    validates them, so a bad value is answered as over the bridge (INVALID_PAYLOAD naming it)."""
+    params: dict[str, Any] = {}
+    for key, value in request.query_params.multi_items():
+        if key == "status":
+            params.setdefault("status", []).extend(item for item in value.split(",") if item)
+        elif key == "limit":
+            params[key] = int(value) if value.lstrip("-").isdigit() else value
+        elif key == "allVersions":
+            params[key] = {"true": True, "1": True, "false": False, "0": False}.get(value.lower(), value)
+        else:
+            params[key] = value
+    return params
 
 
 def own_namespace(service: MemoryService) -> str | None:
@@ -272,9 +296,41 @@ def create_app(
     async def confirm_supersession(request: Request) -> dict[str, Any]:
         return await service.confirm_supersession(await _json_body(request, retrieval=False))
 
-    @app.get("/api/agent/memories/{topic_id}", response_model=MemoryVersionsResponse)
+    @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
+    async def list_memories(request: Request) -> dict[str, Any]:
+        """listMemories: the query parameters are its fields (status comma-separated or repeated)."""
+        return await service.list_memories(list_params(request))
+
+    @app.get("/api/agent/memories/{topic_id}", response_model=GetMemoryResponse)
     async def memory(topic_id: str) -> dict[str, Any]:
-        return await service.memory_versions(topic_id)
+        """getMemory (its reply holds memoryVersions' topicId and versions too)."""
+        return await service.get_memory({"topicId": topic_id})
+
+    @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
+    async def forget_memory(topic_id: str, version: int | None = None, dryRun: bool = False) -> dict[str, Any]:
+        """forgetMemory of one topic (every version), or of one version with ?version=N."""
+        params: dict[str, Any] = {"topicId": topic_id, "dryRun": dryRun}
+        if version is not None:
+            params["version"] = version
+        return await service.forget_memory(params)
+
+    @app.post("/api/agent/memories/forget", response_model=ForgetMemoryResponse)
+    async def forget_memories(request: Request) -> dict[str, Any]:
+        """forgetMemory with a body: a filter (every topic listMemories would list), or a topicId."""
+        return await service.forget_memory(await _json_body(request, retrieval=False))
+
+    @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
+    async def export_memories(cursor: str | None = None, limit: int = 500) -> dict[str, Any]:
+        """exportMemories: one page of every version, oldest first (the export file's lines)."""
+        params: dict[str, Any] = {"limit": limit}
+        if cursor is not None:
+            params["cursor"] = cursor
+        return await service.export_memories(params)
+
+    @app.post("/api/agent/import", response_model=ImportMemoriesResponse)
+    async def import_memories(request: Request) -> dict[str, Any]:
+        """importMemories: up to 500 exported versions, all or none."""
+        return await service.import_memories(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

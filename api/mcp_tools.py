@@ -23,8 +23,15 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
-from graph.core.contract import ContractFailure
-from graph.service import MemoryService
+from graph.core.contract import (
+    MAX_GET_TOPICS,
+    ContractFailure,
+    ErrorCode,
+    FlowbabyError,
+    GetMemoriesRequest,
+    validate_request,
+)
+from graph.service import MemoryService, agent_forget_enabled
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -33,6 +40,8 @@ RETRIEVE = "flowbaby_retrieveMemory"
 BACKGROUND = "flowbaby_backgroundStatus"
 INDEX = "flowbaby_indexStatus"
 SESSIONS = "flowbaby_searchSessions"
+GET_MEMORY = "flowbaby_getMemory"
+FORGET = "flowbaby_forgetMemory"
 
 INSTRUCTIONS = (
     "Flowbaby is this workspace's long-term memory. Retrieve before reasoning: call "
@@ -76,6 +85,18 @@ SESSIONS_DESCRIPTION = (
     "tool calls and their output) for a natural-language query; lower distance is better. Give "
     "sessionId to search one session, else every indexed session of the workspace is searched. Use "
     "it for details no stored memory kept: an old error message, a command that worked."
+)
+
+GET_MEMORY_DESCRIPTION = (
+    "Read stored memories in full by topicId (as returned in a retrieval's entries): every version, "
+    "oldest first, the newest one, what it supersedes and what supersedes it, the graph entities it holds "
+    "and where it came from. Give one or more topicIds; unknown ones are listed under notFound."
+)
+
+FORGET_DESCRIPTION = (
+    "Permanently forget a stored memory from Flowbaby: one version (topicId and version) or the topic with "
+    "every version (topicId). It is removed from every store and cannot be undone. Only call it when the user "
+    "asked for it in this conversation, name the memory to the user first, and set dryRun to see what would go."
 )
 
 RETRY_ADVICE = {
@@ -194,8 +215,11 @@ class FlowbabyMCP(MCPServer[Any]):
             return await self.handlers[name](arguments, client_name(context))
 
 
-def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
-    """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP."""
+def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None) -> FlowbabyMCP:
+    """The Flowbaby tools over `service`; serve it over stdio or streamable HTTP. `agent_forget`:
+    offer flowbaby_forgetMemory (default: the workspace's FLOWBABY_AGENT_FORGET setting)."""
+    if agent_forget is None:
+        agent_forget = agent_forget_enabled(getattr(service, "paths", None))
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
@@ -216,7 +240,41 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
 
         return await framed(BACKGROUND, call)
 
-    server = FlowbabyMCP({STORE: store_raw, RETRIEVE: retrieve_raw, BACKGROUND: background_raw})
+    async def get_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            request: GetMemoriesRequest = validate_request(GetMemoriesRequest, params)
+            found: list[dict[str, Any]] = []
+            missing: list[str] = []
+            for topic_id in dict.fromkeys(request.topicIds):
+                try:
+                    found.append(await service.get_memory({"topicId": topic_id}))
+                except ContractFailure as error:
+                    if error.code.value != "NOT_FOUND":
+                        raise
+                    missing.append(topic_id)
+            return success({"success": True, "memories": found, "notFound": missing})
+
+        return await framed(GET_MEMORY, call)
+
+    async def forget_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
+        async def call() -> CallToolResult:
+            if "filter" in params:  # agents forget named memories only, never by filter
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD, 'Field "filter" is not offered to agents', fields=["filter"]
+                )
+            return success(await service.forget_memory(params, agent_name=agent))
+
+        return await framed(FORGET, call)
+
+    handlers: dict[str, Handler] = {
+        STORE: store_raw,
+        RETRIEVE: retrieve_raw,
+        BACKGROUND: background_raw,
+        GET_MEMORY: get_raw,
+    }
+    if agent_forget:
+        handlers[FORGET] = forget_raw
+    server = FlowbabyMCP(handlers)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
@@ -278,6 +336,34 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
             return success(await service.index_status(audited=True, agent_name=client_name(ctx)))
 
         return await framed(INDEX, call)
+
+    @server.tool(name=GET_MEMORY, title="Get Flowbaby Memory", description=GET_MEMORY_DESCRIPTION, annotations=reads)
+    async def get_memory(
+        topicIds: Annotated[
+            list[Annotated[str, Field(min_length=1, max_length=256)]],
+            Field(min_length=1, max_length=MAX_GET_TOPICS, description="The memories' topicIds"),
+        ],
+    ) -> CallToolResult:
+        return await get_raw({"topicIds": topicIds}, None)
+
+    if agent_forget:
+        destructive = ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        )
+
+        @server.tool(
+            name=FORGET, title="Forget Flowbaby Memory", description=FORGET_DESCRIPTION, annotations=destructive
+        )
+        async def forget_memory(
+            topicId: Annotated[str, Field(min_length=1, max_length=256, description="The memory's topicId")],
+            ctx: Context[Any, Any],
+            version: Annotated[int | None, Field(ge=1, description="One version only; omit for every version")] = None,
+            dryRun: Annotated[bool, Field(description="Only say what would be forgotten")] = False,
+        ) -> CallToolResult:
+            params: dict[str, Any] = {"topicId": topicId, "dryRun": dryRun}
+            if version is not None:
+                params["version"] = version
+            return await forget_raw(params, client_name(ctx))
 
     @server.tool(name=SESSIONS, title="Search Agent Sessions", description=SESSIONS_DESCRIPTION, annotations=reads)
     async def search_sessions(

@@ -19,7 +19,7 @@ async def capture(workspace: str, params: dict[str, object]) -> int:
     try:
         print(json.dumps(await service.capture(params)), flush=True)
     finally:
-        await service.close(5.0)
+        await service.close(5.0, hand_on=True)
     return 0
 
 

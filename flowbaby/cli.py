@@ -1,5 +1,5 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`status`, `repair`, `tokens`, `migrate`, `connect`, `hook`, `import` and `link`."""
+`status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook` and `link`."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ class FlowbabyParser(argparse.ArgumentParser):
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name.startswith("--") else []
             guesses += [f"{close[0]} for {name}"] if close else []
         return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
+
+
+IMPORT_KINDS = ("adr", "docs", "file", "-h", "--help")
+"""What may follow `flowbaby import`; anything else is an export file's name (`import file FILE`)."""
 
 
 def _non_negative(text: str) -> int:
@@ -236,9 +240,12 @@ def build_parser() -> FlowbabyParser:
     add_team_commands(commands)
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
+    from flowbaby.memories_command import add_export_command, add_memories_command
     from flowbaby.status_command import add_status_commands
 
     add_import_command(commands)
+    add_memories_command(commands)
+    add_export_command(commands)
     add_status_commands(commands)
     add_link_command(commands)
     return parser
@@ -250,21 +257,25 @@ def main(argv: list[str] | None = None) -> None:
         from flowbaby.hook import main as hook_main
 
         sys.exit(hook_main(given[1:]))
+    if given[:1] == ["import"] and len(given) > 1 and given[1] not in IMPORT_KINDS:
+        given = ["import", "file", *given[1:]]  # `flowbaby import FILE`: an export file
     from flowbaby.graph_command import run_graph_command
     from flowbaby.import_command import run_import_command
     from flowbaby.link_command import run_link_command
+    from flowbaby.memories_command import run_memories_command, run_transfer_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.status_command import run_status_command
     from flowbaby.team_command import run_team_command
     from flowbaby.tokens_command import run_tokens_command
 
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(given)
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     if args.command == "link":
         sys.exit(run_link_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions", "import", "status", "repair"):  # run_bridge sets it for the bridge
+    private = ("serve", "mcp", "sessions", "import", "export", "memories", "status", "repair")
+    if args.command in private:  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
@@ -272,6 +283,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_sessions_command(args))
     if args.command in ("status", "repair"):
         sys.exit(run_status_command(args))
+    if args.command == "memories":
+        sys.exit(run_memories_command(args))
+    if args.command == "export":
+        sys.exit(run_transfer_command(args))
     if args.command == "import":
         sys.exit(run_import_command(args))
     if args.command == "graph":

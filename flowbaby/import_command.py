@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from flowbaby.memories_command import add_import_file_command, run_transfer_command
 from graph.core.contract import ContractFailure, FlowbabyError
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
 
@@ -33,8 +34,10 @@ def add_code_import_commands(actions: Any) -> None:
 
 
 def add_import_command(commands: Any) -> None:
-    parser = commands.add_parser("import", help="import ADRs or design docs as memories")
-    add_code_import_commands(parser.add_subparsers(dest="import_command", required=True))
+    parser = commands.add_parser("import", help="import ADRs, design docs or an export file as memories")
+    actions = parser.add_subparsers(dest="import_command", required=True)
+    add_code_import_commands(actions)
+    add_import_file_command(actions)
 
 
 def adr_folder(workspace: Path, given: str | None) -> Path | None:
@@ -65,7 +68,7 @@ async def _run(args: argparse.Namespace) -> int:
         print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
         return 1
     finally:
-        await service.close(CLOSE_GRACE_SEC)
+        await service.close(CLOSE_GRACE_SEC, hand_on=True)
     for problem in reply["skipped"]:
         print(f"flowbaby import {args.import_command}: skipped {problem}", file=sys.stderr)
     print(json.dumps(reply, indent=2, ensure_ascii=False))
@@ -73,4 +76,6 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def run_import_command(args: argparse.Namespace) -> int:
+    if args.import_command == "file":
+        return run_transfer_command(args)
     return asyncio.run(_run(args))

@@ -16,6 +16,7 @@ import os
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -46,6 +47,9 @@ from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.audit import AUDIT_USER
 from graph.core.contract import (
     DATABASE_FAULTS,
+    EXPORT_FORMAT,
+    EXPORT_FORMAT_VERSION,
+    MAX_FORGET_LISTED,
     BackgroundStatusRequest,
     BriefingRequest,
     CaptureRequest,
@@ -54,19 +58,31 @@ from graph.core.contract import (
     ConfirmSupersessionResponse,
     ContractFailure,
     ErrorCode,
+    ExportedMemory,
+    ExportMemoriesRequest,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
     Freshness,
+    GetMemoryRequest,
+    GetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
     IndexStatusResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
     MemoryContextResponse,
+    MemoryFilter,
     MemoryStatus,
     MemoryVersionsResponse,
     OperationStatus,
@@ -83,11 +99,13 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
+from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
+from graph.core.store import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.trust import configured_token, read_private_file
 from graph.core.workspace import (
     DATA_DIR,
@@ -131,6 +149,7 @@ __all__ = [
     "is_loopback",
     "migrate_workspace",
     "open_service",
+    "agent_forget_enabled",
     "take_stdout",
     # flowbaby import adr|docs (flowbaby/import_command.py), flowbaby link (flowbaby/link_command.py)
     "import_adrs",
@@ -171,6 +190,8 @@ INIT_TIMEOUT_SEC = 45.0
 """How long a retrieval may wait for the model and indexes to load after a cold start."""
 EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
+FORGET_WAIT_SEC = 45.0
+"""How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
 FRESHNESS_WAIT_SEC = 10.0
 """How long a retrieval waits for memories staged just before it to be embedded; past that it
 answers from what is indexed and says how many memories it could not search yet."""
@@ -198,6 +219,7 @@ class FlowbabyService:
         self.settings = settings
         self._lock = lock
         self.backend = backend or open_backend(paths)
+        self.redactor = Redactor(settings.redact, load_user_patterns() if settings.redact else [])
         self.store: MemoryStoreBackend = self.backend.memory_store(check=True)
         self.audit = self.backend.audit()
         # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
@@ -234,6 +256,12 @@ class FlowbabyService:
             vectors_idle_sec=settings.worker_idle_sec,
             backend=self.backend,
         )
+        self._vector_lock = asyncio.Lock()
+        """Held by the embedding loop while it adds a batch, and by a forget while it removes vectors,
+        so a memory being embedded when it is forgotten cannot come back."""
+        self._forget_lock = asyncio.Lock()
+        self._forgotten_ids: set[str] = set()
+        """Versions forgotten by this process: still queued for embedding, they are skipped."""
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
@@ -325,6 +353,7 @@ class FlowbabyService:
         replaced, self._vectors = self._vectors, index
         if replaced is not None:  # repair loads the indexes again
             await asyncio.to_thread(replaced.close)
+        await asyncio.to_thread(self._finish_vector_forgets, index)
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
         memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
@@ -397,13 +426,20 @@ class FlowbabyService:
                 batch.append(self._embed_queue.get_nowait())
             try:
                 index = await self.vectors()
-                catalog = self._retriever.catalog  # type: ignore[union-attr]
-                # Memories staged while warm-up ran were already embedded and catalogued by it.
-                # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
-                fresh = list({m.memory_id: m for m in batch if m.memory_id not in catalog.by_id}.values())
-                await asyncio.to_thread(index.add_memories, fresh)
-                for memory in fresh:
-                    catalog.add(memory)
+                async with self._vector_lock:
+                    catalog = self._retriever.catalog  # type: ignore[union-attr]
+                    # Memories staged while warm-up ran were already embedded and catalogued by it.
+                    # Warm-up queues its backlog, so a memory staged meanwhile may come twice.
+                    fresh = list(
+                        {
+                            m.memory_id: m
+                            for m in batch
+                            if m.memory_id not in catalog.by_id and m.memory_id not in self._forgotten_ids
+                        }.values()
+                    )
+                    await asyncio.to_thread(index.add_memories, fresh)
+                    for memory in fresh:
+                        catalog.add(memory)
             except Exception as exc:  # repair (or the next start) re-embeds whatever is missing
                 if isinstance(exc, FlowbabyError) and exc.code in DATABASE_FAULTS:
                     # The memories are staged in the team database, which is away: embed them once it is back.
@@ -496,11 +532,13 @@ class FlowbabyService:
             llmSource=self.settings.llm_source,
         ).model_dump(mode="json")
 
-    def _audited(self, command: str, params: Any, started: float, error: FlowbabyError | None) -> None:
+    def _audited(
+        self, command: str, params: Any, started: float, error: FlowbabyError | None, redacted: int | None = None
+    ) -> None:
         params = params if isinstance(params, dict) else {}
         topic = params.get("topic") if isinstance(params.get("topic"), str) else None
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
-        self._record(command, agent, topic, started, error.code.value if error else None)
+        self._record(command, agent, topic, started, error.code.value if error else None, redacted)
 
     async def _stage(
         self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False, origin: str | None = None
@@ -586,6 +624,7 @@ class FlowbabyService:
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            request, redacted = self.redactor.summary(request)
             memory, store_sec = await self._stage(
                 request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
             )
@@ -606,6 +645,7 @@ class FlowbabyService:
                 updated_at=memory.updated_at,
             ),
             staging_duration_sec=round(time.perf_counter() - started, 6),
+            redacted=redacted,
             ingestion_metrics={
                 "memoryId": memory.memory_id,
                 "version": memory.version,
@@ -616,7 +656,7 @@ class FlowbabyService:
                 "graph": "pending",
             },
         )
-        self._audited("ingestForAgent", params, started, None)
+        self._audited("ingestForAgent", params, started, None, redacted)
         return response.model_dump(mode="json")
 
     async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
@@ -624,16 +664,18 @@ class FlowbabyService:
         started = time.perf_counter()
         try:
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            full, redacted = self.redactor.summary(full)
             memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
-        self._audited("storeMemory", params, started, None)
+        self._audited("storeMemory", params, started, None, redacted)
         return StoreMemoryResponse(
             summary_id=memory.topic_id,
             operationId=memory.operation_id or "",
             ingested_chars=memory.char_count,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            redacted=redacted,
         ).model_dump(mode="json")
 
     async def background_status(
@@ -670,7 +712,13 @@ class FlowbabyService:
         return reply
 
     def _record(
-        self, command: str, agent_name: str | None, topic: str | None, started: float, error_code: str | None
+        self,
+        command: str,
+        agent_name: str | None,
+        topic: str | None,
+        started: float,
+        error_code: str | None,
+        redacted: int | None = None,
     ) -> None:
         self.audit.record(
             command,
@@ -679,6 +727,7 @@ class FlowbabyService:
             result="error" if error_code else "success",
             error_code=error_code,
             duration_ms=(time.perf_counter() - started) * 1000,
+            redacted=redacted,
         )
 
     async def _ready_retriever(self) -> Retriever:
@@ -955,31 +1004,280 @@ class FlowbabyService:
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
         return MemoryVersionsResponse.model_validate(
+            {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
+        ).model_dump(mode="json")
+
+    # -- memory control: list, show (INGEST_CONTRACT.md 16) ---------------------------------
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
+        first unless order=oldest; nextCursor continues it, stable while memories are added."""
+        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=request.order == "newest", after=after)
+        rows = await asyncio.to_thread(self.store.list_page, request, page)
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        return ListMemoriesResponse.model_validate(
             {
-                "topicId": topic_id,
-                "versions": [
+                "memories": [
                     {
+                        "topicId": m.topic_id,
                         "memoryId": m.memory_id,
                         "version": m.version,
                         "status": m.status.value,
                         "topic": m.topic,
-                        "context": m.context,
-                        "decisions": m.decisions,
-                        "rationale": m.rationale,
-                        "openQuestions": m.open_questions,
-                        "nextSteps": m.next_steps,
-                        "references": m.references,
-                        "planId": m.plan_id,
-                        "sessionId": m.session_id,
+                        "preview": m.context[:PREVIEW_CHARS],
                         "agentName": m.agent_name,
+                        "sessionId": m.session_id,
+                        "planId": m.plan_id,
                         "createdAt": m.created_at,
                         "updatedAt": m.updated_at,
+                        "stagedAt": m.staged_at,
                         "graphState": m.graph_state,
+                        "charCount": m.char_count,
                     }
-                    for m in versions
+                    for m in rows
                 ],
+                "count": len(rows),
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
             }
         ).model_dump(mode="json")
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        """getMemory: every version (oldest first), the newest one, supersession links both ways
+        (versions of the topic, and implied ones by other topics), the newest version's graph
+        entities and its provenance. Unknown topicId: NOT_FOUND."""
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
+        return await asyncio.to_thread(self._get_memory, request.topicId)
+
+    def _get_memory(self, topic_id: str) -> dict[str, Any]:
+        versions = self.store.topic_versions(topic_id)
+        if not versions:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
+        latest = versions[-1]
+        mine = {m.memory_id for m in versions}
+        links: list[dict[str, Any]] = [
+            {
+                "kind": "version",
+                "olderTopicId": topic_id,
+                "olderMemoryId": older.memory_id,
+                "newerTopicId": topic_id,
+                "newerMemoryId": newer.memory_id,
+            }
+            for older, newer in zip(versions, versions[1:], strict=False)
+        ]
+        retriever = self._retriever  # implied links once search is warm; never waits for it
+        if retriever is not None:
+            by_id = retriever.catalog.by_id
+            for pair in retriever.supersession_pairs():
+                if (pair.older in mine) != (pair.newer in mine):
+                    links.append(
+                        {
+                            "kind": "implied",
+                            "olderTopicId": by_id[pair.older].topic_id,
+                            "olderMemoryId": pair.older,
+                            "newerTopicId": by_id[pair.newer].topic_id,
+                            "newerMemoryId": pair.newer,
+                        }
+                    )
+        entities = self.graph_lane.neighbourhood(latest.memory_id, 1)["entities"]
+        return GetMemoryResponse.model_validate(
+            {
+                "topicId": topic_id,
+                "versions": [version_fields(m) for m in versions],
+                "latest": version_fields(latest),
+                "supersedes": [link for link in links if link["newerMemoryId"] == latest.memory_id],
+                "supersededBy": [link for link in links if link["olderMemoryId"] == latest.memory_id],
+                "entities": entities,
+                "provenance": {
+                    "agentName": latest.agent_name,
+                    "sessionId": latest.session_id,
+                    "planId": latest.plan_id,
+                    "stagedAt": latest.staged_at,
+                    "operationId": latest.operation_id,
+                    "graphState": latest.graph_state,
+                },
+            }
+        ).model_dump(mode="json")
+
+    # -- memory control: forget (INGEST_CONTRACT.md 20.3, 20.4) ------------------------------
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        """forgetMemory: one version, a topic with every version, or every topic a filter lists,
+        from every store: the store's rows (one transaction with the journal entry), the chunk
+        vectors, the lexical index, then the graph (the worker, between builds). The reply waits
+        up to FORGET_WAIT_SEC for the graph; what is still running is listed in `pending` and the
+        journal finishes it, also after a restart. An audit tombstone per topic: its digest only."""
+        started = time.perf_counter()
+        try:
+            request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+            if (request.topicId is None) == (request.filter is None):
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    'Give exactly one of "topicId" and "filter"',
+                    fields=["topicId", "filter"],
+                )
+            if request.filter is not None and not any(getattr(request.filter, name) for name in FILTER_CONDITIONS):
+                message = 'Field "filter" needs at least one condition (forgetting everything is not offered)'
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message, fields=["filter"])
+            if request.version is not None and request.topicId is None:
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "version" needs "topicId"', fields=["version"])
+            topics, memory_ids = await asyncio.to_thread(self._forget_targets, request)
+        except FlowbabyError as error:
+            self._record("forgetMemory", agent_name, None, started, error.code.value)
+            raise
+        reply: dict[str, Any] = {
+            "dryRun": request.dryRun,
+            "forgetId": None,
+            "topics": len(topics),
+            "versions": len(memory_ids),
+            "topicIds": topics[:MAX_FORGET_LISTED],
+            "pending": [],
+        }
+        if request.dryRun or not memory_ids:
+            return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+        forget_id = f"fg_{uuid.uuid4().hex[:16]}"
+        async with self._forget_lock:
+            self._forgotten_ids.update(memory_ids)
+            await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
+            for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
+                self._record("forgetMemory", agent_name, topic, started, None)
+            with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
+                await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
+            if self._vectors is not None:
+                async with self._vector_lock:
+                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+                    await self._rebuild_catalog()
+        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC):
+            await asyncio.to_thread(self.graph_lane.refresh)
+        left = {
+            step
+            for e in await asyncio.to_thread(self.store.forget_journal)
+            if e.forget_id == forget_id
+            for step in e.pending
+        }
+        reply.update(forgetId=forget_id, pending=sorted(left))
+        return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+
+    # -- export and import (INGEST_CONTRACT.md 20.5) ------------------------------------------
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        """exportMemories: one page of every stored version, oldest first, as the export file's
+        lines; the CLI pages through it with nextCursor."""
+        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=False, after=after)
+        rows = await asyncio.to_thread(self.store.list_page, MemoryFilter(allVersions=True), page)
+        total = (await asyncio.to_thread(self.store.counts))["memories"] if after is None else None
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        header = None
+        if total is not None:  # the first page
+            header = {
+                "format": EXPORT_FORMAT,
+                "formatVersion": EXPORT_FORMAT_VERSION,
+                "exportedAt": utc_now(),
+                "memories": total,
+            }
+        return ExportMemoriesResponse.model_validate(
+            {
+                "header": header,
+                "memories": [exported(m) for m in rows],
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
+            }
+        ).model_dump(mode="json")
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        """importMemories: up to 500 exported versions, all or none. Each is checked (the ingest
+        validation, its memoryId against topicId and version, no stored version with other content),
+        redacted as at ingest, then inserted as it was (ids, versions, statuses, timestamps); a version
+        already stored is skipped, so importing a file twice adds nothing. New ones are embedded and
+        their graph queued."""
+        request: ImportMemoriesRequest = validate_request(ImportMemoriesRequest, params)
+        memories = [imported(self.redactor.summary(record)[0]) for record in request.memories]
+        seen: set[str] = set()
+        for index, (record, memory) in enumerate(zip(request.memories, memories, strict=True)):
+            if record.memoryId != memory_uuid(record.topicId, record.version):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}" is not the id of version {record.version} of topicId "{record.topicId}"',
+                    fields=[field],
+                )
+            if memory.memory_id in seen:
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
+            seen.add(memory.memory_id)
+        reply, added = await asyncio.to_thread(self._import, memories, request.dryRun)
+        for memory in added:
+            self._embed_queue.put_nowait(memory)
+        if added:
+            self.operations.notify()
+        return reply
+
+    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory]]:
+        stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
+        for index, memory in enumerate(memories):
+            there = stored.get(memory.memory_id)
+            if there is not None and not same_version(there, memory):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}": this workspace stores that version of "{memory.topic_id}" with other content',
+                    fields=[field],
+                )
+        fresh = [m for m in memories if m.memory_id not in stored]
+        reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
+        if dry_run or not fresh:
+            return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json"), []
+        with self._stage_lock:
+            inserted, _ = self.store.import_memories(fresh)
+            self.store.supersede_older(sorted({m.topic_id for m in fresh}))
+            operations = self.store.queue_operations(
+                [inserted[i : i + IMPORT_OPERATION_SIZE] for i in range(0, len(inserted), IMPORT_OPERATION_SIZE)]
+            )
+        reply["imported"] = len(inserted)
+        reply["skipped"] = len(memories) - len(inserted)
+        answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
+        return answer.model_dump(mode="json"), self.store.get_memories(inserted)
+
+    def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[str]]:
+        """(topic ids, memory ids) the request names; NOT_FOUND for an unknown topic or version."""
+        if request.topicId is not None:
+            versions = self.store.topic_versions(request.topicId)
+            if not versions:
+                raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{request.topicId}"')
+            if request.version is not None:
+                versions = [m for m in versions if m.version == request.version]
+                if not versions:
+                    raise FlowbabyError(
+                        ErrorCode.NOT_FOUND, f'Memory "{request.topicId}" has no version {request.version}'
+                    )
+            return [request.topicId], [m.memory_id for m in versions]
+        assert request.filter is not None
+        topics = self.store.matching_topics(request.filter)
+        return topics, [m.memory_id for topic in topics for m in self.store.topic_versions(topic)]
+
+    def _finish_vector_forgets(self, index: MemoryVectors) -> None:
+        """The journal's vector steps: at warm-up (a forget the last process did not finish) and
+        after each forget."""
+        for entry in self.store.forget_journal():
+            if "vectors" in entry.pending:
+                index.forget(entry.memory_ids)
+                self.store.forget_step_done(entry.forget_id, "vectors")
+
+    async def _rebuild_catalog(self) -> None:
+        """The search catalog and lexical index again from the store, as if the forgotten memories
+        had never been stored (BM25's statistics included). Memories catalogued meanwhile are kept."""
+        old = self._retriever
+        index = self._vectors
+        if old is None or index is None:
+            return
+        memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
+        indexed = await asyncio.to_thread(index.indexed_memory_ids)
+        # The team backend's lexical index is the database's (the rows went with the memories): kept.
+        lexical = old.catalog.lexical if self.store.shared else await asyncio.to_thread(self.backend.lexical)
+        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
+        for memory_id, memory in list(old.catalog.by_id.items()):
+            if memory_id not in catalog.by_id and memory_id not in self._forgotten_ids:
+                catalog.add(memory)
+        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
@@ -1209,6 +1507,104 @@ class FlowbabyService:
         return plan, reason, len(messages), got
 
 
+FILTER_CONDITIONS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
+)
+"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
+IMPORT_OPERATION_SIZE = 20
+"""Imported versions per queued graph-build operation (as `flowbaby migrate`)."""
+SAME_VERSION = ("topic_id", "version", "topic", "context", "decisions", "created_at", "updated_at", "staged_at")
+"""What must match for a stored version to count as an imported one (status may differ: a person may
+have confirmed a supersession since)."""
+
+
+def same_version(stored: Memory, other: Memory) -> bool:
+    return all(getattr(stored, name) == getattr(other, name) for name in SAME_VERSION)
+
+
+def exported(m: Memory) -> dict[str, Any]:
+    """One stored version as a line of the export file."""
+    return {
+        "topicId": m.topic_id,
+        "version": m.version,
+        "memoryId": m.memory_id,
+        "status": m.status.value,
+        "topic": m.topic,
+        "context": m.context,
+        "decisions": m.decisions,
+        "rationale": m.rationale,
+        "openQuestions": m.open_questions,
+        "nextSteps": m.next_steps,
+        "references": m.references,
+        "timeScope": m.time_scope,
+        "agentName": m.agent_name,
+        "sessionId": m.session_id,
+        "planId": m.plan_id,
+        "createdAt": m.created_at,
+        "updatedAt": m.updated_at,
+        "stagedAt": m.staged_at,
+        "supersedes": memory_uuid(m.topic_id, m.version - 1) if m.version > 1 else None,
+    }
+
+
+def imported(record: ExportedMemory) -> Memory:
+    """A line of an export file as the version to store (graph state pending, no operation)."""
+    return Memory(
+        memory_id=record.memoryId,
+        topic_id=record.topicId,
+        version=record.version,
+        status=record.status,
+        topic=record.topic,
+        context=record.context,
+        decisions=record.decisions,
+        rationale=record.rationale,
+        open_questions=record.openQuestions,
+        next_steps=record.nextSteps,
+        references=record.references,
+        time_scope=record.timeScope,
+        agent_name=record.agentName,
+        session_id=record.sessionId,
+        plan_id=record.planId,
+        created_at=record.createdAt,
+        updated_at=record.updatedAt,
+        staged_at=record.stagedAt,
+        char_count=record.char_count(),
+    )
+
+
+PREVIEW_CHARS = 200
+"""Characters of a memory's context that listMemories shows."""
+
+
+def version_fields(m: Memory) -> dict[str, Any]:
+    """One stored version as the contract's MemoryVersion."""
+    return {
+        "memoryId": m.memory_id,
+        "version": m.version,
+        "status": m.status.value,
+        "topic": m.topic,
+        "context": m.context,
+        "decisions": m.decisions,
+        "rationale": m.rationale,
+        "openQuestions": m.open_questions,
+        "nextSteps": m.next_steps,
+        "references": m.references,
+        "planId": m.plan_id,
+        "sessionId": m.session_id,
+        "agentName": m.agent_name,
+        "createdAt": m.created_at,
+        "updatedAt": m.updated_at,
+        "graphState": m.graph_state,
+    }
+
+
 class MemoryService(Protocol):
     """What every front calls: this process's own FlowbabyService when it owns the workspace,
     or an OwnerClient that forwards each call to the process that does."""
@@ -1231,6 +1627,11 @@ class MemoryService(Protocol):
         self, topic_id: str, query: str | None = ..., hops: int = ..., version: int | None = ...
     ) -> dict[str, Any]: ...
     async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
+    async def list_memories(self, params: Any = ...) -> dict[str, Any]: ...
+    async def get_memory(self, params: Any) -> dict[str, Any]: ...
+    async def forget_memory(self, params: Any, *, agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def export_memories(self, params: Any = ...) -> dict[str, Any]: ...
+    async def import_memories(self, params: Any) -> dict[str, Any]: ...
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
@@ -1290,6 +1691,16 @@ async def start_watching(service: MemoryService, front: str) -> None:
         await service.watch_sessions()
     except ContractFailure as error:
         print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
+
+
+def agent_forget_enabled(paths: object) -> bool:
+    """FLOWBABY_AGENT_FORGET=1 in the workspace's settings: agents get the forget tool (MCP)."""
+    if not isinstance(paths, WorkspacePaths):
+        return False
+    try:
+        return load_settings(paths).agent_forget
+    except (FlowbabyError, OSError, UnicodeDecodeError):
+        return False
 
 
 def open_token_store(url: str) -> TokenStore:

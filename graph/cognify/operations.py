@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -69,7 +70,15 @@ class GraphWorker(Protocol):
         """The batch's metrics, or WorkerFailure."""
         ...
 
+    async def forget(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        """Delete these memories from the graph (cognee and the projection); idempotent."""
+        ...
+
     async def stop(self, grace_sec: float = 5.0) -> None: ...
+
+
+FORGET_RETRY_SEC = 30.0
+"""After a failed graph forget, the journal entry is tried again this much later (or at the next start)."""
 
 
 class OperationManager:
@@ -96,6 +105,9 @@ class OperationManager:
         self._lease_sec, self._renew_sec = lease_timing()
         self._claimed: set[str] = set()
         """The operations of the batch this manager runs (the only ones it may park at shutdown)."""
+        self._forget_retry_at = 0.0
+        self._forgotten: dict[str, asyncio.Event] = {}
+        """Journal entries a caller waits on (forgotten), set when their graph step is done."""
 
     @property
     def capacity(self) -> int:
@@ -152,8 +164,42 @@ class OperationManager:
                 if error.code not in DATABASE_FAULTS:
                     raise
 
+    async def forgotten(self, forget_id: str, timeout_sec: float) -> bool:
+        """Wait until a journal entry's graph step is done; False if it was not within the timeout."""
+        if not any(e.forget_id == forget_id and "graph" in e.pending for e in self._store.forget_journal()):
+            return True
+        event = self._forgotten.setdefault(forget_id, asyncio.Event())
+        self.notify()
+        try:
+            await asyncio.wait_for(event.wait(), timeout_sec)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _forget_graph(self) -> None:
+        """The graph step of journal entries, between batches: a build that was running when the
+        memory was forgotten has ended, so what it built is deleted too and does not come back."""
+        if time.monotonic() < self._forget_retry_at:
+            return
+        for entry in self._store.forget_journal():
+            if "graph" not in entry.pending:
+                continue
+            try:
+                metrics = await self._worker.forget(entry.memory_ids, self._timeout)
+            except WorkerFailure as failure:
+                log.warning("forget %s: the graph step failed (%s): %s", entry.forget_id, failure.code, failure.message)
+                self._forget_retry_at = time.monotonic() + FORGET_RETRY_SEC
+                asyncio.get_running_loop().call_later(FORGET_RETRY_SEC, self.notify)
+                return
+            self._store.forget_step_done(entry.forget_id, "graph")
+            log.info("forget %s: graph step done: %s", entry.forget_id, metrics)
+            event = self._forgotten.pop(entry.forget_id, None)
+            if event is not None:
+                event.set()
+
     async def _run(self) -> None:
         while not self._stopping:
+            await self._forget_graph()
             try:
                 batch = self._store.claim(self._max_running, self._lease_sec)
             except Exception:

@@ -87,10 +87,48 @@ class WorkerClient:
 
     async def run_batch(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
         """Send one batch and return the worker's metrics, or raise WorkerFailure."""
+        return await self._request({"memoryIds": memory_ids}, timeout_sec)
+
+    async def forget(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        """The worker deletes these memories from cognee (its own delete: their data items, and the
+        nodes and edges no other memory holds) and rebuilds the projection; idempotent. When cognee's
+        databases are local files, the worker is then stopped (closing them) and graph_scrub rewrites
+        them, so no freed page keeps the text; the next batch starts a new worker. Metrics, or
+        WorkerFailure."""
+        metrics = await self._request({"forget": memory_ids}, timeout_sec)
+        if metrics.pop("localGraph", False):
+            await self.stop()
+            metrics.update(await self._scrub(timeout_sec))
+        return metrics
+
+    async def _scrub(self, timeout_sec: float) -> dict[str, Any]:
+        env = child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
+        with open(self._log_file, "ab") as log_handle:
+            proc = await asyncio.create_subprocess_exec(
+                *module_command("graph.cognify.worker.graph_scrub", "--workspace", str(self._workspace)),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=log_handle,
+                env=env,
+            )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout_sec)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise WorkerFailure(BackgroundErrorCode.BRIDGE_TIMEOUT, "Rewriting cognee's files timed out") from None
+        if proc.returncode != 0:
+            raise WorkerFailure(
+                BackgroundErrorCode.FLOWBABY_ERROR,
+                f"Rewriting cognee's files failed (exit code {proc.returncode}); see logs/worker.log",
+            )
+        result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+        return result
+
+    async def _request(self, body: dict[str, Any], timeout_sec: float) -> dict[str, Any]:
         proc = await self._ensure_started()
         self._batches += 1
         batch = f"b{self._batches}"
-        request = json.dumps({"batch": batch, "memoryIds": memory_ids}) + "\n"
+        request = json.dumps({"batch": batch, **body}) + "\n"
         try:
             proc.stdin.write(request.encode())  # type: ignore[union-attr]
             await proc.stdin.drain()  # type: ignore[union-attr]

@@ -43,8 +43,10 @@ def audit_entry(
     result: str,
     error_code: str | None,
     duration_ms: float,
+    redacted: int | None = None,
 ) -> dict[str, Any]:
-    """One entry; `user` only when a per-user token made the call (the file stays as it was)."""
+    """One entry; `user` only when a per-user token made the call (the file stays as it was);
+    `redacted` only on a stored memory: how many secrets its text lost."""
     entry = {
         "timestamp": utc_now(),
         "command": command,
@@ -57,6 +59,8 @@ def audit_entry(
     user = AUDIT_USER.get()
     if user is not None:
         entry["user"] = user
+    if redacted is not None:
+        entry["redacted"] = redacted
     return entry
 
 
@@ -70,6 +74,7 @@ class AuditSink(Protocol):
         result: str,
         error_code: str | None,
         duration_ms: float,
+        redacted: int | None = None,
     ) -> None: ...
     def close(self) -> None: ...
 
@@ -91,6 +96,7 @@ class AuditLog:
         result: str,
         error_code: str | None,
         duration_ms: float,
+        redacted: int | None = None,
     ) -> None:
         entry = audit_entry(
             command,
@@ -99,6 +105,7 @@ class AuditLog:
             result=result,
             error_code=error_code,
             duration_ms=duration_ms,
+            redacted=redacted,
         )
         # A rejected request may carry a lone surrogate; it is written as its JSON escape.
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")

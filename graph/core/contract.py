@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
@@ -250,6 +250,8 @@ class FlowbabyIngestResponse(BaseModel):
     metadata: ResponseMetadata
     staging_duration_sec: float
     ingestion_metrics: dict[str, Any]
+    redacted: int = 0
+    """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
 
 
 class StoreMemoryResponse(BaseModel):
@@ -258,6 +260,8 @@ class StoreMemoryResponse(BaseModel):
     operationId: str
     ingested_chars: int
     duration_ms: float
+    redacted: int = 0
+    """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
 
 
 OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]
@@ -793,3 +797,241 @@ class CaptureRequest(_Strict):
     """Claude Code's transcript (the hook's transcript_path); else the session is found in the index's sources."""
     agentName: str | None = Field(default=None, max_length=256)
     reason: str = Field(default="manual", max_length=64)
+
+
+# -- memory control: list, show, forget (INGEST_CONTRACT.md section 20) ------------------------
+
+MAX_LIST_LIMIT = 500
+"""Most memories one listMemories page holds."""
+
+
+def _statuses(value: Any) -> Any:
+    """One status or a list of them."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ValueError("must be a status or an array of statuses")
+    return [_memory_status(item) for item in items]
+
+
+class MemoryFilter(_Strict):
+    """Which memories: every given condition holds (AND). Used by listMemories and forgetMemory."""
+
+    status: list[MemoryStatus] | None = None
+    topicIdPrefix: str | None = Field(default=None, min_length=1, max_length=256)
+    agentName: str | None = Field(default=None, min_length=1, max_length=256)
+    createdAfter: str | None = None
+    createdBefore: str | None = None
+    updatedAfter: str | None = None
+    updatedBefore: str | None = None
+    text: str | None = Field(default=None, min_length=1, max_length=256)
+    allVersions: bool = False
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return _statuses(value)
+
+    @field_validator("createdAfter", "createdBefore", "updatedAfter", "updatedBefore")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+
+class ListMemoriesRequest(MemoryFilter):
+    order: Literal["newest", "oldest"] = "newest"
+    limit: int = Field(default=50, ge=1, le=MAX_LIST_LIMIT)
+    cursor: str | None = Field(default=None, min_length=1, max_length=512)
+
+
+class MemoryListItem(_Reply):
+    topicId: str
+    memoryId: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    preview: str
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    createdAt: str
+    updatedAt: str
+    stagedAt: str
+    graphState: GraphState
+    charCount: int
+
+
+class ListMemoriesResponse(_Reply):
+    success: Literal[True] = True
+    memories: list[MemoryListItem]
+    count: int
+    nextCursor: str | None
+
+
+class GetMemoryRequest(_Strict):
+    topicId: str = Field(min_length=1, max_length=256)
+
+
+MAX_GET_TOPICS = 20
+
+
+class GetMemoriesRequest(_Strict):
+    """The MCP tool flowbaby_getMemory: several topics at once."""
+
+    topicIds: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=MAX_GET_TOPICS)
+
+
+class SupersessionLink(_Reply):
+    """`version`: a newer version of the same topic; `implied`: another topic that seems to replace
+    this one (listImpliedSupersessions), not confirmed yet."""
+
+    kind: Literal["version", "implied"]
+    olderTopicId: str
+    olderMemoryId: str
+    newerTopicId: str
+    newerMemoryId: str
+
+
+class MemoryProvenance(_Reply):
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    stagedAt: str
+    operationId: str | None
+    graphState: GraphState
+
+
+class GetMemoryResponse(MemoryVersionsResponse):
+    """memoryVersions' reply (topicId, versions oldest first) and more about the newest version."""
+
+    latest: MemoryVersion
+    supersedes: list[SupersessionLink]
+    supersededBy: list[SupersessionLink]
+    entities: list[ContextEntity]
+    provenance: MemoryProvenance
+
+
+class ForgetMemoryRequest(_Strict):
+    """One version (topicId + version), a topic with every version (topicId), or every topic that
+    listMemories would list for `filter`. Exactly one of topicId and filter."""
+
+    topicId: str | None = Field(default=None, min_length=1, max_length=256)
+    version: int | None = Field(default=None, ge=1)
+    filter: MemoryFilter | None = None
+    dryRun: bool = False
+
+
+class ForgetMemoryResponse(_Reply):
+    success: Literal[True] = True
+    dryRun: bool
+    forgetId: str | None
+    """The journal entry (null on a dry run or when nothing matched)."""
+    topics: int
+    versions: int
+    topicIds: list[str]
+    """The topics touched, at most MAX_FORGET_LISTED of them (`topics` counts all)."""
+    pending: list[str]
+    """Stores whose part is still running when the reply is sent (`graph`: the cognee worker's
+    delete waits for a graph build in progress); the journal finishes them, across restarts too."""
+
+
+MAX_FORGET_LISTED = 1000
+
+
+# -- export and import (INGEST_CONTRACT.md 20.5) --------------------------------------------
+
+EXPORT_FORMAT = "flowbaby-memories"
+EXPORT_FORMAT_VERSION = 1
+MAX_IMPORT_BATCH = 500
+"""Versions per importMemories call (the CLI sends a file in batches of this size)."""
+
+
+class ExportHeader(_Strict):
+    """The first line of an export file."""
+
+    format: Literal["flowbaby-memories"]
+    formatVersion: Literal[1]
+    exportedAt: str
+    memories: int = Field(ge=0)
+
+
+class ExportedMemory(SummaryFields):
+    """One stored version, one line of an export file: every field as stored, nothing derived
+    (no vectors, no graph, no graph state)."""
+
+    topicId: str = Field(min_length=1, max_length=256)
+    version: int = Field(ge=1)
+    memoryId: str = Field(min_length=1, max_length=64)
+    status: MemoryStatus
+    createdAt: str
+    updatedAt: str
+    stagedAt: str
+    sessionId: str | None = Field(default=None, max_length=256)
+    planId: str | None = Field(default=None, max_length=256)
+    supersedes: str | None = Field(default=None, max_length=64)
+    """The memoryId of the topic's previous version (null for version 1)."""
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return _memory_status(value)
+
+    @field_validator("createdAt", "updatedAt", "stagedAt")
+    @classmethod
+    def _iso(cls, value: str) -> str:
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+
+class ExportMemoriesRequest(_Strict):
+    cursor: str | None = Field(default=None, min_length=1, max_length=512)
+    limit: int = Field(default=MAX_IMPORT_BATCH, ge=1, le=MAX_IMPORT_BATCH)
+
+
+class ExportMemoriesResponse(_Reply):
+    success: Literal[True] = True
+    header: ExportHeader | None
+    """The file's first line, on the first page only (memories: the versions stored then)."""
+    memories: list[ExportedMemory]
+    nextCursor: str | None
+
+
+class ImportMemoriesRequest(_Strict):
+    memories: list[ExportedMemory] = Field(min_length=1, max_length=MAX_IMPORT_BATCH)
+    dryRun: bool = False
+
+
+class ImportMemoriesResponse(_Reply):
+    success: Literal[True] = True
+    dryRun: bool
+    imported: int
+    """Versions added (on a dry run: that would be added)."""
+    skipped: int
+    """Versions already stored, identical: importing a file twice adds nothing."""
+    queuedOperations: int
+
+
+def export_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one line of an export file (docs/export-format.schema.json holds it)."""
+    defs: dict[str, Any] = {}
+    for model in (ExportHeader, ExportedMemory):
+        schema = model.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        defs[model.__name__] = schema
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://flowbaby.dev/schemas/export-format-1.json",
+        "title": "A line of a flowbaby export file (JSON lines)",
+        "description": "The first line is an ExportHeader; every further line is an ExportedMemory, oldest "
+        "first. See INGEST_CONTRACT.md 20.5.",
+        "oneOf": [{"$ref": "#/$defs/ExportHeader"}, {"$ref": "#/$defs/ExportedMemory"}],
+        "$defs": defs,
+    }

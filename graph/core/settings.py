@@ -70,6 +70,10 @@ class Settings(BaseModel):
     """Where the LLM settings came from, as a unit (reported by health)."""
     cognee_vectors: bool = False
     """cognee also keeps its own vector collections, which only cognee's search reads."""
+    redact: bool = True
+    """Memory text goes through secret redaction before it is stored (FLOWBABY_REDACT=0: raw text)."""
+    agent_forget: bool = False
+    """The MCP server offers agents the destructive tool flowbaby_forgetMemory (FLOWBABY_AGENT_FORGET=1)."""
 
 
 def default_model_path() -> str:
@@ -105,6 +109,12 @@ def load_settings(paths: WorkspacePaths) -> Settings:
     cognee_vectors = get("FLOWBABY_COGNEE_VECTORS", "0")
     if cognee_vectors not in {"0", "1"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_COGNEE_VECTORS takes 0 or 1, got {cognee_vectors!r}")
+    redact = get("FLOWBABY_REDACT", "1")
+    if redact not in {"0", "1"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_REDACT takes 0 or 1, got {redact!r}")
+    agent_forget = get("FLOWBABY_AGENT_FORGET", "0")
+    if agent_forget not in {"0", "1"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_AGENT_FORGET takes 0 or 1, got {agent_forget!r}")
     model = get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
@@ -131,4 +141,6 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         retrieval_lanes=lanes,
         llm_source=llm_source,
         cognee_vectors=cognee_vectors == "1",
+        redact=redact == "1",
+        agent_forget=agent_forget == "1",
     )

@@ -13,12 +13,13 @@ import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from graph.core.contract import MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus, utc_now
+from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.workspace import create_private
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
@@ -65,7 +66,13 @@ CREATE TABLE IF NOT EXISTS operations (
     metrics TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS operations_state ON operations (state);
-"""
+CREATE TABLE IF NOT EXISTS forget_journal (
+    forget_id TEXT PRIMARY KEY,
+    memory_ids TEXT NOT NULL,
+    pending TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+""" + "".join(f"{index};\n" for index in LIST_INDEXES)
 
 
 @dataclass
@@ -242,6 +249,53 @@ KEEP_FINISHED_OPERATIONS = 10_000
 pruned (failed ones stay until repair re-queues their memories)."""
 
 
+FORGET_STEPS = ("vectors", "graph")
+"""What a forget leaves to do after its store transaction: the chunk vectors (the owner) and the
+graph (cognee and the projection, the worker). The journal keeps the steps not done yet."""
+
+
+@dataclass
+class ForgetEntry:
+    """One journal entry: memory ids only, never text."""
+
+    forget_id: str
+    memory_ids: list[str]
+    pending: list[str]
+
+
+def scrub_operations(rows: Sequence[Row], forgotten: set[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The ledger without forgotten ids: (operation_id, new memory_ids JSON) to update, and the
+    operations to drop: those left with no memory that are not running (an empty pending
+    operation would otherwise become a projection rebuild). A running one keeps its row; the
+    batch ends as usual and the forget's graph step runs after it."""
+    updates: list[tuple[str, str]] = []
+    drops: list[str] = []
+    for row in rows:
+        ids = json.loads(row["memory_ids"])
+        kept = [m for m in ids if m not in forgotten]
+        if len(kept) == len(ids):
+            continue
+        if not kept and row["state"] != "running":
+            drops.append(row["operation_id"])
+        else:
+            updates.append((row["operation_id"], json.dumps(kept)))
+    return updates, drops
+
+
+def newest_revived(versions: list[tuple[str, int, str]], forgotten: set[str]) -> list[str]:
+    """(memory_id, version, status) of a topic's versions -> the version to make Active again: when
+    the topic's newest version is forgotten, the newest one left, if it was Superseded (it was
+    superseded by what is now gone)."""
+    if not versions:
+        return []
+    newest = max(versions, key=lambda v: v[1])
+    left = [v for v in versions if v[0] not in forgotten]
+    if newest[0] not in forgotten or not left:
+        return []
+    memory_id, _, status = max(left, key=lambda v: v[1])
+    return [memory_id] if status == MemoryStatus.SUPERSEDED.value else []
+
+
 class StoreDamaged(Exception):
     """memories.sqlite is not a readable SQLite database (or fails its integrity check)."""
 
@@ -276,6 +330,8 @@ class MemoryStore:
                 return
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
+            # Freed cells and pages are zeroed: a forgotten memory's text leaves no bytes behind.
+            self._conn.execute("PRAGMA secure_delete=ON")
             if check:
                 verdict = self._conn.execute("PRAGMA quick_check(1)").fetchone()[0]
                 if verdict != "ok":
@@ -345,8 +401,94 @@ class MemoryStore:
 
     def iter_memories(self) -> Iterator[Memory]:
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
+            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at, rowid").fetchall()
         return (row_to_memory(row) for row in rows)
+
+    def list_page(self, query: MemoryFilter, page: Page) -> list[Memory]:
+        """Matching versions in page order, up to page.limit + 1 (graph.core.memory_query)."""
+        statement, args = page_sql(query, page, "?", postgres=False)
+        with self._lock:
+            rows = self._conn.execute(statement, args).fetchall()
+        return [row_to_memory(row) for row in rows]
+
+    def matching_topics(self, query: MemoryFilter) -> list[str]:
+        statement, args = topics_sql(query, "?", postgres=False)
+        with self._lock:
+            rows = self._conn.execute(statement, args).fetchall()
+        return [row[0] for row in rows]
+
+    # -- forgetting (INGEST_CONTRACT.md 20.3) -------------------------------------------------
+    def forget(self, forget_id: str, memory_ids: list[str], steps: tuple[str, ...] = FORGET_STEPS) -> None:
+        """One transaction: the journal entry, the versions' rows gone (bytes zeroed: secure_delete),
+        the ledger scrubbed of them, and a topic whose newest version went gets its newest left
+        Active again. Then the WAL is checkpointed and truncated, so no old frame keeps the text."""
+        forgotten = set(memory_ids)
+        marks = ",".join("?" * len(memory_ids))
+        with self._transaction() as cur:
+            cur.execute(
+                "INSERT INTO forget_journal (forget_id, memory_ids, pending, created_at) VALUES (?, ?, ?, ?)",
+                (forget_id, json.dumps(memory_ids), json.dumps(list(steps)), utc_now()),
+            )
+            topics = cur.execute(
+                f"SELECT memory_id, topic_id, version, status FROM memories WHERE topic_id IN "
+                f"(SELECT topic_id FROM memories WHERE memory_id IN ({marks}))",
+                memory_ids,
+            ).fetchall()
+            revive = revived_versions(topics, forgotten)
+            cur.execute(f"DELETE FROM memories WHERE memory_id IN ({marks})", memory_ids)
+            cur.executemany(
+                "UPDATE memories SET status = ? WHERE memory_id = ?",
+                [(MemoryStatus.ACTIVE.value, m) for m in revive],
+            )
+            updates, drops = scrub_operations(
+                cur.execute("SELECT operation_id, state, memory_ids FROM operations").fetchall(), forgotten
+            )
+            cur.executemany("UPDATE operations SET memory_ids = ? WHERE operation_id = ?", [(j, o) for o, j in updates])
+            cur.executemany("DELETE FROM operations WHERE operation_id = ?", [(o,) for o in drops])
+        self.checkpoint()
+
+    def import_memories(self, memories: list[Memory]) -> tuple[list[str], list[str]]:
+        """Insert versions exactly as given (ids, versions, status, timestamps), graph state pending and
+        no operation; a version already here is left alone. Returns (inserted ids, ids already present)."""
+        inserted: list[str] = []
+        present: list[str] = []
+        with self._transaction() as cur:
+            for memory in memories:
+                cur.execute(insert_memory_sql("?") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
+                (inserted if cur.rowcount else present).append(memory.memory_id)
+        return inserted, present
+
+    def supersede_older(self, topic_ids: list[str]) -> None:
+        """Every version but the newest of these topics Superseded, as staging leaves them (an import
+        may add a newer version to a topic stored here)."""
+        with self._transaction() as cur:
+            cur.executemany(
+                "UPDATE memories SET status = ? WHERE topic_id = ? AND status != ? "
+                "AND version < (SELECT MAX(version) FROM memories WHERE topic_id = ?)",
+                [(MemoryStatus.SUPERSEDED.value, t, MemoryStatus.SUPERSEDED.value, t) for t in topic_ids],
+            )
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database and truncate it to zero bytes."""
+        with self._lock:
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def forget_journal(self) -> list[ForgetEntry]:
+        with self._lock:
+            rows = self._conn.execute("SELECT * FROM forget_journal ORDER BY created_at, rowid").fetchall()
+        return [ForgetEntry(r["forget_id"], json.loads(r["memory_ids"]), json.loads(r["pending"])) for r in rows]
+
+    def forget_step_done(self, forget_id: str, step: str) -> None:
+        """One step of a journal entry is done; the entry goes when none is left."""
+        with self._transaction() as cur:
+            row = cur.execute("SELECT pending FROM forget_journal WHERE forget_id = ?", (forget_id,)).fetchone()
+            if row is None:
+                return
+            left = [s for s in json.loads(row["pending"]) if s != step]
+            if left:
+                cur.execute("UPDATE forget_journal SET pending = ? WHERE forget_id = ?", (json.dumps(left), forget_id))
+            else:
+                cur.execute("DELETE FROM forget_journal WHERE forget_id = ?", (forget_id,))
 
     def memory_states(self) -> dict[str, tuple[str, str]]:
         """memory_id -> (status, graph_state) of every version: the only columns that change after staging."""
@@ -476,7 +618,7 @@ class MemoryStore:
             rows = self._conn.execute(
                 "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
                 "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
-                "ORDER BY m.staged_at"
+                "ORDER BY m.staged_at, m.rowid"
             ).fetchall()
         return [row["memory_id"] for row in rows]
 
@@ -493,6 +635,21 @@ class MemoryStore:
                 [(operation_id, m) for m in memory_ids],
             )
         return operation_id
+
+    def queue_operations(self, groups: list[list[str]]) -> list[str]:
+        """queue_operation for each group, in one transaction (an import queues thousands)."""
+        operation_ids = [new_operation_id() for _ in groups]
+        now = utc_now()
+        with self._transaction() as cur:
+            cur.executemany(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
+                [(op, json.dumps(ids), now) for op, ids in zip(operation_ids, groups, strict=True)],
+            )
+            cur.executemany(
+                "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
+                [(op, m) for op, ids in zip(operation_ids, groups, strict=True) for m in ids],
+            )
+        return operation_ids
 
     def recover_interrupted(self) -> list[str]:
         """At start-up: operations that were running when the previous owner stopped (killed, or
@@ -517,6 +674,14 @@ class MemoryStore:
                 (keep,),
             )
             return cur.rowcount
+
+
+def revived_versions(rows: Sequence[Row], forgotten: set[str]) -> list[str]:
+    """newest_revived over each topic of (memory_id, topic_id, version, status) rows."""
+    by_topic: dict[str, list[tuple[str, int, str]]] = {}
+    for row in rows:
+        by_topic.setdefault(row["topic_id"], []).append((row["memory_id"], row["version"], row["status"]))
+    return [m for versions in by_topic.values() for m in newest_revived(versions, forgotten)]
 
 
 def new_operation_id() -> str:

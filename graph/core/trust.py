@@ -28,7 +28,16 @@ log = logging.getLogger("flowbaby.settings")
 
 LLM_KEYS = ("LLM_PROVIDER", "LLM_MODEL", "LLM_API_KEY", "LLM_ENDPOINT", "LLM_API_VERSION")
 SESSION_FOLDER_KEYS = ("FLOWBABY_SESSIONS_OPENCODE_DIR", "FLOWBABY_SESSIONS_CLAUDE_DIR")
-GUARDED_KEYS = frozenset({*LLM_KEYS, *SESSION_FOLDER_KEYS, "FLOWBABY_EMBEDDING_MODEL", "FLOWBABY_API_TOKEN"})
+GUARDED_KEYS = frozenset(
+    {
+        *LLM_KEYS,
+        *SESSION_FOLDER_KEYS,
+        "FLOWBABY_EMBEDDING_MODEL",
+        "FLOWBABY_API_TOKEN",
+        "FLOWBABY_REDACT",
+        "FLOWBABY_AGENT_FORGET",
+    }
+)
 """Keys an untrusted workspace .env may not set."""
 ALLOW_LIST_ENV = "FLOWBABY_TRUSTED_WORKSPACES"
 """os.pathsep-separated workspace folders the user trusts (read from the process environment only)."""

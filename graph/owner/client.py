@@ -268,6 +268,21 @@ class OwnerClient:
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         return await self._dict("memory_versions", topic_id=topic_id)
 
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("list_memories", params=params)
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        return await self._dict("get_memory", params=params)
+
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        return await self._dict("forget_memory", params=params, agent_name=agent_name)
+
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("export_memories", params=params)
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        return await self._dict("import_memories", params=params)
+
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         return await self._dict("search_chunks", params=params)
 

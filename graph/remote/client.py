@@ -27,8 +27,12 @@ from graph.core.contract import (
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
+    ExportMemoriesRequest,
     FlowbabyError,
+    ForgetMemoryRequest,
+    GetMemoryRequest,
     GraphSnapshotRequest,
+    ListMemoriesRequest,
     OperationStatus,
     RetrievalError,
     RetrievalErrorCode,
@@ -225,6 +229,33 @@ class RemoteService:
 
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
+
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
+        query = {k: v for k, v in request.model_dump(mode="json", exclude_defaults=True).items() if k != "status"}
+        if request.status:
+            query["status"] = ",".join(s.value for s in request.status)
+        return dict(await self._request("GET", "/api/agent/memories", query=query))
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
+        return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
+
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+        if request.topicId is not None and request.filter is None:
+            query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
+            path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
+            return dict(await self._request("DELETE", path, query=query))
+        return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
+
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+        query = {"cursor": request.cursor, "limit": request.limit}
+        return dict(await self._request("GET", "/api/agent/export", query=query))
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        return dict(await self._request("POST", "/api/agent/import", body=params))
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)

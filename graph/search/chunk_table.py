@@ -8,6 +8,7 @@ process never loads LanceDB, pyarrow and pandas (about 100 MB it would keep for 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -37,6 +38,11 @@ class ChunkTable(Protocol):
 
     def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None: ...
     def optimize(self) -> None: ...
+    def delete(self, memory_ids: list[str]) -> None:
+        """Drop these memories' rows, then rewrite the data files and remove every older version,
+        so no file under the table's folder still holds them."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -91,6 +97,14 @@ class LanceChunkTable:
 
     def optimize(self) -> None:
         self._table.optimize()
+
+    def delete(self, memory_ids: list[str]) -> None:
+        if memory_ids:
+            quoted = ", ".join("'" + m.replace("'", "''") + "'" for m in memory_ids)
+            self._table.delete(f"memory_id IN ({quoted})")
+        # Compaction rewrites fragments (a deletion alone only marks rows); cleanup with no age
+        # limit removes the superseded fragments, deletion files and manifests at once.
+        self._table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
     def close(self) -> None:
         """Nothing to release: LanceDB keeps no handle open between calls."""

@@ -17,6 +17,7 @@ took 2.7-4 s there, against 0.8 s for LanceDB's own read).
                                        offsets and bytes, then the chunk indexes (int32), then the vectors
   {"op": "add", "chunks": [...]} + vectors -> {"ok": true}
   {"op": "optimize"}                -> {"ok": true}
+  {"op": "delete", "memoryIds": [...]} -> {"ok": true} (rows gone, files rewritten, old versions removed)
   any failure                       -> {"ok": false, "error": "Type: message"}
 """
 
@@ -280,6 +281,9 @@ class ChildChunkTable(ChildTable):
         rows = [[c.memory_id, c.topic_id, c.field, c.chunk_index, c.text] for c in chunks]
         self._child.call({"op": "add", "chunks": rows}, np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
 
+    def delete(self, memory_ids: list[str]) -> None:
+        self._child.call({"op": "delete", "memoryIds": memory_ids})
+
 
 Handler = Callable[[T, dict[str, Any], list[bytearray]], tuple[dict[str, Any], list[bytes]]]
 
@@ -316,6 +320,8 @@ def _handle_chunks(
         table.add(chunks, np.frombuffer(parts[0], dtype=np.float32).reshape(len(chunks), table.dimensions))
     elif header["op"] == "optimize":
         table.optimize()
+    elif header["op"] == "delete":
+        table.delete(header["memoryIds"])
     else:
         raise ValueError(f"unknown op {header['op']!r}")
     return {"ok": True}, []

@@ -144,6 +144,20 @@ class VectorIndex:
         self._chunks.extend(chunks)
         self._view = (buffer, size + len(vectors))
 
+    def forget(self, memory_ids: list[str]) -> None:
+        """Take these memories out of search at once, and out of the table's files (after the
+        appends queued before it): rows deleted, fragments rewritten, old versions removed."""
+        gone = set(memory_ids)
+        with self._write_lock:
+            buffer, size = self._view
+            keep = [i for i, chunk in enumerate(self._chunks[:size]) if chunk.memory_id not in gone]
+            chunks = [self._chunks[i] for i in keep]
+            vectors = np.empty((max(len(keep), 1024), buffer.shape[1]), dtype=np.float32)
+            vectors[: len(keep)] = buffer[keep]
+            self._chunks = chunks
+            self._view = (vectors, len(keep))
+        self._writer.submit(self._table.delete, memory_ids).result()
+
     def indexed_memory_ids(self) -> set[str]:
         return {chunk.memory_id for chunk in self._chunks[: self._view[1]]}
 

@@ -76,6 +76,15 @@ def _sessions(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_sessions(root, Path(args.locomo))
 
 
+@section("memorycontrol")
+def _memory_control(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 28: listMemories pages at 100k versions (SQLite), export and import of 100k versions."""
+    from tests.bench.export_import import run as run_export_import
+    from tests.bench.memory_list import run as run_list
+
+    return {"list": run_list(), "exportImport": run_export_import()}
+
+
 @section("latency100k")
 def _latency100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Opt-in (not in the default run): 10k then 100k memories, the 100k reusing the 10k's vectors."""

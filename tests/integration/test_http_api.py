@@ -157,6 +157,25 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
         assert [v["version"] for v in versions] == [1] and versions[0]["topic"] == "Redis caching decision"
         missing = client.get("/api/agent/memories/nope")
         assert missing.status_code == 404 and missing.json()["errorCode"] == "NOT_FOUND"
+        shown = client.get("/api/agent/memories/redis-cache").json()
+        assert shown["latest"] == versions[0] and shown["provenance"]["agentName"] == "architect"
+        listed = client.get("/api/agent/memories", params={"status": "Active,DecisionRecord", "limit": 5}).json()
+        assert [m["topicId"] for m in listed["memories"]] == ["redis-cache"] and listed["nextCursor"] is None
+        assert client.get("/api/agent/memories", params={"agentName": "nobody"}).json()["count"] == 0
+        bad = client.get("/api/agent/memories", params={"limit": "many"})
+        assert bad.status_code == 400 and bad.json()["fields"] == ["limit"]
+        exported = client.get("/api/agent/export", params={"limit": 1}).json()
+        assert exported["header"]["memories"] == 1 and exported["memories"][0]["topicId"] == "redis-cache"
+        assert client.post("/api/agent/import", json={"memories": exported["memories"]}).json()["skipped"] == 1
+        wrong = client.post("/api/agent/import", json={"memories": [{**exported["memories"][0], "status": "Gone"}]})
+        assert wrong.status_code == 400 and wrong.json()["fields"] == ["memories.0.status"]
+        dry = client.delete("/api/agent/memories/redis-cache", params={"dryRun": "true"}).json()
+        assert (dry["dryRun"], dry["versions"]) == (True, 1)
+        assert client.post("/api/agent/memories/forget", json={"filter": {}}).status_code == 400
+        gone = client.delete("/api/agent/memories/redis-cache", params={"version": 1})
+        assert gone.status_code == 200 and gone.json()["versions"] == 1 and gone.json()["pending"] == []
+        assert client.get("/api/agent/memories/redis-cache").status_code == 404
+        assert client.delete("/api/agent/memories/redis-cache").status_code == 404
 
 
 def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:

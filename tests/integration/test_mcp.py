@@ -28,6 +28,7 @@ TOOLS = {
     "flowbaby_backgroundStatus",
     "flowbaby_indexStatus",
     "flowbaby_searchSessions",
+    "flowbaby_getMemory",
 }
 CONTEXT = (
     "We moved the session cache from Memcached to Redis because billing/reconcile.py kept failing with "
@@ -107,6 +108,13 @@ async def _session(workspace: Path) -> None:
         assert not status.is_error and status.structured_content["operationId"] == operation  # type: ignore[index]
         index = await client.call_tool("flowbaby_indexStatus", {})
         assert not index.is_error and index.structured_content["counts"]["memories"] == 1  # type: ignore[index]
+        shown = await client.call_tool("flowbaby_getMemory", {"topicIds": ["redis-cache", "nope", "redis-cache"]})
+        assert not shown.is_error and shown.structured_content is not None
+        assert [m["latest"]["context"] for m in shown.structured_content["memories"]] == [CONTEXT]
+        assert shown.structured_content["notFound"] == ["nope"]
+        assert shown.structured_content["memories"][0]["provenance"]["planId"] == "plan-7"
+        text, body = _error(await client.call_tool("flowbaby_getMemory", {"topicIds": []}))
+        assert body["errorCode"] == "INVALID_PAYLOAD" and body["fields"] == ["topicIds"]
 
         replies = [
             await client.call_tool("flowbaby_storeMemory", {"topic": f"Note {i}", "context": CONTEXT}) for i in range(6)

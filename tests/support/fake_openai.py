@@ -34,6 +34,8 @@ class FakeOpenAI:
         """One entry per POST: the mode it met, the model it asked for and the messages' text."""
         self.reply_for: Callable[[str, str], str | None] | None = None
         """(system, user) -> the content to answer instead of the extractor's, or None; in good mode."""
+        self.bodies: list[str] = []
+        """Every request body as received (what left the machine, for the redaction tests)."""
         self.prompt_tokens = 0
         self.completion_tokens = 0
         """Sums of the `usage` this server reported in its 200 answers."""
@@ -112,7 +114,10 @@ class FakeOpenAI:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._reply(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with server._lock:
+                    server.bodies.append(raw.decode("utf-8", "replace"))
+                body = json.loads(raw or b"{}")
                 self._reply(*server.completion(body))
 
             def _reply(self, status: int, payload: dict[str, Any]) -> None:

@@ -147,9 +147,18 @@ class FakeWorker:
     def __init__(self, *script: dict[str, Any] | BaseException | asyncio.Event) -> None:
         self.script = deque(script)
         self.batches: list[list[str]] = []
+        self.forgets: list[list[str]] = []
+        self.calls: list[str] = []
+        """"batch" and "forget", in the order they started."""
         self.stops = 0
 
+    async def forget(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        self.calls.append("forget")
+        self.forgets.append(list(memory_ids))
+        return {"forgotten": len(memory_ids)}
+
     async def run_batch(self, memory_ids: list[str], timeout_sec: float) -> dict[str, Any]:
+        self.calls.append("batch")
         self.batches.append(list(memory_ids))
         step = self.script.popleft() if self.script else {}
         if isinstance(step, BaseException):

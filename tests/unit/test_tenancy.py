@@ -236,3 +236,26 @@ def test_the_audit_file_names_a_user_only_for_a_per_user_token(tmp_path: Any) ->
         AUDIT_USER.reset(reset)
     first, second = (json.loads(line) for line in (tmp_path / "agent_audit.log").read_text().splitlines())
     assert "user" not in first and second["user"] == "alice"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "status"),
+    [
+        ("DELETE", "/api/ns/beta/agent/memories/secret", ALICE, 403),  # forget in a namespace out of scope
+        ("POST", "/api/ns/beta/agent/memories/forget", ALICE, 403),
+        ("POST", "/api/ns/beta/agent/import", ALICE, 403),
+        ("DELETE", "/api/agent/memories/secret", {**ALICE, "X-Flowbaby-Namespace": "beta"}, 403),
+        ("DELETE", "/api/ns/alpha/agent/memories/secret", ALICE, 200),
+    ],
+)
+def test_forget_and_import_obey_the_token_scope(method: str, path: str, headers: dict[str, str], status: int) -> None:
+    async def call() -> httpx.Response:
+        async with _client() as client:
+            return await client.request(method, path, headers=headers)
+
+    response = asyncio.run(call())
+    assert response.status_code == status, response.text
+    if status == 403:
+        assert response.json()["errorCode"] == "NAMESPACE_FORBIDDEN"
+    else:
+        assert response.json()[1] == "svc:alpha"

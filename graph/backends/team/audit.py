@@ -31,7 +31,7 @@ class PostgresAuditLog:
         self._url = url
         self._insert = sql.SQL(
             "INSERT INTO {}.audit_log (at, command, user_name, agent_name, topic_digest, result, error_code, "
-            "duration_ms) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            "duration_ms, redacted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         ).format(sql.Identifier(schema_name(namespace)))
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._conn: psycopg.Connection[Any] | None = None
@@ -49,6 +49,7 @@ class PostgresAuditLog:
         result: str,
         error_code: str | None,
         duration_ms: float,
+        redacted: int | None = None,
     ) -> None:
         self._queue.put(
             audit_entry(
@@ -58,6 +59,7 @@ class PostgresAuditLog:
                 result=result,
                 error_code=error_code,
                 duration_ms=duration_ms,
+                redacted=redacted,
             )
         )
 
@@ -89,6 +91,7 @@ class PostgresAuditLog:
                 e["result"],
                 e["errorCode"],
                 e["durationMs"],
+                e.get("redacted"),
             )
             for e in entries
         ]

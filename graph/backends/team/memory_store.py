@@ -9,7 +9,7 @@ FOR UPDATE SKIP LOCKED and hold each claimed one by a lease that the running bat
 an operation whose lease ran out (its server died) is claimed again by any server (see
 INGEST_CONTRACT.md 15). Staging checks the namespace's backlog and claiming its running limit under
 transaction advisory locks, so the limits hold across servers. Staging, new vectors and status
-changes are announced with NOTIFY on the namespace's channel (graph.search.pg_refresh listens).
+changes are announced with NOTIFY on the namespace's channel (graph.backends.team.events listens).
 Schema migrations are the versioned SQL below, applied at open under a database-wide advisory lock.
 """
 
@@ -29,17 +29,30 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import (
+    BackgroundErrorCode,
+    ErrorCode,
+    FlowbabyError,
+    MemoryFilter,
+    MemoryStatus,
+    OperationStatus,
+    utc_now,
+)
+from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.store import (
+    FORGET_STEPS,
     KEEP_FINISHED_OPERATIONS,
     BacklogFull,
+    ForgetEntry,
     Memory,
     insert_memory_sql,
     memory_uuid,
     memory_values,
     new_operation_id,
+    revived_versions,
     row_to_memory,
     row_to_operation,
+    scrub_operations,
     usage_summary,
 )
 
@@ -252,6 +265,16 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE memories ADD COLUMN git_branch TEXT, ADD COLUMN git_commit TEXT;
         """,
     ),
+    (
+        9,
+        "memory control: listMemories' keyset pages (graph.core.memory_query), the forget journal, "
+        "the audit log's redaction count",
+        ";\n".join(LIST_INDEXES)
+        + ';\nCREATE INDEX memories_topic_bytes ON memories (topic_id COLLATE "C");\n'
+        + "CREATE TABLE forget_journal (forget_id TEXT PRIMARY KEY, memory_ids TEXT NOT NULL, pending TEXT NOT NULL, "
+        + "created_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);\n"
+        + "ALTER TABLE audit_log ADD COLUMN redacted INTEGER;",
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
@@ -463,6 +486,74 @@ class PostgresMemoryStore:
             rows = cur.execute("SELECT * FROM memories ORDER BY staged_at").fetchall()
         return (row_to_memory(row) for row in rows)
 
+    def list_page(self, query: MemoryFilter, page: Page) -> list[Memory]:
+        statement, args = page_sql(query, page, "%s", postgres=True)
+        with self._cursor() as cur:
+            rows = cur.execute(statement.encode(), args).fetchall()
+        return [row_to_memory(row) for row in rows]
+
+    def matching_topics(self, query: MemoryFilter) -> list[str]:
+        statement, args = topics_sql(query, "%s", postgres=True)
+        with self._cursor() as cur:
+            rows = cur.execute(statement.encode(), args).fetchall()
+        return [row["topic_id"] for row in rows]
+
+    def forget(self, forget_id: str, memory_ids: list[str], steps: tuple[str, ...] = FORGET_STEPS) -> None:
+        """As MemoryStore.forget, in one transaction under the topics' staging locks (so a version
+        staged meanwhile waits); lexical rows go with the memories (ON DELETE CASCADE). Other
+        servers hear `forgotten` on the namespace's channel."""
+        forgotten = set(memory_ids)
+        with self._cursor(transaction=True) as cur:
+            cur.execute(
+                "INSERT INTO forget_journal (forget_id, memory_ids, pending, created_at) VALUES (%s, %s, %s, %s)",
+                (forget_id, json.dumps(memory_ids), json.dumps(list(steps)), utc_now()),
+            )
+            topics = cur.execute(
+                "SELECT memory_id, topic_id, version, status FROM memories WHERE topic_id IN "
+                "(SELECT topic_id FROM memories WHERE memory_id = ANY(%s)) ORDER BY topic_id",
+                (memory_ids,),
+            ).fetchall()
+            for topic in sorted({row["topic_id"] for row in topics}):
+                cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TOPIC_LOCK, topic))
+            revive = revived_versions(topics, forgotten)
+            cur.execute("DELETE FROM memories WHERE memory_id = ANY(%s)", (memory_ids,))
+            if revive:
+                cur.execute(
+                    "UPDATE memories SET status = %s WHERE memory_id = ANY(%s)", (MemoryStatus.ACTIVE.value, revive)
+                )
+            updates, drops = scrub_operations(
+                cur.execute("SELECT operation_id, state, memory_ids FROM operations").fetchall(), forgotten
+            )
+            for operation_id, ids in updates:
+                cur.execute("UPDATE operations SET memory_ids = %s WHERE operation_id = %s", (ids, operation_id))
+            if drops:
+                cur.execute("DELETE FROM operations WHERE operation_id = ANY(%s)", (drops,))
+            for start in range(0, len(memory_ids), 64):
+                notify(cur, self.namespace, "forgotten", memory_ids[start : start + 64])
+
+    def checkpoint(self) -> None:
+        """Nothing to do: Postgres keeps no client-side log (see INGEST_CONTRACT.md 20.4)."""
+
+    def forget_journal(self) -> list[ForgetEntry]:
+        with self._cursor() as cur:
+            rows = cur.execute("SELECT * FROM forget_journal ORDER BY seq").fetchall()
+        return [ForgetEntry(r["forget_id"], json.loads(r["memory_ids"]), json.loads(r["pending"])) for r in rows]
+
+    def forget_step_done(self, forget_id: str, step: str) -> None:
+        with self._cursor(transaction=True) as cur:
+            row = cur.execute(
+                "SELECT pending FROM forget_journal WHERE forget_id = %s FOR UPDATE", (forget_id,)
+            ).fetchone()
+            if row is None:
+                return
+            left = [s for s in json.loads(row["pending"]) if s != step]
+            if left:
+                cur.execute(
+                    "UPDATE forget_journal SET pending = %s WHERE forget_id = %s", (json.dumps(left), forget_id)
+                )
+            else:
+                cur.execute("DELETE FROM forget_journal WHERE forget_id = %s", (forget_id,))
+
     def memory_states(self) -> dict[str, tuple[str, str]]:
         with self._cursor() as cur:
             rows = cur.execute("SELECT memory_id, status, graph_state FROM memories").fetchall()
@@ -663,6 +754,23 @@ class PostgresMemoryStore:
             )
         return operation_id
 
+    def queue_operations(self, groups: list[list[str]]) -> list[str]:
+        """queue_operation for each group, in one transaction."""
+        operation_ids = [new_operation_id() for _ in groups]
+        now = utc_now()
+        with self._cursor(transaction=True) as cur:
+            cur.executemany(
+                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
+                [(op, json.dumps(ids), now) for op, ids in zip(operation_ids, groups, strict=True)],
+            )
+            for op, ids in zip(operation_ids, groups, strict=True):
+                cur.execute(
+                    "UPDATE memories SET operation_id=%s, graph_state='pending' WHERE memory_id = ANY(%s)", (op, ids)
+                )
+            if operation_ids:
+                notify(cur, self.namespace, "queued", operation_ids[:64])
+        return operation_ids
+
     def recover_interrupted(self) -> list[str]:
         """At start-up: running operations that no server holds by a lease (left by a version without
         leases, or marked running without a claim) go back to pending under the same ids, the attempt
@@ -701,6 +809,15 @@ class PostgresMemoryStore:
                 cur.execute(insert_memory_sql("%s") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
                 (inserted if cur.rowcount else present).append(memory.memory_id)
         return inserted, present
+
+    def supersede_older(self, topic_ids: list[str]) -> None:
+        """As MemoryStore.supersede_older."""
+        with self._cursor(transaction=True) as cur:
+            cur.execute(
+                "UPDATE memories m SET status = %s WHERE m.topic_id = ANY(%s) AND m.status != %s "
+                "AND m.version < (SELECT MAX(n.version) FROM memories n WHERE n.topic_id = m.topic_id)",
+                (MemoryStatus.SUPERSEDED.value, topic_ids, MemoryStatus.SUPERSEDED.value),
+            )
 
     def unqueued_memories(self) -> list[str]:
         """Versions no operation ever covered: imported ones whose graph build is not queued yet."""

@@ -124,5 +124,13 @@ class PgVectorIndex:
         """Rows at open plus the adds this process made or heard of (a bound for the search limit, not a census)."""
         return self._count
 
+    def forget(self, memory_ids: list[str]) -> None:
+        """Delete these memories' chunk rows (the namespace's other servers search the same table)."""
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM memory_chunks WHERE memory_id = ANY(%s)", (memory_ids,))
+            gone = cur.rowcount
+        with self._count_lock:
+            self._count = max(0, self._count - gone)
+
     def optimize(self) -> None:
         """Postgres maintains the HNSW index as rows arrive; nothing to compact."""

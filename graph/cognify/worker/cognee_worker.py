@@ -151,8 +151,16 @@ class CogneeWorker:
         store = self._store()
         try:
             memories = store.get_memories(memory_ids)
+
+            class QuietItem(DataItem):
+                """A DataItem whose repr names its id only: cognee keeps str(data) of each run in
+                pipeline_runs.run_info, where the memory's text would outlive a forget."""
+
+                def __repr__(self) -> str:
+                    return f"DataItem(data_id={self.data_id})"
+
             items = [
-                DataItem(
+                QuietItem(
                     data=render_document(m),
                     label=m.topic_id,
                     external_metadata={"memory_id": m.memory_id, "topic_id": m.topic_id, "version": m.version},
@@ -232,6 +240,69 @@ class CogneeWorker:
                 outcome.error = exc
         outcome.metrics["memories"] = len(outcome.indexed)
         return outcome
+
+    async def forget(self, memory_ids: list[str]) -> BatchOutcome:
+        """forgetMemory's graph step (INGEST_CONTRACT.md 20.4), under the namespace's build lock on the
+        team backend: cognee's own delete of each memory's data item, which removes the nodes and
+        edges no other data item holds (shared entities stay); then the projection rebuilt whole
+        from what cognee has left. Idempotent. `localGraph` in the metrics: cognee's files are under
+        .flowbaby/, and the owner has them rewritten once this worker exits (graph_scrub)."""
+        try:
+            if not self.backend.team:
+                return BatchOutcome(metrics=await self._forget_graph(memory_ids))
+            from graph.cognify.worker.build_lock import namespace_build_lock
+
+            async with namespace_build_lock(self.backend.url, self.backend.namespace):
+                return BatchOutcome(metrics=await self._forget_graph(memory_ids))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            return BatchOutcome(error=exc)
+
+    async def _forget_graph(self, memory_ids: list[str]) -> dict[str, Any]:
+        import uuid
+
+        import cognee
+
+        started = time.perf_counter()
+        deleted = 0
+        wanted = {uuid.UUID(m) for m in memory_ids}
+        for dataset in [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]:
+            for data in await cognee.datasets.list_data(dataset.id):
+                if data.id in wanted:
+                    await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
+                    deleted += 1
+        scrubbed_runs = await self._scrub_run_records()
+        store = self._store()
+        try:
+            self._projection = None  # rebuilt whole: the forgotten memories' nodes go with cognee's
+            projection = await self._save_projection(store, [])
+        finally:
+            store.close()
+        return {
+            "forgotten": deleted,
+            "scrubbedRunRecords": scrubbed_runs,
+            "localGraph": not self.backend.team,
+            "graphNodes": projection.number_of_nodes(),
+            "graphEdges": projection.number_of_edges(),
+            "forgetSec": round(time.perf_counter() - started, 3),
+        }
+
+    async def _scrub_run_records(self) -> int:
+        """Pipeline runs recorded before QuietItem hold up to 512 characters of their items' text in
+        run_info.data, and cognee's delete leaves them: that summary is replaced. Returns the count."""
+        from cognee.infrastructure.databases.relational import get_relational_engine
+        from cognee.modules.pipelines.models import PipelineRun
+        from sqlalchemy import select
+
+        scrubbed = 0
+        async with get_relational_engine().get_async_session() as session:
+            for run in (await session.execute(select(PipelineRun))).scalars().all():
+                info = run.run_info
+                if isinstance(info, dict) and isinstance(info.get("data"), str) and "DataItem(data=" in info["data"]:
+                    run.run_info = {**info, "data": "[removed: a memory was forgotten]"}
+                    scrubbed += 1
+            await session.commit()
+        return scrubbed
 
     async def _forget(self, data_ids: list[Any]) -> None:
         """Take a failed batch's items out of cognee's dataset. cognify works on every
@@ -332,7 +403,10 @@ async def serve(workspace: str, idle_sec: float) -> None:
         request = json.loads(line)
         reply: dict[str, Any] = {"batch": request.get("batch")}
         usage_before = await worker.usage.snapshot()
-        outcome = await worker.build(request["memoryIds"])
+        if "forget" in request:
+            outcome = await worker.forget(request["forget"])
+        else:
+            outcome = await worker.build(request["memoryIds"])
         if outcome.error is None:
             reply.update(ok=True)
         else:  # reported to the owner, which records it in the ledger

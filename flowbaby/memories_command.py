@@ -1,0 +1,316 @@
+"""`flowbaby memories list|show|forget`, `flowbaby export` and `flowbaby import`: what a workspace
+stores, from the shell.
+
+Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+
+from graph.core.contract import (
+    MAX_IMPORT_BATCH,
+    ContractFailure,
+    ExportedMemory,
+    ExportHeader,
+    FlowbabyError,
+    validate_request,
+)
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service
+
+
+def filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """listMemories' filter (INGEST_CONTRACT.md 20.1), shared by list and forget."""
+    parser.add_argument(
+        "--status",
+        action="append",
+        choices=("Active", "Superseded", "DecisionRecord"),
+        help="only this status (repeat for several)",
+    )
+    parser.add_argument("--topic-prefix", dest="topicIdPrefix", help="topicIds that start with this")
+    parser.add_argument("--agent", dest="agentName", help="stored by this agent")
+    parser.add_argument("--created-after", dest="createdAfter", metavar="ISO", help="created at or after this time")
+    parser.add_argument("--created-before", dest="createdBefore", metavar="ISO", help="created before this time")
+    parser.add_argument("--updated-after", dest="updatedAfter", metavar="ISO", help="updated at or after this time")
+    parser.add_argument("--updated-before", dest="updatedBefore", metavar="ISO", help="updated before this time")
+    parser.add_argument("--text", help="text the memory holds (case-insensitive)")
+    parser.add_argument("--all-versions", dest="allVersions", action="store_true", help="every version, not the newest")
+
+
+FILTER_FIELDS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
+)
+
+
+def filter_params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {name: getattr(args, name) for name in FILTER_FIELDS if getattr(args, name) is not None}
+    if args.allVersions:
+        params["allVersions"] = True
+    return params
+
+
+def add_memories_command(commands: Any) -> None:
+    parser = commands.add_parser("memories", help="list, show and forget a workspace's stored memories")
+    actions = parser.add_subparsers(dest="memories_command", required=True)
+    listing = actions.add_parser("list", help="one page of memories, newest first")
+    listing.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    filter_arguments(listing)
+    listing.add_argument("--oldest-first", action="store_true", help="oldest first (default: newest first)")
+    listing.add_argument("--limit", type=int, default=50, help="memories per page (1-500)")
+    listing.add_argument("--cursor", help="the nextCursor of the previous page")
+    listing.add_argument("--json", action="store_true", help="print the reply as JSON")
+    show = actions.add_parser("show", help="one memory: every version, links, entities, provenance")
+    show.add_argument("topic_id", help="the memory's topicId")
+    show.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    forget = actions.add_parser("forget", help="forget a memory (a version, a topic, or a filter) from every store")
+    forget.add_argument("topic_id", nargs="?", help="the topic (every version unless --version)")
+    forget.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    forget.add_argument("--version", type=int, help="only this version of the topic")
+    filter_arguments(forget)
+    forget.add_argument("--dry-run", action="store_true", help="only count what would be forgotten")
+    forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+
+def forget_params(args: argparse.Namespace) -> dict[str, Any]:
+    """A topic (and version), or a filter of at least one condition: never every memory by accident."""
+    chosen = filter_params(args)
+    if args.topic_id:
+        if chosen:
+            raise SystemExit("flowbaby memories forget: give a topic id or filter options, not both")
+        params: dict[str, Any] = {"topicId": args.topic_id}
+        if args.version is not None:
+            params["version"] = args.version
+        return params
+    if not {k for k in chosen if k != "allVersions"}:
+        raise SystemExit("flowbaby memories forget: give a topic id, or at least one filter option")
+    if args.version is not None:
+        raise SystemExit("flowbaby memories forget: --version needs a topic id")
+    return {"filter": chosen}
+
+
+async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
+    """A dry run first; then, unless --dry-run, the confirmation (or --yes) and the forget."""
+    params = forget_params(args)
+    counted = await service.forget_memory({**params, "dryRun": True})
+    if args.dry_run or not counted["versions"]:
+        return counted
+    if not args.yes:
+        listed = ", ".join(counted["topicIds"][:10]) + (" …" if counted["topics"] > 10 else "")
+        print(
+            f"Forget {counted['versions']} version(s) of {counted['topics']} memory topic(s) ({listed}) from every "
+            "store? This cannot be undone. [y/N] ",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print("nothing forgotten", file=sys.stderr)
+            return {**counted, "cancelled": True}
+    return await service.forget_memory(params)
+
+
+async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
+    if args.memories_command == "forget":
+        return await _forget(args, service)
+    if args.memories_command == "list":
+        params = filter_params(args)
+        params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")
+        if args.cursor:
+            params["cursor"] = args.cursor
+        return await service.list_memories(params)
+    return await service.get_memory({"topicId": args.topic_id})
+
+
+def format_list(reply: dict[str, Any]) -> str:
+    lines = [
+        f"{m['stagedAt']}  {m['status']:<14} v{m['version']:<3} {m['topicId']}  {m['topic'][:60]}"
+        for m in reply["memories"]
+    ]
+    if reply["nextCursor"]:
+        lines.append(f"more: --cursor {reply['nextCursor']}")
+    return "\n".join(lines)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    service = await open_service("memories", args.workspace)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    try:
+        reply = await _call(args, service)
+    except ContractFailure as error:
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
+    finally:
+        await service.close(1.0, hand_on=True)
+    if args.memories_command == "list" and not args.json:
+        print(format_list(reply))
+    else:
+        print(json.dumps(reply, indent=2, ensure_ascii=False))
+    return 0
+
+
+def run_memories_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))
+
+
+# -- flowbaby export / import (INGEST_CONTRACT.md 20.5) -----------------------------------------
+
+
+def add_export_command(commands: Any) -> None:
+    export = commands.add_parser("export", help="write every memory version as JSON lines (a format version first)")
+    export.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    export.add_argument("--out", help="file to write, mode 0600 (default: standard output)")
+
+
+def add_import_file_command(actions: Any) -> None:
+    """`flowbaby import file FILE`, also spelled `flowbaby import FILE` (flowbaby.cli)."""
+    load = actions.add_parser("file", help="read an export file into the workspace: every line or none")
+    load.add_argument("file", help="a file written by flowbaby export")
+    load.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+
+
+async def export_to(service: MemoryService, out: IO[str]) -> int:
+    """Every version, oldest first: the header line, then one line each. Returns the count."""
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
+        count = 0
+        cursor: str | None = None
+        header: dict[str, Any] = {}
+        while True:
+            page = await service.export_memories({"cursor": cursor} if cursor else {})
+            header = page["header"] or header
+            for memory in page["memories"]:
+                body.write(json.dumps(memory, ensure_ascii=False) + "\n")
+                count += 1
+            cursor = page["nextCursor"]
+            if cursor is None:
+                break
+        out.write(json.dumps({**header, "memories": count}) + "\n")
+        body.seek(0)
+        shutil.copyfileobj(body, out)
+    return count
+
+
+def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """The file's versions with their line numbers, and every fault as `line N: CODE: message`
+    (the ingest validation's codes and messages): the import goes ahead only without faults."""
+    errors: list[str] = []
+    records: list[tuple[int, dict[str, Any]]] = []
+    with path.open(encoding="utf-8") as handle:
+        lines = [(number, line) for number, line in enumerate(handle, 1) if line.strip()]
+    if not lines:
+        return [], ["line 1: INVALID_PAYLOAD: the file is empty; it needs the header line"]
+    for number, line in lines:
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            errors.append(f"line {number}: INVALID_PAYLOAD: not JSON ({exc})")
+            continue
+        model: type[Any] = ExportHeader if number == lines[0][0] else ExportedMemory
+        try:
+            validate_request(model, value)
+        except FlowbabyError as error:
+            errors.append(f"line {number}: {error.code.value}: {error.message}")
+            continue
+        if model is ExportedMemory:
+            records.append((number, value))
+    if not errors:
+        header = json.loads(lines[0][1])
+        if header["memories"] != len(records):
+            errors.append(
+                f'line {lines[0][0]}: INVALID_PAYLOAD: Field "memories" says {header["memories"]} versions; '
+                f"the file holds {len(records)} (cut short?)"
+            )
+    return records, errors
+
+
+async def import_from(service: MemoryService, records: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
+    """A dry run of every batch first (conflicts, ids), then the import; faults name the line."""
+    batches = [records[i : i + MAX_IMPORT_BATCH] for i in range(0, len(records), MAX_IMPORT_BATCH)]
+    totals = {"imported": 0, "skipped": 0, "queuedOperations": 0}
+    for dry_run in (True, False):
+        for batch in batches:
+            try:
+                reply = await service.import_memories({"memories": [r for _, r in batch], "dryRun": dry_run})
+            except FlowbabyError as error:
+                raise ImportRefused(_line_of(error, batch)) from None
+            if not dry_run:
+                for key in totals:
+                    totals[key] += reply[key]
+    return {"success": True, "versions": len(records), **totals}
+
+
+class ImportRefused(Exception):
+    """A fault found by the service, with its line."""
+
+
+def _line_of(error: FlowbabyError, batch: list[tuple[int, dict[str, Any]]]) -> str:
+    fields = error.details.get("fields") or []
+    for field in fields:
+        parts = str(field).split(".")
+        if len(parts) > 1 and parts[0] == "memories" and parts[1].isdigit() and int(parts[1]) < len(batch):
+            return f"line {batch[int(parts[1])][0]}: {error.code.value}: {error.message}"
+    return f"lines {batch[0][0]}-{batch[-1][0]}: {error.code.value}: {error.message}"
+
+
+async def _transfer(args: argparse.Namespace) -> int:
+    records: list[tuple[int, dict[str, Any]]] = []
+    if args.command == "import":
+        records, errors = read_export(Path(args.file))
+        if errors:
+            for line in errors[:50]:
+                print(line, file=sys.stderr)
+            more = f" (first 50 of {len(errors)} shown)" if len(errors) > 50 else ""
+            print(f"flowbaby import: nothing imported: {len(errors)} faulty lines{more}", file=sys.stderr)
+            return 1
+    service = await open_service(args.command, args.workspace)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    try:
+        if args.command == "export":
+            if args.out:
+                count = await _export_file(service, Path(args.out))
+            else:
+                count = await export_to(service, sys.stdout)
+            print(f"flowbaby export: {count} versions", file=sys.stderr)
+            return 0
+        try:
+            reply = await import_from(service, records)
+        except ImportRefused as refused:
+            print(f"{refused}\nflowbaby import: nothing imported", file=sys.stderr)
+            return 1
+        print(json.dumps(reply, indent=2))
+        return 0
+    except ContractFailure as error:
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
+    finally:
+        await service.close(1.0, hand_on=True)
+
+
+async def _export_file(service: MemoryService, out: Path) -> int:
+    """Written next to its place, private (it holds every memory's text), then renamed."""
+    partial = out.with_name(f".{out.name}.partial")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        count = await export_to(service, handle)
+    os.replace(partial, out)
+    return count
+
+
+def run_transfer_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_transfer(args))
