@@ -41,6 +41,8 @@ from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
+    AuditTailRequest,
+    AuditTailResponse,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
@@ -932,6 +934,12 @@ class FlowbabyService:
         stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
         return GraphStatsResponse.model_validate(stats).model_dump(mode="json")
 
+    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
+        """The newest audit entries (who did what, when; never memory text), for the memory browser."""
+        request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
+        entries = await asyncio.to_thread(self.audit.tail, request.limit)
+        return AuditTailResponse.model_validate({"entries": entries, "count": len(entries)}).model_dump(mode="json")
+
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
         """Pairs where a newer memory (another topicId) seems to replace what an older one decided,
         for a person to confirm; nothing is hidden until they do."""
@@ -1031,6 +1039,7 @@ class MemoryService(Protocol):
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
+    async def audit_tail(self, params: Any = ...) -> dict[str, Any]: ...
     async def sessions(self, op: SessionOp, params: Any = ...) -> dict[str, Any]: ...
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...

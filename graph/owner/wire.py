@@ -42,6 +42,7 @@ OWNER_METHODS = frozenset(
         "search_chunks",
         "graph_snapshot",
         "graph_summary",
+        "audit_tail",
         "sessions",
         "watch_sessions",
     }
