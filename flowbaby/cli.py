@@ -1,5 +1,5 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `ui`, `mcp`, `install`, `uninstall`, `demo`, `graph`,
+`sessions`, `tokens`, `migrate` and `connect`."""
 
 from __future__ import annotations
 
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
     database_arguments(serve)
+    from flowbaby.ui_command import add_ui_command, run_ui_command
+
+    add_ui_command(commands)
     mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
     mcp.add_argument(
         "--workspace", required=True, help="workspace folder (an absolute path: clients start it anywhere)"
@@ -155,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
 
     add_team_commands(commands)
     args = parser.parse_args(argv)
+    if args.command == "ui":
+        sys.exit(run_ui_command(args))
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     use_database_url(args)
