@@ -103,6 +103,7 @@ export function go(view, args = [], params = {}) {
 }
 
 let current = null;
+let routed = false;
 async function route() {
   const { view, args, params } = parseHash();
   if (view === "signin") return showSignin(params.get("expired") ? "That sign-in link is used up or expired." : "");
@@ -116,6 +117,9 @@ async function route() {
   const main = document.getElementById("main");
   main.replaceChildren();
   current = (await render(main, args, params)) || null;
+  // Keyboard users continue from the new view, not from where the old one was removed.
+  if (routed && !main.contains(document.activeElement)) main.focus({ preventScroll: true });
+  routed = true;
   document.title = `${main.querySelector("h2")?.textContent || "Flowbaby"} · Flowbaby memory browser`;
 }
 

@@ -67,6 +67,7 @@ async function search(main, args, params) {
   results.replaceChildren(head, ...items);
   await afterPaint();
   timings.search = { serverMs: reply.__serverMs, drawMs: performance.now() - answered };
+  results.dataset.query = query;
   results.dataset.drawMs = String(timings.search.drawMs);
 }
 
