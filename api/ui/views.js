@@ -203,9 +203,7 @@ async function memory(main, args) {
   const chain = el("section", { "aria-label": "Supersession chain", id: "chain" }, el("h3", {}, "Supersession chain"));
   chain.append(el("div", { class: "chain" }, versions.map((v, i) => [i ? el("span", { "aria-hidden": "true" }, "→") : null,
     el("span", { class: "chip" }, `v${v.version} ${v.status}`)])));
-  for (const link of detail.supersedes || []) if (link.kind !== "version") chain.append(el("p", {}, "Supersedes ", memoryLink(link.olderTopicId)));
-  for (const link of detail.supersededBy || []) if (link.kind !== "version") chain.append(el("p", {}, `Superseded by (${link.kind}) `, memoryLink(link.newerTopicId)));
-  if (latest.status === "Superseded" && !(detail.supersededBy || []).length) chain.append(el("p", { class: "muted" }, "Superseded (confirmed)."));
+  if (latest.status === "Superseded") chain.append(el("p", { class: "muted" }, "The newest version is Superseded (confirmed): search hides it unless asked for."));
   for (const pair of implied.pairs.filter((p) => p.older.topicId === topicId || p.newer.topicId === topicId)) {
     const older = pair.older.topicId === topicId;
     const button = el("button", { type: "button", onclick: async () => {
