@@ -41,6 +41,7 @@ from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
 from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
 from graph.core.contract import (
     DATABASE_FAULTS,
+    AuditTailEntry,
     AuditTailRequest,
     AuditTailResponse,
     BackgroundStatusRequest,
@@ -937,7 +938,7 @@ class FlowbabyService:
     async def audit_tail(self, params: Any = None) -> dict[str, Any]:
         """The newest audit entries (who did what, when; never memory text), for the memory browser."""
         request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
-        entries = await asyncio.to_thread(self.audit.tail, request.limit)
+        entries = [shown for e in await asyncio.to_thread(self.audit.tail, request.limit) if (shown := audit_shown(e))]
         return AuditTailResponse.model_validate({"entries": entries, "count": len(entries)}).model_dump(mode="json")
 
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
@@ -1083,6 +1084,16 @@ async def open_service(
                 return client
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+def audit_shown(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """An audit line in the reply's shape: fields the reply does not name (written by another
+    version) are left out, and a line without the ones it needs is skipped."""
+    fields = AuditTailEntry.model_fields
+    try:
+        return AuditTailEntry.model_validate({k: v for k, v in entry.items() if k in fields}).model_dump(mode="json")
+    except ValueError:
+        return None
 
 
 def open_audit_log(paths: WorkspacePaths) -> AuditSink:

@@ -165,6 +165,16 @@ def test_audit_tail_reads_newest_first_and_skips_cut_lines(tmp_path: Path) -> No
     assert len(read_tail(path, 1000)) == 300 and read_tail(tmp_path / "none", 5) == []
 
 
+def test_audit_tail_reply_tolerates_lines_of_other_versions() -> None:
+    from graph.service import audit_shown
+
+    line: dict[str, Any] = {"timestamp": "t", "command": "storeMemory", "agentName": None, "topicDigest": "ab12cd34"}
+    line |= {"result": "success", "errorCode": None, "durationMs": 1.5}
+    shown = audit_shown({**line, "redacted": 2})  # a field added later
+    assert shown is not None and shown["command"] == "storeMemory" and "redacted" not in shown
+    assert audit_shown({k: v for k, v in line.items() if k != "durationMs"}) is None  # one it needs
+
+
 @pytest.mark.parametrize("limit", [0, 1001])
 def test_audit_tail_limit_is_checked(limit: int) -> None:
     from graph.core.contract import AuditTailRequest, FlowbabyError, validate_request
