@@ -140,7 +140,8 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
     finally:
         server.stop()
     searches = {k: v["timing"] for k, v in seen["views"].items() if "timing" in v}
-    print(json.dumps({"search": searches, "graph2000": seen["timings"].get("graph2000")}, indent=1))
+    shown = {"search": searches, "graph2000": seen["timings"].get("graph2000"), "forget": seen["views"].get("forget")}
+    print(json.dumps(shown, indent=1))
 
     # Signed in by the link: an HttpOnly, SameSite=Strict cookie of this port; the link is then void.
     assert seen["cookies"] == [{"name": f"flowbaby_session_{server.port}", "httpOnly": True, "sameSite": "Strict"}]
