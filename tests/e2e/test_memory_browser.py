@@ -125,7 +125,7 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
             "sessionQuery": "why does the checkout test fail",
         }
         if _can_forget(server.url, headers):
-            config |= {"forgetTopic": "repo-layout", "forgetQuery": "Where is the repository layout described?"}
+            config |= {"forgetTopic": "repo-layout", "forgetQuery": "Where does the mobile app live in the monorepo?"}
         config_file, out = tmp_path / "config.json", tmp_path / "seen.json"
         config_file.write_text(json.dumps(config))
         done = subprocess.run(
@@ -192,8 +192,9 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
     assert "Redis" not in " ".join(activity["feed"]) and "memories" in activity["index"]
 
     if "forgetTopic" in config:
-        assert "cannot be undone" in seen["views"]["forget"]["dialog"]
-        assert "repo-layout" not in seen["views"]["forget"]["after"]
+        forget = seen["views"]["forget"]
+        assert "repo-layout" in forget["before"] and "cannot be undone" in forget["dialog"]
+        assert "repo-layout" not in forget["after"]
 
     # axe-core: no serious or critical violation on any view, at 1280x800 and narrow.
     assert set(seen["axe"]) == {"search", "memory", "graph", "sessions", "activity", "memories", "search-narrow"}

@@ -182,17 +182,21 @@ async function main() {
 
     // Forget, with confirmation, then the memory is gone from search.
     if (config.forgetTopic) {
+      const found = async () => {
+        await page.goto(`${config.base}/#/search?q=${encodeURIComponent(config.forgetQuery)}`);
+        await page.waitForFunction((q) => document.querySelector("#results") && document.querySelector("#results").dataset.query === q, config.forgetQuery, { timeout: 30000 });
+        return page.$$eval(".result", (c) => c.map((x) => x.dataset.topic));
+      };
+      const before = await found();
       await page.goto(`${config.base}/#/memory/${encodeURIComponent(config.forgetTopic)}`);
       await page.waitForSelector("#forget");
       await page.click("#forget");
       const dialog = await page.waitForSelector("dialog[open]", { timeout: 10000 }).catch(() => null);
-      seen.views.forget = { dialog: dialog ? await dialog.innerText() : null, note: null };
+      seen.views.forget = { before, dialog: dialog ? await dialog.innerText() : null, note: null };
       if (dialog) {
         await page.click("#confirm-ok");
         await page.waitForFunction(() => location.hash.startsWith("#/memories"), null, { timeout: 60000 });
-        await page.goto(`${config.base}/#/search?q=${encodeURIComponent(config.forgetQuery)}`);
-        await page.waitForFunction(() => document.querySelector("#results") && document.querySelector("#results").dataset.drawMs, null, { timeout: 30000 });
-        seen.views.forget.after = await page.$$eval(".result", (c) => c.map((x) => x.dataset.topic));
+        seen.views.forget.after = await found();
       } else {
         seen.views.forget.note = await page.locator("main .row").innerText();
       }
