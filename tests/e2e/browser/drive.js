@@ -205,7 +205,7 @@ async function main() {
     // A narrow window.
     await page.setViewportSize({ width: 390, height: 800 });
     await page.goto(`${config.base}/#/search?q=${encodeURIComponent(config.queries[0])}`);
-    await page.waitForFunction(() => document.querySelector("#results") && document.querySelector("#results").dataset.drawMs, null, { timeout: 30000 });
+    await page.waitForFunction((q) => document.querySelector("#results") && document.querySelector("#results").dataset.query === q, config.queries[0], { timeout: 30000 });
     seen.narrowOverflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     await shot(page, "browser-search-narrow");
     await axe(page, "search-narrow");
