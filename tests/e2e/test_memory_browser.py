@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -27,7 +26,7 @@ from graph.core.store import Memory
 from tests.bench.devset import DEVSET
 from tests.integration.test_http_api import Server
 from tests.support.session_fixtures import Transcript
-from tests.support.vscode_tools import chromium, ensure_debian_packages
+from tests.support.vscode_tools import chromium, ensure_browser_test_npm, ensure_debian_packages
 
 pytestmark = pytest.mark.slow
 
@@ -40,18 +39,8 @@ SESSION_LINE = "The flaky checkout test fails because the payment sandbox times 
 
 
 def _ensure_driver() -> str | None:
-    """`npm ci` in tests/e2e/browser (pinned playwright-core and axe-core), chromium from Debian."""
-    reason = ensure_debian_packages()
-    if reason:
-        return reason
-    npm = shutil.which("npm")
-    if npm is None:
-        return "npm is not installed"
-    if not (DRIVER / "node_modules" / "axe-core" / "axe.min.js").exists():
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=DRIVER, capture_output=True, text=True)
-        if done.returncode != 0:
-            return f"npm ci in {DRIVER} failed: {done.stderr[-500:]}"
-    return None
+    """Debian's chromium, and the pinned playwright-core and axe-core of tests/e2e/browser."""
+    return ensure_debian_packages() or ensure_browser_test_npm()
 
 
 @pytest.fixture(scope="module")
