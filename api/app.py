@@ -20,12 +20,14 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 import graph.core.jsonwire as jsonwire
+from api.browser import browser_routes
 from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from graph import __version__
 from graph.core.contract import (
+    AuditTailResponse,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
     ContractFailure,
@@ -345,11 +347,17 @@ def create_app(
             params["topicId"] = topicId
         return await service.graph_snapshot(params)
 
+    @app.get("/api/agent/audit", response_model=AuditTailResponse)
+    async def audit_tail(limit: int = 100) -> dict[str, Any]:
+        """The newest audit entries, newest first (the memory browser's activity feed)."""
+        return await service.audit_tail({"limit": limit})
+
     @app.get("/api/graph/stats", response_model=GraphStatsResponse)
     async def graph_stats(top: int = 10) -> dict[str, Any]:
         return await service.graph_summary(max(1, min(top, 100)))
 
     _session_routes(app, service)
+    browser_routes(app, tenancy)
     app.openapi = lambda: _document_bodies(app)  # type: ignore[method-assign]
     return app
 

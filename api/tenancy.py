@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from api.auth import token_matches
+from api.browser_auth import BrowserSessions, cookie_name, cookie_value, same_origin_problem
 from api.guard import ASGIApp, Receive, Scope, Send, is_public, refuse
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import (
@@ -40,6 +41,22 @@ from graph.service import (
 
 PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"
+PAGE_PREFIX = "/ui/"
+"""The memory browser's page, assets and sign-in routes (api/browser.py): they hold no memory."""
+SESSION_HEADER = b"x-flowbaby-session"
+"""A browser session sent as a header instead of the cookie (the page inside a VS Code webview,
+where a framed page's SameSite=Strict cookie is never sent)."""
+
+
+def needs_no_token(path: str) -> bool:
+    """The public paths (api/guard.py), and the memory browser's page and sign-in."""
+    return is_public(path) or path == "/" or path.startswith(PAGE_PREFIX)
+
+
+def browser_session(scope: Scope) -> str | None:
+    """The session a request carries (header, else this port's cookie), or None."""
+    server = scope.get("server") or (None, None)
+    return _header(scope, SESSION_HEADER) or cookie_value(scope.get("headers", ()), cookie_name(server[1]))
 
 
 @dataclass(frozen=True)
@@ -164,6 +181,8 @@ class CurrentService:
 class Tenancy:
     auth: Authenticator
     services: NamespaceServices
+    browser: BrowserSessions = field(default_factory=BrowserSessions)
+    """The memory browser's sign-in codes and sessions (api/browser_auth.py)."""
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -193,17 +212,26 @@ class NamespaceRouter:
             path = "/mcp" if rest == "mcp" else "/api/" + rest
             scope = {**scope, "path": path, "raw_path": path.encode()}
         in_header = _header(scope, HEADER)
+        authorization = _header(scope, b"authorization")
         try:
-            caller = await self.tenancy.auth.authenticate(_header(scope, b"authorization"))
+            caller = await self.tenancy.auth.authenticate(authorization)
         except ContractFailure as error:
             return await refuse(send, 503, error.to_response(), {"Retry-After": "5"})
         except Exception as exc:  # the token database is unreachable
             message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
             return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
-        public = is_public(path)
+        public = needs_no_token(path)
+        session = browser_session(scope) if authorization is None and path.startswith("/api/") else None
+        if session is not None:
+            forged = same_origin_problem(scope.get("headers", ()), scope.get("scheme", "http"))
+            if forged:
+                failure = FlowbabyError(ErrorCode.UNAUTHORIZED, f"Cross-site request refused: {forged}")
+                return await refuse(send, 403, failure.to_response())
+            caller = self.tenancy.browser.caller(session)
         if caller is None:
             if not public:
-                failure = FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token")
+                text = "Browser session expired; sign in again" if session else "Missing or wrong bearer token"
+                failure = FlowbabyError(ErrorCode.UNAUTHORIZED, text)
                 return await refuse(send, 401, failure.to_response())
             return await self._call(scope, receive, send, self.tenancy.services.default, None, False)
         services = self.tenancy.services

@@ -1,5 +1,5 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook` and `link`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `ui`, `mcp`, `install`, `uninstall`, `demo`, `graph`,
+`sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook` and `link`."""
 
 from __future__ import annotations
 
@@ -168,6 +168,9 @@ def build_parser() -> FlowbabyParser:
         help="operator override of the retrieval rate limit; 0 switches it off",
     )
     database_arguments(serve)
+    from flowbaby.ui_command import add_ui_command
+
+    add_ui_command(commands)
     mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
     mcp.add_argument(
         "--workspace",
@@ -267,8 +270,11 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.status_command import run_status_command
     from flowbaby.team_command import run_team_command
     from flowbaby.tokens_command import run_tokens_command
+    from flowbaby.ui_command import run_ui_command
 
     args = build_parser().parse_args(given)
+    if args.command == "ui":
+        sys.exit(run_ui_command(args))
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
     if args.command == "link":

@@ -50,6 +50,9 @@ from graph.core.contract import (
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
     MAX_FORGET_LISTED,
+    AuditTailEntry,
+    AuditTailRequest,
+    AuditTailResponse,
     BackgroundStatusRequest,
     BriefingRequest,
     CaptureRequest,
@@ -1330,6 +1333,12 @@ class FlowbabyService:
         stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
         return GraphStatsResponse.model_validate(stats).model_dump(mode="json")
 
+    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
+        """The newest audit entries (who did what, when; never memory text), for the memory browser."""
+        request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
+        entries = [shown for e in await asyncio.to_thread(self.audit.tail, request.limit) if (shown := audit_shown(e))]
+        return AuditTailResponse.model_validate({"entries": entries, "count": len(entries)}).model_dump(mode="json")
+
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
         """Pairs where a newer memory (another topicId) seems to replace what an older one decided,
         for a person to confirm; nothing is hidden until they do."""
@@ -1635,6 +1644,7 @@ class MemoryService(Protocol):
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
     async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
     async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
+    async def audit_tail(self, params: Any = ...) -> dict[str, Any]: ...
     async def sessions(self, op: SessionOp, params: Any = ...) -> dict[str, Any]: ...
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
@@ -1691,6 +1701,16 @@ async def start_watching(service: MemoryService, front: str) -> None:
         await service.watch_sessions()
     except ContractFailure as error:
         print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
+
+
+def audit_shown(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """An audit line in the reply's shape: fields the reply does not name (written by another
+    version) are left out, and a line without the ones it needs is skipped."""
+    fields = AuditTailEntry.model_fields
+    try:
+        return AuditTailEntry.model_validate({k: v for k, v in entry.items() if k in fields}).model_dump(mode="json")
+    except ValueError:
+        return None
 
 
 def agent_forget_enabled(paths: object) -> bool:

@@ -59,6 +59,15 @@ async function main() {
     seen.mcpServers = (await picks.allInnerTexts()).map((row) => row.replace(/\s+/g, " ").trim());
     await page.keyboard.press("Escape");
     seen.tabs = (await page.locator(".tabs-container .tab").allInnerTexts()).map((tab) => tab.trim());
+    // The memory browser's webview: its frame to the loopback server, signed in, showing the list.
+    let browserFrame;
+    for (const until = Date.now() + 60000; !browserFrame && Date.now() < until; await sleep(500)) {
+      browserFrame = page.frames().find((frame) => frame.url().includes("embedded=1"));
+    }
+    if (browserFrame) {
+      await browserFrame.waitForSelector("#memory-list > *", { timeout: 60000 }).catch(() => undefined);
+      seen.browser = { url: browserFrame.url(), list: (await browserFrame.locator("#memory-list").innerText().catch(() => "")).slice(0, 2000) };
+    }
     await poll();
     // VS Code shows only a few toasts at once; the others go straight to the notification centre: read it too.
     await page.keyboard.press("F1");

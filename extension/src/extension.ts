@@ -211,24 +211,43 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
   });
   bridge?.start().catch((error: Error) => logs.error(`bridge start: ${error.message}`));
 
-  const graphFile = path.join(context.globalStorageUri.fsPath, "flowbaby-graph.html");
-  const showGraph = async () => {
+  // The memory browser, served by the workspace's `flowbaby serve` (started or reused by `flowbaby ui`)
+  // and shown in a webview through an iframe to that loopback server; the one-time sign-in code
+  // goes in the fragment (never sent to a server) and the page keeps its session in memory.
+  let browserPanel: vscode.WebviewPanel | undefined;
+  const openMemoryBrowser = async (view = "memories") => {
     if (!workspace || !command) {
       showUnavailable("no workspace folder or flowbaby executable");
       return;
     }
-    fs.mkdirSync(path.dirname(graphFile), { recursive: true });
-    const exported = await run(command, ["graph", "export", "--workspace", workspace, "--format", "html", "--out", graphFile], workspace);
-    if (exported.code !== 0) {
-      logs.error(exported.out);
-      showUnavailable(`graph export failed: ${exported.out.split("\n").pop()}`);
+    const port = Math.trunc(vscode.workspace.getConfiguration("flowbaby").get<number>("memoryBrowserPort", 8766));
+    const started = await run(command, ["ui", "--workspace", workspace, "--port", String(port), "--no-open"], workspace);
+    const link = started.out.split("\n").find((line) => line.includes("/ui/signin?code="));
+    if (started.code !== 0 || !link) {
+      logs.error(started.out);
+      showUnavailable(`the memory browser did not start: ${started.out.split("\n").pop() ?? ""}`);
       return;
     }
-    const panel = vscode.window.createWebviewPanel("flowbaby.graph", "Flowbaby Graph", vscode.ViewColumn.Active, {
-      enableScripts: true,
-    });
-    panel.webview.html = fs.readFileSync(graphFile, "utf8");
+    const code = new URL(link.trim()).searchParams.get("code") ?? "";
+    const external = await vscode.env.asExternalUri(vscode.Uri.parse(`http://127.0.0.1:${port}/`));
+    const base = external.toString(true).replace(/\/?$/, "/");
+    const origin = new URL(base).origin;
+    if (!browserPanel) {
+      browserPanel = vscode.window.createWebviewPanel("flowbaby.browser", "Flowbaby Memory Browser", vscode.ViewColumn.Active, {
+        enableScripts: true,
+        retainContextWhenHidden: true,
+      });
+      browserPanel.onDidDispose(() => (browserPanel = undefined));
+    }
+    const src = `${base}?embedded=1#/${view}?code=${encodeURIComponent(code)}`;
+    browserPanel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; frame-src ${origin}; style-src 'unsafe-inline';">
+<style>html,body,iframe{margin:0;padding:0;width:100%;height:100vh;border:0;overflow:hidden}</style></head>
+<body><iframe src="${src.replace(/"/g, "&quot;")}" title="Flowbaby memory browser"
+ sandbox="allow-scripts allow-same-origin allow-forms allow-downloads allow-modals"></iframe></body></html>`;
+    browserPanel.reveal();
   };
+  const showGraph = () => openMemoryBrowser("graph");
 
   const install = async (client: "claude-code" | "opencode", label: string) => {
     if (!workspace || !command) {
@@ -253,6 +272,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     vscode.commands.registerCommand("Flowbaby.retrieveForAgent", (requestJson: string) => api.retrieveForAgent(requestJson)),
     vscode.commands.registerCommand("Flowbaby.backgroundStatus", (operationId?: string) => api.backgroundStatus(operationId)),
     vscode.commands.registerCommand("flowbaby.showGraph", showGraph),
+    vscode.commands.registerCommand("flowbaby.openMemoryBrowser", () => openMemoryBrowser()),
     vscode.commands.registerCommand("flowbaby.showStats", async () => {
       try {
         const stats = await call("graphStats");

@@ -76,7 +76,37 @@ class AuditSink(Protocol):
         duration_ms: float,
         redacted: int | None = None,
     ) -> None: ...
+    def tail(self, limit: int) -> list[dict[str, Any]]: ...
     def close(self) -> None: ...
+
+
+TAIL_BLOCK = 64 * 1024
+
+
+def read_tail(path: Path, limit: int) -> list[dict[str, Any]]:
+    """The last `limit` entries of an audit file, newest first, read backwards from its end (the
+    file only grows); a line that is not an entry (cut by a full disk) is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        data = b""
+        while end > 0 and data.count(b"\n") <= limit:
+            start = max(0, end - TAIL_BLOCK)
+            handle.seek(start)
+            data = handle.read(end - start) + data
+            end = start
+    entries: list[dict[str, Any]] = []
+    for line in reversed(data.splitlines()[-(limit + 1) :]):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "command" in entry:
+            entries.append(entry)
+    return entries[:limit]
 
 
 class AuditLog:
@@ -125,6 +155,9 @@ class AuditLog:
                 if now - self._warned_at >= WARN_EVERY_SEC:
                     self._warned_at = now
                     log.warning("audit log not written (%s); %d lines dropped so far", exc, self.dropped)
+
+    def tail(self, limit: int) -> list[dict[str, Any]]:
+        return read_tail(self._path, limit)
 
     def close(self) -> None:
         """Each line is written and closed at once: nothing to flush."""

@@ -742,6 +742,33 @@ class ImpliedSupersession(_Reply):
     evidence: str
 
 
+class AuditTailRequest(_Strict):
+    """`auditTail` / `GET /api/agent/audit`: the newest audit entries, newest first."""
+
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class AuditTailEntry(_Reply):
+    """One audit line as written (graph.core.audit): never a memory's text, only its topic's digest."""
+
+    timestamp: str
+    command: str
+    agentName: str | None
+    topicDigest: str | None
+    result: str
+    errorCode: str | None
+    durationMs: float
+    user: str | None = None
+    redacted: int | None = None
+    """Secrets redacted from the memory at ingest (section 20), when the line counts them."""
+
+
+class AuditTailResponse(_Reply):
+    success: Literal[True] = True
+    entries: list[AuditTailEntry]
+    count: int
+
+
 class ImpliedSupersessionsResponse(_Reply):
     success: Literal[True] = True
     pairs: list[ImpliedSupersession]

@@ -74,6 +74,7 @@ METHODS: tuple[Method, ...] = (
     Method("import_memories", "importMemories", "POST /api/agent/import"),
     Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
     Method("search_chunks", http="GET /api/agent/search"),
+    Method("audit_tail", http="GET /api/agent/audit"),
     _sessions("list", "sessionsList", "GET /api/agent/sessions"),
     _sessions("current", "sessionsCurrent", "GET /api/agent/current-session"),
     _sessions("status", "sessionsStatus", "GET /api/agent/index/status?session_id="),

@@ -292,6 +292,9 @@ class OwnerClient:
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:
         return await self._dict("graph_summary", top=top)
 
+    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("audit_tail", params=params)
+
     async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
         return await self._dict("sessions", op=op, params=params)
 

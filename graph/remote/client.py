@@ -23,6 +23,7 @@ from urllib.parse import quote
 import httpx
 
 from graph.core.contract import (
+    AuditTailRequest,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ContractFailure,
@@ -269,6 +270,10 @@ class RemoteService:
 
     async def graph_summary(self, top: int = 10) -> dict[str, Any]:
         return dict(await self._request("GET", "/api/graph/stats", query={"top": top}))
+
+    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
+        request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
+        return dict(await self._request("GET", "/api/agent/audit", query={"limit": request.limit}))
 
     async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
         raise FlowbabyError(

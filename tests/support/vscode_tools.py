@@ -19,6 +19,7 @@ from bridge.client import PROJECT_ROOT
 
 EXTENSION = PROJECT_ROOT / "extension"
 INSTALL_CODE_SERVER = EXTENSION / "e2e" / "install-code-server.sh"
+BROWSER_TEST = PROJECT_ROOT / "tests" / "e2e" / "browser"
 DEBIAN_PACKAGES = {"chromium": "chromium", "libkrb5-dev": "/usr/include/krb5.h"}
 
 
@@ -28,19 +29,28 @@ def _tail(text: str, lines: int = 15) -> str:
 
 def ensure_extension_npm() -> str | None:
     """`npm ci` in extension/ when its lock file changed since the last install."""
+    return _npm_ci(EXTENSION)
+
+
+def ensure_browser_test_npm() -> str | None:
+    """`npm ci` in tests/e2e/browser (playwright-core and axe-core for the memory browser's test)."""
+    return _npm_ci(BROWSER_TEST)
+
+
+def _npm_ci(folder: Path) -> str | None:
     npm = shutil.which("npm")
     if npm is None:
         return "npm is not installed"
-    lock = EXTENSION / "package-lock.json"
-    stamp = EXTENSION / "node_modules" / ".flowbaby-lock-sha256"
+    lock = folder / "package-lock.json"
+    stamp = folder / "node_modules" / ".flowbaby-lock-sha256"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
         return None
     done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, capture_output=True, text=True, timeout=900
+        [npm, "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True, text=True, timeout=900
     )
     if done.returncode != 0:
-        return f"npm ci in extension/ failed (npm registry unreachable?):\n{_tail(done.stdout + done.stderr)}"
+        return f"npm ci in {folder.name}/ failed (npm registry unreachable?):\n{_tail(done.stdout + done.stderr)}"
     stamp.write_text(digest)
     return None
 
@@ -97,6 +107,7 @@ if __name__ == "__main__":
     started = time.monotonic()
     for name, reason in (
         ("extension npm packages", ensure_extension_npm()),
+        ("memory browser test npm packages", ensure_browser_test_npm()),
         ("code-server", ensure_code_server()[1]),
     ):
         print(f"{name}: {'ready' if reason is None else 'NOT AVAILABLE, its tests will skip: ' + reason}")

@@ -82,6 +82,7 @@ exports.activate = async function activate() {
     await vscode.commands.executeCommand("flowbaby.installClaudeCode");
     await vscode.commands.executeCommand("flowbaby.installOpenCode");
     await vscode.commands.executeCommand("flowbaby.showStats");
+    await vscode.commands.executeCommand("flowbaby.openMemoryBrowser");
     const read = (name) => (fs.existsSync(path.join(folder, name)) ? JSON.parse(fs.readFileSync(path.join(folder, name), "utf8")) : null);
     return { mcpJson: read(".mcp.json"), opencodeJson: read("opencode.json") };
   });

@@ -33,6 +33,10 @@ class PostgresAuditLog:
             "INSERT INTO {}.audit_log (at, command, user_name, agent_name, topic_digest, result, error_code, "
             "duration_ms, redacted) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
         ).format(sql.Identifier(schema_name(namespace)))
+        self._tail = sql.SQL(
+            "SELECT at, command, user_name, agent_name, topic_digest, result, error_code, duration_ms "
+            "FROM {}.audit_log ORDER BY seq DESC LIMIT %s"
+        ).format(sql.Identifier(schema_name(namespace)))
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._conn: psycopg.Connection[Any] | None = None
         self._warned_at = -WARN_EVERY_SEC
@@ -106,6 +110,28 @@ class PostgresAuditLog:
             if now - self._warned_at >= WARN_EVERY_SEC:
                 self._warned_at = now
                 log.warning("audit entries not written (%s); %d dropped so far", exc, self.dropped)
+
+    def tail(self, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` entries, newest first, in the file's shape (over a connection of its
+        own: the writer thread holds the other). Entries still queued are not in it yet."""
+        with connect(self._url) as conn, conn.cursor() as cur:
+            cur.execute(self._tail, (limit,))
+            rows = cur.fetchall()
+        entries = []
+        for at, command, user, agent, digest_, result, code, ms in rows:
+            entry = {
+                "timestamp": at,
+                "command": command,
+                "agentName": agent,
+                "topicDigest": digest_,
+                "result": result,
+                "errorCode": code,
+                "durationMs": float(ms),
+            }
+            if user is not None:
+                entry["user"] = user
+            entries.append(entry)
+        return entries
 
     def close(self) -> None:
         self._queue.put(_STOP)
