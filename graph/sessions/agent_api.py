@@ -16,7 +16,14 @@ from typing import Any, Literal
 
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
 from graph.sessions.config import SessionSettings, load_session_settings
-from graph.sessions.index import Encoder, OutsideWorkspace, SessionIndex, SessionNotFound, sources_from
+from graph.sessions.index import (
+    Encoder,
+    OutsideWorkspace,
+    SearchOutcome,
+    SessionIndex,
+    SessionNotFound,
+    sources_from,
+)
 from graph.sessions.model import SOURCES, Source, SourceError
 
 log = logging.getLogger("flowbaby.sessions")
@@ -113,6 +120,17 @@ class SessionMemory:
         return value
 
     @staticmethod
+    def _abstain(params: dict[str, Any]) -> bool:
+        value = params.get("abstain", False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise RetrievalError(
+                RetrievalErrorCode.INVALID_REQUEST, 'Parameter "abstain" must be a boolean', fields=["abstain"]
+            )
+        return value
+
+    @staticmethod
     def _session_id(params: dict[str, Any]) -> str:
         sid = params.get("session_id")
         if not isinstance(sid, str) or not sid:
@@ -150,8 +168,7 @@ class SessionMemory:
         query = self._query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         info = index.resolve(self._session_id(params), self._source(params))
-        results = index.search([info.key], query, limit)
-        return {"results": results, "count": len(results)}
+        return self._found(index.search([info.key], query, limit, self._abstain(params)), {})
 
     def _search_all(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
         query = self._query(params)
@@ -160,8 +177,17 @@ class SessionMemory:
         source = self._source(params)
         if source:
             keys = [k for k in keys if k.startswith(source + ":")]
-        results = index.search(keys, query, limit)
-        return {"results": results, "count": len(results), "sessions_searched": len(keys)}
+        found = index.search(keys, query, limit, self._abstain(params))
+        return self._found(found, {"sessions_searched": len(keys)})
+
+    @staticmethod
+    def _found(found: SearchOutcome, extra: dict[str, Any]) -> dict[str, Any]:
+        """Vapor's `results` and `count`; when the search abstained, why, and the weak candidates."""
+        reply: dict[str, Any] = {"results": found.results, "count": len(found.results), **extra}
+        if found.abstained:
+            reply["abstained"] = found.abstained
+            reply["weak_candidates"] = found.weak
+        return reply
 
     def _context(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
         query = self._query(params)
