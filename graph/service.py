@@ -88,10 +88,11 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import Catalog, Retrieved, Retriever, render_markdown
+from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
+from graph.sessions.entries import merge
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
     from graph.inspection.workspace_graph import WorkspaceGraph
@@ -648,9 +649,21 @@ class FlowbabyService:
                     return retriever.retrieve(request, lanes), stored, self._check_projection()
 
                 try:
-                    (entries, used, abstained), stored, rebuild = await asyncio.wait_for(
+                    (entries, used, abstained, weak), stored, rebuild = await asyncio.wait_for(
                         asyncio.to_thread(search), self.settings.retrieval_timeout_sec
                     )
+                    if request.includeSessions:
+                        turns, weak_turns, _ = await asyncio.wait_for(
+                            self.session_memory.turns(
+                                request.query, request.maxResults, request.abstain, request.maxTokens
+                            ),
+                            self.settings.retrieval_timeout_sec,
+                        )
+                        entries, used = merge(entries, turns, request.maxResults, request.maxTokens)
+                        if abstained and turns:
+                            abstained = None  # the sessions have what the memories lack
+                        elif abstained:
+                            weak = sorted([*weak, *weak_turns], key=lambda e: -e.score)[:WEAK_CANDIDATES]
                 except TimeoutError:
                     raise RetrievalError(
                         RetrievalErrorCode.BRIDGE_TIMEOUT,
@@ -668,26 +681,21 @@ class FlowbabyService:
         note = self._unsearched(stored, len(retriever.catalog))
         if rebuild:
             self.operations.notify()
+        answer = FlowbabyContextResponse(
+            entries=entries,
+            totalResults=len(entries),
+            tokensUsed=used,
+            abstained=abstained is not None,
+            abstainReason=abstained,
+            weakCandidates=weak if abstained else [],
+        )
         if markdown:
-            text = render_markdown(entries)
+            text = render_markdown(entries, abstained)
             if note:
                 text = f"> {note['message']}\n\n{text}"
-            reply = RetrieveMemoryResponse(
-                entries=entries,
-                totalResults=len(entries),
-                tokensUsed=used,
-                markdown=text,
-                abstained=abstained is not None,
-                abstainReason=abstained,
-            ).model_dump(mode="json")
+            reply = RetrieveMemoryResponse(**dict(answer), markdown=text).model_dump(mode="json")
         else:
-            reply = FlowbabyContextResponse(
-                entries=entries,
-                totalResults=len(entries),
-                tokensUsed=used,
-                abstained=abstained is not None,
-                abstainReason=abstained,
-            ).model_dump(mode="json")
+            reply = answer.model_dump(mode="json")
         if note:
             reply["indexing"] = note
         return reply

@@ -105,6 +105,8 @@ _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
 offline extractor gives it (mostly "concept"): on the Pawpoint dev set it lifts unanswerable questions
 returning nothing from 0.60 to 0.70 on each fold, and no LoCoMo dev question names an acronym its
 conversation never writes."""
+WEAK_CANDIDATES = 2
+"""Memories an abstained answer still lists, flagged weak, so an agent can judge for itself."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
@@ -525,7 +527,10 @@ class Retriever:
             else None
         )
         if reason:
-            return Retrieved([], 0, reason)
+            weak = [
+                self._entry(item, *_fitted(item, request.maxTokens), weak=True) for item in ranked[:WEAK_CANDIDATES]
+            ]
+            return Retrieved([], 0, reason, weak)
         for item in ranked:
             if len(entries) >= request.maxResults:
                 break
@@ -534,43 +539,54 @@ class Retriever:
             if used + tokens > request.maxTokens:
                 if entries:
                     continue  # a smaller, lower-ranked memory may still fit
-                text = truncate_to_tokens(text, request.maxTokens)
-                tokens = count_tokens(text)
+                text, tokens = _fitted(item, request.maxTokens)
                 if not text:
                     break
             used += tokens
-            memory = item.memory
-            entries.append(
-                RetrievalEntry(
-                    summaryText=text,
-                    topic=memory.topic,
-                    context=memory.context,
-                    topicId=memory.topic_id,
-                    planId=memory.plan_id,
-                    sessionId=memory.session_id,
-                    createdAt=memory.created_at,
-                    updatedAt=memory.updated_at,
-                    status=memory.status,
-                    version=memory.version,
-                    memoryId=memory.memory_id,
-                    score=item.score,
-                    decisions=memory.decisions,
-                    tokens=tokens,
-                    lanes=sorted(
-                        {name.split("_")[0] for name in item.lanes if name != "hint"}
-                        | ({"hints"} if "hint" in item.lanes else set())
-                    ),
-                    via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
-                    possiblySupersededBy=item.superseded_by,
-                )
-            )
+            entries.append(self._entry(item, text, tokens))
         return Retrieved(entries, used, None)
+
+    def _entry(self, item: Scored, text: str, tokens: int, weak: bool = False) -> RetrievalEntry:
+        memory = item.memory
+        return RetrievalEntry(
+            summaryText=text,
+            topic=memory.topic,
+            context=memory.context,
+            topicId=memory.topic_id,
+            planId=memory.plan_id,
+            sessionId=memory.session_id,
+            createdAt=memory.created_at,
+            updatedAt=memory.updated_at,
+            status=memory.status,
+            version=memory.version,
+            memoryId=memory.memory_id,
+            score=item.score,
+            decisions=memory.decisions,
+            tokens=tokens,
+            lanes=sorted(
+                {name.split("_")[0] for name in item.lanes if name != "hint"}
+                | ({"hints"} if "hint" in item.lanes else set())
+            ),
+            via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
+            possiblySupersededBy=item.superseded_by,
+            weak=weak,
+        )
+
+
+def _fitted(item: Scored, max_tokens: int) -> tuple[str, int]:
+    """The memory's text cut to the budget, and its tokens."""
+    text = summary_text(item.memory)
+    if count_tokens(text) > max_tokens:
+        text = truncate_to_tokens(text, max_tokens)
+    return text, count_tokens(text)
 
 
 class Retrieved(NamedTuple):
     entries: list[RetrievalEntry]
     tokens: int
     abstained: str | None
+    weak: list[RetrievalEntry] = []
+    """When abstained: the best WEAK_CANDIDATES memories anyway, flagged `weak`."""
 
 
 def _candidate(candidates: dict[str, Scored], memory: Memory) -> Scored:
@@ -625,10 +641,24 @@ def abstain_reason(ranked: list[Scored], unknown: list[str], known_share: float 
     return None
 
 
-def render_markdown(entries: list[RetrievalEntry]) -> str:
-    """The narrative an agent quotes: one section per memory."""
+def render_markdown(entries: list[RetrievalEntry], abstained: str | None = None) -> str:
+    """The narrative an agent quotes: one section per memory or session turn. An abstained answer
+    says nothing was found (its weak candidates are in the JSON only)."""
     lines = [f"# Retrieved Memories ({len(entries)} results)"]
+    if abstained and not entries:
+        lines += ["", f"Nothing relevant was found: {abstained}."]
     for rank, entry in enumerate(entries, 1):
+        turn = entry.sessionTurn
+        if turn is not None:
+            lines += ["", f"## {rank}. {entry.topic}", "", entry.summaryText]
+            lines += [
+                "",
+                f"**Metadata:** session `{turn.sessionId}` ({turn.source}), turn `{turn.turnId}`, "
+                f"created {entry.createdAt}",
+                "",
+                f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})",
+            ]
+            continue
         lines += ["", f"## {rank}. {entry.topic}", ""]
         lines.append(f"**Context:** {entry.context}")
         if entry.decisions:

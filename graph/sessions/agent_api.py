@@ -14,8 +14,9 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.contract import ErrorCode, FlowbabyError, RetrievalEntry, RetrievalError, RetrievalErrorCode
 from graph.sessions.config import SessionSettings, load_session_settings
+from graph.sessions.entries import session_entry
 from graph.sessions.index import (
     Encoder,
     OutsideWorkspace,
@@ -32,6 +33,7 @@ SessionOp = Literal["list", "current", "status", "search", "search_all", "contex
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
+Entries = list[RetrievalEntry]
 
 
 class SessionMemory:
@@ -71,6 +73,26 @@ class SessionMemory:
             raise FlowbabyError(ErrorCode.NOT_FOUND, str(exc)) from None
         except OutsideWorkspace as exc:
             raise FlowbabyError(ErrorCode.NOT_FOUND, str(exc)) from None
+
+    async def turns(
+        self, query: str, limit: int, abstain: bool, max_tokens: int
+    ) -> tuple[Entries, Entries, str | None]:
+        """retrieveForAgent's `includeSessions`: the workspace's best session turns as entries, the
+        weak candidates when the search abstained, and why."""
+        index = await self.index()
+
+        def search() -> tuple[Entries, Entries, str | None]:
+            keys = index.keys_under(None)
+            found = index.search(keys, query, limit, abstain)
+            titles = {key: (index.store.record(key) or ("", "", "", ""))[3] for key in keys}
+
+            def entry(result: dict[str, Any], weak: bool = False) -> RetrievalEntry:
+                title = titles.get(f"{result['source']}:{result['session_id']}", "")
+                return session_entry(result, title, max_tokens, weak)
+
+            return [entry(r) for r in found.results], [entry(r, True) for r in found.weak], found.abstained
+
+        return await asyncio.to_thread(search)
 
     # -- parameters -------------------------------------------------------------------
     @staticmethod

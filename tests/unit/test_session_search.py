@@ -1,0 +1,205 @@
+"""Session search's engine (graph.sessions.ranking, graph.sessions.lexicon): a lexical lane that
+finds identifiers the vector lane cannot, one result per turn with its best chunk, `score` and
+`lanes`, recency as a tie-break, the lexical lane following updates and restarts, optional
+abstention with weak candidates, and session turns as retrieveForAgent entries."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import pytest
+
+from graph.core.contract import ContractFailure, FlowbabyContextRequest
+from graph.core.store import Memory
+from graph.search.retrieval import Catalog, Retriever, Scored, render_markdown
+from graph.sessions.agent_api import SessionMemory
+from graph.sessions.entries import merge, session_entry
+from graph.sessions.index import SessionIndex, sources_from
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.session_fixtures import Transcript
+from tests.unit.test_sessions import HashEncoder, settings
+
+
+@pytest.fixture
+def home(tmp_path: Path, backend: str) -> dict[str, Path]:
+    """As in test_sessions: sources on disk, the index on the `backend` (SQLite and LanceDB, or Postgres)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return {"ws": ws, "opencode": tmp_path / "opencode", "claude": tmp_path / "claude", "data": ws / ".flowbaby"}
+
+
+class ProseEncoder(HashEncoder):
+    """Sees only plain words: identifiers (digits, underscores, dots, slashes) are invisible to it,
+    as they nearly are to MiniLM's word pieces."""
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        plain = [" ".join(w for w in t.split() if re.fullmatch(r"[A-Za-z,.?!']+", w)) or "empty" for t in texts]
+        return super().encode(plain)
+
+
+def make(home: dict[str, Path], encoder: HashEncoder | None = None) -> SessionIndex:
+    config = settings(home)
+    return SessionIndex(home["ws"], home["data"] / "sessions", encoder or ProseEncoder(), config, sources_from(config))
+
+
+def coding_session(home: dict[str, Path]) -> Transcript:
+    t = Transcript(home["claude"], home["ws"])
+    t.user("The nightly job failed again, can you check the log?")
+    t.assistant("msg_a", {"type": "text", "text": "The job failed because the ledger lock was busy: E_LEDGER_7712."})
+    t.user("Why did the nightly job fail last week?")
+    t.assistant("msg_b", {"type": "text", "text": "Last week the nightly job failed on a full disk."})
+    return t
+
+
+def test_an_identifier_is_found_by_the_lexical_lane_with_score_and_lanes(home: dict[str, Path]) -> None:
+    t = coding_session(home)
+    index = make(home)
+    info = index.find(t.session_id)[0]
+    index.import_session(info)
+    found = index.search([info.key], "E_LEDGER_7712", 3).results
+    assert found[0]["turn_source_id"] == "msg_a"
+    assert found[0]["lanes"] == ["lexical", "vector"] and 0 < found[0]["score"] <= 1
+    assert found[0]["distance"] is not None  # the vector distance of the shown chunk, as before
+    vector_only = index.search([info.key], "E_LEDGER_7712", 3, lanes=frozenset({"vector"})).results
+    assert vector_only[0]["turn_source_id"] != "msg_a"  # the prose encoder cannot see the code
+    index.close()
+
+
+def test_one_result_per_turn_its_best_chunk_shown(home: dict[str, Path]) -> None:
+    t = Transcript(home["claude"], home["ws"])
+    t.user("Summarise the cache work.")
+    long_answer = [f"Paragraph {n} about unrelated refactoring of the parser module." for n in range(12)]
+    long_answer[7] = "The Redis session cache TTL is fifteen minutes after the login regression."
+    t.assistant("msg_long", {"type": "text", "text": "\n".join(line + " " + "x" * 40 for line in long_answer)})
+    t.user("What TTL did we pick for the Redis session cache?")
+    index = make(home, HashEncoder())
+    info = index.find(t.session_id)[0]
+    index.import_session(info)
+    assert index.status(info)["chunks"] > 3  # the long answer spans several chunks
+    found = index.search([info.key], "Redis session cache TTL fifteen minutes", 10).results
+    turns = [r["turn_source_id"] for r in found]
+    assert len(turns) == len(set(turns))
+    best = next(r for r in found if r["turn_source_id"] == "msg_long")
+    assert "fifteen minutes" in best["chunk_text"] and best["chunk_index"] > 0
+    index.close()
+
+
+def test_recency_orders_equal_turns_newest_first(home: dict[str, Path]) -> None:
+    t = Transcript(home["claude"], home["ws"])
+    t.user("Deploy the billing service to staging.")
+    t.user("Something else entirely about the docs.")
+    t.user("Deploy the billing service to staging.")
+    index = make(home, HashEncoder())
+    info = index.find(t.session_id)[0]
+    index.import_session(info)
+    found = index.search([info.key], "Deploy the billing service to staging.", 2).results
+    assert found[0]["score"] >= found[1]["score"] and found[0]["created_at"] > found[1]["created_at"]
+    index.close()
+
+
+def test_the_lexical_lane_follows_updates_and_restarts(home: dict[str, Path]) -> None:
+    t = Transcript(home["claude"], home["ws"])
+    t.user("Start")
+    t.assistant("msg_1", {"type": "text", "text": "First block mentions ZEBRA_TOKEN_41."})
+    index = make(home)
+    info = index.find(t.session_id)[0]
+    index.import_session(info)
+    t.assistant("msg_1", {"type": "text", "text": "Second block mentions OKAPI_TOKEN_77."})  # the message grows
+    index.update_session(index.find(t.session_id)[0])
+    hits = index.search([info.key], "OKAPI_TOKEN_77", 5).results
+    assert hits[0]["turn_source_id"] == "msg_1" and "lexical" in hits[0]["lanes"]
+    assert "OKAPI_TOKEN_77" in hits[0]["chunk_text"]
+    index.close()
+    t.user("Then we saw WOMBAT_ERR_9.")  # written while no index was open
+    reopened = make(home)
+    reopened.update_session(reopened.find(t.session_id)[0])
+    hits = reopened.search([info.key], "WOMBAT_ERR_9", 1).results
+    assert "lexical" in hits[0]["lanes"] and "WOMBAT_ERR_9" in hits[0]["chunk_text"]
+    reopened.close()
+
+
+def test_abstention_is_optional_and_lists_two_weak_candidates(home: dict[str, Path]) -> None:
+    t = coding_session(home)
+
+    async def run() -> None:
+        memory_api = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        await memory_api.call("import", {"session_id": t.session_id})
+        query = {"q": "kubernetes ingress annotations for gRPC"}
+        plain = await memory_api.call("search_all", query)
+        assert plain["count"] > 0 and "abstained" not in plain  # Vapor's behaviour by default
+        abstained = await memory_api.call("search_all", {**query, "abstain": True})
+        assert abstained["results"] == [] and "no session turn is close" in abstained["abstained"]
+        weak = abstained["weak_candidates"]
+        assert 0 < len(weak) <= 2 and all(w["weak"] for w in weak)
+        answered = await memory_api.call("search_all", {"q": "nightly job failed ledger lock", "abstain": True})
+        assert answered["count"] > 0 and "abstained" not in answered
+        with pytest.raises(ContractFailure) as failure:
+            await memory_api.call("search_all", {**query, "abstain": "yes"})
+        assert failure.value.code.value == "INVALID_REQUEST"
+        await memory_api.close()
+
+    asyncio.run(run())
+
+
+def test_session_turns_become_entries_ranked_with_memories(home: dict[str, Path]) -> None:
+    t = coding_session(home)
+
+    async def run() -> None:
+        memory_api = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        await memory_api.call("import", {"session_id": t.session_id})
+        turns, weak, reason = await memory_api.turns("E_LEDGER_7712 ledger lock", 3, False, 2000)
+        assert reason is None and weak == []
+        top = turns[0]
+        assert top.source == "session" and top.sessionTurn is not None
+        assert (top.sessionTurn.sessionId, top.sessionTurn.turnId) == (t.session_id, "msg_a")
+        assert top.topicId == f"session:claude-code:{t.session_id}:msg_a" and "session" in top.lanes
+        captured = memory(
+            "m", topic="Ledger lock", context="The job failed because the ledger lock was busy: E_LEDGER_7712."
+        )
+        retriever = Retriever(Catalog([captured]), FakeEncoder("x"), FakeGraph(), lambda: FakeChunkIndex({}))
+        entry = retriever._entry(_scored(captured, 0.01), captured.context, 20)
+        same_session = entry.model_copy(update={"sessionId": t.session_id})
+        merged, _ = merge([same_session], turns, 5, 10_000)
+        assert "msg_a" not in [e.sessionTurn.turnId for e in merged if e.sessionTurn]  # captured: shown once
+        merged, used = merge([entry], turns, 3, 10_000)  # one list by score: the weak memory (0.01) is not first
+        assert merged[0].sessionTurn is not None and merged[0].sessionTurn.turnId == "msg_a"
+        assert "memory" in [e.source for e in merged] and [e.score for e in merged] == sorted(
+            (e.score for e in merged), reverse=True
+        )
+        assert used == sum(e.tokens for e in merged)
+        markdown = render_markdown(merged)
+        assert f"session `{t.session_id}` (claude-code), turn `msg_a`" in markdown
+        await memory_api.close()
+
+    asyncio.run(run())
+
+
+def _scored(item_memory: Memory, score: float) -> Scored:
+    item = Scored(item_memory)
+    item.score = score
+    return item
+
+
+def test_a_session_entry_scores_on_the_memories_scale() -> None:
+    result = {
+        "embedding_id": "turn:s:m:0", "distance": 0.2, "chunk_text": "text", "turn_source_id": "m",
+        "session_id": "s", "chunk_index": 0, "source": "opencode", "created_at": "2026-01-01T00:00:00.000Z",
+        "score": 1.0, "lanes": ["lexical", "vector"],
+    }  # fmt: skip
+    entry = session_entry(result, "Title", 100)
+    assert 0.6 < entry.score < 0.7  # a memory matched fully by the same two lanes only: 2 / 3.1
+
+
+def test_an_abstained_retrieval_lists_weak_candidates_and_the_markdown_says_nothing_was_found() -> None:
+    from graph.search import retrieval as r
+
+    weak = r.ABSTAIN_VECTOR - 0.05
+    index = FakeChunkIndex({m: [chunk_vector(weak - 0.01 * n)] for n, m in enumerate("abc")})
+    ret = Retriever(Catalog([memory("a"), memory("b"), memory("c")]), FakeEncoder("q"), FakeGraph(), lambda: index)
+    entries, used, reason, candidates = ret.retrieve(FlowbabyContextRequest(query="q"))
+    assert entries == [] and reason is not None
+    assert [c.topicId for c in candidates] == ["a", "b"] and all(c.weak for c in candidates)
+    text = render_markdown(entries, reason)
+    assert "Nothing relevant was found" in text and "## 1." not in text
