@@ -26,6 +26,7 @@ from graph.sessions.index import (
     sources_from,
 )
 from graph.sessions.model import SOURCES, Source, SourceError
+from graph.sessions.ranking import TurnHit
 
 log = logging.getLogger("flowbaby.sessions")
 
@@ -86,11 +87,12 @@ class SessionMemory:
             found = index.search(keys, query, limit, abstain)
             titles = {key: (index.store.record(key) or ("", "", "", ""))[3] for key in keys}
 
-            def entry(result: dict[str, Any], weak: bool = False) -> RetrievalEntry:
-                title = titles.get(f"{result['source']}:{result['session_id']}", "")
-                return session_entry(result, title, max_tokens, weak)
+            def entry(result: dict[str, Any], hit: TurnHit, weak: bool = False) -> RetrievalEntry:
+                return session_entry(result, hit, titles.get(hit.key, ""), max_tokens, weak)
 
-            return [entry(r) for r in found.results], [entry(r, True) for r in found.weak], found.abstained
+            shown = [entry(r, h) for r, h in zip(found.results, found.hits, strict=False)]
+            weak = [entry(r, h, True) for r, h in zip(found.weak, found.hits, strict=False)]
+            return shown, weak, found.abstained
 
         return await asyncio.to_thread(search)
 

@@ -1,9 +1,9 @@
 """Session turns as retrieval entries (retrieveForAgent's `includeSessions`), ranked in one list
 with the curated memories.
 
-A turn's score is put on the memories' scale: the memories' fusion divides the same two lane scores
-(best-chunk cosine, BM25 share) by its whole weight (graph.search.retrieval), so a turn scores what
-a memory matched equally well by those two lanes alone would. A turn is left out when a memory of
+A turn's score is put on the memories' scale: (its best chunk cosine + its best BM25 share) divided
+by the memories' whole lane weight (graph.search.retrieval), what a memory matched equally well by
+those two lanes alone would score. A turn is left out when a memory of
 the answer was captured from the same session and already holds its words (MOSTLY_HELD).
 """
 
@@ -21,16 +21,18 @@ from graph.search.retrieval import (
 )
 from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
-from graph.sessions import ranking
+from graph.sessions.ranking import TurnHit
 
 MEMORY_WEIGHT = LEXICAL_WEIGHT + VECTOR_WEIGHT * (1 + SECOND_CHUNK_WEIGHT) + GRAPH_SEED_WEIGHT + GRAPH_EXPANSION_WEIGHT
-SESSION_WEIGHT = 1.0 + ranking.LEXICAL_WEIGHT
 MOSTLY_HELD = 0.6
 """Share of a turn's distinct words a memory of the same session must hold for the turn to be its copy."""
 
 
-def session_entry(result: dict[str, Any], title: str, max_tokens: int, weak: bool = False) -> RetrievalEntry:
-    """One session search result (graph.sessions.index) as an entry."""
+def session_entry(
+    result: dict[str, Any], hit: TurnHit, title: str, max_tokens: int, weak: bool = False
+) -> RetrievalEntry:
+    """One session search result (graph.sessions.index) and its turn's lane scores as an entry."""
+    vector = max(hit.vector, hit.similarity or 0.0)
     text = result["chunk_text"]
     if count_tokens(text) > max_tokens:
         text = truncate_to_tokens(text, max_tokens)
@@ -46,7 +48,7 @@ def session_entry(result: dict[str, Any], title: str, max_tokens: int, weak: boo
         status=MemoryStatus.ACTIVE,
         version=0,
         memoryId=result["embedding_id"],
-        score=round(min(1.0, result["score"] * SESSION_WEIGHT / MEMORY_WEIGHT), 6),
+        score=round(min(1.0, max(0.0, vector + hit.lexical) / MEMORY_WEIGHT), 6),
         decisions=[],
         lanes=["session", *result["lanes"]],
         tokens=count_tokens(text),

@@ -50,6 +50,8 @@ class SearchOutcome(NamedTuple):
     """Why no turn is shown (only with `abstain`)."""
     weak: list[dict[str, Any]]
     """When abstained: the best turns anyway, flagged `weak`."""
+    hits: list[TurnHit] = []
+    """The turns behind `results`, then behind `weak` (their lane scores, for retrieveForAgent)."""
 
 
 class SessionNotFound(LookupError):
@@ -342,10 +344,11 @@ class SessionIndex:
         similarities = self.vectors.similarities(wanted, vector) if wanted else {}
         rows = self.store.chunks_by_id(list(near | set(lexical)))
         ranked = fuse(nearest, lexical, similarities, rows, lanes)
-        reason = abstain_reason(ranked) if abstain else None
+        reason = abstain_reason(ranked, self.lexicon.known_share(query)) if abstain else None
         if reason:
-            return SearchOutcome([], reason, [self._result(hit, weak=True) for hit in ranked[:WEAK_CANDIDATES]])
-        return SearchOutcome([self._result(hit) for hit in ranked[:limit]], None, [])
+            weak = ranked[:WEAK_CANDIDATES]
+            return SearchOutcome([], reason, [self._result(hit, weak=True) for hit in weak], weak)
+        return SearchOutcome([self._result(hit) for hit in ranked[:limit]], None, [], ranked[:limit])
 
     @staticmethod
     def _result(hit: TurnHit, weak: bool = False) -> dict[str, Any]:

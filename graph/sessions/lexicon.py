@@ -108,6 +108,10 @@ class ChunkLexicon:
                     found[doc.split("|", 1)[1]] = (key, score)
         return found
 
+    def known_share(self, query: str) -> float:
+        """The share of the query's term weight on words some chunk holds (LexicalIndex.known_share)."""
+        return self._index.known_share(query)
+
     def keys(self) -> set[str]:
         with self._lock:
             return {key for key, live in self._by_key.items() if live}

@@ -124,7 +124,9 @@ def write_coding(session: dict[str, Any], config: Path, cwd: Path) -> None:
 
 # -- scoring ----------------------------------------------------------------------------
 def recall(ranked: list[str], evidence: set[str], k: int) -> float:
-    return len(evidence & set(ranked[:k])) / len(evidence)
+    """The share of the evidence turns among the first k distinct labels (a tool call's result is
+    its own turn but carries the call's label)."""
+    return len(evidence & set(list(dict.fromkeys(ranked))[:k])) / len(evidence)
 
 
 def _rrf(*rankings: list[str], k: int = 60) -> list[str]:

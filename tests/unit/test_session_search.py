@@ -17,6 +17,7 @@ from graph.search.retrieval import Catalog, Retriever, Scored, render_markdown
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.entries import merge, session_entry
 from graph.sessions.index import SessionIndex, sources_from
+from graph.sessions.ranking import TurnHit
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 from tests.support.session_fixtures import Transcript
 from tests.unit.test_sessions import HashEncoder, settings
@@ -188,8 +189,10 @@ def test_a_session_entry_scores_on_the_memories_scale() -> None:
         "session_id": "s", "chunk_index": 0, "source": "opencode", "created_at": "2026-01-01T00:00:00.000Z",
         "score": 1.0, "lanes": ["lexical", "vector"],
     }  # fmt: skip
-    entry = session_entry(result, "Title", 100)
-    assert 0.6 < entry.score < 0.7  # a memory matched fully by the same two lanes only: 2 / 3.1
+    hit = TurnHit("opencode:s", "m", "turn:s:m:0", 0, 0, "text", 0.8, vector=0.8, lexical=1.0)
+    entry = session_entry(result, hit, "Title", 100)
+    assert entry.score == round(1.8 / 3.1, 6)  # what a memory with the same two lane scores gets
+    assert entry.sessionTurn is not None and entry.sessionTurn.distance == 0.2
 
 
 def test_an_abstained_retrieval_lists_weak_candidates_and_the_markdown_says_nothing_was_found() -> None:
