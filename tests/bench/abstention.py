@@ -35,6 +35,7 @@ def run_abstention(root: Path, locomo: Path) -> dict[str, Any]:
         asked = abstained = evidence_in_weak = 0
         examples: list[dict[str, Any]] = []
         for conversation in load_conversations(locomo):
+            (root / conversation["sample"]).mkdir()
             retriever = build_offline_workspace(root / conversation["sample"], conversation["requests"], embedder)
             for q in conversation["questions"]:
                 asked += 1
@@ -53,10 +54,17 @@ def run_abstention(root: Path, locomo: Path) -> dict[str, Any]:
     else:
         report["locomoDev"] = {"skipped": f"no data at {locomo}"}
     requests, questions = load_devset()
+    (root / "devset").mkdir()
     retriever = build_offline_workspace(root / "devset", requests, embedder)
     answerable = [q for q in questions if q["kind"] != "unanswerable"]
     unanswerable = [q for q in questions if q["kind"] == "unanswerable"]
-    false = [q["question"] for q in answerable if _ask(retriever, q["question"])[0]]
+    false: list[str] = []
+    answer_in_weak = 0
+    for q in answerable:
+        reason, weak = _ask(retriever, q["question"])
+        if reason:
+            false.append(q["question"])
+            answer_in_weak += bool(set(weak) & set(q.get("answers", [])))
     true = sum(1 for q in unanswerable if _ask(retriever, q["question"])[0])
     report["devset"] = {
         "answerable": len(answerable),
@@ -65,5 +73,6 @@ def run_abstention(root: Path, locomo: Path) -> dict[str, Any]:
         "unanswerable": len(unanswerable),
         "trueAbstentionPct": round(100 * true / max(1, len(unanswerable)), 1),
         "abstainedAnswerable": false,
+        "answerAmongWeakCandidates": answer_in_weak,
     }
     return report

@@ -206,3 +206,54 @@ def test_an_abstained_retrieval_lists_weak_candidates_and_the_markdown_says_noth
     assert [c.topicId for c in candidates] == ["a", "b"] and all(c.weak for c in candidates)
     text = render_markdown(entries, reason)
     assert "Nothing relevant was found" in text and "## 1." not in text
+
+
+def test_retrieve_for_agent_with_include_sessions(
+    home: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the service: without includeSessions a query no memory answers abstains, with two weak
+    candidates and a markdown that says nothing was found; with it, the session turn answers."""
+    from graph.core.settings import LLMSettings, Settings
+    from graph.core.store import new_operation_id
+    from graph.core.workspace import WorkspaceLock, resolve_workspace
+    from graph.search.vectors import VectorIndex
+    from graph.service import FlowbabyService
+    from tests.unit.test_hardening import HashEmbedder
+
+    t = coding_session(home)
+    paths = resolve_workspace(home["ws"])
+    service = FlowbabyService(
+        paths, Settings(llm=LLMSettings(), embedding_model=str(tmp_path)), WorkspaceLock(paths), None
+    )
+    service.embedder = HashEmbedder()  # type: ignore[assignment]
+    service.session_memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+    query = "E_LEDGER_7712 ledger lock"
+
+    async def body() -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
+        await service.session_memory.call("import", {"session_id": t.session_id})
+        notes = ("Notes about the ledger export format", "The ledger backup schedule", "Office plants")
+        stored = [memory("", topic_id=f"m{n}", context=text) for n, text in enumerate(notes)]  # a word, no more
+        for item in stored:
+            service.store.stage(item, new_operation_id())
+        index = VectorIndex(paths.vectors, service.embedder)  # type: ignore[arg-type]
+        index.add_memories(stored)
+        service._vectors = index
+        service._warm_task = asyncio.create_task(asyncio.sleep(0))
+        await service._warm_task
+        service._retriever = Retriever(Catalog(stored), service.embedder, FakeGraph(), lambda: index)
+        plain = await service.retrieve({"query": query})
+        markdown = await service.retrieve({"query": query}, markdown=True)
+        mixed = await service.retrieve({"query": query, "includeSessions": True, "maxResults": 2})
+        await service.session_memory.close()
+        return plain, markdown, mixed
+
+    plain, markdown, mixed = asyncio.run(body())
+    service.store.close()
+    assert plain["abstained"] is True and plain["entries"] == []
+    weak = plain["weakCandidates"]
+    assert isinstance(weak, list) and 0 < len(weak) <= 2 and all(w["weak"] for w in weak)
+    assert "Nothing relevant was found" in str(markdown["markdown"]) and "weakCandidates" in markdown
+    assert mixed["abstained"] is False and mixed["weakCandidates"] == []
+    entries = mixed["entries"]
+    assert isinstance(entries, list) and entries[0]["source"] == "session"
+    assert entries[0]["sessionTurn"]["turnId"] == "msg_a" and entries[0]["weak"] is False
