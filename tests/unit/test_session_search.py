@@ -235,7 +235,7 @@ def test_retrieve_for_agent_with_include_sessions(
         stored = [memory("", topic_id=f"m{n}", context=text) for n, text in enumerate(notes)]  # a word, no more
         for item in stored:
             service.store.stage(item, new_operation_id())
-        index = VectorIndex(paths.vectors, service.embedder)  # type: ignore[arg-type]
+        index = VectorIndex(paths.vectors, service.embedder)
         index.add_memories(stored)
         service._vectors = index
         service._warm_task = asyncio.create_task(asyncio.sleep(0))
