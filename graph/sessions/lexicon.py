@@ -99,13 +99,18 @@ class ChunkLexicon:
         """embedding id -> (session key, normalised BM25 in [0, 1]) of live chunks of `keys`.
         `everything`: the keys are every session of the index, so the best CANDIDATES suffice."""
         wanted = set(keys)
-        hits = self._index.search(query, CANDIDATES if everything else None)
+        with self._lock:
+            dead = self._dead
+        # dead documents may fill the best CANDIDATES: ask for as many more as there are
+        hits = self._index.search(query, CANDIDATES + dead if everything else None)
         found: dict[str, tuple[str, float]] = {}
         with self._lock:
             for doc, score in hits.items():
                 key = self._key_of.get(doc)
                 if key is not None and key in wanted:
                     found[doc.split("|", 1)[1]] = (key, score)
+                    if everything and len(found) >= CANDIDATES:
+                        break
         return found
 
     def known_share(self, query: str) -> float:

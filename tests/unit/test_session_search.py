@@ -257,3 +257,55 @@ def test_retrieve_for_agent_with_include_sessions(
     entries = mixed["entries"]
     assert isinstance(entries, list) and entries[0]["source"] == "session"
     assert entries[0]["sessionTurn"]["turnId"] == "msg_a" and entries[0]["weak"] is False
+
+
+def test_a_session_another_server_imported_is_found_by_words(home: dict[str, Path], backend: str) -> None:
+    """Two indexes on one backend (two team servers on one namespace, or a restart): the one that
+    did not import the session re-reads it at its next search, by its import mark."""
+    first = make(home)
+    t1 = coding_session(home)
+    first.import_session(first.find(t1.session_id)[0])
+    assert first.search(first.keys_under(None), "E_LEDGER_7712", 1).results[0]["turn_source_id"] == "msg_a"
+    t2 = Transcript(home["claude"], home["ws"])
+    t2.user("Staging answers HTTP 503 with code QX_BUDGET_88 since the deploy.")
+    second = make(home)
+    second.import_session(second.find(t2.session_id)[0])
+    found = first.search(first.keys_under(None), "QX_BUDGET_88", 2).results
+    assert found[0]["session_id"] == t2.session_id and "lexical" in found[0]["lanes"]
+    if backend == "postgres":  # vectors are read from the database: the chunk's distance is known
+        assert found[0]["distance"] is not None
+    first.close()
+    second.close()
+
+
+class ListedChunks:
+    """The bookkeeping's surface the lexicon reads, over a dict (key -> chunk id -> text)."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, dict[str, str]] = {}
+        self.marks: dict[str, str] = {}
+
+    def import_marks(self) -> dict[str, str]:
+        return dict(self.marks)
+
+    def chunk_ids(self, key: str) -> list[str]:
+        return list(self.sessions.get(key, {}))
+
+    def chunks_by_id(self, ids: list[str]) -> dict[str, dict[str, object]]:
+        texts = {eid: text for chunks in self.sessions.values() for eid, text in chunks.items()}
+        return {eid: {"text": texts[eid]} for eid in ids if eid in texts}
+
+
+def test_replaced_chunks_are_skipped_and_the_index_rebuilt_when_they_outnumber_live_ones() -> None:
+    from graph.sessions.lexicon import ChunkLexicon
+
+    store, lexicon = ListedChunks(), ChunkLexicon()
+    sizes = []
+    for n in range(1200):  # two chunks rewritten 1,200 times (a streaming message)
+        store.sessions["s"] = {"c0": f"draft number {n} of the answer", "c1": "ALPACA_FLAG stays"}
+        store.marks["s"] = str(n)
+        lexicon.sync(store, ["s"])
+        sizes.append(len(lexicon._index))
+        assert set(lexicon.search(["s"], "draft answer", everything=True)) == {"c0"}  # old drafts skipped
+    assert max(sizes) <= 1004 and sizes[-1] < max(sizes)  # rebuilt once dead documents passed 1,000
+    assert set(lexicon.search(["s"], "ALPACA_FLAG", everything=True)) == {"c1"}
