@@ -25,6 +25,9 @@ def add_sessions_command(commands: Any) -> None:
     parser.add_argument("--source", choices=("opencode", "claude-code"), help="one source only")
     parser.add_argument("-q", "--query", help="what to search for (search)")
     parser.add_argument("--limit", type=int, default=10, help="results (search)")
+    parser.add_argument(
+        "--abstain", action="store_true", help="search: nothing, and 2 weak candidates, if no turn is close"
+    )
     parser.add_argument("--all", action="store_true", help="with import or update: every session under --cwd")
 
 
@@ -37,7 +40,7 @@ async def _run(args: argparse.Namespace) -> int:
         if args.action == "list":
             reply = await service.sessions("list", {**base, "cwd": args.cwd})
         elif args.action == "search":
-            params = {**base, "q": args.query, "limit": args.limit}
+            params = {**base, "q": args.query, "limit": args.limit, "abstain": args.abstain}
             if args.session_id:
                 reply = await service.sessions("search", {**params, "session_id": args.session_id})
             else:
