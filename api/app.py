@@ -17,8 +17,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
 
 import graph.core.jsonwire as jsonwire
+from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
@@ -43,7 +45,6 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
-    StoreMemoryRequest,
     StoreMemoryResponse,
 )
 from graph.service import MemoryService, WorkspacePaths, namespace_for
@@ -59,6 +60,7 @@ STATUS: dict[str, int] = {
         (ErrorCode.UNAUTHORIZED, 401),
         (ErrorCode.NAMESPACE_FORBIDDEN, 403),
         (ErrorCode.NOT_FOUND, 404),
+        (ErrorCode.METHOD_NOT_ALLOWED, 405),
         (ErrorCode.BACKLOG, 429),
         (RetrievalErrorCode.RATE_LIMIT_EXCEEDED, 429),
         (RetrievalErrorCode.QUEUE_FULL, 429),
@@ -93,7 +95,7 @@ BODIES: dict[str, type[BaseModel]] = {
     "/api/agent/ingest": FlowbabyIngestRequest,
     "/api/agent/retrieve": FlowbabyContextRequest,
     "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
-    "/api/agent/memories": StoreMemoryRequest,
+    "/api/agent/memories": FlowbabyIngestRequest,
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models."""
@@ -134,7 +136,7 @@ def create_app(
 ) -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
     is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
-    `docs` serves /docs, whose page loads Swagger UI from a CDN: off unless asked for.
+    `docs` serves /docs, Swagger UI with its files served from here (api/docs_page.py): off unless asked for.
     `tenancy`: a team server's tokens and namespaces (api/tenancy.py); by default the workspace's
     token and namespace. Routes and MCP tool calls use the request's namespace's service."""
     if tenancy is None:
@@ -157,10 +159,12 @@ def create_app(
         description="Local memory service for coding agents",
         default_response_class=JSONResponse,
         lifespan=lifespan,
-        docs_url="/docs" if docs else None,
+        docs_url=None,  # FastAPI's own page loads Swagger UI from a CDN: api/docs_page.py instead
         redoc_url=None,
     )
     app.router.routes.extend(mcp_app.routes)
+    if docs:
+        add_docs_page(app)
     app.add_middleware(BodyLimit)  # innermost: a body is read only once the token checked out
 
     app.add_middleware(NamespaceRouter, tenancy=tenancy)  # token, namespace and scope; bodies unread
@@ -177,6 +181,21 @@ def create_app(
         field = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
         message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
         return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
+
+    @app.exception_handler(HTTPException)
+    async def framework_failure(request: Request, error: HTTPException) -> JSONResponse:
+        """The framework's own refusals (no such route, a method the route does not take) in the
+        contract's shape, with their status and headers (Allow) kept."""
+        route = f"{request.method} {request.url.path}"
+        if error.status_code == 404:
+            failure = FlowbabyError(ErrorCode.NOT_FOUND, f"No route {route}")
+        elif error.status_code == 405:
+            allowed = (error.headers or {}).get("Allow", "")
+            failure = FlowbabyError(ErrorCode.METHOD_NOT_ALLOWED, f"{route} is not allowed; the route takes {allowed}")
+        else:
+            code = ErrorCode.INVALID_PAYLOAD if error.status_code < 500 else ErrorCode.FLOWBABY_ERROR
+            failure = FlowbabyError(code, f"{route} failed: {error.detail}")
+        return JSONResponse(failure.to_response(), status_code=error.status_code, headers=error.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:

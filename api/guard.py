@@ -36,7 +36,23 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 BODY_TIMEOUT_SEC = 30.0
 """A body not fully received by then is answered 408."""
 MAX_IN_FLIGHT = 32
-"""Requests being served at once; one more is answered 503 with Retry-After."""
+"""Requests with credentials being served at once; one more is answered 503 with Retry-After."""
+MAX_UNAUTHENTICATED_IN_FLIGHT = 8
+"""Requests without an Authorization header being served at once, counted apart from
+MAX_IN_FLIGHT: callers without a token can never take the token holders' places."""
+PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
+"""Answered without a token (health then says only that it is up); no body is read on them."""
+PUBLIC_PREFIX = "/docs/assets/"
+"""Swagger UI's files for /docs (api/docs_page.py), which a browser fetches without the token."""
+
+
+def is_public(path: str) -> bool:
+    """Whether `path` is answered without a token."""
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)
+
+
+BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+"""Methods no route reads a body of: a declared body is not waited for."""
 HEADER_TIMEOUT_SEC = 10.0
 """A connection that has not sent a whole request head by then (after connecting, or after
 its previous response) is closed."""
@@ -137,30 +153,39 @@ class HostGuard:
 
 
 class InFlightLimit:
-    """503 with Retry-After once MAX_IN_FLIGHT requests are being served."""
+    """503 with Retry-After once MAX_IN_FLIGHT requests with an Authorization header, or
+    MAX_UNAUTHENTICATED_IN_FLIGHT without one, are being served. A wrong token is refused
+    before anything is read, so only token holders can hold one of the larger quota's places."""
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: int = MAX_IN_FLIGHT, unauthenticated_limit: int = MAX_UNAUTHENTICATED_IN_FLIGHT
+    ) -> None:
         self.app = app
-        self.limit = limit
-        self.active = 0
+        self.limits = {True: limit, False: unauthenticated_limit}
+        self.active = {True: 0, False: 0}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if self.active >= self.limit:
-            message = f"{self.limit} requests are already being served; retry in a second"
+        credentials = _header(scope, b"authorization") is not None
+        limit = self.limits[credentials]
+        if self.active[credentials] >= limit:
+            who = "" if credentials else " without a token"
+            message = f"{limit} requests{who} are already being served; retry in a second"
             body = FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response()
             return await refuse(send, 503, body, {"Retry-After": "1"})
-        self.active += 1
+        self.active[credentials] += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            self.active -= 1
+            self.active[credentials] -= 1
 
 
 class BodyLimit:
     """Reads the whole body first, at most MAX_BODY_BYTES within BODY_TIMEOUT_SEC, then hands
-    it to the app: 413 for a larger body (at once when Content-Length says so), 408 if slow."""
+    it to the app: 413 for a larger body (at once when Content-Length says so), 408 if slow.
+    A public path (no token needed) or a bodiless method (GET...) gets an empty body at once:
+    a declared body is never waited for there, so it cannot hold a place for 30 s."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES, timeout: float = BODY_TIMEOUT_SEC) -> None:
         self.app = app
@@ -171,6 +196,8 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope.get("path", "")
+        if is_public(path) or scope.get("method") in BODILESS_METHODS:
+            return await self.app(scope, _without_body(receive), send)
         too_large = _invalid(path, f"Request body exceeds {self.limit} bytes")
         length = _header(scope, b"content-length")
         if length is not None and length.strip().isdigit() and int(length) > self.limit:
@@ -201,6 +228,20 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+def _without_body(receive: Receive) -> Receive:
+    """An empty body first, then the connection's own messages (a disconnect)."""
+    given = False
+
+    async def empty() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        return await receive()
+
+    return empty
 
 
 class GuardedH11Protocol(H11Protocol):

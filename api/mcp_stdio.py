@@ -8,7 +8,10 @@ or missing workspace is an exit code and a line on stderr, before any protocol t
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
+from typing import NoReturn
 
 from api.mcp_tools import build_mcp_server
 from graph.core.contract import FlowbabyError
@@ -32,12 +35,19 @@ async def serve(workspace: str, rate_limit_per_minute: int | None, shutdown_grac
         main.uncancel()  # a signal: stop serving, then close the workspace cleanly
     finally:
         # Clients close stdin, then signal after about 2 s: a later signal must not cut the close
-        # short, so a running graph batch gets the (short) grace and is otherwise parked for re-run.
+        # short, so a running graph batch gets the (short) grace and is otherwise parked and handed
+        # on to the finisher (graph.owner.finisher), which builds it after this process has gone.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda: None)
-        await service.close(shutdown_grace_sec)
+        await service.close(shutdown_grace_sec, hand_on=True)
     return 0
 
 
-def run(workspace: str, rate_limit_per_minute: int | None, shutdown_grace_sec: float) -> int:
-    return asyncio.run(serve(workspace, rate_limit_per_minute, shutdown_grace_sec))
+def run(workspace: str, rate_limit_per_minute: int | None, shutdown_grace_sec: float) -> NoReturn:
+    """Serve, then leave as soon as the workspace is closed: asyncio.run's exit joins the default
+    executor, and a thread still loading the model (seconds on a busy machine) held it past the
+    client's kill, about 2 s after it closed stdin. Nothing is left to flush but stderr."""
+    loop = asyncio.new_event_loop()
+    code = loop.run_until_complete(serve(workspace, rate_limit_per_minute, shutdown_grace_sec))
+    sys.stderr.flush()
+    os._exit(code)

@@ -56,8 +56,8 @@ RETRIEVE_DESCRIPTION = (
     "Retrieve memories relevant to a natural-language query from Flowbaby's workspace memory. "
     "Retrieve before reasoning: call it at the start of each task, and whenever the user refers to "
     "prior work, decisions or plans, so you build on what was decided instead of contradicting it. "
-    "Returns a markdown narrative of the best matches (quote it) and the entries as structured "
-    "content. On 429_AGENT_THROTTLED wait retryAfterSec and retry with exponential backoff."
+    "Returns a markdown narrative of the best matches (quote it), then the whole reply (entries) as "
+    "JSON text. On 429_AGENT_THROTTLED wait retryAfterSec and retry with exponential backoff."
 )
 
 BACKGROUND_DESCRIPTION = (
@@ -91,7 +91,7 @@ RETRY_ADVICE = {
     ),
     "429_FLOWBABY_BACKLOG": (
         "429_FLOWBABY_BACKLOG",
-        "The background queue is full, nothing was stored: retry in {retry}-60s, or skip a low-priority "
+        "The background queue is full, nothing was stored: retry in {retry}s, or skip a low-priority "
         "summary and fold it into the next one.",
     ),
     "DATABASE_UNAVAILABLE": (
@@ -141,6 +141,15 @@ def _text(value: Any) -> str:
 
 def success(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text or _text(reply))], structured_content=reply)
+
+
+def narrative(markdown: str, reply: dict[str, Any]) -> CallToolResult:
+    """The retrieve answer as two text blocks, the markdown narrative first, then the reply as JSON,
+    and no structured content: Claude Code (2.1.332) hands the model only the structured content
+    when a result has any, which would hide the narrative the tool description says to quote."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=markdown), TextContent(type="text", text=_text(reply))]
+    )
 
 
 def failure(body: dict[str, Any]) -> CallToolResult:
@@ -197,8 +206,7 @@ def build_mcp_server(service: MemoryService) -> FlowbabyMCP:
     async def retrieve_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
             reply = await service.retrieve(params, markdown=True, agent_name=agent)
-            markdown = reply.pop("markdown")
-            return success(reply, markdown)
+            return narrative(reply.pop("markdown"), reply)
 
         return await framed(RETRIEVE, call)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import socket
 import sys
 from collections.abc import Iterator
 
@@ -15,22 +17,52 @@ from api.app import create_app
 from api.auth import resolve_token
 from api.guard import GuardedH11Protocol, install_log_limits, raise_descriptor_limit
 from api.tenancy import NamespaceServices, TeamTokens, Tenancy, WorkspaceToken
-from graph.core.contract import FlowbabyError
+from graph.core.contract import ErrorCode, FlowbabyError
 from graph.service import (
     EXIT_WORKSPACE_UNAVAILABLE,
+    Backend,
     MemoryService,
     TokenStore,
-    database_url,
     is_loopback,
-    namespace_for,
+    open_backend,
     open_service,
     open_token_store,
+    start_watching,
 )
 
 log = logging.getLogger("flowbaby.api")
 
 TLS = tuple[str, str]
 """(certificate file, key file) for HTTPS."""
+
+EXIT_ADDRESS_UNAVAILABLE = 4
+"""`serve` could not listen on --host/--port (most often: another server has the port)."""
+
+
+class AddressUnavailable(Exception):
+    """The listening socket could not be bound; the message says what to do."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's listening socket, bound before anything announces the server, so a taken
+    port is reported as such (with the --port hint) instead of after a start-up banner."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise AddressUnavailable(f"cannot listen on {host}:{port}: {exc.strerror}; check --host") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no clash
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        hint = (
+            "another process (perhaps another `flowbaby serve`) is using it; pick a free port with --port"
+            if exc.errno == errno.EADDRINUSE
+            else "check --host and --port"
+        )
+        raise AddressUnavailable(f"cannot listen on {host}:{port}: {exc.strerror}; {hint}") from None
+    return sock
 
 
 def bind_refusal(host: str, allow_remote: bool, tls: TLS | None) -> str | None:
@@ -65,15 +97,25 @@ async def serve(
     if refusal:
         print(f"flowbaby serve: {refusal}", file=sys.stderr)
         return 2
+    try:
+        sock = listen(host, port)
+    except AddressUnavailable as error:
+        print(f"flowbaby serve: {error}", file=sys.stderr)
+        return EXIT_ADDRESS_UNAVAILABLE
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
+        sock.close()
         return EXIT_WORKSPACE_UNAVAILABLE
     team: TeamServer | None = None
     try:
-        team = await asyncio.to_thread(TeamServer.open, service, rate_limit_per_minute) if database_url() else None
-        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team)
+        backend = open_backend(service.paths)
+        team = (
+            await asyncio.to_thread(TeamServer.open, service, backend, rate_limit_per_minute) if backend.team else None
+        )
+        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team, sock=sock)
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.message}", file=sys.stderr)
+        sock.close()
         if team is not None:
             team.tokens.close()
         await service.close()
@@ -85,13 +127,13 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
     try:
-        await service.watch_sessions()
+        await start_watching(service, "serve")
         await server.serve()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short
             loop.add_signal_handler(sig, lambda: None)
         # Every namespace at once: each may take its grace period to park a running batch.
-        await asyncio.gather(service.close(), *([team.close()] if team is not None else []))
+        await asyncio.gather(service.close(hand_on=True), *([team.close()] if team is not None else []))
     return 0
 
 
@@ -103,12 +145,11 @@ class TeamServer:
         self.tokens = tokens
 
     @classmethod
-    def open(cls, service: MemoryService, rate_limit_per_minute: int | None) -> TeamServer:
+    def open(cls, service: MemoryService, backend: Backend, rate_limit_per_minute: int | None) -> TeamServer:
         """Raises FlowbabyError if the token schema cannot be reached or migrated."""
-        namespace = namespace_for(service.paths)
         return cls(
-            NamespaceServices(service, namespace, team=True, rate=rate_limit_per_minute),
-            open_token_store(database_url()),
+            NamespaceServices(service, backend.namespace, team=True, rate=rate_limit_per_minute),
+            open_token_store(backend.url),
         )
 
     def tenancy(self, token: str) -> Tenancy:
@@ -129,11 +170,18 @@ def http_server(
     tls: TLS | None = None,
     docs: bool = False,
     team: TeamServer | None = None,
+    sock: socket.socket | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for this service; it announces its URL and token source on stderr.
-    With own_signals=False (inside the bridge) the caller keeps SIGTERM/SIGINT. Raises
-    FlowbabyError if the token file is refused. `team`: serve many namespaces (serve only)."""
+    """A uvicorn server for this service on `sock` (bound here if not given); it announces its
+    URL and token source on stderr once the port is its own. With own_signals=False (inside the
+    bridge) the caller keeps SIGTERM/SIGINT. Raises FlowbabyError if the token file is refused or
+    the port cannot be bound. `team`: serve many namespaces (serve only)."""
     token, source = resolve_token(service.paths)
+    if sock is None:
+        try:
+            sock = listen(host, port)
+        except AddressUnavailable as error:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, str(error)) from None
     if not is_loopback(host):
         log.warning(
             "serving on %s, beyond loopback: anyone who can reach it and holds the token can read memories", host
@@ -153,7 +201,7 @@ def http_server(
         ssl_certfile=tls[0] if tls else None,
         ssl_keyfile=tls[1] if tls else None,
     )
-    server = uvicorn.Server(config) if own_signals else _QuietServer(config)
+    server = _Server(config, sock, own_signals)
     scheme = "https" if tls else "http"
     if team is not None:
         own = team.services.namespace
@@ -163,19 +211,23 @@ def http_server(
     return server
 
 
-class _QuietServer(uvicorn.Server):
+class _Server(uvicorn.Server):
+    """uvicorn on a socket bound beforehand; without own_signals it leaves signals to the caller."""
+
+    def __init__(self, config: uvicorn.Config, sock: socket.socket, own_signals: bool) -> None:
+        super().__init__(config)
+        self.sock, self.own_signals = sock, own_signals
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().serve(sockets=sockets or [self.sock])
+        finally:
+            self.sock.close()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def run(
-    workspace: str,
-    host: str,
-    port: int,
-    allow_remote: bool,
-    rate_limit_per_minute: int | None,
-    tls: TLS | None = None,
-    docs: bool = False,
-) -> int:
-    return asyncio.run(serve(workspace, host, port, allow_remote, rate_limit_per_minute, tls, docs))
+        if self.own_signals:
+            with super().capture_signals():
+                yield
+        else:
+            yield

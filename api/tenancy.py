@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from api.auth import token_matches
-from api.guard import ASGIApp, Receive, Scope, Send, refuse
+from api.guard import ASGIApp, Receive, Scope, Send, is_public, refuse
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import (
     AUDIT_USER,
@@ -40,8 +40,6 @@ from graph.service import (
 
 PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"
-PUBLIC_PATHS = frozenset({"/api/health", "/docs", "/openapi.json"})
-"""Answered without a token (health then says only that it is up)."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +200,7 @@ class NamespaceRouter:
         except Exception as exc:  # the token database is unreachable
             message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
             return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
-        public = path in PUBLIC_PATHS
+        public = is_public(path)
         if caller is None:
             if not public:
                 failure = FlowbabyError(ErrorCode.UNAUTHORIZED, "Missing or wrong bearer token")

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BRIDGE_COMMAND = [sys.executable, "-P", "-m", "bridge"]
+"""-P: the working folder is not put on sys.path (INGEST_CONTRACT.md 9.1)."""
 
 
 class BridgeClosed(Exception):
@@ -34,13 +36,17 @@ class BridgeClient:
         env: dict[str, str] | None = None,
         stderr: Any = None,
         wrapper: list[str] | None = None,
+        command: list[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> None:
-        """`wrapper`: a command prefix that execs the bridge (tests: a private mount namespace)."""
+        """`wrapper`: a command prefix that execs the bridge (tests: a private mount namespace);
+        `command`: the bridge's command line before its arguments (default BRIDGE_COMMAND)."""
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), child_env.get("PYTHONPATH")]))
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [*(wrapper or []), sys.executable, "-m", "bridge", "--workspace", str(workspace), *(extra_args or [])],
+            [*(wrapper or []), *(command or BRIDGE_COMMAND), "--workspace", str(workspace), *(extra_args or [])],
+            cwd=cwd,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr if stderr is not None else subprocess.DEVNULL,

@@ -26,7 +26,14 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, SessionOp, open_service, take_stdout
+from graph.core.methods import BRIDGE_METHODS, RETRIEVAL_METHODS, Method
+from graph.service import (
+    EXIT_WORKSPACE_UNAVAILABLE,
+    MemoryService,
+    open_service,
+    start_watching,
+    take_stdout,
+)
 
 
 class HttpServer(Protocol):
@@ -49,8 +56,6 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_BATCH = 100
 """A batch with more calls is answered with one INVALID_REQUEST, none of them run (85,000 calls
 once held the event loop for 9.8 s)."""
-RETRIEVAL_METHODS = {"retrieveForAgent", "retrieveMemory"}
-"""Methods whose failures use the retrieval shape (error = code, message = text)."""
 
 
 class ProtocolWriter:
@@ -89,24 +94,9 @@ class Bridge:
         self.request_timeout = request_timeout_sec
         self.stopping = asyncio.Event()
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
-            "health": lambda params: service.health(),
-            "ingestForAgent": service.ingest,
-            "storeMemory": service.store_memory,
-            "backgroundStatus": service.background_status,
-            "retrieveForAgent": service.retrieve,
-            "retrieveMemory": lambda params: service.retrieve(params, markdown=True),
-            "graphStats": lambda params: service.graph_summary(),
-            "graphSnapshot": service.graph_snapshot,
-            "indexStatus": lambda params: service.index_status(),
-            "repair": service.repair,
-            **{
-                f"sessions{op[0].upper()}{op[1:].replace('_all', 'All')}": _sessions_method(service, op)
-                for op in SESSION_METHODS
-            },
-            "listImpliedSupersessions": service.implied_supersessions,
-            "confirmSupersession": service.confirm_supersession,
-            "shutdown": self._shutdown,
+            name: _bridge_call(service, method) for name, method in BRIDGE_METHODS.items()
         }
+        self.methods["shutdown"] = self._shutdown
         service.add_operation_listener(self._on_operation_end)
 
     async def _on_operation_end(self, status: OperationStatus) -> None:
@@ -205,22 +195,12 @@ class Bridge:
         return FlowbabyError(code, message).to_response()
 
 
-SESSION_METHODS: tuple[SessionOp, ...] = (
-    "list",
-    "current",
-    "status",
-    "search",
-    "search_all",
-    "context",
-    "import",
-    "update",
-    "repair",
-)
-"""Bridge methods sessionsList, sessionsCurrent, ... sessionsSearchAll, ... over graph/sessions."""
-
-
-def _sessions_method(service: MemoryService, op: SessionOp) -> Callable[[dict[str, Any]], Any]:
-    return lambda params: service.sessions(op, params)
+def _bridge_call(service: MemoryService, method: Method) -> Callable[[dict[str, Any]], Any]:
+    """The bridge's call of one row of the method table (graph.core.methods)."""
+    answer = getattr(service, method.service)
+    if method.params:
+        return lambda params: answer(*method.args, params, **method.kwargs)
+    return lambda params: answer(*method.args, **method.kwargs)
 
 
 def _valid_id(value: Any) -> bool:
@@ -258,7 +238,7 @@ async def serve(
         writer.notify("bridgeUnavailable", service.to_response())
         return EXIT_WORKSPACE_UNAVAILABLE
     bridge = Bridge(service, writer, request_timeout_sec)
-    await service.watch_sessions()
+    await start_watching(service, "bridge")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, bridge.stopping.set)
@@ -291,5 +271,5 @@ async def serve(
         await asyncio.wait([http_task], timeout=request_timeout_sec)
     if in_flight:
         await asyncio.wait(in_flight, timeout=request_timeout_sec)
-    await service.close(shutdown_grace_sec)
+    await service.close(shutdown_grace_sec, hand_on=True)
     return 0

@@ -57,7 +57,8 @@ agents, and indexes this workspace's own agent sessions. Its MCP server (`flowba
   - `INVALID_PAYLOAD` / `INVALID_REQUEST`: fix the field the message names and call again.
   - `429_AGENT_THROTTLED` (`RATE_LIMIT_EXCEEDED`, `QUEUE_FULL`): wait `retryAfterSec`, retry with
     exponential backoff up to about 15 s, and tell the user why you paused.
-  - `429_FLOWBABY_BACKLOG`: nothing was stored; retry in 30-60 s or fold the summary into the next one.
+  - `429_FLOWBABY_BACKLOG`: nothing was stored; retry after `retryAfterSec` (30 s) or fold the summary
+    into the next one.
   - `MISSING_API_KEY`: the workspace `.env` needs `LLM_API_KEY` for its LLM provider; tell the user.
   - `NOT_INITIALIZED`, `BRIDGE_TIMEOUT`: retry shortly.
 """

@@ -1,11 +1,61 @@
 """The `flowbaby` command line: `bridge`, `serve`, `mcp`, `install`, `uninstall`, `demo`, `graph`, `sessions`,
-`tokens`, `migrate` and `connect`."""
+`status`, `repair`, `tokens`, `migrate`, `connect`, `hook`, `import` and `link`."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import difflib
 import sys
+from collections.abc import Sequence
+from typing import Any
+
+WORKSPACE_HELP = "workspace folder; state lives in <workspace>/.flowbaby/ (default: the current folder)"
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's default in its help, unless it has none worth showing or the help names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default in (None, False) or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class FlowbabyParser(argparse.ArgumentParser):
+    """argparse with defaults in the help, and a suggestion for a mistyped option (argparse's own
+    `suggest_on_error` needs Python 3.14). Subcommands inherit the class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(parsed, "_innermost"):  # the subcommand the stray options were given to
+            parsed._innermost = self
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        parser: FlowbabyParser = vars(parsed).pop("_innermost", self)
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{parser.suggestion(extras)}")
+        return parsed
+
+    def suggestion(self, extras: list[str]) -> str:
+        """' (did you mean --workspace?)' for the closest known option to each mistyped one."""
+        known = [option for option in self._option_string_actions if option.startswith("--")]
+        guesses = []
+        for extra in extras:
+            name = extra.split("=", 1)[0]
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name.startswith("--") else []
+            guesses += [f"{close[0]} for {name}"] if close else []
+        return f" (did you mean {', '.join(guesses)}?)" if guesses else ""
 
 
 def _non_negative(text: str) -> int:
@@ -16,7 +66,7 @@ def _non_negative(text: str) -> int:
 
 
 def bridge_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--workspace", required=True, help="workspace folder; state lives in <workspace>/.flowbaby/")
+    parser.add_argument("--workspace", default=".", help=WORKSPACE_HELP)
     parser.add_argument(
         "--request-timeout", type=float, default=60.0, help="deadline per request in seconds (BRIDGE_TIMEOUT)"
     )
@@ -59,13 +109,14 @@ def use_database_url(args: argparse.Namespace) -> None:
 
 
 def tls_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tls-cert", help="PEM certificate for HTTPS (required with --allow-remote)")
-    parser.add_argument("--tls-key", help="PEM private key for HTTPS (required with --allow-remote)")
+    parser.add_argument("--tls-cert", help="PEM certificate for HTTPS (needed with --allow-remote)")
+    parser.add_argument("--tls-key", help="PEM private key for HTTPS (needed with --allow-remote)")
 
 
 def run_bridge(args: argparse.Namespace) -> int:
     """Serve until shutdown, then leave at once: the stdin reader thread may still be
     blocked in a read, and interpreter teardown must not race it."""
+    import asyncio
     import os
     from functools import partial
 
@@ -91,17 +142,21 @@ def run_bridge(args: argparse.Namespace) -> int:
     os._exit(code)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="flowbaby", description="Local-first memory service for coding agents")
+def build_parser() -> FlowbabyParser:
+    """Every subcommand and option (a test holds each to a help text)."""
+    from graph import __version__
+
+    parser = FlowbabyParser(prog="flowbaby", description="Local-first memory service for coding agents")
+    parser.add_argument("--version", action="version", version=f"flowbaby {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     bridge_arguments(commands.add_parser("bridge", help="serve JSON-RPC 2.0 on stdin/stdout"))
     serve = commands.add_parser("serve", help="serve the HTTP API (bearer token, loopback by default)")
-    serve.add_argument("--workspace", required=True)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8766)
+    serve.add_argument("--workspace", default=".", help=WORKSPACE_HELP)
+    serve.add_argument("--host", default="127.0.0.1", help="host to bind (loopback unless --allow-remote)")
+    serve.add_argument("--port", type=int, default=8766, help="port to bind; pick another if it is taken")
     serve.add_argument("--allow-remote", action="store_true", help="allow binding beyond loopback (needs TLS)")
     tls_arguments(serve)
-    serve.add_argument("--docs", action="store_true", help="serve /docs (its page loads Swagger UI from a CDN)")
+    serve.add_argument("--docs", action="store_true", help="serve /docs, Swagger UI (its files served locally)")
     serve.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
@@ -111,14 +166,17 @@ def main(argv: list[str] | None = None) -> None:
     database_arguments(serve)
     mcp = commands.add_parser("mcp", help="serve the Flowbaby tools over MCP on stdin/stdout")
     mcp.add_argument(
-        "--workspace", required=True, help="workspace folder (an absolute path: clients start it anywhere)"
+        "--workspace",
+        default=".",
+        help="workspace folder (default: the current folder; install writes an absolute path, since clients "
+        "start the server anywhere)",
     )
     mcp.add_argument(
         "--shutdown-grace",
         type=float,
         default=1.0,
         help="seconds running graph work may take to finish at exit (clients kill a server about 2 s after "
-        "closing its stdin); unfinished work is parked and re-run at the next start",
+        "closing its stdin); unfinished work is parked and handed on to a background finisher",
     )
     mcp.add_argument(
         "--rate-limit-per-minute",
@@ -134,36 +192,88 @@ def main(argv: list[str] | None = None) -> None:
         ("uninstall", "remove what install added"),
     ):
         command = commands.add_parser(name, help=text)
-        command.add_argument("--client", required=True, choices=CLIENTS)
-        command.add_argument("--scope", choices=("project", "user"), default="project")
-        command.add_argument("--workspace", help="workspace folder (default: the current folder), written as absolute")
+        command.add_argument("--client", required=True, choices=CLIENTS, help="the agent client")
+        command.add_argument(
+            "--scope", choices=("project", "user"), default="project", help="this workspace only, or every project"
+        )
+        command.add_argument(
+            "--workspace", default=".", help="workspace folder (default: the current folder), written as absolute"
+        )
         command.add_argument("--dry-run", action="store_true", help="print the changes without writing them")
         command.add_argument("--force", action="store_true", help="allow the home folder as workspace; replace files")
+    commands.choices["install"].add_argument(
+        "--allow-tools",
+        action="store_true",
+        help='claude-code: add "mcp__flowbaby__*" to permissions.allow in its settings, so the flowbaby tools '
+        "run without a prompt (uninstall takes it out)",
+    )
+    commands.choices["install"].add_argument(
+        "--no-hooks",
+        action="store_true",
+        help="the MCP server alone: no Claude Code hooks or OpenCode plugin (briefing, recall, capture)",
+    )
+    hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
+    hook.add_argument(
+        "event",
+        choices=("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"),
+        help="the client's hook event",
+    )
+    hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
+    hook.add_argument(
+        "--client", choices=("claude-code", "opencode"), default="claude-code", help="the client running the hook"
+    )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
     demo.add_argument("--fresh", action="store_true", help="delete the demo workspace's data first")
-    from flowbaby.graph_command import add_graph_commands, run_graph_command
+    from flowbaby.graph_command import add_graph_commands
+    from flowbaby.sessions_command import add_sessions_command
+    from flowbaby.team_command import add_team_commands
+    from flowbaby.tokens_command import add_tokens_command
 
     add_graph_commands(commands)
-    from flowbaby.sessions_command import add_sessions_command, run_sessions_command
-
     add_sessions_command(commands)
-    from flowbaby.tokens_command import add_tokens_command, run_tokens_command
-
     add_tokens_command(commands)
-    from flowbaby.team_command import add_team_commands, run_team_command
-
     add_team_commands(commands)
-    args = parser.parse_args(argv)
+    from flowbaby.import_command import add_import_command
+    from flowbaby.link_command import add_link_command
+    from flowbaby.status_command import add_status_commands
+
+    add_import_command(commands)
+    add_status_commands(commands)
+    add_link_command(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["hook"]:  # a client hook: latency-critical, so nothing else is imported
+        from flowbaby.hook import main as hook_main
+
+        sys.exit(hook_main(given[1:]))
+    from flowbaby.graph_command import run_graph_command
+    from flowbaby.import_command import run_import_command
+    from flowbaby.link_command import run_link_command
+    from flowbaby.sessions_command import run_sessions_command
+    from flowbaby.status_command import run_status_command
+    from flowbaby.team_command import run_team_command
+    from flowbaby.tokens_command import run_tokens_command
+
+    args = build_parser().parse_args(argv)
     if args.command in ("migrate", "connect"):
         sys.exit(run_team_command(args))
+    if args.command == "link":
+        sys.exit(run_link_command(args))
     use_database_url(args)
-    if args.command in ("serve", "mcp", "sessions"):  # run_bridge sets it for the bridge
+    if args.command in ("serve", "mcp", "sessions", "import", "status", "repair"):  # run_bridge sets it for the bridge
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
     if args.command == "sessions":
         sys.exit(run_sessions_command(args))
+    if args.command in ("status", "repair"):
+        sys.exit(run_status_command(args))
+    if args.command == "import":
+        sys.exit(run_import_command(args))
     if args.command == "graph":
         sys.exit(run_graph_command(args))
     if args.command == "tokens":
@@ -174,20 +284,33 @@ def main(argv: list[str] | None = None) -> None:
         from flowbaby.install import run as run_install
 
         remove = args.command == "uninstall"
+        allow = getattr(args, "allow_tools", False)
         sys.exit(
-            run_install(args.client, args.scope, args.workspace, dry_run=args.dry_run, force=args.force, remove=remove)
+            run_install(
+                args.client,
+                args.scope,
+                args.workspace,
+                dry_run=args.dry_run,
+                force=args.force,
+                remove=remove,
+                allow_tools=allow,
+                hooks=not getattr(args, "no_hooks", False),
+            )
         )
     if args.command == "mcp":
         from api.mcp_stdio import run as run_mcp
 
         sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
     if args.command == "serve":
-        from api.server import run, tls_pair
+        import asyncio
+
+        from api.server import serve, tls_pair
 
         tls = tls_pair(args.tls_cert, args.tls_key)
-        sys.exit(
-            run(args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs)
+        server = serve(
+            args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs
         )
+        sys.exit(asyncio.run(server))
     from flowbaby.demo import run_demo
 
     sys.exit(run_demo(args.workspace, fresh=args.fresh))

@@ -13,34 +13,45 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import FlowbabyError
-from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph
+from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph, WorkspacePaths, check_data_folder
 
 EXIT_USAGE = 2
+EXIT_NOT_A_WORKSPACE = 3
+"""The folder holds no .flowbaby/ (the exit code of an unavailable workspace elsewhere)."""
 
 
-def add_graph_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_graph_commands(commands: Any) -> None:
     graph = commands.add_parser("graph", help="export, count or draw a workspace's graph")
     actions = graph.add_subparsers(dest="graph_command", required=True)
     export = actions.add_parser("export", help="write the graph as GraphML, node-link JSON or offline HTML")
-    export.add_argument("--workspace", required=True)
-    export.add_argument("--format", choices=EXPORT_FORMATS, default="graphml")
+    export.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    export.add_argument("--format", choices=EXPORT_FORMATS, default="graphml", help="file format")
     export.add_argument("--out", help="file to write (default: flowbaby-graph.<format> in the current folder)")
     export.add_argument("--topic", help="only this topicId's neighbourhood")
     export.add_argument("--hops", type=int, choices=(1, 2, 3), default=2, help="neighbourhood radius with --topic")
     stats = actions.add_parser("stats", help="counts, top entities, components, memories without a graph")
-    stats.add_argument("--workspace", required=True)
-    stats.add_argument("--top", type=int, default=10)
+    stats.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    stats.add_argument("--top", type=int, default=10, help="how many entities and components to list")
     stats.add_argument("--json", action="store_true", help="print JSON instead of text")
     show = actions.add_parser("show", help="draw one memory's neighbourhood as a PNG")
-    show.add_argument("--workspace", required=True)
+    show.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
     show.add_argument("--topic", required=True, help="topicId of the memory")
-    show.add_argument("--hops", type=int, choices=(1, 2, 3), default=2)
+    show.add_argument("--hops", type=int, choices=(1, 2, 3), default=2, help="neighbourhood radius")
     show.add_argument("--out", required=True, help="PNG file to write")
 
 
 def run_graph_command(args: argparse.Namespace) -> int:
     try:
-        view = WorkspaceGraph.load(args.workspace)
+        paths = WorkspacePaths(Path(args.workspace).expanduser().resolve())
+        if not paths.data.is_dir():
+            print(
+                f"flowbaby graph: {paths.root} is not a flowbaby workspace (it has no {paths.data.name}/ folder): "
+                "run it in a project where flowbaby ran, or pass --workspace",
+                file=sys.stderr,
+            )
+            return EXIT_NOT_A_WORKSPACE
+        check_data_folder(paths)  # read only, but never through a committed link
+        view = WorkspaceGraph.load(paths)
         if args.graph_command == "export":
             out = Path(args.out or f"flowbaby-graph.{args.format}")
             view.export(args.format, out, topic_id=args.topic, hops=args.hops)

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
+from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
+from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -63,7 +65,9 @@ class Change:
 def server_command(workspace: Path) -> list[str]:
     """The command line that starts this installation's `flowbaby mcp` on `workspace`."""
     script = Path(sys.executable).parent / "flowbaby"
-    launcher = [str(script)] if script.is_file() else [sys.executable, "-c", "from flowbaby.cli import main; main()"]
+    # -P: agent clients start it in the project, which must not come first on sys.path
+    fallback = [sys.executable, "-P", "-c", "from flowbaby.cli import main; main()"]
+    launcher = [str(script)] if script.is_file() else fallback
     return [*launcher, "mcp", "--workspace", str(workspace)]
 
 
@@ -200,10 +204,33 @@ def _read(path: Path, workspace: Path) -> tuple[str | None, int | None]:
             raise InstallError(f"{path} is not UTF-8 text") from None
 
 
+def _allow_rules(path: Path, workspace: Path) -> list[str]:
+    """Claude Code's permissions.allow in `path` as it is now (an unreadable file: none)."""
+    try:
+        text, _ = _read(path, workspace)
+        data, _ = _load(path, text)
+    except InstallError:
+        return []
+    permissions = data.get("permissions")
+    rules = permissions.get("allow") if isinstance(permissions, dict) else None
+    return [rule for rule in rules if isinstance(rule, str)] if isinstance(rules, list) else []
+
+
 def plan(
-    client: Client, scope: Scope, workspace: Path, *, home: Path, remove: bool = False, force: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: Path,
+    *,
+    home: Path,
+    remove: bool = False,
+    force: bool = False,
+    allow_tools: bool = False,
+    hooks: bool = True,
 ) -> list[Change]:
-    """Every file change for an install (or an uninstall), without touching the disk."""
+    """Every file change for an install (or an uninstall), without touching the disk.
+    `allow_tools` (Claude Code, the user's consent): allow every flowbaby tool in its settings.
+    hooks=False leaves the client hooks out (and takes flowbaby's out if they were there).
+    An uninstall takes both out again."""
     if not workspace.is_absolute():
         raise InstallError(f"the workspace must be an absolute path, got {workspace}")
     if workspace == home.resolve() and not force:
@@ -224,7 +251,59 @@ def plan(
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
             changes.append(Change(file, current, content, mode))
+    changes.extend(
+        hook_changes(
+            client,
+            scope,
+            workspace,
+            home,
+            remove=remove or not hooks,
+            force=force,
+            allow=False if remove else (True if allow_tools else None),
+        )
+    )
     return changes
+
+
+def hook_changes(
+    client: Client,
+    scope: Scope,
+    workspace: Path,
+    home: Path,
+    *,
+    remove: bool,
+    force: bool,
+    allow: bool | None = None,
+) -> list[Change]:
+    """The hook file changes for an install (remove=True: take ours out; the user's own stay):
+    flowbaby/hook_install.py says what they hold. Claude Code's settings file gets one change, which
+    also adds the allow rule (allow=True, the user's consent) or takes it out (False; None: as it is)."""
+    if client == "claude-code":
+        path = claude_settings_file(scope, workspace, _claude_home(home))
+        before, mode = _read(path, workspace)
+        data, commented = _load(path, before)
+        try:
+            merged = merged_settings(data, None if remove else workspace)
+            if allow is not None:
+                merged = with_allow_rule(merged, allow)
+        except ValueError as exc:
+            raise InstallError(f"{path}: {exc}") from None
+        if merged == data:
+            return [Change(path, before, before, mode)]
+        if commented:
+            raise InstallError(f"{path} has comments, which rewriting would drop; add by hand:\n{_dump(merged)}")
+        after = _dump(merged) if merged else None  # a settings file left empty by the uninstall goes
+        return [Change(path, before, after, mode)]
+    if client == "opencode":
+        path = opencode_plugin_file(scope, workspace, _config_home(home) / "opencode")
+        current, mode = _read(path, workspace)
+        ours = current is None or MARKER in current
+        if remove:
+            return [Change(path, current, None if ours and current is not None else current, mode)]
+        if not ours and not force:
+            raise InstallError(f"{path} exists and was not written by flowbaby; pass --force to replace it")
+        return [Change(path, current, opencode_plugin(workspace), mode)]
+    return []
 
 
 def apply(changes: list[Change]) -> None:
@@ -260,7 +339,15 @@ def _write(path: Path, text: str, mode: int | None) -> None:
 
 
 def run(
-    client: Client, scope: Scope, workspace: str | None, *, dry_run: bool, force: bool, remove: bool = False
+    client: Client,
+    scope: Scope,
+    workspace: str | None,
+    *,
+    dry_run: bool,
+    force: bool,
+    remove: bool = False,
+    allow_tools: bool = False,
+    hooks: bool = True,
 ) -> int:
     home = Path.home()
     root = Path(workspace or os.getcwd()).expanduser().resolve()
@@ -268,7 +355,9 @@ def run(
     try:
         if not root.is_dir():
             raise InstallError(f"workspace {root} is not a directory")
-        changes = plan(client, scope, root, home=home, remove=remove, force=force)
+        if allow_tools and client != "claude-code":
+            raise InstallError("--allow-tools is for claude-code only")
+        changes = plan(client, scope, root, home=home, remove=remove, force=force, allow_tools=allow_tools, hooks=hooks)
     except InstallError as error:
         print(f"flowbaby {verb}: {error}", file=sys.stderr)
         return 2
@@ -281,4 +370,24 @@ def run(
             print(f"{'removed' if change.after is None else 'wrote'} {change.path}")
     if not dry_run:
         apply(changes)
+    if not dry_run and not remove:
+        _keep_data_out_of_git(root)
+    if not remove:
+        settings = claude_settings_file(scope, root, _claude_home(home))
+        allowed = client == "claude-code" and ALLOW_RULE in _allow_rules(settings, root)
+        print("\n" + next_steps(client, scope, root, settings, allowed))
     return 0
+
+
+def _keep_data_out_of_git(root: Path) -> None:
+    """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
+    first `git add -A` after install cannot take the token, memories or transcripts."""
+    from graph.core.contract import FlowbabyError
+    from graph.service import resolve_workspace
+
+    try:
+        paths = resolve_workspace(root)
+    except FlowbabyError as error:  # the client config is written; the first start tries again
+        print(f"flowbaby install: {error.message}", file=sys.stderr)
+        return
+    print(f"ignored by git: {paths.data}/ (through {paths.git_ignore.name} inside it)")

@@ -1,6 +1,7 @@
 """`flowbaby sessions list|import|update|repair|search`: the agents' own sessions, from the shell.
 
-Works whether or not a bridge or `serve` owns the workspace (then the call goes through it)."""
+Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
+Text for people; `--json` prints the service's answer as it is, for scripts."""
 
 from __future__ import annotations
 
@@ -18,17 +19,50 @@ def add_sessions_command(commands: Any) -> None:
     parser = commands.add_parser(
         "sessions", help="index and search the OpenCode and Claude Code sessions of a workspace"
     )
-    parser.add_argument("action", choices=("list", "import", "update", "repair", "search"))
-    parser.add_argument("session_id", nargs="?", help="the session (import, update, repair; optional for search)")
-    parser.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
-    parser.add_argument("--cwd", help="only sessions under this folder (list, search)")
-    parser.add_argument("--source", choices=("opencode", "claude-code"), help="one source only")
-    parser.add_argument("-q", "--query", help="what to search for (search)")
-    parser.add_argument("--limit", type=int, default=10, help="results (search)")
-    parser.add_argument(
-        "--abstain", action="store_true", help="search: nothing, and 2 weak candidates, if no turn is close"
+    actions = parser.add_subparsers(dest="action", required=True)
+    listing = actions.add_parser("list", help="the workspace's sessions, newest first, with their index status")
+    search = actions.add_parser("search", help="search indexed sessions for a natural-language query")
+    search.add_argument("query", help='what to look for, e.g. "why did the tests fail"')
+    search.add_argument("--session", metavar="ID", help="search this session only (default: every session)")
+    search.add_argument("--limit", type=int, default=10, help="most results")
+    search.add_argument(
+        "--abstain", action="store_true", help="nothing, and two weak candidates, when no turn is close"
     )
-    parser.add_argument("--all", action="store_true", help="with import or update: every session under --cwd")
+    chosen = [listing, search]
+    for action, text in (
+        ("import", "read a whole session and index it"),
+        ("update", "index what changed in a session since its last import"),
+        ("repair", "embed a session's chunks that have no vector"),
+    ):
+        command = actions.add_parser(action, help=text)
+        which = command.add_mutually_exclusive_group(required=True)
+        which.add_argument("session_id", nargs="?", help="the session's id (from `flowbaby sessions list`)")
+        which.add_argument("--all", action="store_true", help="every session under --cwd")
+        chosen.append(command)
+    for command in chosen:
+        command.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+        command.add_argument("--cwd", help="only sessions under this folder (default: the whole workspace)")
+        command.add_argument("--source", choices=("opencode", "claude-code"), help="one source only (default: both)")
+        command.add_argument("--json", action="store_true", help="print the JSON answer instead of text")
+
+
+async def _call(service: Any, args: argparse.Namespace) -> dict[str, Any]:
+    base: dict[str, Any] = {"source": args.source}
+    if args.action == "list":
+        return dict(await service.sessions("list", {**base, "cwd": args.cwd}))
+    if args.action == "search":
+        params = {**base, "q": args.query, "limit": args.limit, "abstain": args.abstain}
+        if args.session:
+            return dict(await service.sessions("search", {**params, "session_id": args.session}))
+        return dict(await service.sessions("search_all", {**params, "cwd": args.cwd}))
+    if args.session_id:
+        return dict(await service.sessions(args.action, {**base, "session_id": args.session_id}))
+    listed = await service.sessions("list", {**base, "cwd": args.cwd})
+    done = [
+        await service.sessions(args.action, {"session_id": s["session_id"], "source": s["source"]})
+        for s in listed["sessions"]
+    ]
+    return {"sessions": done}
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -36,35 +70,57 @@ async def _run(args: argparse.Namespace) -> int:
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
-        base: dict[str, Any] = {"source": args.source}
-        if args.action == "list":
-            reply = await service.sessions("list", {**base, "cwd": args.cwd})
-        elif args.action == "search":
-            params = {**base, "q": args.query, "limit": args.limit, "abstain": args.abstain}
-            if args.session_id:
-                reply = await service.sessions("search", {**params, "session_id": args.session_id})
-            else:
-                reply = await service.sessions("search_all", {**params, "cwd": args.cwd})
-        elif args.session_id:
-            reply = await service.sessions(args.action, {**base, "session_id": args.session_id})
-        elif args.all:
-            listed = await service.sessions("list", {**base, "cwd": args.cwd})
-            reply = {
-                "sessions": [
-                    await service.sessions(args.action, {"session_id": s["session_id"], "source": s["source"]})
-                    for s in listed["sessions"]
-                ]
-            }
-        else:
-            print(f"flowbaby sessions {args.action}: give a session id, or --all", file=sys.stderr)
-            return 2
+        reply = await _call(service, args)
     except ContractFailure as error:
-        print(json.dumps(error.to_response(), indent=2))
+        body = error.to_response()
+        if args.json:
+            print(json.dumps(body, indent=2))
+        else:
+            message = body.get("message") or body["error"]
+            print(f"flowbaby sessions {args.action}: {body['errorCode']}: {message}", file=sys.stderr)
         return 1
     finally:
-        await service.close(1.0)
-    print(json.dumps(reply, indent=2, ensure_ascii=False))
+        await service.close(1.0, hand_on=True)
+    print(json.dumps(reply, indent=2, ensure_ascii=False) if args.json else as_text(args.action, reply))
     return 0
+
+
+def _session_line(row: dict[str, Any]) -> str:
+    status = row.get("index_status") or {}
+    title = (row.get("title") or "(untitled)")[:50]
+    return (
+        f"{row['session_id']}  {row['source']:<11}  {str(row.get('updated_at', ''))[:19]:<19}  "
+        f"{status.get('status', '?'):<13}  {title}"
+    )
+
+
+def as_text(action: str, reply: dict[str, Any]) -> str:
+    """A reply for people: one line per session or hit, the index status's message when it needs a step."""
+    if action == "list":
+        lines = [_session_line(row) for row in reply["sessions"]]
+        lines += [f"problem: {problem}" for problem in reply.get("problems", [])]
+        return "\n".join(lines) if lines else "no sessions of this workspace were found"
+    if action == "search":
+        lines = []
+        if reply.get("abstained"):
+            lines.append(f"nothing found: {reply['abstained']}; weak candidates:")
+        for hit in reply["results"] or reply.get("weak_candidates", []):
+            text = " ".join(str(hit["chunk_text"]).split())
+            lines.append(f"{hit['score']:.3f}  {hit['source']} {hit['session_id']} #{hit['chunk_index']}")
+            lines.append(f"       {text[:300]}{' …' if len(text) > 300 else ''}")
+        searched = reply.get("sessions_searched")
+        footer = f"{reply['count']} results" + (f" in {searched} sessions" if searched is not None else "")
+        return "\n".join([*lines, footer])
+    rows = reply.get("sessions", [reply])
+    lines = []
+    for row in rows:
+        counts = ", ".join(f"{row[key]} {key}" for key in ("messages", "chunks", "embedded") if key in row)
+        status = row.get("index_status") or {}
+        name = f"{row.get('session_id', '')}  {row.get('source', '')}"
+        lines.append(f"{name}  {counts}  {status.get('status', '')}".strip())
+        if status.get("message"):
+            lines.append(f"  {status['message']}")
+    return "\n".join(lines) if lines else "no sessions to " + action
 
 
 def run_sessions_command(args: argparse.Namespace) -> int:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
 
 
 def add_team_commands(commands: Any) -> None:
@@ -30,12 +29,14 @@ def add_team_commands(commands: Any) -> None:
     connect.add_argument("--token-file", help="a file of yours with mode 0600 that holds the bearer token")
     connect.add_argument("--namespace", help="namespace on the server (default: the folder's name)")
     connect.add_argument("--local", action="store_true", help="forget the server: serve the workspace locally again")
+    for command in (migrate, connect):
+        command.add_argument("--json", action="store_true", help="print the JSON answer instead of text")
 
 
 def run_team_command(args: argparse.Namespace) -> int:
     try:
         if args.command == "migrate":
-            url = args.to or os.environ.get("FLOWBABY_DATABASE_URL", "")
+            url = args.to or team_database_url()
             reply = migrate_workspace(args.workspace, url, args.namespace)
         else:
             if bool(args.url) == bool(args.local):
@@ -45,5 +46,13 @@ def run_team_command(args: argparse.Namespace) -> int:
         print(f"flowbaby {args.command}: {error.code.value}: {error.message}", file=sys.stderr)
         busy = error.code in (ErrorCode.WORKSPACE_BUSY, ErrorCode.INVALID_WORKSPACE_PATH)
         return EXIT_WORKSPACE_UNAVAILABLE if busy else 1
-    print(json.dumps(reply, indent=2))
+    print(json.dumps(reply, indent=2) if args.json else as_text(reply))
     return 0 if reply.get("success", True) else 1
+
+
+def as_text(reply: dict[str, Any]) -> str:
+    """One `key: value` line per field; lists and objects as compact JSON."""
+    return "\n".join(
+        f"{key}: {value if isinstance(value, str | int | float | bool) or value is None else json.dumps(value)}"
+        for key, value in reply.items()
+    )

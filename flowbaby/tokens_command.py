@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from graph.core.contract import FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, database_url, issue, open_token_store
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, issue, open_token_store, team_database_url
 
 
 def add_tokens_command(commands: Any) -> None:
@@ -38,7 +38,7 @@ def add_tokens_command(commands: Any) -> None:
 
 def run_tokens_command(args: argparse.Namespace) -> int:
     try:
-        url = database_url()
+        url = team_database_url()
     except FlowbabyError as error:
         print(f"flowbaby tokens: {error.message}", file=sys.stderr)
         return 2

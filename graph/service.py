@@ -7,50 +7,59 @@ contract requests into contract responses. Fronts only parse, call and frame.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import functools
 import gc
 import logging
 import os
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from graph import __version__
-from graph.backends.lexical import open_lexical
-from graph.backends.memory_store import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
-from graph.backends.memory_store import (
+from graph.backends.backend import DATABASE_URL_ENV as DATABASE_URL_ENV  # for the fronts' --database-url
+from graph.backends.backend import (
     NAMESPACES_DIR,
-    Closeable,
-    MemoryStoreBackend,
-    database_url,
+    Backend,
     namespace_for,
     namespace_problem,
-    open_memory_store,
-    watch_namespace,
+    open_backend,
+    team_database_url,
 )
-from graph.backends.projection import load_graph, open_projection
+from graph.backends.memory_store import Closeable, MemoryStoreBackend
+from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
-from graph.backends.throttle import open_retrieval_throttle
-from graph.backends.vectors import MemoryVectors, open_memory_vectors
+from graph.backends.vectors import MemoryVectors
+from graph.capture.distil import Distilled, normal
+from graph.capture.llm_distil import distil_session
+from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
+from graph.code.branches import Ancestry, checkout
+from graph.code.freshness import FreshnessChecker
+from graph.code.importer import import_adrs, import_docs
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
-from graph.core.audit import AUDIT_USER, AuditLog, AuditSink
+from graph.core.audit import AUDIT_USER
 from graph.core.contract import (
     DATABASE_FAULTS,
     BackgroundStatusRequest,
+    BriefingRequest,
+    CaptureRequest,
     ChunkSearchRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
+    Freshness,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
@@ -61,13 +70,13 @@ from graph.core.contract import (
     MemoryStatus,
     MemoryVersionsResponse,
     OperationStatus,
+    RecallRequest,
     RepairResponse,
     ResponseMetadata,
     RetrievalError,
     RetrievalErrorCode,
     RetrieveMemoryRequest,
     RetrieveMemoryResponse,
-    StoreMemoryRequest,
     StoreMemoryResponse,
     SummaryFields,
     utc_now,
@@ -80,17 +89,25 @@ from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
 from graph.core.store import BacklogFull, Memory, StoreDamaged, new_operation_id
 from graph.core.trust import configured_token, read_private_file
-from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.core.workspace import (
+    DATA_DIR,
+    WorkspaceLock,
+    WorkspacePaths,
+    check_data_folder,
+    link_workspace,
+    resolve_workspace,
+)
 from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
+from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.search.vectors import memory_chunks
-from graph.sessions.agent_api import SessionMemory, SessionOp
+from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 from graph.sessions.entries import merge
 
@@ -107,18 +124,26 @@ __all__ = [
     "TopicNotFound",
     "WorkspaceGraph",
     "WorkspacePaths",
+    "check_data_folder",
     "configured_token",
     "read_private_file",
+    "resolve_workspace",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",
     "open_service",
     "take_stdout",
+    # flowbaby import adr|docs (flowbaby/import_command.py), flowbaby link (flowbaby/link_command.py)
+    "import_adrs",
+    "import_docs",
+    "link_workspace",
     # the team server (api/tenancy.py, flowbaby/tokens_command.py)
     "NAMESPACES_DIR",
     "GrantCache",
     "TokenStore",
-    "database_url",
+    "Backend",
+    "open_backend",
+    "team_database_url",
     "digest",
     "issue",
     "namespace_for",
@@ -152,6 +177,12 @@ FRESHNESS_WAIT_SEC = 10.0
 answers from what is indexed and says how many memories it could not search yet."""
 
 
+MAX_CHECKED_FOLDERS = 32
+"""Freshness checkers kept (one per folder retrievals come from: the main checkout and its worktrees)."""
+BRIEFING_FRESHNESS_SEC = 0.5
+"""How long a briefing waits for its decisions' reference freshness (the hook waits 1.5 s in all)."""
+
+
 class FlowbabyService:
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
@@ -162,20 +193,22 @@ class FlowbabyService:
         lock: WorkspaceLock,
         rate_limit_per_minute: int | None,
         embedder: Embedder | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.paths = paths
         self.settings = settings
         self._lock = lock
-        self.store: MemoryStoreBackend = open_memory_store(paths, check=True)
-        self.audit = open_audit_log(paths)
+        self.backend = backend or open_backend(paths)
+        self.store: MemoryStoreBackend = self.backend.memory_store(check=True)
+        self.audit = self.backend.audit()
         # A team server's namespaces share one model (its encode is serialised anyway) when they name the same.
         same = embedder is not None and embedder.model_path == settings.embedding_model
         self.embedder = embedder if embedder is not None and same else Embedder(settings.embedding_model)
         self._vectors: MemoryVectors | None = None
         self._retriever: Retriever | None = None
-        self.projection = open_projection(paths)
+        self.projection = self.backend.projection()
         self.graph_lane = GraphLane(self.projection)
-        self.throttle = open_retrieval_throttle(paths, rate_limit_per_minute)
+        self.throttle = self.backend.throttle(rate_limit_per_minute)
         self._embed_queue: asyncio.Queue[Memory] = asyncio.Queue()
         self._embed_task: asyncio.Task[None] | None = None
         self._warm_task: asyncio.Task[None] | None = None
@@ -200,9 +233,17 @@ class FlowbabyService:
             paths.data / "sessions",
             SessionEncoder(self.embedder),
             vectors_idle_sec=settings.worker_idle_sec,
+            backend=self.backend,
         )
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
+        self._recalls = RecallCounts(paths.data / "recall_counts.json")
+        self._captures = CaptureLog(paths.data / "captures.json")
+        self._capture_lock = asyncio.Lock()
+        self.origin = paths.root
+        self._checkers: dict[Path, FreshnessChecker] = {}
+        """The folder this process was opened for (a worktree may share the main checkout's store):
+        whose git checkout a memory staged here records, and retrievals are read against."""
 
     # -- lifecycle -----------------------------------------------------------------
     @classmethod
@@ -214,10 +255,12 @@ class FlowbabyService:
         rate_limit_per_minute: int | None = None,
         own_logging: bool = True,
         embedder: Embedder | None = None,
+        backend: Backend | None = None,
     ) -> FlowbabyService:
         """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
         own_logging=False leaves the process's logging as it is, and `embedder` is another service's
-        model to share if it is the same one (a team server's namespace services)."""
+        model to share if it is the same one (a team server's namespace services). `backend`: the
+        workspace's backend (default: as the process environment chooses, graph.backends.backend)."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -232,7 +275,8 @@ class FlowbabyService:
             if own_logging:
                 configure_logging(paths.logs, settings.log_level, to_stderr=log_to_stderr)
             rate = settings.retrieval_rate_per_minute if rate_limit_per_minute is None else rate_limit_per_minute
-            service = cls(paths, settings, lock, rate or None, embedder)
+            service = cls(paths, settings, lock, rate or None, embedder, backend)
+            service.origin = Path(os.fspath(workspace)).expanduser().resolve() if workspace else paths.root
         except StoreDamaged as exc:
             lock.release()
             # The source of truth is left exactly as found, for `sqlite3 .recover` or a backup.
@@ -261,7 +305,7 @@ class FlowbabyService:
             lambda: service._vectors,
             service.operations.notify,
         )
-        service._namespace_listener = await asyncio.to_thread(watch_namespace, paths, changes.handle)
+        service._namespace_listener = await asyncio.to_thread(service.backend.watch, changes.handle)
         try:
             await service._endpoint.start()
         except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before
@@ -276,7 +320,7 @@ class FlowbabyService:
         empty and rebuilt by the worker."""
         # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM.
         (index, aside), _ = await asyncio.gather(
-            asyncio.to_thread(open_memory_vectors, self.paths, self.embedder, self.settings.worker_idle_sec),
+            asyncio.to_thread(self.backend.vectors, self.embedder, self.settings.worker_idle_sec),
             asyncio.to_thread(self.embedder.load),
         )
         replaced, self._vectors = self._vectors, index
@@ -288,13 +332,16 @@ class FlowbabyService:
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
         # Search starts with what is indexed; the rest is embedded in the background, and
         # retrievals say how many memories they could not search yet.
-        lexical = await asyncio.to_thread(open_lexical, self.paths)
+        lexical = await asyncio.to_thread(self.backend.lexical)
         catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
         missing = [m for m in memories if m.memory_id not in indexed]
         await asyncio.to_thread(self.graph_lane.refresh)
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        # A team server's namespace folder holds no code: its memories' references name the clients'.
+        self._retriever.freshness = self._freshness_for(self.origin)
+        self._retriever.ancestry = Ancestry()
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()
@@ -377,13 +424,36 @@ class FlowbabyService:
         await self.vectors()
         await self._embed_queue.join()
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def settle(self) -> None:
+        """Until no operation is pending or running and every staged memory has its vectors
+        (what the finisher waits for before it leaves)."""
+        while True:
+            await self.flush_vectors()
+            await self.operations.wait_idle()
+            if not await asyncio.to_thread(self.store.count_operations):
+                return
+            await asyncio.sleep(0.2)
+
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """Park what the grace period does not finish (same operation ids, no attempt counted).
+        `hand_on` (a front leaving): if work is left, start the finisher (graph.owner.finisher),
+        which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
-        try:
-            await asyncio.wait_for(self.flush_vectors(), grace_sec)
-        except Exception:  # a timeout or a failed warm-up: the next start embeds what is missing
-            log.warning("closing with vectors still queued; the next start embeds them")
+        can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
+        unfinished = await asyncio.to_thread(self.store.count_operations) if can_hand else 0
+        if unfinished:
+            # At once, not after the rest of the close: an MCP client kills its server about 2 s
+            # after closing its stdin. The finisher waits for this process to release the lock,
+            # and embeds what it leaves queued, so the close need not wait for the vectors.
+            await self._hand_on(unfinished)
+        else:
+            try:
+                await asyncio.wait_for(self.flush_vectors(), grace_sec)
+            except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
+                log.warning("closing with vectors still queued; the next owner embeds them")
+                if can_hand:
+                    await self._hand_on(0)
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
@@ -398,6 +468,12 @@ class FlowbabyService:
         self.projection.close()
         self._lock.release()
         log.info("workspace %s closed", self.paths.root)
+
+    async def _hand_on(self, unfinished: int) -> None:
+        from graph.owner.hand_on import hand_on
+
+        log.info("handing %d unfinished operations (and any queued vectors) on to a finisher", unfinished)
+        await asyncio.to_thread(hand_on, self.paths.root, self.settings.finish_sec)
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
@@ -427,24 +503,49 @@ class FlowbabyService:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None)
 
-    async def _stage(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    async def _stage(
+        self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False, origin: str | None = None
+    ) -> tuple[Memory, float]:
         """Commit in a thread (an fsync must not stall the event loop, nor stdio under
-        `bridge --http`), then queue the memory's vectors and wake the operation manager."""
-        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta)
+        `bridge --http`), then queue the memory's vectors and wake the operation manager.
+        `origin`: the folder of the front that sent it (its git checkout is recorded)."""
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk, self._origin(origin))
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
 
-    def _commit(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _freshness_for(self, folder: Path) -> FreshnessChecker:
+        """The checker of the folder a retrieval comes from (a worktree checks its own files), kept
+        per folder; a team server's namespace folder holds no code (its references are the clients')."""
+        checker = self._checkers.get(folder)
+        if checker is None:
+            root = self.paths.root
+            in_namespace = root.parent.name == NAMESPACES_DIR and root.parent.parent.name == DATA_DIR
+            if len(self._checkers) >= MAX_CHECKED_FOLDERS:
+                self._checkers.clear()
+            checker = self._checkers[folder] = FreshnessChecker(folder, enabled=not in_namespace)
+        return checker
+
+    def _origin(self, origin: str | None) -> Path:
+        return Path(origin) if origin and os.path.isabs(origin) else self.origin
+
+    def _commit(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         """Check the LLM key and backlog, then commit the memory and its operation, under one
-        lock so that the backlog check and the insert cannot interleave."""
+        lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
+        `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
         with self._stage_lock:
             self.settings.llm.require_key()
-            self.operations.check_backlog()
-            return self._insert(fields, meta)
+            if not bulk:
+                self.operations.check_backlog()
+            return self._insert(fields, meta, bulk, origin)
 
-    def _insert(self, fields: SummaryFields, meta: dict[str, Any]) -> tuple[Memory, float]:
+    def _insert(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
         started = time.perf_counter()
+        made_on = checkout(origin or self.origin)
         memory = Memory(
             memory_id="",
             topic_id=meta["topicId"],
@@ -465,9 +566,12 @@ class FlowbabyService:
             updated_at=meta["updatedAt"],
             staged_at=utc_now(),
             char_count=fields.char_count(),
+            branch=made_on.branch if made_on else None,
+            commit=made_on.commit if made_on else None,
         )
         try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
-            memory = self.store.stage(memory, new_operation_id(), capacity=self.operations.capacity)
+            capacity = None if bulk else self.operations.capacity
+            memory = self.store.stage(memory, new_operation_id(), capacity=capacity)
         except BacklogFull:
             raise self.operations.backlog_error() from None
         except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
@@ -476,12 +580,16 @@ class FlowbabyService:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        """ingestForAgent: validate, stage durably, queue graph building; milliseconds."""
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
+        `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
+        calling front's folder (an owner client's), whose git checkout the memory records."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            memory, store_sec = await self._stage(request, request.metadata.model_dump(mode="json"))
+            memory, store_sec = await self._stage(
+                request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
+            )
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
             raise
@@ -512,25 +620,12 @@ class FlowbabyService:
         self._audited("ingestForAgent", params, started, None)
         return response.model_dump(mode="json")
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
-        """storeMemory, the LM-tool surface: metadata is optional and filled in here."""
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+        """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
         started = time.perf_counter()
         try:
-            request: StoreMemoryRequest = validate_request(StoreMemoryRequest, params)
-            given = request.metadata.model_dump(mode="json", exclude_none=True) if request.metadata else {}
-            now = utc_now()
-            meta = {
-                # Random, not derived from the topic and the time: two calls in one millisecond
-                # are two memories, not two versions of one.
-                "topicId": given.get("topicId") or uuid.uuid4().hex[:16],
-                "createdAt": given.get("createdAt", now),
-                "updatedAt": given.get("updatedAt", given.get("createdAt", now)),
-                "sessionId": given.get("sessionId"),
-                "planId": given.get("planId"),
-                "status": given.get("status", MemoryStatus.ACTIVE.value),
-            }
-            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, {**params, "metadata": meta})
-            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"))
+            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
@@ -629,6 +724,7 @@ class FlowbabyService:
         markdown: bool = False,
         lanes: frozenset[str] | None = None,
         agent_name: str | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
         """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
         `lanes` narrows the workspace's lanes, for ablations; `agent_name` is the caller
@@ -641,12 +737,16 @@ class FlowbabyService:
             request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
+                folder = self._origin(origin)
+                checker = self._freshness_for(folder)
 
                 def search() -> tuple[Retrieved, int, bool]:
                     """Everything the answer reads, in one thread hop: the stored count (for the
-                    indexing note), the ranking, and whether the projection needs a rebuild."""
+                    indexing note), the reader's checkout, the ranking (with the references'
+                    freshness), and whether the projection needs a rebuild."""
                     stored = self.store.counts()["memories"]
-                    return retriever.retrieve(request, lanes), stored, self._check_projection()
+                    found = retriever.retrieve(request, lanes, checkout(folder), checker)
+                    return found, stored, self._check_projection()
 
                 try:
                     (entries, used, abstained, weak), stored, rebuild = await asyncio.wait_for(
@@ -1007,13 +1107,114 @@ class FlowbabyService:
     # -- session memory (graph/sessions) ----------------------------------------------
     async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
         """The agents' own sessions: list, current, status, search, search_all, context,
-        import, update, repair (graph.sessions.agent_api)."""
-        return await self.session_memory.call(op, params if isinstance(params, dict) else {})
+        import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
+        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.2)."""
+        arguments = params if isinstance(params, dict) else {}
+        if op in THROTTLED_SESSION_OPS:
+            SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
+            async with self.throttle.admit():
+                return await self.session_memory.call(op, arguments)
+        return await self.session_memory.call(op, arguments)
 
     async def watch_sessions(self) -> dict[str, Any]:
         """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""
         self.session_memory.watch()
         return {"watching": self.session_memory.settings.watch}
+
+    # -- client hooks: what comes to the agent unasked (graph/search/briefing.py, graph/capture) --
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        """The session-start briefing: current decisions, open questions and next steps, other
+        agents' new memories; one line per memory, within maxTokens."""
+        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+        checker = self._freshness_for(self.origin)
+
+        def freshness(memories: list[Memory]) -> list[Freshness] | None:
+            """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
+            big repository): the briefing goes out unmarked and the check warms the cache."""
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pool.shutdown(wait=False)
+            try:
+                return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
+            except concurrent.futures.TimeoutError:
+                log.info(
+                    "briefing: reference freshness took over %.1fs; decisions left unmarked", BRIEFING_FRESHNESS_SEC
+                )
+                return None
+
+        def build() -> dict[str, Any]:
+            return build_briefing(
+                self.store.iter_memories(),
+                agent_name=request.agentName,
+                since=request.since,
+                recalls=self._recalls.load(),
+                max_tokens=request.maxTokens,
+                freshness=freshness,
+            )
+
+        return await asyncio.to_thread(build)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`."""
+        request: RecallRequest = validate_request(RecallRequest, params)
+        found = await self.retrieve(
+            {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)},
+            agent_name=request.agentName,
+        )
+        if found["abstained"]:
+            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found["abstainReason"]}
+        reply = compact_recall(found["entries"], set(request.exclude), request.maxTokens, request.maxResults)
+        await asyncio.to_thread(self._recalls.add, reply["topicIds"])
+        return {**reply, "abstained": False, "abstainReason": None}
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        """Distil an agent session's turns since its last capture into a new version of the
+        session's topic (graph/capture); says why when it stores nothing."""
+        request: CaptureRequest = validate_request(CaptureRequest, params)
+        topic_id = topic_id_for(request.source, request.sessionId)
+        if not capture_enabled():
+            return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
+        async with self._capture_lock:
+            plan, reason, turns, got = await asyncio.to_thread(self._plan_capture, request, topic_id)
+            reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
+            if got is not None:
+                reply["distiller"] = got.distiller
+                if got.fallback:
+                    reply["llmFallback"] = got.fallback
+            if plan is not None:
+                staged = await self.ingest(plan)
+                metrics = staged["ingestion_metrics"]
+                reply |= {
+                    "captured": True,
+                    "operationId": staged["operationId"],
+                    "memoryId": metrics["memoryId"],
+                    "version": metrics["version"],
+                    "decisions": len(plan["decisions"]),
+                    "references": len(plan["references"]),
+                }
+            if turns and reason != "no new turns":
+                record = {"turns": turns, "at": utc_now(), "reason": request.reason, "captured": reply["captured"]}
+                await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
+        return reply
+
+    def _plan_capture(
+        self, request: CaptureRequest, topic_id: str
+    ) -> tuple[dict[str, Any] | None, str, int, Distilled | None]:
+        read = read_session(request, self.paths.root)
+        if read is None:
+            return None, "not a session of this workspace", 0, None
+        session, messages = read
+        done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
+        start = done if done <= len(messages) else 0
+        versions = self.store.topic_versions(topic_id)
+        known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
+        distiller = functools.partial(
+            distil_session, llm=self.settings.llm, timeout_sec=self.settings.llm_timeout_sec
+        )  # the workspace's LLM when one is configured, else (or on any failure) offline
+        plan, reason, got = plan_capture(
+            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root, distiller
+        )
+        return plan, reason, len(messages), got
 
 
 class MemoryService(Protocol):
@@ -1024,12 +1225,14 @@ class MemoryService(Protocol):
 
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> dict[str, Any]: ...
-    async def ingest(self, params: Any) -> dict[str, Any]: ...
-    async def store_memory(self, params: Any) -> dict[str, Any]: ...
+    async def ingest(self, params: Any, *, bulk: bool = ..., origin: str | None = ...) -> dict[str, Any]: ...
+    async def store_memory(self, params: Any, *, origin: str | None = ...) -> dict[str, Any]: ...
     async def background_status(
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
     ) -> dict[str, Any]: ...
-    async def retrieve(self, params: Any, *, markdown: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
+    async def retrieve(
+        self, params: Any, *, markdown: bool = ..., agent_name: str | None = ..., origin: str | None = ...
+    ) -> dict[str, Any]: ...
     async def index_status(self, *, audited: bool = ..., agent_name: str | None = ...) -> dict[str, Any]: ...
     async def repair(self, params: Any = ...) -> dict[str, Any]: ...
     async def memory_context(
@@ -1043,7 +1246,10 @@ class MemoryService(Protocol):
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
     async def confirm_supersession(self, params: Any) -> dict[str, Any]: ...
-    async def close(self, grace_sec: float = ...) -> None: ...
+    async def briefing(self, params: Any = ...) -> dict[str, Any]: ...
+    async def recall(self, params: Any) -> dict[str, Any]: ...
+    async def capture(self, params: Any) -> dict[str, Any]: ...
+    async def close(self, grace_sec: float = ..., *, hand_on: bool = ...) -> None: ...
 
 
 async def open_service(
@@ -1075,6 +1281,7 @@ async def open_service(
         if error.code is ErrorCode.WORKSPACE_BUSY:
             with contextlib.suppress(OwnerGone):
                 client = await OwnerClient.connect(resolve_workspace(workspace), own)
+                client.origin = str(Path(os.fspath(workspace)).expanduser().resolve()) if workspace else None
                 print(
                     f"flowbaby {front}: pid {error.details.get('ownerPid')} owns the workspace; working through it",
                     file=sys.stderr,
@@ -1084,14 +1291,13 @@ async def open_service(
         return error
 
 
-def open_audit_log(paths: WorkspacePaths) -> AuditSink:
-    """The audit file under .flowbaby/, or the namespace's audit table on the team backend."""
-    url = database_url()
-    if not url:
-        return AuditLog(paths.audit_log)
-    from graph.backends.team.audit import PostgresAuditLog
-
-    return PostgresAuditLog(url, namespace_for(paths))
+async def start_watching(service: MemoryService, front: str) -> None:
+    """Ask for session watching. A failure (an owner that faults) is said on stderr, never
+    fatal: the front still serves everything else."""
+    try:
+        await service.watch_sessions()
+    except ContractFailure as error:
+        print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
 
 
 def open_token_store(url: str) -> TokenStore:

@@ -32,8 +32,9 @@ async function main() {
       if (await dialog.count()) {
         const textOf = (await dialog.first().innerText()).replace(/\s+/g, " ").trim();
         seen.dialogs.push(textOf);
-        // Confirm: VS Code labels the primary button "Yes" (Cancel comes first on Linux).
-        await dialog.first().locator(".dialog-buttons .monaco-button", { hasText: /^\s*Yes\s*$/ }).first().click();
+        // Confirm: VS Code labels the tools' primary button "Yes" (Cancel comes first on Linux);
+        // the workspace's own .venv/bin/flowbaby is confirmed with "Run it".
+        await dialog.first().locator(".dialog-buttons .monaco-button", { hasText: /^\s*(Yes|Run it)\s*$/ }).first().click();
       }
       try {
         seen.agentDone = JSON.parse(fs.readFileSync(env("RESULTS"), "utf8")).done === true;

@@ -8,12 +8,14 @@ import {
   AgentApi,
   RETRIEVE_TOOL,
   STORE_TOOL,
+  TOOL_AGENT_NAME,
   formatRetrieveResult,
   formatStoreResult,
   isoSeconds,
 } from "./core/agentApi";
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
-import { FlowbabyCommand, resolveFlowbabyCommand } from "./core/executable";
+import { CopilotInstructions } from "./core/copilotInstructions";
+import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { serverEnv } from "./core/serverEnv";
 import { RetrievalThrottle } from "./core/throttle";
@@ -31,6 +33,7 @@ export interface FlowbabyExtensionApi {
 }
 
 let bridge: BridgeClient | undefined;
+let instructions: CopilotInstructions | undefined;
 
 function settings() {
   const flowbaby = vscode.workspace.getConfiguration("flowbaby");
@@ -40,6 +43,7 @@ function settings() {
     pythonPath: userValue(flowbaby, "pythonPath"),
     healthTimeoutMs: Math.max(1, flowbaby.get<number>("healthTimeoutSeconds", 30)) * 1000,
     showSuccess: flowbaby.get<boolean>("notifications.showSuccess", true),
+    copilotInstructions: flowbaby.get<boolean>("copilotInstructions", true),
     rateLimitPerMinute: access.get<number>("rateLimitPerMinute", 10),
     maxConcurrentRequests: access.get<number>("maxConcurrentRequests", 2),
     serverUrl: userValue(flowbaby, "serverUrl"),
@@ -63,7 +67,29 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
   context.subscriptions.push(activity, logs);
   const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   const config = settings();
-  const command = resolveFlowbabyCommand(config, workspace);
+  const approved = context.globalState.get<string[]>(APPROVED_EXECUTABLES_KEY, []);
+  const { command, skipped } = await chooseFlowbabyCommand(config, workspace, {
+    trusted: vscode.workspace.isTrusted,
+    approved,
+    ask: async (file, real) => {
+      const choice = await vscode.window.showWarningMessage(
+        `Run this workspace's own flowbaby, ${file}?`,
+        {
+          modal: true,
+          detail:
+            (real !== file ? `It is ${real}. ` : "") +
+            "A cloned repository can put any program there. Run it only if you installed it yourself; " +
+            "otherwise flowbaby on PATH (or the setting flowbaby.command) is used. Asked once per file.",
+        },
+        "Run it",
+      );
+      return choice === "Run it";
+    },
+    remember: (print) => context.globalState.update(APPROVED_EXECUTABLES_KEY, [...approved, print].slice(-50)),
+  });
+  if (skipped) {
+    logs.warn(`not running the workspace's own flowbaby (${skipped})`);
+  }
   const throttle = new RetrievalThrottle(config);
 
   const openLogs = async () => {
@@ -87,8 +113,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       throw new BridgeUnavailableError("Open a folder to use Flowbaby memory", "INVALID_WORKSPACE_PATH");
     };
   } else if (!command) {
-    logs.error("flowbaby was not found: set flowbaby.command, create the workspace .venv, or put flowbaby on PATH");
-    showUnavailable("bridgeUnavailable: the flowbaby executable was not found (setting flowbaby.command, workspace .venv, PATH)");
+    logs.error("flowbaby was not found: set flowbaby.command, put flowbaby on PATH, or confirm the workspace's .venv/bin/flowbaby");
+    showUnavailable("bridgeUnavailable: the flowbaby executable was not found (setting flowbaby.command, confirmed workspace .venv, PATH)");
     call = async () => {
       throw new BridgeUnavailableError("The flowbaby executable was not found", "FLOWBABY_ERROR");
     };
@@ -151,7 +177,38 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     }
     void refreshStatus();
   });
-  bridge?.on("ready", () => void refreshStatus());
+  // Copilot Chat: the briefing in every request, through a git-ignored instructions file (17.6).
+  if (bridge && workspace) {
+    const previous = context.workspaceState.get<string>("flowbaby.lastSessionStart");
+    void context.workspaceState.update("flowbaby.lastSessionStart", new Date().toISOString());
+    instructions = new CopilotInstructions({
+      workspace,
+      fetchBriefing: async () => {
+        const reply = await call("briefing", { agentName: TOOL_AGENT_NAME, ...(previous ? { since: previous } : {}) });
+        if (reply.success === false) {
+          throw new Error(`${String(reply.errorCode)}: ${String(reply.error)}`);
+        }
+        return String(reply.text ?? "");
+      },
+      log: (line) => logs.info(line),
+    });
+  }
+  const refreshInstructions = () => {
+    if (settings().copilotInstructions) {
+      instructions?.refresh();
+    } else {
+      instructions?.remove();
+    }
+  };
+  bridge?.on("notification", (method: string) => {
+    if (method === "backgroundOperationCompleted") {
+      refreshInstructions();
+    }
+  });
+  bridge?.on("ready", () => {
+    void refreshStatus();
+    refreshInstructions();
+  });
   bridge?.start().catch((error: Error) => logs.error(`bridge start: ${error.message}`));
 
   const graphFile = path.join(context.globalStorageUri.fsPath, "flowbaby-graph.html");
@@ -234,6 +291,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       if (event.affectsConfiguration("flowbabyMemory.agentAccess")) {
         throttle.configure(settings());
       }
+      if (event.affectsConfiguration("flowbaby.copilotInstructions")) {
+        refreshInstructions();
+      }
     }),
   );
 
@@ -298,7 +358,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     );
   }
 
-  logs.info(`Flowbaby activated on ${os.platform()}; workspace ${workspace ?? "(none)"}; command ${command?.file ?? "(none)"}`);
+  logs.info(
+    `Flowbaby activated on ${os.platform()}; workspace ${workspace ?? "(none)"}; command ${command?.file ?? "(none)"} (${command?.source ?? "-"})`,
+  );
   return {
     validateIngestRequest,
     ingestForAgent: (requestJson) => api.ingestForAgent(requestJson),
@@ -308,6 +370,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
 }
 
 export async function deactivate(): Promise<void> {
+  instructions?.remove(); // the briefing file lives only while the extension runs
+  instructions = undefined;
   await bridge?.stop();
   bridge = undefined;
 }

@@ -153,7 +153,7 @@ describe("bridge lifecycle (real bridge)", { timeout: 240_000 }, () => {
 
   it("starts through flowbaby.pythonPath and stops cleanly: shutdown, exit code 0", async () => {
     const python = path.join(path.dirname(command.file), "python");
-    const viaPython = resolveFlowbabyCommand({ pythonPath: python }, undefined)!;
+    const viaPython = resolveFlowbabyCommand({ pythonPath: python })!;
     const bridge = new BridgeClient({ workspace: tempWorkspace(), command: viaPython, healthTimeoutMs: 60_000 });
     await bridge.start();
     const pid = bridge.pid!;

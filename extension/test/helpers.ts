@@ -2,15 +2,15 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { FlowbabyCommand, resolveFlowbabyCommand } from "../src/core/executable";
+import { FlowbabyCommand, resolveFlowbabyCommand, workspaceExecutable } from "../src/core/executable";
 
 /** The repository root (extension/out/test -> ../../..). */
 export const REPO = path.resolve(__dirname, "..", "..", "..");
 
 /** FLOWBABY_BIN, else the checkout's .venv, else PATH. */
 export function flowbabyCommand(): FlowbabyCommand {
-  const explicit = process.env.FLOWBABY_BIN;
-  const command = resolveFlowbabyCommand({ command: explicit }, REPO);
+  const explicit = process.env.FLOWBABY_BIN ?? workspaceExecutable(REPO);
+  const command = resolveFlowbabyCommand({ command: explicit });
   if (!command) {
     throw new Error("flowbaby not found: set FLOWBABY_BIN or run `make setup` in the repository");
   }

@@ -1,30 +1,18 @@
-"""The seam between the engine and its durable store of memory versions and operations.
+"""What the engine needs of its durable store of memory versions and operations.
 
-The engine (graph.service, graph.cognify) reaches the store only through `MemoryStoreBackend`.
-The embedded default is `graph.core.store.MemoryStore` (SQLite under `.flowbaby/`); setting
-FLOWBABY_DATABASE_URL=postgresql://... in the process environment selects the team backend
-(`graph.backends.team.memory_store`), one namespace per workspace. The URL is read from the environment
-only, never from a workspace's .env: it carries a password and decides where every memory goes.
+The engine (graph.service, graph.cognify) reaches the store only through `MemoryStoreBackend`,
+opened by graph.backends.backend.Backend: the embedded default is `graph.core.store.MemoryStore`
+(SQLite under `.flowbaby/`), the team backend `graph.backends.team.memory_store`, one namespace per
+workspace.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, Protocol
 
-from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, OperationStatus
-from graph.core.store import Memory, MemoryStore
-from graph.core.workspace import DATA_DIR, WorkspacePaths
-
-DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
-NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
-_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
-RESERVED_NAMESPACES = frozenset({"admin"})
-"""Names no namespace may take: schema `flowbaby_admin` holds the server's tokens."""
-NAMESPACES_DIR = "namespaces"
-"""Under a team server's `.flowbaby/`: one working folder per namespace it serves (logs, worker)."""
+from graph.core.contract import MemoryStatus, OperationStatus
+from graph.core.store import Memory
 
 
 class MemoryStoreBackend(Protocol):
@@ -63,73 +51,6 @@ class MemoryStoreBackend(Protocol):
     def queue_operation(self, memory_ids: list[str]) -> str: ...
     def recover_interrupted(self) -> list[str]: ...
     def prune_operations(self, keep: int = ...) -> int: ...
-
-
-def database_url() -> str:
-    """The team database's URL, or "" for the embedded store."""
-    url = os.environ.get(DATABASE_URL_ENV, "").strip()
-    if url and not url.startswith(("postgresql://", "postgres://")):
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a postgresql:// URL")
-    return url
-
-
-def namespace_problem(name: str) -> str | None:
-    """Why `name` cannot be a namespace, or None."""
-    if not _NAMESPACE.match(name):
-        return "must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit"
-    if name in RESERVED_NAMESPACES:
-        return f'"{name}" is reserved'
-    return None
-
-
-def namespace_for(paths: WorkspacePaths) -> str:
-    """A team server's namespace folder (`<workspace>/.flowbaby/namespaces/<ns>`) is that namespace,
-    whatever the environment says (its graph worker inherits the server's); else FLOWBABY_NAMESPACE,
-    else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
-    if paths.root.parent.name == NAMESPACES_DIR and paths.root.parent.parent.name == DATA_DIR:
-        return paths.root.name
-    explicit = os.environ.get(NAMESPACE_ENV, "").strip()
-    slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48] or "default"
-    problem = namespace_problem(explicit or slug)
-    if problem:
-        source = NAMESPACE_ENV if explicit else f"The namespace from the folder name (set {NAMESPACE_ENV})"
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{source} {problem}")
-    return explicit or slug
-
-
-def open_memory_store(paths: WorkspacePaths, *, check: bool = False, owner: bool = True) -> MemoryStoreBackend:
-    """The workspace's store. `check`: SQLite's integrity check (the owner, once per start).
-    `owner`: the serving process, which holds the namespace; the graph worker child does not."""
-    url = database_url()
-    if not url:
-        return MemoryStore(paths.store_db, check=check)
-    from graph.backends.team.memory_store import PostgresMemoryStore
-
-    return PostgresMemoryStore(url, namespace_for(paths), owner=owner)
-
-
-REFRESH_POLL_ENV = "FLOWBABY_REFRESH_POLL_SEC"
-REFRESH_POLL_SEC = 5.0
-"""How often a server on the team backend reads recent chunk arrivals, in case a notification was lost."""
-
-
-def watch_namespace(
-    paths: WorkspacePaths, handler: Callable[[str, list[str], dict[str, Any]], None]
-) -> Closeable | None:
-    """On the team backend: listen to the namespace's changes made by other servers (graph.backends.team.events),
-    started and listening; None on the embedded store (one process per workspace: nothing to follow)."""
-    url = database_url()
-    if not url:
-        return None
-    from graph.backends.team.events import NamespaceListener
-
-    try:
-        poll = float(os.environ.get(REFRESH_POLL_ENV) or REFRESH_POLL_SEC)
-    except ValueError:
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{REFRESH_POLL_ENV} is seconds") from None
-    listener = NamespaceListener(url, namespace_for(paths), handler, max(0.05, poll))
-    listener.start()
-    return listener
 
 
 class Closeable(Protocol):

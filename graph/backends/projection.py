@@ -1,5 +1,5 @@
 """Where the graph projection is kept: a file under .flowbaby/ (the embedded default) or, with
-FLOWBABY_DATABASE_URL, a row of the namespace's schema (graph.backends.team.projection), so that every
+the team backend, a row of the namespace's schema (graph.backends.team.projection), so that every
 server on the namespace reads the graph the worker of any one of them built.
 
 A source hands out a stamp that changes with every save (the file's mtime, the row's version):
@@ -12,9 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graph.backends.memory_store import database_url, namespace_for
 from graph.core.projection import parse_projection, read_projection_json, save_projection
-from graph.core.workspace import WorkspacePaths
 
 if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
     import networkx as nx
@@ -63,15 +61,6 @@ class FileProjection:
 
     def close(self) -> None:
         return None
-
-
-def open_projection(paths: WorkspacePaths) -> ProjectionSource:
-    url = database_url()
-    if not url:
-        return FileProjection(paths.projection)
-    from graph.backends.team.projection import PostgresProjection
-
-    return PostgresProjection(url, namespace_for(paths))
 
 
 def load_graph(source: ProjectionSource) -> nx.MultiDiGraph:

@@ -1,20 +1,17 @@
-"""The seam between the session index and its storage: SQLite bookkeeping and LanceDB vectors
-under `.flowbaby/sessions/` by default (graph.sessions.store, graph.sessions.vectors); tables
-in the namespace's Postgres schema when FLOWBABY_DATABASE_URL is set (graph.backends.team.sessions)."""
+"""What the session index needs of its storage: SQLite bookkeeping and LanceDB vectors under
+`.flowbaby/sessions/` by default (graph.sessions.store, graph.sessions.vectors); tables in the
+namespace's Postgres schema on the team backend (graph.backends.team.sessions). Opened by
+graph.backends.backend.Backend.session_store and session_vectors."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from graph.backends.memory_store import database_url, namespace_for
-from graph.core.workspace import WorkspacePaths
 from graph.sessions.chunking import TurnChunk
-from graph.sessions.store import Imported, SessionStore
-from graph.sessions.vectors import SessionVectors
+from graph.sessions.store import Imported
 
 
 class SessionChunkStore(Protocol):
@@ -55,25 +52,3 @@ class SessionVectorStore(Protocol):
     def clear(self) -> None: ...
     def optimize(self) -> None: ...
     def close(self) -> None: ...
-
-
-def open_session_store(workspace: Path, folder: Path) -> SessionChunkStore:
-    url = database_url()
-    if not url:
-        return SessionStore(folder / "index.sqlite")
-    from graph.backends.team.sessions import PgSessionStore
-
-    return PgSessionStore(url, namespace_for(WorkspacePaths(workspace)))
-
-
-def open_session_vectors(
-    workspace: Path, folder: Path, dimensions: int, idle_sec: float | None = None
-) -> SessionVectorStore:
-    """`idle_sec`: the embedded backend's LanceDB runs in a child that exits after that long idle
-    (None: in this process)."""
-    url = database_url()
-    if not url:
-        return SessionVectors(folder / "vectors.lance", dimensions, idle_sec)
-    from graph.backends.team.sessions import PgSessionVectors
-
-    return PgSessionVectors(url, namespace_for(WorkspacePaths(workspace)), dimensions)

@@ -1,17 +1,13 @@
-"""The seam between the engine and the memory chunk vectors: LanceDB under `.flowbaby/` by
-default (graph.search.vectors), pgvector in the namespace's schema when FLOWBABY_DATABASE_URL
-is set (graph.backends.team.vectors)."""
+"""What the engine needs of the memory chunk vectors: LanceDB under `.flowbaby/` by default
+(graph.search.vectors), pgvector in the namespace's schema on the team backend
+(graph.backends.team.vectors); opened by graph.backends.backend.Backend.vectors."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
-from graph.backends.memory_store import database_url, namespace_for
 from graph.core.store import Memory
-from graph.core.workspace import WorkspacePaths
-from graph.search.embedder import Embedder
-from graph.search.vectors import Chunk, open_vector_index
+from graph.search.vectors import Chunk
 
 
 class MemoryVectors(Protocol):
@@ -32,18 +28,3 @@ class MemoryVectors(Protocol):
     def count(self) -> int: ...
     def optimize(self) -> None: ...
     def close(self) -> None: ...
-
-
-def open_memory_vectors(
-    paths: WorkspacePaths, embedder: Embedder, idle_sec: float | None
-) -> tuple[MemoryVectors, Path | None]:
-    """The index, and where an unreadable LanceDB folder was moved (None: nothing moved). The
-    LanceDB table is served from a child process that exits after `idle_sec` without a call
-    (None: LanceDB in this process, as the unit tier runs it)."""
-    url = database_url()
-    if not url:
-        return open_vector_index(paths.vectors, embedder, idle_sec)
-    from graph.backends.team.vectors import PgVectorIndex
-
-    embedder.dimensions  # noqa: B018 (a model that cannot load is not the index's fault: raise here)
-    return PgVectorIndex(url, namespace_for(paths), embedder), None

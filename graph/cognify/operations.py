@@ -30,6 +30,9 @@ from graph.core.contract import DATABASE_FAULTS, BackgroundErrorCode, ErrorCode,
 
 log = logging.getLogger("flowbaby.operations")
 
+BACKLOG_RETRY_SEC = 30
+"""The retryAfterSec of 429_FLOWBABY_BACKLOG (a slot frees when a graph build finishes)."""
+
 MAX_ATTEMPTS = 2
 """A batch whose worker crashed is retried once before its operations fail. An LLM failure
 (LLM_ERROR, LLM_TIMEOUT, LLM_RATE_LIMITED) is not a crash: the worker already retried
@@ -110,8 +113,9 @@ class OperationManager:
         """The 429 of a full queue (also when the store's own check, `stage(capacity=...)`, refuses)."""
         return FlowbabyError(
             ErrorCode.BACKLOG,
-            f"Background queue full ({self.capacity} operations max). Wait 30-60s and retry.",
-            retryAfterSec=30,
+            f"Background queue full ({self.capacity} graph builds max); nothing was stored. "
+            f"Retry in {BACKLOG_RETRY_SEC}s, when a build has finished.",
+            retryAfterSec=BACKLOG_RETRY_SEC,
         )
 
     def start(self) -> None:

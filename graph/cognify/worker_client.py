@@ -11,11 +11,12 @@ import asyncio
 import json
 import logging
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
+from graph.core.child_python import child_env, module_command
 from graph.core.contract import BackgroundErrorCode
+from graph.core.workspace import open_no_follow
 
 log = logging.getLogger("flowbaby.worker")
 
@@ -55,22 +56,18 @@ class WorkerClient:
             return self._proc
         if self._log_file.exists() and self._log_file.stat().st_size > 5 * 1024 * 1024:
             os.replace(self._log_file, self._log_file.with_suffix(".log.1"))  # rotate at each start
-        log_handle = open(self._log_file, "ab")  # noqa: SIM115 (the child keeps it as stderr)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        project_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
+        log_handle = open(self._log_file, "ab", opener=open_no_follow)  # noqa: SIM115 (the child keeps it as stderr)
+        env = child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
         self._proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "graph.cognify.worker",
-            "--workspace",
-            str(self._workspace),
-            "--idle-sec",
-            str(self._idle_sec),
+            *module_command(
+                "graph.cognify.worker", "--workspace", str(self._workspace), "--idle-sec", str(self._idle_sec)
+            ),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=log_handle,
+            env=env,
             limit=16 * 1024 * 1024,
+            start_new_session=True,  # out of reach of signals to our group: graph.core.stdio.die_with_parent
         )
         log_handle.close()
         try:

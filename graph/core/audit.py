@@ -104,7 +104,7 @@ class AuditLog:
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             try:
-                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE_MODE)
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
                 try:
                     os.write(fd, line)
                 finally:

@@ -7,11 +7,12 @@ agent can fix its payload without reading a stack trace.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
 MAX_PAYLOAD_CHARS = 100_000
@@ -36,6 +37,8 @@ class ErrorCode(str, Enum):
     NOT_FOUND = "NOT_FOUND"
     UNAUTHORIZED = "UNAUTHORIZED"
     """HTTP front only: a missing or wrong bearer token."""
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    """HTTP front only: a route asked with a method it does not take (405, with Allow)."""
     DATABASE_UNAVAILABLE = "DATABASE_UNAVAILABLE"
     """Team backend: the database does not answer; nothing was changed, retry after retryAfterSec."""
     DATABASE_BUSY = "DATABASE_BUSY"
@@ -102,6 +105,14 @@ def parse_timestamp(value: str) -> datetime:
         raise ValueError(f"{value!r} is out of range in UTC") from None
 
 
+def _is_timestamp(value: str) -> bool:
+    try:
+        parse_timestamp(value)
+    except ValueError:
+        return False
+    return True
+
+
 def format_timestamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -124,12 +135,35 @@ def _memory_status(value: Any) -> MemoryStatus:
 
 
 class IngestMetadata(_Strict):
+    """A summary's metadata. What it leaves out is filled in here, the one rule of every front
+    (bridge, HTTP, MCP, LM tools): see `_defaults`."""
+
     topicId: str = Field(min_length=1, max_length=256)
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
     updatedAt: str = Field(json_schema_extra={"format": "date-time"})
     sessionId: str | None = Field(default=None, max_length=256)
     planId: str | None = Field(default=None, max_length=256)
     status: MemoryStatus = MemoryStatus.ACTIVE
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults(cls, data: Any) -> Any:
+        """topicId absent, null or "": 16 random hex digits (random, not derived from the topic and
+        the time: two calls in one millisecond are two memories, not two versions of one); createdAt
+        absent or null: now; updatedAt absent or null: createdAt if given, else now; sessionId,
+        planId, status null: as absent (status Active)."""
+        if not isinstance(data, dict):
+            return data
+        now = utc_now()
+        filled = {key: value for key, value in data.items() if value is not None}
+        if filled.get("topicId") == "":
+            del filled["topicId"]
+        filled.setdefault("topicId", uuid.uuid4().hex[:16])
+        filled.setdefault("createdAt", now)
+        if "updatedAt" not in filled:  # a bad createdAt is reported once, on createdAt
+            created = filled["createdAt"]
+            filled["updatedAt"] = created if isinstance(created, str) and _is_timestamp(created) else now
+        return filled
 
     @field_validator("topicId")
     @classmethod
@@ -177,28 +211,21 @@ class SummaryFields(_Strict):
         return total + sum(len(item) for name in TEXT_LIST_FIELDS for item in getattr(self, name))
 
 
+def _filled_metadata() -> IngestMetadata:
+    return IngestMetadata.model_validate({})
+
+
 class FlowbabyIngestRequest(SummaryFields):
-    metadata: IngestMetadata
+    """ingestForAgent and storeMemory, over every front: metadata optional, filled in alike."""
 
+    metadata: IngestMetadata = Field(default_factory=_filled_metadata)
 
-class StoreMemoryMetadata(_Strict):
-    topicId: str | None = Field(default=None, max_length=256)
-    createdAt: str | None = None
-    updatedAt: str | None = None
-    sessionId: str | None = None
-    planId: str | None = None
-    status: MemoryStatus | None = None
-
-    @field_validator("status", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _status(cls, value: Any) -> Any:
-        return None if value is None else _memory_status(value)
-
-
-class StoreMemoryRequest(SummaryFields):
-    """The LM-tool surface: metadata is optional and filled in by the service."""
-
-    metadata: StoreMemoryMetadata | None = None
+    def _no_metadata(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "metadata" in data and data["metadata"] is None:
+            return {key: value for key, value in data.items() if key != "metadata"}
+        return data
 
 
 class BackgroundStatusRequest(_Strict):
@@ -430,6 +457,46 @@ class SessionTurnRef(BaseModel):
     """The chunk's vector distance (1 - cosine), null when it has no vector yet."""
 
 
+ReferenceState = Literal["current", "changed", "moved", "missing", "unknown"]
+FreshnessState = Literal["current", "changed", "missing", "unknown", "none"]
+
+
+class CommitInfo(BaseModel):
+    """The newest commit that touched a reference since the memory was written."""
+
+    id: str
+    date: str
+    subject: str
+
+
+class ReferenceFreshness(BaseModel):
+    """One code reference of a memory (a file, a folder or a symbol) checked against the code now."""
+
+    reference: str
+    kind: Literal["file", "folder", "symbol"]
+    path: str | None
+    """Relative to the workspace; for a bare symbol, the file it was found in (null if none)."""
+    symbol: str | None = None
+    state: ReferenceState
+    commits: int | None = None
+    """Commits touching it since the memory's updatedAt (null on the mtime basis)."""
+    newest: CommitInfo | None = None
+    movedTo: str | None = None
+    reason: str | None = None
+    """Why a reference is missing or unknown."""
+
+
+class Freshness(BaseModel):
+    """Whether a memory's code references still hold (graph.code.freshness)."""
+
+    state: FreshnessState
+    basis: Literal["git", "mtime", "off"]
+    references: list[ReferenceFreshness] = Field(default_factory=list)
+
+
+NO_FRESHNESS = Freshness(state="none", basis="off")
+
+
 class RetrievalEntry(BaseModel):
     summaryText: str
     topic: str
@@ -455,6 +522,14 @@ class RetrievalEntry(BaseModel):
     sessionTurn: SessionTurnRef | None = None
     weak: bool = False
     """Listed among weakCandidates: below the evidence the answer needs (the query abstained)."""
+    freshness: Freshness = NO_FRESHNESS
+    """Whether the code the memory names is as it was when the memory was written."""
+    branch: str | None = None
+    """The git branch the memory was made on (null: detached, outside a repository, or made before it was recorded)."""
+    commit: str | None = None
+    """The commit checked out when it was made."""
+    unmerged: bool = False
+    """Made on a commit the reader's checkout does not contain: a branch not merged into the current one."""
 
 
 class FlowbabyContextResponse(BaseModel):
@@ -704,3 +779,41 @@ class ConfirmSupersessionResponse(_Reply):
     memoryId: str
     status: MemoryStatus
     supersededBy: str
+
+
+# -- client hooks: briefing, per-prompt recall, capture (INGEST_CONTRACT.md, hooks) ------------
+
+
+class BriefingRequest(_Strict):
+    agentName: str | None = Field(default=None, max_length=256)
+    since: str | None = None
+    """This agent's last session start: memories other agents stored after it are listed."""
+    maxTokens: int = Field(default=800, ge=50, le=20_000)
+
+    @field_validator("since")
+    @classmethod
+    def _since(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return format_timestamp(parse_timestamp(value))
+        except ValueError:
+            raise ValueError("must be an ISO-8601 timestamp") from None
+
+
+class RecallRequest(_Strict):
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    maxTokens: int = Field(default=400, ge=50, le=20_000)
+    maxResults: int = Field(default=3, ge=1, le=10)
+    exclude: list[str] = Field(default_factory=list, max_length=2_000)
+    """topicIds already injected in this session: never injected again."""
+    agentName: str | None = Field(default=None, max_length=256)
+
+
+class CaptureRequest(_Strict):
+    source: Literal["claude-code", "opencode"]
+    sessionId: str = Field(min_length=1, max_length=256)
+    transcriptPath: str | None = Field(default=None, max_length=4_096)
+    """Claude Code's transcript (the hook's transcript_path); else the session is found in the index's sources."""
+    agentName: str | None = Field(default=None, max_length=256)
+    reason: str = Field(default="manual", max_length=64)

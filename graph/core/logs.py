@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import logging
 import sys
+from io import TextIOWrapper
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
-from graph.core.workspace import create_private
+from graph.core.workspace import create_private, open_no_follow
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _NoFollowRotatingHandler(RotatingFileHandler):
+    """Opens (and reopens after each rotation) without following a link."""
+
+    def _open(self) -> TextIOWrapper:
+        return open(self.baseFilename, "a", encoding=self.encoding, errors=self.errors, opener=open_no_follow)
 
 
 def configure_logging(log_dir: Path, level: str = "INFO", *, to_stderr: bool = True) -> None:
@@ -23,7 +31,7 @@ def configure_logging(log_dir: Path, level: str = "INFO", *, to_stderr: bool = T
     root.setLevel(level)
     root.propagate = False
     create_private(log_dir / "flowbaby.log")
-    file_handler = RotatingFileHandler(
+    file_handler = _NoFollowRotatingHandler(
         log_dir / "flowbaby.log", maxBytes=5 * 1024 * 1024, backupCount=3, encoding="utf-8"
     )
     file_handler.setFormatter(logging.Formatter(_FORMAT))

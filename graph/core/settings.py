@@ -55,6 +55,9 @@ class Settings(BaseModel):
     max_queued: int = 3
     worker_idle_sec: float = 60.0
     operation_timeout_sec: float = 600.0
+    finish_sec: float = 600.0
+    """How long the detached process that takes over unfinished graph work when the last front
+    leaves may run (graph.owner.finisher); 0: none, the work waits for the next start."""
     llm_timeout_sec: float = 60.0
     """Deadline of one LLM request; a request that exceeds it is not retried."""
     llm_retries: int = 2
@@ -118,6 +121,7 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         max_queued=number("FLOWBABY_MAX_QUEUED", "3", int),
         worker_idle_sec=number("FLOWBABY_WORKER_IDLE_SEC", "60", float),
         operation_timeout_sec=number("FLOWBABY_OPERATION_TIMEOUT_SEC", "600", float),
+        finish_sec=number("FLOWBABY_FINISH_SEC", "600", float),
         llm_timeout_sec=number("FLOWBABY_LLM_TIMEOUT_SEC", "60", float),
         llm_retries=number("FLOWBABY_LLM_RETRIES", "2", int),
         log_level=log_level,

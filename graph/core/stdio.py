@@ -20,7 +20,11 @@ def take_stdout() -> BinaryIO:
 
 def die_with_parent() -> None:
     """Linux PR_SET_PDEATHSIG, for a child of the owning process: if the owner is killed, the
-    child (and its locks) go too."""
+    child (and its locks) go too. Its owner alone ends it otherwise (closing its stdin, or SIGKILL):
+    a SIGTERM, SIGINT or SIGHUP sent to a whole process tree, as a client ends its session, must
+    leave the child's work to the owner's shutdown, which parks it without counting an attempt
+    (it read as a crash, "exited at start-up (code -15)"). The owner also starts it in a session
+    of its own, out of reach of signals to the owner's process group."""
     import ctypes
     import signal
 
@@ -30,3 +34,5 @@ def die_with_parent() -> None:
         return
     if os.getppid() == 1:  # the owner died before the signal was armed
         os._exit(1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from graph.core.contract import BackgroundErrorCode, MemoryStatus, OperationStatus, utc_now
+from graph.core.contract import MemoryStatus, OperationStatus, utc_now
 from graph.core.workspace import create_private
 
 _MEMORY_NAMESPACE = uuid.UUID("9a4c3c52-5f0c-4a63-9d0e-2f5f6c1f7b10")
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS memories (
     char_count INTEGER NOT NULL,
     graph_state TEXT NOT NULL DEFAULT 'pending',
     operation_id TEXT,
+    git_branch TEXT,
+    git_commit TEXT,
     UNIQUE (topic_id, version)
 );
 CREATE INDEX IF NOT EXISTS memories_topic ON memories (topic_id);
@@ -92,6 +94,10 @@ class Memory:
     graph_state: str = "pending"
     operation_id: str | None = None
     supersedes: str | None = field(default=None, compare=False)
+    branch: str | None = None
+    """The git branch the memory was made on (null: detached HEAD, or not in a repository)."""
+    commit: str | None = None
+    """The commit checked out when it was made: retrieval marks it unmerged when the caller's HEAD lacks it."""
 
     def sections(self) -> list[tuple[str, list[str]]]:
         """The summary's text, field by field, in reading order."""
@@ -140,7 +146,17 @@ def row_to_memory(row: Row) -> Memory:
         char_count=row["char_count"],
         graph_state=row["graph_state"],
         operation_id=row["operation_id"],
+        branch=_optional(row, "git_branch"),
+        commit=_optional(row, "git_commit"),
     )
+
+
+def _optional(row: Row, key: str) -> Any:
+    """A column that stores made before it was added lack (a partial SELECT, too)."""
+    try:
+        return row[key]
+    except (IndexError, KeyError):
+        return None
 
 
 def insert_memory_sql(mark: str) -> str:
@@ -149,9 +165,9 @@ def insert_memory_sql(mark: str) -> str:
     columns = (
         "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
         "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
-        "graph_state, operation_id"
+        "graph_state, operation_id, git_branch, git_commit"
     )
-    marks = ",".join([mark] * 19 + ["'pending'", mark])
+    marks = ",".join([mark] * 19 + ["'pending'", mark, mark, mark])
     return f"INSERT INTO memories ({columns}) VALUES ({marks})"
 
 
@@ -178,6 +194,8 @@ def memory_values(memory: Memory, operation_id: str | None) -> tuple[Any, ...]:
         memory.staged_at,
         memory.char_count,
         operation_id,
+        memory.branch,
+        memory.commit,
     )
 
 
@@ -263,6 +281,10 @@ class MemoryStore:
                 if verdict != "ok":
                     raise sqlite3.DatabaseError(verdict)
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(memories)")}
+            for column in ("git_branch", "git_commit"):  # stores made before memories recorded git
+                if column not in columns:
+                    self._conn.execute(f"ALTER TABLE memories ADD COLUMN {column} TEXT")
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(Exception):
                 self._conn.close()
@@ -473,30 +495,15 @@ class MemoryStore:
         return operation_id
 
     def recover_interrupted(self) -> list[str]:
-        """At start-up: operations that were running when the process died become terminated,
-        and their memories are queued again under new pending operations. Returns the new ids."""
-        requeued: list[str] = []
-        now = utc_now()
-        with self._transaction() as cur:
-            rows = cur.execute("SELECT operation_id, memory_ids FROM operations WHERE state='running'").fetchall()
-            for row in rows:
-                cur.execute(
-                    "UPDATE operations SET state='terminated', finished_at=?, error_code=?, "
-                    "error='The process stopped while this operation was running; its memories were queued again' "
-                    "WHERE operation_id=?",
-                    (now, BackgroundErrorCode.WORKER_CRASHED.value, row["operation_id"]),
-                )
-                new_id = new_operation_id()
-                cur.execute(
-                    "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
-                    (new_id, row["memory_ids"], now),
-                )
-                for memory_id in json.loads(row["memory_ids"]):
-                    cur.execute(
-                        "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
-                        (new_id, memory_id),
-                    )
-                requeued.append(new_id)
+        """At start-up: operations that were running when the previous owner stopped (killed, or
+        its machine went down) go back to pending under the same ids, the attempt refunded: the
+        process that died is not the operation's failure, and the id an agent holds must end
+        completed or with its true code. Returns their ids."""
+        with self._lock:
+            rows = self._conn.execute("SELECT operation_id FROM operations WHERE state='running'").fetchall()
+        requeued = [row["operation_id"] for row in rows]
+        if requeued:
+            self.requeue(requeued, refund_attempt=True)
         return requeued
 
     def prune_operations(self, keep: int = KEEP_FINISHED_OPERATIONS) -> int:

@@ -9,14 +9,19 @@ dies, so a lock left by a killed process is taken over without any stale-file lo
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
 
 DATA_DIR = ".flowbaby"
+LINK_FILE = "link.json"
+"""`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +77,18 @@ class WorkspacePaths:
     def env_file(self) -> Path:
         return self.root / ".env"
 
+    @property
+    def git_ignore(self) -> Path:
+        return self.data / ".gitignore"
+
 
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 """Memories, logs and the audit trail are the user's alone, whatever the umask (INGEST_CONTRACT.md 9)."""
+GIT_IGNORE = (
+    "# Written by flowbaby: nothing here belongs in git (the API token, the memories, the indexed\n"
+    "# agent transcripts). Delete this file only if you mean to commit them.\n*\n"
+)
 
 
 def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = True) -> WorkspacePaths:
@@ -88,18 +101,173 @@ def resolve_workspace(path: str | os.PathLike[str] | None, *, create: bool = Tru
         raise FlowbabyError(
             ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {root}"
         )
-    paths = WorkspacePaths(root.resolve())
+    paths = WorkspacePaths(shared_root(root.resolve()))
+    if os.path.lexists(paths.data):
+        check_data_folder(paths)
     if not create:
         return paths
     try:
         paths.data.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-        if paths.data.stat().st_mode & 0o077 and paths.data.stat().st_uid == os.getuid():
+        if paths.data.stat().st_mode & 0o077:
             os.chmod(paths.data, PRIVATE_DIR_MODE)  # created by an older version under umask 022
         for folder in (paths.logs, paths.projection.parent, paths.cognee_system.parent):
             folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        keep_out_of_git(paths)
     except OSError as exc:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace is not writable: {exc}") from None
     return paths
+
+
+def check_data_folder(paths: WorkspacePaths) -> None:
+    """Refuse a .flowbaby that is a symlink, not a folder, or another user's: its owner.json
+    and owner.sock decide which process a front sends memories to; and one that holds a symlink,
+    a FIFO or a device anywhere (INGEST_CONTRACT.md 9.1)."""
+    info = paths.data.lstat()
+    problem = (
+        "is a symlink"
+        if stat.S_ISLNK(info.st_mode)
+        else "is not a folder"
+        if not stat.S_ISDIR(info.st_mode)
+        else f"is owned by uid {info.st_uid}, not this user (uid {os.getuid()})"
+        if info.st_uid != os.getuid()
+        else None
+    )
+    if problem:
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH,
+            f"Refusing the workspace's data folder {paths.data}: it {problem}",
+        )
+    found = unsafe_entry(paths.data)
+    if found is not None:
+        entry, what = found
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH,
+            f"Refusing the workspace's data folder {paths.data}: {entry} is {what}; flowbaby never "
+            "writes through links (a .flowbaby that came with a repository is not yours: remove it)",
+        )
+
+
+def unsafe_entry(folder: Path) -> tuple[str, str] | None:
+    """The first entry under `folder` that is a symlink, or neither a folder, a regular file nor a
+    socket (a FIFO or a device), with what it is; None when there is none. Every file flowbaby,
+    cognee, LanceDB and SQLite write under .flowbaby is opened by path, so one link committed with a
+    repository (`logs/flowbaby.log` -> ~/.bashrc) would send writes outside it: checking the tree
+    once at open covers them all. One scandir per folder; d_type answers without a stat."""
+    stack = [os.fspath(folder)]
+    while stack:
+        path = stack.pop()
+        try:
+            entries = os.scandir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed by the running owner meanwhile
+        except OSError as exc:
+            return path, f"a folder that cannot be listed ({exc.strerror})"
+        with entries:
+            for entry in entries:
+                try:
+                    if entry.is_symlink():
+                        return entry.path, "a symlink"
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif not entry.is_file(follow_symlinks=False) and not stat.S_ISSOCK(
+                        entry.stat(follow_symlinks=False).st_mode
+                    ):
+                        return entry.path, "not a regular file, a folder or a socket"
+                except FileNotFoundError:
+                    continue
+    return None
+
+
+def shared_root(root: Path) -> Path:
+    """The workspace that keeps `root`'s memory: the target of its `flowbaby link`, else, for a linked
+    git worktree, the repository's main checkout (found through git's common directory, read from
+    the `.git` file and `commondir` as `git rev-parse --git-common-dir` does, without running git in
+    a repository that may be hostile), else `root` itself. A worktree that already holds its own
+    memory store keeps it."""
+    linked = read_link(root)
+    if linked is not None:
+        return linked
+    if (root / DATA_DIR / "memories.sqlite").exists():
+        return root
+    main = main_checkout(root)
+    return main if main is not None else root
+
+
+def main_checkout(root: Path) -> Path | None:
+    """The main working tree of the repository `root` is a linked worktree of, or None."""
+    dot = root / ".git"
+    if not dot.is_file():
+        return None
+    try:
+        line = dot.read_text(encoding="utf-8").strip()
+        git_dir = (root / line.removeprefix("gitdir:").strip()).resolve()
+        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:") or common.name != ".git" or not common.is_dir():
+        return None  # a bare repository or a submodule: no main checkout to share
+    main = common.parent
+    return main if main != root and main.is_dir() else None
+
+
+def read_link(root: Path) -> Path | None:
+    """The workspace `flowbaby link` pointed `root` at. The file counts only if it is this user's,
+    not a symlink and mode 0600, as `flowbaby link` writes it: a link.json that arrived with a
+    cloned repository (git writes 0644) cannot send a folder's memories elsewhere."""
+    path = root / DATA_DIR / LINK_FILE
+    try:
+        info = path.lstat()
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            return None
+        target = Path(json.loads(path.read_text(encoding="utf-8"))["workspace"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return target.resolve() if target.is_absolute() and target.is_dir() else None
+
+
+def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str] | None) -> dict[str, str | None]:
+    """`flowbaby link`: make `folder` (a clone) use `target`'s memory, or undo that with target None."""
+    here = Path(folder).expanduser().resolve()
+    if not here.is_dir():
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Not a folder: {here}")
+    path = here / DATA_DIR / LINK_FILE
+    if target is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return {"workspace": str(here), "linkedTo": None}
+    there = Path(target).expanduser()
+    if not there.is_dir():
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH, f"Workspace path does not exist or is not a directory: {there}"
+        )
+    final = shared_root(there.resolve())  # link to where the target's memory really is: no chains
+    if final == here:
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{here} cannot be linked to itself")
+    path.parent.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    with contextlib.suppress(FileNotFoundError):
+        temporary.unlink()
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({"workspace": str(final)}, handle)
+    os.replace(temporary, path)
+    return {"workspace": str(here), "linkedTo": str(final)}
+
+
+def keep_out_of_git(paths: WorkspacePaths) -> None:
+    """`.flowbaby/.gitignore` ignoring everything in the folder, so `git add -A` in the project never
+    takes the token or the memories; a file of the user's own at that path is left as it is."""
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(paths.git_ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(GIT_IGNORE)
+
+
+def open_no_follow(path: str, flags: int) -> int:
+    """An `opener` for open() that never follows a link at the last step (ELOOP instead): the tree
+    is checked at open (check_data_folder), this keeps a link made later (a `git pull` while the
+    owner runs) from redirecting the logs."""
+    return os.open(path, flags | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
 
 
 def create_private(path: Path) -> None:
@@ -117,7 +285,20 @@ class WorkspaceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:  # never through a link: the pid is written over the file's contents
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be opened: {exc.strerror}"
+            raise FlowbabyError(
+                ErrorCode.INVALID_WORKSPACE_PATH, f"Refusing the lock file {self._path}: it {reason}"
+            ) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            os.close(fd)
+            raise FlowbabyError(
+                ErrorCode.INVALID_WORKSPACE_PATH,
+                f"Refusing the lock file {self._path}: it is not a regular file of this user",
+            )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

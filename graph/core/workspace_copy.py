@@ -106,7 +106,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
 
 def migrate_workspace(workspace: str, url: str, namespace: str | None) -> dict[str, Any]:
     """`flowbaby migrate`'s engine call: the report as JSON-ready data."""
-    from graph.backends.memory_store import namespace_for
+    from graph.backends.backend import namespace_for
     from graph.core.workspace import resolve_workspace
     from graph.remote.settings import check_namespace
 

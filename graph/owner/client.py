@@ -22,7 +22,7 @@ from typing import Any
 
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
 from graph.core.workspace import WorkspacePaths
-from graph.owner.wire import MAX_REPLY_BYTES, encode, endpoint_file, failure_from_wire
+from graph.owner.wire import MAX_REPLY_BYTES, encode, failure_from_wire, peer_uid, published_socket
 
 log = logging.getLogger("flowbaby.owner")
 
@@ -50,11 +50,19 @@ class _Connection:
 
     @classmethod
     async def open(cls, paths: WorkspacePaths, on_event: OperationListener) -> _Connection:
+        """Connect to the socket owner.json names, only if it is this workspace's socket and
+        a process of this user listens on it (graph.owner.wire.published_socket)."""
         try:
-            record = json.loads(endpoint_file(paths).read_text(encoding="utf-8"))
-            reader, writer = await asyncio.open_unix_connection(record["socket"], limit=MAX_REPLY_BYTES)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            path = published_socket(paths)
+            reader, writer = await asyncio.open_unix_connection(str(path), limit=MAX_REPLY_BYTES)
+        except FlowbabyError as error:
+            raise OwnerGone(f"no owner endpoint: {error.message}") from None
+        except (OSError, ValueError) as exc:
             raise OwnerGone(f"no owner endpoint: {exc}") from None
+        uid = peer_uid(writer.get_extra_info("socket"))
+        if uid is not None and uid != os.getuid():
+            writer.close()
+            raise OwnerGone(f"no owner endpoint: {path} is served by uid {uid}, not this user")
         return cls(reader, writer, on_event)
 
     @property
@@ -77,25 +85,66 @@ class _Connection:
             self._pending.pop(call_id, None)
 
     async def _read(self) -> None:
+        """Replies to their calls, events to the listeners. A line that is not a JSON object
+        ends the connection: the calls waiting on it fail with FLOWBABY_ERROR (the owner is
+        there but speaks no protocol we know; taking over would wait on its lock)."""
+        broken: FlowbabyError | None = None
         try:
             while line := await self._reader.readline():
-                message = json.loads(line)
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    message = None
+                if not isinstance(message, dict):
+                    broken = FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner sent {line[:80]!r}")
+                    break
                 if "event" in message:
-                    await self._on_event(OperationStatus.model_validate(message["status"]))
-                elif (waiting := self._pending.get(message.get("id"))) is not None and not waiting.done():
+                    await self._event(message)
+                elif (waiting := self._pending.get(message.get("id"))) is not None and not waiting.done():  # type: ignore[arg-type]
                     waiting.set_result(message)
         except (ConnectionError, ValueError, asyncio.LimitOverrunError) as exc:
             log.warning("owner connection broke: %s", exc)
         finally:
+            if broken is not None:
+                log.warning("owner connection dropped: %s", broken.message)
+                self._writer.close()
             for waiting in self._pending.values():
                 if not waiting.done():
-                    waiting.set_exception(OwnerGone("the owner went away"))
+                    waiting.set_exception(broken or OwnerGone("the owner went away"))
+
+    async def _event(self, message: dict[str, Any]) -> None:
+        """An event the listeners can take, or a warning: one bad event never ends the connection."""
+        try:
+            status = OperationStatus.model_validate(message.get("status"))
+        except ValueError as exc:
+            log.warning("ignoring a malformed event from the owner: %s", str(exc)[:200])
+            return
+        try:
+            await self._on_event(status)
+        except Exception:  # a listener's failure is not the connection's
+            log.exception("an operation listener failed")
 
     async def close(self) -> None:
         self._pump.cancel()
         self._writer.close()
         with contextlib.suppress(Exception):
             await self._writer.wait_closed()
+
+
+def _outcome(method: str, reply: dict[str, Any]) -> Any:
+    """The result of an owner's reply, or the failure it carries, raised as a contract failure:
+    a fault (the owner's unexpected exception) or a reply of no known shape is FLOWBABY_ERROR."""
+    if "failure" in reply:
+        try:
+            failure = failure_from_wire(reply["failure"])
+        except (KeyError, ValueError, TypeError, AttributeError):
+            failure = FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner failed {method}: {reply!r:.200}")
+        raise failure
+    if "fault" in reply:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner failed {method}: {reply['fault']!s:.500}")
+    if "result" not in reply:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner answered {method} with {reply!r:.200}")
+    return reply["result"]
 
 
 class OwnerClient:
@@ -110,6 +159,9 @@ class OwnerClient:
         self._switch = asyncio.Lock()
         self._watching = False
         """This front asked for session watching: a process that takes over keeps it going."""
+        self.origin: str | None = None
+        """This front's own folder (a worktree of the owner's repository, say): sent with stagings and
+        retrievals so the owner records and reads against this front's git checkout."""
 
     @classmethod
     async def connect(cls, paths: WorkspacePaths, opener: Opener, deadline_sec: float = 10.0) -> OwnerClient:
@@ -156,11 +208,7 @@ class OwnerClient:
                     ) from None
                 await self._follow_or_take_over(connection)
                 continue
-            if "failure" in reply:
-                raise failure_from_wire(reply["failure"])
-            if "fault" in reply:
-                raise RuntimeError(f"owner: {reply['fault']}")
-            return reply["result"]
+            return _outcome(method, reply)
 
     async def _follow_or_take_over(self, broken: _Connection | None) -> None:
         async with self._switch:
@@ -188,19 +236,23 @@ class OwnerClient:
     async def health(self) -> dict[str, Any]:
         return await self._dict("health")
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        return await self._dict("ingest", params=params)
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        return await self._dict("ingest", params=params, bulk=bulk, origin=origin or self.origin)
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
-        return await self._dict("store_memory", params=params)
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+        return await self._dict("store_memory", params=params, origin=origin or self.origin)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
     ) -> dict[str, Any]:
         return await self._dict("background_status", params=params, audited=audited, agent_name=agent_name)
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
-        return await self._dict("retrieve", params=params, markdown=markdown, agent_name=agent_name)
+    async def retrieve(
+        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
+    ) -> dict[str, Any]:
+        return await self._dict(
+            "retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin or self.origin
+        )
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
         return await self._dict("index_status", audited=audited, agent_name=agent_name)
@@ -238,12 +290,23 @@ class OwnerClient:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return await self._dict("confirm_supersession", params=params)
 
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        return await self._dict("briefing", params=params)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        return await self._dict("recall", params=params)
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        return await self._dict("capture", params=params)
+
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call(method, **args)
+        result = await self.call(method, **args)
+        if not isinstance(result, dict):
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner answered {method} without an object")
         return result
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         if self._local is not None:
-            await self._local.close(grace_sec)
+            await self._local.close(grace_sec, hand_on=hand_on)
         if self._connection is not None:
             await self._connection.close()

@@ -17,13 +17,14 @@ import os
 from typing import Any
 
 from graph.core.contract import ContractFailure, OperationStatus
+from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
 from graph.owner.wire import (
     MAX_LINE_BYTES,
-    OWNER_METHODS,
     encode,
     endpoint_file,
     failure_to_wire,
+    peer_uid,
     socket_path,
 )
 
@@ -51,8 +52,11 @@ class OwnerEndpoint:
             os.umask(previous)
         record = endpoint_file(self._paths)
         staging = record.with_suffix(".tmp")
-        staging.write_text(json.dumps({"pid": os.getpid(), "socket": str(self._socket)}), encoding="utf-8")
-        os.chmod(staging, 0o600)
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()  # a link left there (or committed) is removed, never written through
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"pid": os.getpid(), "socket": str(self._socket)}))
         os.replace(staging, record)
         self._service.add_operation_listener(self._broadcast)
         log.info("owner endpoint on %s", self._socket)
@@ -74,6 +78,11 @@ class OwnerEndpoint:
         self._server = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        uid = peer_uid(writer.get_extra_info("socket"))
+        if uid is not None and uid != os.getuid():  # only root could have reached a 0600 socket
+            log.warning("refused a front of uid %s", uid)
+            writer.close()
+            return
         self._peers.add(writer)
         try:
             while line := await reader.readline():

@@ -11,6 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import stat
+import struct
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,28 +28,6 @@ from graph.core.contract import (
     RetrievalErrorCode,
 )
 from graph.core.workspace import WorkspacePaths
-
-OWNER_METHODS = frozenset(
-    {
-        "implied_supersessions",
-        "confirm_supersession",
-        "health",
-        "ingest",
-        "store_memory",
-        "background_status",
-        "retrieve",
-        "index_status",
-        "repair",
-        "memory_context",
-        "memory_versions",
-        "search_chunks",
-        "graph_snapshot",
-        "graph_summary",
-        "sessions",
-        "watch_sessions",
-    }
-)
-"""The service methods a front may call through the owner: the whole API the fronts use."""
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 """A request is at most a 4 MiB bridge line or HTTP body plus its framing."""
@@ -94,7 +75,57 @@ def socket_path(paths: WorkspacePaths) -> Path:
         return preferred
     runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"flowbaby-{os.getuid()}"
     runtime.mkdir(mode=0o700, exist_ok=True)
-    info = runtime.lstat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077 or runtime.is_symlink():
+    if not _private_folder(runtime):
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{runtime} is not a private folder of this user")
-    return runtime / f"{hashlib.sha256(str(paths.root).encode()).hexdigest()[:16]}.sock"
+    return runtime / _runtime_name(paths)
+
+
+def _runtime_name(paths: WorkspacePaths) -> str:
+    return f"{hashlib.sha256(str(paths.root).encode()).hexdigest()[:16]}.sock"
+
+
+def _private_folder(folder: Path) -> bool:
+    """A real folder (not a link) of this user's that no one else may enter."""
+    try:
+        info = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def published_socket(paths: WorkspacePaths) -> Path:
+    """The socket owner.json names, once checked: owner.json is a private file of this user
+    (mode 0600, not a link: a committed one is 0644), and the socket is `.flowbaby/owner.sock`
+    or this workspace's name in a private runtime folder of this user, itself a socket of this
+    user's. Raises FlowbabyError (INVALID_WORKSPACE_PATH) or OSError otherwise."""
+    from graph.core.trust import read_private_file
+
+    record = json.loads(read_private_file(endpoint_file(paths), "owner endpoint file", "its owner writes it at start"))
+    named = record.get("socket") if isinstance(record, dict) else None
+    if not isinstance(named, str) or not os.path.isabs(named):
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{endpoint_file(paths)} names no socket path")
+    path = Path(named)
+    allowed = path == paths.data / "owner.sock" or (
+        path.name == _runtime_name(paths)
+        and path.parent.name == f"flowbaby-{os.getuid()}"
+        and _private_folder(path.parent)
+    )
+    if not allowed:
+        message = f"{endpoint_file(paths)} names {named}, which is not a socket of this workspace"
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, message)
+    info = path.lstat()
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{named} is not a socket of this user")
+    return path
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a unix socket; None where the platform
+    cannot tell (neither SO_PEERCRED nor LOCAL_PEERCRED)."""
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return int(struct.unpack("3i", creds)[1])
+    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS: struct xucred {version, uid, ngroups, groups[16]}
+        creds = sock.getsockopt(0, socket.LOCAL_PEERCRED, 76)
+        return int(struct.unpack_from("2I", creds)[1])
+    return None

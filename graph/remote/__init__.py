@@ -11,8 +11,9 @@ from graph.remote.settings import server_settings
 if TYPE_CHECKING:
     from graph.remote.client import RemoteService
 
-REMOTE_FRONTS = frozenset({"bridge", "mcp"})
-"""Fronts that forward to a configured team server; `serve` always serves its own store."""
+REMOTE_FRONTS = frozenset({"bridge", "mcp", "import"})
+"""Fronts that forward to a configured team server (`import`: `flowbaby import adr|docs`, whose
+records belong where the bridge's memories are); `serve` always serves its own store."""
 
 
 async def open_remote_service(workspace: str | os.PathLike[str] | None) -> RemoteService | None:

@@ -181,10 +181,11 @@ class RemoteService:
             )
         return reply
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        # `bulk` and `origin` are for a local owner; a team server keeps its own limits and records no checkout
         return self._watch(await self._request("POST", "/api/agent/ingest", body=params))
 
-    async def store_memory(self, params: Any) -> dict[str, Any]:
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
         return self._watch(await self._request("POST", "/api/agent/memories", body=params))
 
     async def background_status(
@@ -201,7 +202,9 @@ class RemoteService:
                 return {"success": True, "operationId": request.operationId, "status": "unknown"}
             raise
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+    async def retrieve(
+        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
+    ) -> dict[str, Any]:
         query = {"format": "markdown"} if markdown else None
         reply: dict[str, Any] = await self._request(
             "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True
@@ -253,7 +256,25 @@ class RemoteService:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return dict(await self._request("POST", "/api/agent/supersessions/confirm", body=params))
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        return self._hooks_unavailable()
+
+    def _hooks_unavailable(self) -> dict[str, Any]:
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            "The client hooks (briefing, recall, capture) work on this machine's own workspace and are not "
+            f"available while the workspace is served by the team server {self.server.url}",
+            remote=True,
+        )
+
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        """`hand_on` has nothing to do here: the team server runs the work."""
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

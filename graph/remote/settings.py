@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from graph.backends.memory_store import namespace_for
+from graph.backends.backend import namespace_for
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.net import is_loopback
 from graph.core.trust import read_private_file

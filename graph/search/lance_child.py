@@ -35,6 +35,7 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from graph.core.child_python import child_env, module_command
 from graph.core.stdio import die_with_parent, take_stdout
 from graph.search.chunk_table import FIELDS, Chunk, LanceChunkTable
 
@@ -146,7 +147,7 @@ class LanceChild:
     stopped after `idle_sec` without a call. Calls are serialised; any thread may call."""
 
     def __init__(self, module: str, path: Path, dimensions: int, idle_sec: float) -> None:
-        self._command = [sys.executable, "-m", module, str(path), str(dimensions)]
+        self._command = module_command(module, str(path), str(dimensions))
         self._idle_sec = idle_sec
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -199,10 +200,9 @@ class LanceChild:
     def _ensure_started(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
-        project_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [project_root, env.get("PYTHONPATH")]))
-        proc = subprocess.Popen(self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(  # its own session: graph.core.stdio.die_with_parent
+            self._command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=child_env(), start_new_session=True
+        )
         opened = _read(proc.stdout)  # type: ignore[arg-type]
         if opened is None or not opened[0].get("ok"):
             self._proc = proc

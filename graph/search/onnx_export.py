@@ -15,10 +15,10 @@ import fcntl
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from graph.core.child_python import run_module
 
 EXPORT_VERSION = "2"
 """Bump when the exported files change (inputs, outputs, opset, layout)."""
@@ -77,15 +77,7 @@ def ensure_exported(model_path: str) -> Path:
     with (target.parent / f"{target.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a worker and an owner starting together export once
         if not (target / "meta.json").is_file():
-            done = subprocess.run(
-                [sys.executable, "-m", "graph.search.onnx_export", model_path, "--out", str(target)],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-                raise RuntimeError(f"ONNX export of {model_path} failed: {tail[0]}")
+            run_module(f"ONNX export of {model_path}", "graph.search.onnx_export", model_path, "--out", str(target))
     return target
 
 

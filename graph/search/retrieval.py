@@ -23,8 +23,12 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from graph.backends.lexical import LexicalSearch
+from graph.code.branches import Ancestry, Checkout
+from graph.code.freshness import FreshnessChecker, describe
 from graph.core.contract import (
+    NO_FRESHNESS,
     FlowbabyContextRequest,
+    Freshness,
     MemoryStatus,
     RetrievalEntry,
     parse_timestamp,
@@ -105,6 +109,15 @@ _ACRONYM = re.compile(r"[A-Z][A-Z0-9]+")
 offline extractor gives it (mostly "concept"): on the Pawpoint dev set it lifts unanswerable questions
 returning nothing from 0.60 to 0.70 on each fold, and no LoCoMo dev question names an acronym its
 conversation never writes."""
+MISSING_PENALTY = 0.02
+"""A memory every code reference of which is gone ranks this much lower (as much as a DecisionRecord
+gains): below an equally relevant memory whose code still holds, never hidden."""
+UNMERGED_PENALTY = 0.01
+"""A memory made on a branch the reader's checkout does not contain ranks this much lower: the current
+branch and its ancestors come first among equals; nothing is hidden."""
+FRESHNESS_WINDOW = 5
+"""Places past maxResults whose freshness is checked before packing, so a demoted memory's place
+can go to the next one."""
 WEAK_CANDIDATES = 2
 """Memories an abstained answer still lists, flagged weak, so an agent can judge for itself."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
@@ -253,6 +266,10 @@ class Retriever:
         self._pairs_key: tuple[object | None, int, int] | None = None
         self._pairs: list[Pair] = []
         self._retired: dict[tuple[str, int], dict[str, str]] = {}
+        self.freshness: FreshnessChecker | None = None
+        """Checks returned memories' code references (graph.code.freshness); None: not checked."""
+        self.ancestry: Ancestry | None = None
+        """Tells whether a memory's commit is in the reader's checkout (graph.code.branches)."""
 
     # -- lanes ----------------------------------------------------------------------
     def _vector_lane(
@@ -515,9 +532,18 @@ class Retriever:
             item.score = round(1.0 if score > 1.0 else score if score > 0.0 else 0.0, 6)
 
     # -- packing ----------------------------------------------------------------------
-    def retrieve(self, request: FlowbabyContextRequest, lanes: frozenset[str] = LANES) -> Retrieved:
+    def retrieve(
+        self,
+        request: FlowbabyContextRequest,
+        lanes: frozenset[str] = LANES,
+        reader: Checkout | None = None,
+        freshness: FreshnessChecker | None = None,
+    ) -> Retrieved:
         """Entries packed into maxResults and maxTokens, the tokens they use, and why nothing was
-        returned when the retriever abstained."""
+        returned when the retriever abstained. `reader`: the caller's git checkout, against which
+        memories made on other branches are marked unmerged; `freshness`: the checker of the caller's
+        folder (default: self.freshness, the workspace's)."""
+        checker = freshness or self.freshness
         entries: list[RetrievalEntry] = []
         used = 0
         ranked = self.rank(request, lanes)
@@ -527,10 +553,28 @@ class Retriever:
             else None
         )
         if reason:
+            head = ranked[:WEAK_CANDIDATES]
+            checked = self._check_freshness(head, checker)
             weak = [
-                self._entry(item, *_fitted(item, request.maxTokens), weak=True) for item in ranked[:WEAK_CANDIDATES]
+                self._entry(
+                    item,
+                    *_fitted(item, request.maxTokens),
+                    checked[item.memory.memory_id],
+                    self._unmerged(item.memory, reader),
+                    weak=True,
+                )
+                for item in head
             ]
             return Retrieved([], 0, reason, weak)
+        window = ranked[: request.maxResults + FRESHNESS_WINDOW]
+        fresh = self._check_freshness(window, checker)
+        unmerged = {s.memory.memory_id for s in window if self._unmerged(s.memory, reader)}
+        penalties = {
+            s.memory.memory_id: MISSING_PENALTY * _all_gone(fresh[s.memory.memory_id])
+            + UNMERGED_PENALTY * (s.memory.memory_id in unmerged)
+            for s in window
+        }
+        ranked = demote(window, penalties) + ranked[len(window) :]
         for item in ranked:
             if len(entries) >= request.maxResults:
                 break
@@ -539,14 +583,26 @@ class Retriever:
             if used + tokens > request.maxTokens:
                 if entries:
                     continue  # a smaller, lower-ranked memory may still fit
-                text, tokens = _fitted(item, request.maxTokens)
+                text = truncate_to_tokens(text, request.maxTokens)
+                tokens = count_tokens(text)
                 if not text:
                     break
             used += tokens
-            entries.append(self._entry(item, text, tokens))
+            memory = item.memory
+            entries.append(
+                self._entry(
+                    item,
+                    text,
+                    tokens,
+                    fresh.get(memory.memory_id) or self._check_freshness([item], checker)[memory.memory_id],
+                    memory.memory_id in unmerged or self._unmerged(memory, reader),
+                )
+            )
         return Retrieved(entries, used, None)
 
-    def _entry(self, item: Scored, text: str, tokens: int, weak: bool = False) -> RetrievalEntry:
+    def _entry(
+        self, item: Scored, text: str, tokens: int, freshness: Freshness, unmerged: bool, weak: bool = False
+    ) -> RetrievalEntry:
         memory = item.memory
         return RetrievalEntry(
             summaryText=text,
@@ -569,8 +625,24 @@ class Retriever:
             ),
             via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
             possiblySupersededBy=item.superseded_by,
+            freshness=freshness,
+            branch=memory.branch,
+            commit=memory.commit,
+            unmerged=unmerged,
             weak=weak,
         )
+
+    def _unmerged(self, memory: Memory, reader: Checkout | None) -> bool:
+        if reader is None or self.ancestry is None or not memory.commit:
+            return False
+        return self.ancestry.merged(memory.commit, reader) is False
+
+    @staticmethod
+    def _check_freshness(items: list[Scored], checker: FreshnessChecker | None) -> dict[str, Freshness]:
+        if checker is None:
+            return {item.memory.memory_id: NO_FRESHNESS for item in items}
+        checked = checker.check_many([(item.memory.references, item.memory.updated_at) for item in items])
+        return {item.memory.memory_id: f for item, f in zip(items, checked, strict=True)}
 
 
 def _fitted(item: Scored, max_tokens: int) -> tuple[str, int]:
@@ -587,6 +659,26 @@ class Retrieved(NamedTuple):
     abstained: str | None
     weak: list[RetrievalEntry] = []
     """When abstained: the best WEAK_CANDIDATES memories anyway, flagged `weak`."""
+
+
+def demote(window: list[Scored], penalties: dict[str, float]) -> list[Scored]:
+    """Memories whose every code reference is gone (in git) lose MISSING_PENALTY, those made on an
+    unmerged branch UNMERGED_PENALTY; each moves below the places that then score higher, so
+    scores still read non-increasing."""
+    ordered = list(window)
+    for item in [s for s in window if penalties.get(s.memory.memory_id)]:
+        item.score = round(max(0.0, item.score - penalties[item.memory.memory_id]), 6)
+        at = ordered.index(item)
+        while at + 1 < len(ordered) and ordered[at + 1].score > item.score:
+            ordered[at], ordered[at + 1] = ordered[at + 1], ordered[at]
+            at += 1
+    return ordered
+
+
+def _all_gone(freshness: Freshness) -> bool:
+    """Every code reference missing, as git sees it: on the mtime basis (no repository) a path that
+    is not there may simply live elsewhere, so it is shown but not demoted."""
+    return freshness.state == "missing" and freshness.basis == "git"
 
 
 def _candidate(candidates: dict[str, Scored], memory: Memory) -> Scored:
@@ -675,6 +767,15 @@ def render_markdown(entries: list[RetrievalEntry], abstained: str | None = None)
             lines += ["", f"**Via:** {entry.via}"]
         if entry.possiblySupersededBy:
             lines += ["", f"**Possibly superseded by:** `{entry.possiblySupersededBy}` (unconfirmed)"]
+        references = describe(entry.freshness)
+        if references:
+            lines += ["", references]
+        if entry.unmerged:
+            made = f"`{entry.branch}`" if entry.branch else "a detached HEAD"
+            lines += [
+                "",
+                f"**Branch:** made on {made} at {(entry.commit or '')[:7]}, not merged into the current branch",
+            ]
         lines += [
             "",
             f"**Metadata:** {', '.join(meta)}",

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
+from graph.backends.backend import Backend
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalEntry, RetrievalError, RetrievalErrorCode
 from graph.sessions.config import SessionSettings, load_session_settings
 from graph.sessions.entries import session_entry
@@ -31,6 +32,10 @@ from graph.sessions.ranking import TurnHit
 log = logging.getLogger("flowbaby.sessions")
 
 SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
+THROTTLED_SESSION_OPS: frozenset[SessionOp] = frozenset({"search", "search_all", "context"})
+"""Session searches are retrievals: they pass the retrieval throttle. The others do not: list,
+current and status read metadata (an agent polls status while a session imports), and an
+import or update may run for minutes, which would hold one of the two retrieval slots."""
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
@@ -46,11 +51,13 @@ class SessionMemory:
         settings: SessionSettings | None = None,
         sources: list[Source] | None = None,
         vectors_idle_sec: float | None = None,
+        backend: Backend | None = None,
     ) -> None:
-        """`vectors_idle_sec` as in SessionIndex (the owner passes its FLOWBABY_WORKER_IDLE_SEC)."""
+        """`vectors_idle_sec` and `backend` as in SessionIndex (the owner passes its
+        FLOWBABY_WORKER_IDLE_SEC and its backend)."""
         self.settings = settings or load_session_settings(workspace)
         sources = sources or sources_from(self.settings)
-        self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec)
+        self._args = (workspace, folder, encoder, self.settings, sources, vectors_idle_sec, backend)
         self._index: SessionIndex | None = None
         self._opening = asyncio.Lock()
         self._watch: asyncio.Task[None] | None = None
@@ -109,7 +116,8 @@ class SessionMemory:
         return source
 
     @staticmethod
-    def _query(params: dict[str, Any]) -> str:
+    def query(params: dict[str, Any]) -> str:
+        """The search's `q`, checked (INVALID_REQUEST)."""
         query = params.get("q")
         if not isinstance(query, str) or not query.strip():
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "q" is required', fields=["q"])
@@ -189,13 +197,13 @@ class SessionMemory:
         return {"session_id": info.session_id, "source": info.source, **index.status(info, problems)}
 
     def _search(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         info = index.resolve(self._session_id(params), self._source(params))
         return self._found(index.search([info.key], query, limit, self._abstain(params)), {})
 
     def _search_all(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         keys = index.keys_under(params.get("cwd"))
         source = self._source(params)
@@ -214,7 +222,7 @@ class SessionMemory:
         return reply
 
     def _context(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
-        query = self._query(params)
+        query = self.query(params)
         turns = self._int(params, "context_turns", 2, 0, 20)
         limit = self._int(params, "limit", 3, 1, 20)
         info = index.resolve(self._session_id(params), self._source(params))

@@ -21,6 +21,28 @@ TOOL_INPUT_CHARS = 300
 """A tool call is indexed as its name and this much of its input."""
 TOOL_RESULT_CHARS = 2000
 """A tool result is indexed up to this many characters; the rest is dropped with a marker."""
+OWN_TOOLS = frozenset(
+    {
+        "flowbaby_storeMemory",
+        "flowbaby_retrieveMemory",
+        "flowbaby_backgroundStatus",
+        "flowbaby_indexStatus",
+        "flowbaby_searchSessions",
+    }
+)
+"""flowbaby's own tools (api/mcp_tools.py, the VS Code LM tools). A call of one is indexed as a short
+marker and its result not at all: their payloads are memories, which session search would only echo."""
+OWN_TOPIC_CHARS = 120
+"""The marker keeps this much of the call's topic or query."""
+
+
+def own_tool(name: str) -> str | None:
+    """The flowbaby tool a client's tool name stands for: `mcp__flowbaby__flowbaby_storeMemory`
+    (Claude Code), `flowbaby_flowbaby_storeMemory` (OpenCode), `flowbaby_storeMemory`; else None."""
+    for tool in OWN_TOOLS:
+        if name == tool or name.endswith("_" + tool):
+            return tool
+    return None
 
 
 @dataclass(frozen=True)
@@ -35,8 +57,12 @@ class TurnChunk:
     redacted: bool
 
 
-def short_input(value: Any) -> str:
-    """A tool's input in one line: the command, path or query when there is one, else compact JSON."""
+def short_input(value: Any, tool: str = "") -> str:
+    """A tool's input in one line: the command, path or query when there is one, else compact JSON.
+    For flowbaby's own tools, only the topic or query (never the summary it stores)."""
+    if own_tool(tool):
+        topic = value.get("topic") or value.get("query") if isinstance(value, dict) else None
+        return topic[:OWN_TOPIC_CHARS] if isinstance(topic, str) else ""
     if isinstance(value, dict):
         for key in ("command", "cmd", "filePath", "file_path", "path", "pattern", "query", "url", "description"):
             if isinstance(value.get(key), str):
@@ -46,6 +72,9 @@ def short_input(value: Any) -> str:
 
 
 def render(block: Block) -> str:
+    own = own_tool(block.tool) if block.kind in ("tool_call", "tool_result") else None
+    if own:  # a marker of the call; the result (stored or retrieved memories) is not indexed
+        return "" if block.kind == "tool_result" else f"[flowbaby {own}] {block.text[:OWN_TOPIC_CHARS]}".strip()
     if block.kind == "tool_call":
         return f"[tool {block.tool}] {block.text}".strip()
     if block.kind == "tool_result":

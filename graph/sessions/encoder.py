@@ -19,14 +19,13 @@ import argparse
 import fcntl
 import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graph.core.child_python import run_module
 from graph.search.embedder import Embedder
 from graph.search.onnx_export import ensure_exported
 
@@ -72,15 +71,7 @@ def derived(model_path: str) -> tuple[Path, dict[str, object]]:
         with (folder.parent / f"{folder.name}.session.lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # an owner and a test starting together derive once
             if not _current(meta_path):
-                done = subprocess.run(
-                    [sys.executable, "-m", "graph.sessions.encoder", model_path],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                )
-                if done.returncode != 0:
-                    tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-                    raise RuntimeError(f"Deriving the session model of {model_path} failed: {tail[0]}")
+                run_module(f"Deriving the session model of {model_path}", "graph.sessions.encoder", model_path)
     meta: dict[str, object] = json.loads(meta_path.read_text())
     return folder / str(meta["file"]), meta
 

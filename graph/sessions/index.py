@@ -17,7 +17,9 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from graph.backends.sessions import SessionVectorStore, open_session_store, open_session_vectors
+from graph.backends.backend import Backend, open_backend
+from graph.backends.sessions import SessionVectorStore
+from graph.core.workspace import WorkspacePaths
 from graph.sessions.chunking import TurnChunk, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.lexicon import ChunkLexicon
@@ -89,14 +91,17 @@ class SessionIndex:
         settings: SessionSettings,
         sources: list[Source],
         vectors_idle_sec: float | None = None,
+        backend: Backend | None = None,
     ) -> None:
         """`vectors_idle_sec`: the vectors' LanceDB runs in a child process that exits after that
-        long without a call (graph.sessions.lance_table); None: in this process."""
+        long without a call (graph.sessions.lance_table); None: in this process. `backend`: where
+        the index is kept (default: as the process environment chooses)."""
         self.workspace = os.path.normpath(str(workspace))
         self.encoder = encoder
         self.settings = settings
         self.sources = {source.name: source for source in sources}
-        self.store = open_session_store(Path(workspace), folder)
+        self.backend = backend or open_backend(WorkspacePaths(Path(workspace)))
+        self.store = self.backend.session_store(folder)
         self._folder = folder
         self._vectors: SessionVectorStore | None = None
         self._vectors_idle_sec = vectors_idle_sec
@@ -116,9 +121,7 @@ class SessionIndex:
         show `repair_needed` until repaired or updated."""
         with self._guard:
             if self._vectors is None:
-                vectors = open_session_vectors(
-                    Path(self.workspace), self._folder, self.encoder.dimensions, self._vectors_idle_sec
-                )
+                vectors = self.backend.session_vectors(self._folder, self.encoder.dimensions, self._vectors_idle_sec)
                 vectors.keep_variant(self.encoder.variant)
                 self._vectors = vectors
             return self._vectors

@@ -23,6 +23,7 @@ def _document_id(hit: Any) -> str | None:
 
 
 async def main(workspace: str, query_file: str) -> None:
+    from graph.backends.backend import open_backend
     from graph.cognify.worker import cognee_runtime as runtime
     from graph.core.settings import load_settings
     from graph.core.store import MemoryStore
@@ -31,7 +32,7 @@ async def main(workspace: str, query_file: str) -> None:
 
     paths = resolve_workspace(workspace)
     settings = load_settings(paths)
-    runtime.configure_environment(paths, settings)
+    runtime.configure_environment(paths, settings, open_backend(paths))
     import cognee
     from cognee.modules.search.types import SearchType
 

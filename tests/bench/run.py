@@ -41,6 +41,13 @@ def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_locomo(Path(args.locomo), root)
 
 
+@section("hooks")
+def _hooks(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.hooks import run_hooks
+
+    return run_hooks(root)
+
+
 @section("latency")
 def _latency(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.latency import run_latency
@@ -114,6 +121,22 @@ def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.reliability import run_reliability_faults
 
     return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
+
+
+@section("freshness")
+def _freshness(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: what checking the code references of a 10-result retrieval adds (warm p95 <= 5 ms)."""
+    from tests.bench.freshness import run_freshness
+
+    return run_freshness(root)
+
+
+@section("import")
+def _import(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import."""
+    from tests.bench.code_import import run_code_import
+
+    return run_code_import(root)
 
 
 @section("devset")

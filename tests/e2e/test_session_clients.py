@@ -9,9 +9,7 @@ methods and the documented errors."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,9 +20,9 @@ import pytest
 
 from bridge.client import BridgeClient
 from tests.integration.test_http_api import Server
+from tests.support.client_env import CLAUDE_CODE, OPENCODE, isolated_env, opencode_config, run_client
 from tests.support.fake_agent_model import FakeAgentModel
 from tests.support.fake_anthropic_model import FakeAnthropicModel
-from tests.support.npm_tools import TOOLS, npm_tool
 
 pytestmark = pytest.mark.slow
 
@@ -43,49 +41,15 @@ class Clients:
     def __init__(self, root: Path, opencode: FakeAgentModel, claude: FakeAnthropicModel) -> None:
         self.project = root / "project"
         (self.project / "sub").mkdir(parents=True)
-        (root / "home").mkdir()
         self.opencode_model, self.claude_model = opencode, claude
-        self.env = {
-            **os.environ,
-            "HOME": str(root / "home"),
-            "XDG_DATA_HOME": str(root / "data"),
-            "XDG_CONFIG_HOME": str(root / "config"),
-            "XDG_STATE_HOME": str(root / "state"),
-            "XDG_CACHE_HOME": str(TOOLS / "opencode-cache"),
-            "npm_config_cache": str(TOOLS / "npm-cache"),
-            "CLAUDE_CONFIG_DIR": str(root / "claude"),
-            "ANTHROPIC_BASE_URL": claude.url,
-            "ANTHROPIC_API_KEY": "sk-ant-offline-test",
-        }
-        provider = {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": "Fake",
-            "options": {"baseURL": opencode.url, "apiKey": "x"},
-            "models": {"fake-model": {"name": "Fake"}},
-        }
-        (self.project / "opencode.json").write_text(
-            json.dumps({"provider": {"fake": provider}, "model": "fake/fake-model"})
-        )
+        self.env = isolated_env(root, claude_url=claude.url)
+        opencode_config(self.project, opencode.url)
 
     def opencode(self, message: str, *flags: str) -> None:
-        self._run([str(npm_tool("opencode-ai", "1.18.33", "opencode")), "run", *flags, message])
+        run_client(OPENCODE, ["run", *flags, message], self.project, self.env)
 
     def claude(self, message: str, *flags: str) -> None:
-        self._run(
-            [
-                str(npm_tool("@anthropic-ai/claude-code", "2.1.332", "claude")),
-                "-p",
-                message,
-                "--allowedTools",
-                "Bash",
-                *flags,
-            ]
-        )
-
-    def _run(self, command: list[str]) -> None:
-        env = {**self.env, "PWD": str(self.project)}  # both clients take their directory from $PWD
-        result = subprocess.run(command, cwd=self.project, env=env, capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[-3000:]
+        run_client(CLAUDE_CODE, ["-p", message, "--allowedTools", "Bash", *flags], self.project, self.env)
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +67,7 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clients]:
 def api(clients: Clients) -> Iterator[tuple[str, dict[str, str]]]:
     env = {k: v for k, v in clients.env.items() if k.startswith(("XDG_", "CLAUDE_", "HOME"))}
     env |= {"FLOWBABY_SESSIONS_AUTO_IMPORT": "0", "FLOWBABY_SESSIONS_WATCH_SEC": "0.5"}
-    server = Server(clients.project, env=env)
+    server = Server(clients.project, "--rate-limit-per-minute", "0", env=env)  # session searches are throttled
     server.wait_ready()
     token = (clients.project / ".flowbaby" / "api_token").read_text().strip()
     yield server.url, {"Authorization": f"Bearer {token}"}

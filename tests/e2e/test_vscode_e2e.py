@@ -123,7 +123,8 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stdout + done.stderr
 
-    # The workspace finds flowbaby through its own .venv (the second place the extension looks).
+    # The workspace finds flowbaby through its own .venv (the second place the extension looks), once
+    # the user confirms that file in a modal dialog (drive.js clicks "Run it").
     workspace = tmp_path / "project"
     workspace.mkdir()
     (workspace / ".venv").symlink_to(Path(sys.prefix))
@@ -191,6 +192,7 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     assert results["api"]["invalid"]["valid"] is False
     assert results["api"]["invalid"]["fields"] == ["context", "metadata.createdAt", "topic"]
     assert {tool["name"] for tool in results["tools"]} == {"flowbaby_storeMemory", "flowbaby_retrieveMemory"}
+    assert any("Run this workspace's own flowbaby" in dialog for dialog in seen["dialogs"]), context
 
     # The three commands: JSON string in, JSON string out.
     ingest = results["ingest"]

@@ -177,8 +177,25 @@ def test_backlog_refuses_the_sixth_operation(spawn, workspace: Path) -> None:
     assert all(r["success"] for r in replies[:5])
     assert replies[5] == {
         "success": False,
-        "error": "Background queue full (5 operations max). Wait 30-60s and retry.",
+        "error": "Background queue full (5 graph builds max); nothing was stored. Retry in 30s, when a build "
+        "has finished.",
         "errorCode": "429_FLOWBABY_BACKLOG",
         "retryAfterSec": 30,
     }
     assert client.result("health")["memories"] == 5
+
+
+def test_briefing_over_the_bridge_lists_current_decisions_within_its_budget(spawn, workspace: Path) -> None:
+    """The method the VS Code extension calls to keep Copilot's instructions file current."""
+    client = spawn(workspace)
+    assert client.result("briefing", {}) == {"text": "", "items": [], "tokens": 0, "memories": 0}
+    assert client.result("ingestForAgent", summary())["success"]
+    newer = summary(decisions=["Use Redis cache with a 30 minute TTL for session data"])
+    newer["metadata"] = newer["metadata"] | {"updatedAt": "2025-03-02T10:00:00Z"}
+    assert client.result("ingestForAgent", newer)["success"]
+    brief = client.result("briefing", {"agentName": "VS Code language model tool", "maxTokens": 300})
+    assert "30 minute TTL" in brief["text"] and "15 minute TTL" not in brief["text"]  # newest version only
+    assert "[topicId redis-cache]" in brief["text"] and brief["memories"] == 1
+    assert 0 < brief["tokens"] <= 300 and brief["items"][0]["topicId"] == "redis-cache"
+    bad = client.result("briefing", {"maxTokens": 5})
+    assert bad["errorCode"] == "INVALID_PAYLOAD" and "maxTokens" in bad["error"]

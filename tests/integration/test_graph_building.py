@@ -110,7 +110,7 @@ def test_kill_9_after_staged_reply_loses_nothing(spawn, workspace: Path) -> None
     assert memory_id in index.indexed_memory_ids()
 
 
-def test_running_operation_interrupted_is_terminated_and_rerun(spawn, workspace: Path) -> None:
+def test_running_operation_interrupted_is_resumed_under_its_id(spawn, workspace: Path) -> None:
     client = spawn(workspace)
     reply = client.result("ingestForAgent", summary())
     deadline = time.monotonic() + 120
@@ -121,12 +121,10 @@ def test_running_operation_interrupted_is_terminated_and_rerun(spawn, workspace:
     client.proc.wait()
 
     restarted = spawn(workspace)
-    old = restarted.result("backgroundStatus", {"operationId": reply["operationId"]})
-    assert old["status"] == "terminated" and old["errorCode"] == "WORKER_CRASHED"
     final = restarted.wait_idle(300)
-    rerun = [op for op in final["operations"] if op["operationId"] != reply["operationId"]]
-    assert [op["status"] for op in rerun] == ["completed"]
-    assert rerun[0]["memoryIds"] == old["memoryIds"]
+    assert [op["operationId"] for op in final["operations"]] == [reply["operationId"]]
+    resumed = restarted.result("backgroundStatus", {"operationId": reply["operationId"]})
+    assert (resumed["status"], resumed["attempts"], resumed["errorCode"]) == ("completed", 1, None)
 
 
 def test_batch_over_deadline_fails_with_bridge_timeout(spawn, workspace: Path) -> None:

@@ -21,6 +21,7 @@ from graph.core.contract import MemoryStatus, OperationStatus
 from graph.core.projection import memory_node
 from graph.core.store import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
+from tests.support.fakes import memory as fake_memory
 from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET, memory
 
 WAITING_TOPIC = "waiting-topic"
@@ -29,26 +30,16 @@ WAITING_TOPIC = "waiting-topic"
 def _memory(
     topic_id: str, version: int, state: str = "indexed", status: str = "Active", operation_id: str | None = None
 ) -> Memory:
-    return Memory(
-        memory_id=memory_uuid(topic_id, version),
+    return fake_memory(
+        memory_uuid(topic_id, version),
         topic_id=topic_id,
         version=version,
         status=MemoryStatus(status),
         topic=topic_id.title(),
         context="",
-        decisions=[],
-        rationale=[],
-        open_questions=[],
-        next_steps=[],
-        references=[],
-        time_scope=None,
-        agent_name=None,
-        session_id=None,
-        plan_id=None,
-        created_at=f"2025-03-0{version}T10:00:00.000Z",
-        updated_at=f"2025-03-0{version}T10:00:00.000Z",
-        graph_state=state,
+        created=f"2025-03-0{version}T10:00:00.000Z",
         operation_id=operation_id,
+        graph_state=state,
     )
 
 

@@ -247,3 +247,39 @@ def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
         assert client.get("/api/graph", params={"topicId": "nope"}).status_code == 404
         stats = client.get("/api/graph/stats", params={"top": 3}).json()
         assert stats["memories"] == len(MULTI_HOP_SET) + 1 and len(stats["topEntities"]) == 3
+
+
+def test_one_metadata_rule_and_framework_errors_in_the_contract_shape(serve, workspace: Path) -> None:
+    """HTTP ingest fills what metadata leaves out exactly as the store tool does (one rule, in the
+    contract); a missing route or a wrong method answers in the project's own error shape."""
+    server = serve(workspace)
+    auth = {"Authorization": f"Bearer {_token(workspace)}"}
+    text = {"topic": "Defaults", "context": "HTTP ingest with an empty metadata object is accepted."}
+    with httpx.Client(base_url=server.url, headers=auth, timeout=60) as http:
+        ingested = http.post("/api/agent/ingest", json={**text, "metadata": {}})
+        assert ingested.status_code == 202, ingested.text
+        meta = ingested.json()["metadata"]
+        assert len(meta["topic_id"]) == 16 and meta["created_at"] == meta["updated_at"] and meta["status"] == "Active"
+        bare = http.post("/api/agent/ingest", json=text)
+        assert bare.status_code == 202 and bare.json()["metadata"]["topic_id"] != meta["topic_id"]
+        stored = http.post("/api/agent/memories", json={**text, "metadata": {}})
+        assert stored.status_code == 202 and len(stored.json()["summary_id"]) == 16
+        bad = http.post("/api/agent/ingest", json={**text, "metadata": {"createdAt": "last tuesday"}})
+        assert bad.status_code == 400 and bad.json()["fields"] == ["metadata.createdAt"]
+
+        wrong_method = http.put("/api/agent/ingest", json=text)
+        assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+        assert wrong_method.json() == {
+            "success": False,
+            "error": "PUT /api/agent/ingest is not allowed; the route takes POST",
+            "errorCode": "METHOD_NOT_ALLOWED",
+        }
+        nowhere = http.get("/api/agent/nowhere")
+        assert nowhere.status_code == 404
+        assert nowhere.json() == {
+            "success": False,
+            "error": "No route GET /api/agent/nowhere",
+            "errorCode": "NOT_FOUND",
+        }
+    anonymous = httpx.get(f"{server.url}/api/agent/nowhere")
+    assert anonymous.status_code == 401 and anonymous.json()["errorCode"] == "UNAUTHORIZED"

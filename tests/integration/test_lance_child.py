@@ -20,7 +20,7 @@ from graph.search.vectors import open_vector_index
 from graph.sessions.lance_table import ChildSessionTable, SessionTable
 from tests.conftest import summary
 from tests.support.fakes import HashEmbedder
-from tests.support.session_fixtures import OpenCodeDb, text
+from tests.support.session_fixtures import canary_session
 
 
 def _rows(count: int, start: int = 0, dimensions: int = 8) -> tuple[list[Chunk], np.ndarray]:
@@ -114,16 +114,8 @@ def test_session_vectors_in_a_child_reach_lancedb(tmp_path: Path) -> None:
 def test_the_owning_process_never_maps_lancedb_or_arrow(spawn, workspace: Path, tmp_path: Path) -> None:
     """Staged, embedded, searched, and a session imported and searched: the bridge itself never
     loads LanceDB, pyarrow or pandas (its children do), yet the vectors are in LanceDB."""
-    db = OpenCodeDb(tmp_path / "opencode")
-    db.session("ses_canary", workspace, "Canary placement")
-    db.turn("ses_canary", "user", text("Which region should the payments canary run in?"))
-    db.turn("ses_canary", "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
-    env = {
-        **os.environ,
-        "FLOWBABY_SESSIONS_OPENCODE_DIR": str(tmp_path / "opencode"),
-        "FLOWBABY_SESSIONS_CLAUDE_CODE": "0",
-        "FLOWBABY_SESSIONS_WATCH": "0",
-    }
+    db, sessions = canary_session(tmp_path / "opencode", workspace)
+    env = {**os.environ, **sessions}
     client = spawn(workspace, env=env)
     pid = client.result("health", timeout=60)["pid"]
     client.result("ingestForAgent", summary())

@@ -19,10 +19,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
-from graph.cognify.worker.cognee_runtime import llm_environment  # noqa: E402
 from graph.cognify.worker.cognee_worker import llm_error_code  # noqa: E402
 from graph.cognify.worker.llm_calls import is_transient  # noqa: E402
 from graph.core.contract import ErrorCode, FlowbabyError  # noqa: E402
+from graph.core.llm_routes import llm_environment  # noqa: E402
 from graph.core.projection import load_projection  # noqa: E402
 from graph.core.settings import LLMSettings  # noqa: E402
 from graph.core.store import MemoryStore  # noqa: E402
@@ -209,31 +209,13 @@ def test_only_transient_failures_are_retried() -> None:
 
 
 def test_usage_totals_count_each_batch_once(tmp_path: Path) -> None:
-    from graph.core.contract import MemoryStatus
-    from graph.core.store import Memory
+    from tests.support.fakes import memory as fake_memory
 
     store = MemoryStore(tmp_path / "m.sqlite")
     ops = []
     for i in range(3):
-        memory = Memory(
-            memory_id="",
-            topic_id=f"t{i}",
-            version=0,
-            status=MemoryStatus.ACTIVE,
-            topic="t",
-            context="c",
-            decisions=[],
-            rationale=[],
-            open_questions=[],
-            next_steps=[],
-            references=[],
-            time_scope=None,
-            agent_name=None,
-            session_id=None,
-            plan_id=None,
-            created_at="2025-01-01T00:00:00.000Z",
-            updated_at="2025-01-01T00:00:00.000Z",
-            staged_at="2025-01-01T00:00:00.000Z",
+        memory = fake_memory(
+            "", topic_id=f"t{i}", version=0, topic="t", context="c", created="2025-01-01T00:00:00.000Z"
         )
         ops.append(store.stage(memory, f"op_{i}").operation_id)
     shared = {

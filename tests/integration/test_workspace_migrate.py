@@ -37,7 +37,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _migrate(workspace: Path, url: str, namespace: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-c", "from flowbaby.cli import main; main()", "migrate", "--workspace", str(workspace)]
-        + ["--to", url, "--namespace", namespace],
+        + ["--to", url, "--namespace", namespace, "--json"],
         capture_output=True,
         env=_env(),
         timeout=300,

@@ -69,7 +69,8 @@ class FakeAgentModel:
                 call = self.last_call
             elif tools and last.get("role") == "user" and self.script:
                 suffix, arguments = self.script[0]
-                name = next((t for t in tools if t.endswith(suffix)), None)
+                exact = suffix if suffix in tools else None  # "write", not "todowrite"
+                name = exact or next((t for t in tools if t.endswith(suffix)), None)
                 if name is not None:
                     self.script.pop(0)
                     call = {"name": name, "arguments": json.dumps(arguments)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -30,7 +31,9 @@ class FakeOpenAI:
         self.poison: str | None = None
         """A word that makes the server answer garbage to any prompt containing it."""
         self.requests: list[dict[str, Any]] = []
-        """One entry per POST: the mode it met and the model it asked for."""
+        """One entry per POST: the mode it met, the model it asked for and the messages' text."""
+        self.reply_for: Callable[[str, str], str | None] | None = None
+        """(system, user) -> the content to answer instead of the extractor's, or None; in good mode."""
         self.prompt_tokens = 0
         self.completion_tokens = 0
         """Sums of the `usage` this server reported in its 200 answers."""
@@ -60,8 +63,10 @@ class FakeOpenAI:
     def completion(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """Status and JSON body for one chat-completions request."""
         mode = self.mode
+        messages = body.get("messages", [])
+        said = "\n".join(str(m.get("content", "")) for m in messages)
         with self._lock:
-            self.requests.append({"mode": mode, "model": body.get("model")})
+            self.requests.append({"mode": mode, "model": body.get("model"), "text": said})
         if mode == "429":
             return 429, {
                 "error": {
@@ -74,7 +79,6 @@ class FakeOpenAI:
             return 500, {"error": {"message": "The server had an error", "type": "server_error"}}
         if mode == "slow" and self._closing.wait(self.slow_sec):
             return 503, {"error": {"message": "shutting down"}}
-        messages = body.get("messages", [])
         system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
         user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
         schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
@@ -82,7 +86,10 @@ class FakeOpenAI:
             system += "\n```json\n" + json.dumps(schema) + "\n```"
         poisoned = self.poison is not None and self.poison in user
         garbage = mode == "garbage" or poisoned
-        content = "Sure! Here is what I found: nodes, edges and a summary." if garbage else answer(system, user)
+        scripted = self.reply_for(system, user) if self.reply_for is not None and not garbage else None
+        content = (
+            "Sure! Here is what I found: nodes, edges and a summary." if garbage else scripted or answer(system, user)
+        )
         usage = {"prompt_tokens": len((system + user).split()), "completion_tokens": len(content.split())}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         with self._lock:

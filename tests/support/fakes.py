@@ -28,20 +28,22 @@ def memory(
     topic_id: str | None = None,
     version: int = 1,
     status: MemoryStatus = MemoryStatus.ACTIVE,
-    topic: str = "",
-    context: str = "",
+    topic: str | None = None,
+    context: str | None = None,
     decisions: list[str] | None = None,
     created: str = "2025-03-01T10:00:00Z",
     operation_id: str | None = None,
+    graph_state: str | None = None,
 ) -> Memory:
-    """A memory version; topic and context default to filler words that match no query."""
+    """A memory version; topic and context default to filler words that match no query.
+    `graph_state` None keeps Memory's own default."""
     return Memory(
         memory_id=memory_id,
         topic_id=topic_id or memory_id,
         version=version,
         status=status,
-        topic=topic or f"note {memory_id}",
-        context=context or "unrelated filler text",
+        topic=f"note {memory_id}" if topic is None else topic,
+        context="unrelated filler text" if context is None else context,
         decisions=decisions or [],
         rationale=[],
         open_questions=[],
@@ -54,6 +56,7 @@ def memory(
         created_at=created,
         updated_at=created,
         operation_id=operation_id,
+        **({"graph_state": graph_state} if graph_state else {}),
     )
 
 

@@ -193,3 +193,17 @@ class Transcript:
     @property
     def subagents(self) -> Path:
         return self.path.with_suffix("") / "subagents"
+
+
+def canary_session(folder: Path, workspace: Path) -> tuple[OpenCodeDb, dict[str, str]]:
+    """An OpenCode store under `folder` with one short session in `workspace` (close it at the
+    end), and the settings that make a flowbaby process read it (and only it, without watching)."""
+    db = OpenCodeDb(folder)
+    db.session("ses_canary", workspace, "Canary placement")
+    db.turn("ses_canary", "user", text("Which region should the payments canary run in?"))
+    db.turn("ses_canary", "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
+    return db, {
+        "FLOWBABY_SESSIONS_OPENCODE_DIR": str(folder),
+        "FLOWBABY_SESSIONS_CLAUDE_CODE": "0",
+        "FLOWBABY_SESSIONS_WATCH": "0",
+    }

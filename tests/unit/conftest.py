@@ -1,6 +1,7 @@
-"""The store's two backends for the unit tests that take `store` or `open_store`: the embedded
-SQLite file (tmp_path) and the team backend on the session's real Postgres server (a fresh
-namespace per test). The same tests run over both."""
+"""The store's two backends for the unit tests that take `backend`, `store` or `open_store`: the
+embedded SQLite file (tmp_path) and the team backend on the session's real Postgres server (a fresh
+namespace per test). The same tests run over both; a test opens what it needs through a
+`Backend` (`make_backend`), never through environment variables."""
 
 from __future__ import annotations
 
@@ -11,46 +12,54 @@ from pathlib import Path
 
 import pytest
 
-from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV, MemoryStoreBackend
-from graph.core.store import MemoryStore
+from graph.backends.backend import Backend
+from graph.backends.memory_store import MemoryStoreBackend
+from graph.core.workspace import WorkspacePaths, resolve_workspace
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 """`make test-unit` deselects the postgres runs (a server subprocess); `make test` runs both."""
 
 
 @pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The backend's name; for postgres, FLOWBABY_DATABASE_URL and a fresh FLOWBABY_NAMESPACE are set,
-    so a FlowbabyService opened in the test uses it too."""
-    if request.param == "postgres":
-        monkeypatch.setenv(DATABASE_URL_ENV, request.getfixturevalue("postgres").url())
-        monkeypatch.setenv(NAMESPACE_ENV, f"t{uuid.uuid4().hex[:12]}")
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend's name: sqlite (embedded) or postgres (team)."""
     return str(request.param)
 
 
 @pytest.fixture
-def open_store(backend: str, tmp_path: Path) -> Iterator[Callable[[], MemoryStoreBackend]]:
-    """Opens the test's store; every call opens the same data again (a restart). All are closed at the end."""
-    from graph.backends.memory_store import database_url
+def make_backend(backend: str, request: pytest.FixtureRequest) -> Callable[[WorkspacePaths], Backend]:
+    """The test's backend for a workspace folder: embedded, or the team backend on the session's
+    Postgres server in a namespace of this test's own (the same for every folder of the test)."""
+    url = request.getfixturevalue("postgres").url() if backend == "postgres" else ""
+    namespace = f"t{uuid.uuid4().hex[:12]}" if url else None
+    return lambda paths: Backend(paths, url, namespace)
 
+
+@pytest.fixture
+def open_store(
+    make_backend: Callable[[WorkspacePaths], Backend], tmp_path: Path
+) -> Iterator[Callable[[], MemoryStoreBackend]]:
+    """Opens the test's store; every call opens the same data again (a restart). All are closed at the end."""
     opened: list[MemoryStoreBackend] = []
+    paths = WorkspacePaths(tmp_path)
+    paths.data.mkdir(exist_ok=True)
 
     def open_() -> MemoryStoreBackend:
-        store: MemoryStoreBackend
-        if backend == "sqlite":
-            store = MemoryStore(tmp_path / "store.db")
-        else:
-            import os
-
-            from graph.backends.team.memory_store import PostgresMemoryStore
-
-            store = PostgresMemoryStore(database_url(), os.environ[NAMESPACE_ENV])
+        store = make_backend(paths).memory_store()
         opened.append(store)
         return store
 
     yield open_
     for store in opened:
         store.close()
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> WorkspacePaths:
+    """A fresh workspace folder, `tmp_path/ws`, with its .flowbaby/ made."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    return resolve_workspace(root)
 
 
 @pytest.fixture

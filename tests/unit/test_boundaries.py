@@ -17,7 +17,7 @@ PACKAGES = ("graph", "bridge", "api", "flowbaby")
 FRONTS = ("bridge", "api")
 COMMAND_LINE = "flowbaby"
 WORKER = "graph.cognify.worker"
-FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire"}
+FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire", "graph.core.methods"}
 
 
 def _module_name(path: Path) -> str:
@@ -116,3 +116,28 @@ def test_no_import_cycles() -> None:
                 graph.add_edge(module, name)
     cycles = list(nx.simple_cycles(graph))
     assert not cycles, f"import cycles: {cycles}"
+
+
+def _reads_database_url(module: str) -> bool:
+    """Whether the module reads FLOWBABY_DATABASE_URL from the environment (writing it, as the
+    command line's --database-url does, is not reading)."""
+
+    def names_it(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Name) and node.id == "DATABASE_URL_ENV") or (
+            isinstance(node, ast.Constant) and node.value == "FLOWBABY_DATABASE_URL"
+        )
+
+    for node in ast.walk(ast.parse(project_modules()[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and node.args and names_it(node.args[0]):
+            func = ast.unparse(node.func)
+            if func in ("os.environ.get", "os.getenv", "environ.get", "getenv", "os.environ.pop"):
+                return True
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and names_it(node.slice):
+            return True
+    return False
+
+
+def test_only_open_backend_reads_the_database_url() -> None:
+    """graph.backends.backend chooses the backend; everything else receives a Backend (or asks it)."""
+    readers = sorted(module for module in project_modules() if _reads_database_url(module))
+    assert readers == ["graph.backends.backend"]

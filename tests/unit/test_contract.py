@@ -9,7 +9,6 @@ from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
-    StoreMemoryRequest,
     validate_request,
 )
 from tests.conftest import summary
@@ -58,12 +57,11 @@ def test_status_defaults_to_active() -> None:
         (lambda p: p.update(topic="   "), "topic", "non-empty string"),
         (lambda p: p.update(topic=42), "topic", "non-empty string"),
         (lambda p: p.update(context=None), "context", "non-empty string"),
-        (lambda p: p.pop("metadata"), "metadata", "is required and must be an object"),
         (lambda p: p.update(metadata="x"), "metadata", "must be an object"),
         (lambda p: p["metadata"].update(createdAt="last tuesday"), "metadata.createdAt", "ISO-8601"),
         (lambda p: p["metadata"].update(updatedAt=20250301), "metadata.updatedAt", "non-empty string"),
         (lambda p: p["metadata"].update(status="Archived"), "metadata.status", "Active, Superseded, DecisionRecord"),
-        (lambda p: p["metadata"].pop("topicId"), "metadata.topicId", "is required"),
+        (lambda p: p["metadata"].update(topicId="   "), "metadata.topicId", "non-empty string"),
         (lambda p: p.update(decisions=["ok", 3]), "decisions.1", "non-empty string"),
         (lambda p: p.update(references="PR #1"), "references", "array of strings"),
         (lambda p: p.update(topic="bad \ud800 surrogate"), "topic", "UTF-8"),
@@ -99,6 +97,25 @@ def test_params_must_be_an_object() -> None:
     assert '"params"' in invalid(["topic"]).message
 
 
-def test_store_memory_metadata_is_optional() -> None:
-    request = validate_request(StoreMemoryRequest, {"topic": "t", "context": "c"})
-    assert request.metadata is None
+@pytest.mark.parametrize(
+    "metadata", ["absent", None, {}, {"topicId": "", "createdAt": None, "updatedAt": None, "status": None}]
+)
+def test_every_front_fills_the_same_metadata_defaults(metadata: object) -> None:
+    """One rule for ingestForAgent and storeMemory, over every front: what is left out is filled in."""
+    payload: dict[str, object] = {"topic": "t", "context": "c"}
+    if metadata != "absent":
+        payload["metadata"] = metadata
+    request = validate_request(FlowbabyIngestRequest, payload)
+    assert len(request.metadata.topicId) == 16 and int(request.metadata.topicId, 16) >= 0
+    assert request.metadata.createdAt.endswith("Z") and request.metadata.updatedAt == request.metadata.createdAt
+    assert request.metadata.status.value == "Active"
+    again = validate_request(FlowbabyIngestRequest, payload)
+    assert again.metadata.topicId != request.metadata.topicId  # never a version of another memory
+
+
+def test_updated_at_defaults_to_the_given_created_at() -> None:
+    payload = {"topic": "t", "context": "c", "metadata": {"createdAt": "2025-03-01T12:00:00+02:00"}}
+    metadata = validate_request(FlowbabyIngestRequest, payload).metadata
+    assert metadata.createdAt == metadata.updatedAt == "2025-03-01T10:00:00.000Z"
+    bad = invalid({"topic": "t", "context": "c", "metadata": {"createdAt": "last tuesday"}})
+    assert bad.details["fields"] == ["metadata.createdAt"]  # reported once, not again on updatedAt

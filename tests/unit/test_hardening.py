@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import graph.service as service_module
-from graph.backends.vectors import open_memory_vectors
+from graph.backends.backend import Backend
 from graph.cognify.operations import OperationManager
 from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
@@ -62,17 +61,11 @@ class HashEmbedder:
 
 
 @pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
-
-
-@pytest.fixture
 def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
     """A service that was never opened: no worker, no model (the test sets up what it needs), and
     LanceDB in this process (its child process is tested in tests/integration/test_lance_child.py)."""
-    monkeypatch.setattr(service_module, "open_memory_vectors", lambda p, e, idle_sec: open_memory_vectors(p, e, None))
+    in_process = Backend.vectors
+    monkeypatch.setattr(Backend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
     service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
     service.embedder = HashEmbedder()  # type: ignore[assignment]

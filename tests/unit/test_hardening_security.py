@@ -18,7 +18,7 @@ import pytest
 
 from api.app import create_app
 from api.auth import resolve_token
-from api.guard import MAX_BODY_BYTES, BodyLimit, HostRule, InFlightLimit, RateLimitedLog
+from api.guard import MAX_BODY_BYTES, MAX_UNAUTHENTICATED_IN_FLIGHT, BodyLimit, HostRule, InFlightLimit, RateLimitedLog
 from api.server import bind_refusal
 from bridge.server import MAX_BATCH, Bridge, ProtocolWriter
 from graph.core import jsonwire
@@ -227,7 +227,8 @@ def test_requests_past_the_in_flight_cap_get_503() -> None:
 
     async def go() -> list[int]:
         app = InFlightLimit(slow, limit=2)
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", headers=AUTH) as c:
             first = [asyncio.create_task(c.get("/")) for _ in range(2)]
             await asyncio.sleep(0.05)
             third = await c.get("/")
@@ -235,6 +236,31 @@ def test_requests_past_the_in_flight_cap_get_503() -> None:
             return [third.status_code, third.headers["retry-after"] == "1", *[(await t).status_code for t in first]]
 
     assert asyncio.run(go()) == [503, True, 200, 200]
+
+
+def test_callers_without_a_token_have_their_own_small_quota() -> None:
+    """Issue 26 item 8: 40 requests without credentials held in flight take 8 places of their own;
+    a token holder still gets one of the 32."""
+    release = asyncio.Event()
+
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def go() -> tuple[list[int], int]:
+        app = InFlightLimit(slow)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as c:
+            anonymous = [asyncio.create_task(c.get("/api/health")) for _ in range(40)]
+            await asyncio.sleep(0.1)
+            holder = asyncio.create_task(c.get("/api/agent/background", headers=AUTH))
+            await asyncio.sleep(0.05)
+            release.set()
+            return sorted([(await t).status_code for t in anonymous]), (await holder).status_code
+
+    statuses, holder = asyncio.run(go())
+    assert statuses.count(200) == MAX_UNAUTHENTICATED_IN_FLIGHT and statuses.count(503) == 40 - 8
+    assert holder == 200
 
 
 def test_a_flood_of_one_message_is_logged_a_few_times() -> None:

@@ -116,3 +116,32 @@ def test_dry_run_prints_and_writes_nothing(dirs: tuple[Path, Path], capsys: pyte
     assert install.run("cursor", "project", str(workspace), dry_run=True, force=False) == 0
     assert '+    "flowbaby": {' in capsys.readouterr().out
     assert not (workspace / ".cursor").exists()
+
+
+def test_allow_tools_adds_the_rule_keeping_the_rest_and_uninstall_takes_it_out(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    settings = workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls)"], "deny": ["Read(.env)"]}, "model": "x"}))
+    plain = install.plan("claude-code", "project", workspace, home=home, hooks=False)
+    assert not any(c.path == settings and c.changed for c in plain)
+    _install("claude-code", home, workspace, allow_tools=True, hooks=False)
+    data = json.loads(settings.read_text())
+    assert data == {"permissions": {"allow": ["Bash(ls)", "mcp__flowbaby__*"], "deny": ["Read(.env)"]}, "model": "x"}
+    _install("claude-code", home, workspace, allow_tools=True)  # with the hooks: one file, both changes
+    data = json.loads(settings.read_text())
+    assert data["permissions"]["allow"] == ["Bash(ls)", "mcp__flowbaby__*"] and data["hooks"]
+    again = install.plan("claude-code", "project", workspace, home=home, allow_tools=True)
+    assert not any(c.changed for c in again)
+    install.apply(install.plan("claude-code", "project", workspace, home=home, remove=True))
+    left = json.loads(settings.read_text())
+    assert left["permissions"]["allow"] == ["Bash(ls)"] and "hooks" not in left
+
+
+def test_allow_tools_never_rewrites_a_commented_settings_file(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    settings = workspace / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // mine\n  "permissions": {"allow": []}\n}\n')
+    with pytest.raises(install.InstallError, match="by hand"):
+        install.plan("claude-code", "project", workspace, home=home, allow_tools=True)

@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
+from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import MAX_ATTEMPTS, OperationManager
 from graph.cognify.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
 from graph.core.settings import LLMSettings, Settings
 from graph.core.store import new_operation_id
-from graph.core.workspace import WorkspaceLock, resolve_workspace
+from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
@@ -233,13 +234,11 @@ def test_recovery_requeues_what_a_dead_process_left_running(open_store: Callable
     dead.close()  # the process is gone; its ledger still says running
 
     store = open_store()
-    [new] = store.recover_interrupted()
-    old = store.operation(running)
-    assert old is not None and (old.status, old.errorCode) == ("terminated", "WORKER_CRASHED")
+    assert store.recover_interrupted() == [running]  # the same id, pending again
     worker = FakeWorker()
     ops, _ = manager(store, worker)
     run(lambda: drain(ops))
-    assert states(store, [running, waiting, new]) == ["terminated", "completed", "completed"]
+    assert states(store, [running, waiting]) == ["completed", "completed"]
     assert sorted(m for batch in worker.batches for m in batch) == sorted(
         memories + store.operation(waiting).memoryIds  # type: ignore[union-attr]
     )
@@ -257,14 +256,16 @@ def test_llm_usage_counts_each_batch_once(store: MemoryStoreBackend) -> None:
     assert (usage["batches"], usage["calls"], usage["promptTokens"]) == (2, 3 + 2, 100)
 
 
-def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(tmp_path: Path, backend: str) -> None:
+def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(
+    tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]
+) -> None:
     """Through the service's ingest (never opened: no worker, no model), with the default limits,
-    on the backend that FLOWBABY_DATABASE_URL selects."""
+    on the test's backend."""
     root = tmp_path / "ws"
     root.mkdir()
     paths = resolve_workspace(root)
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
-    service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
+    service = FlowbabyService(paths, settings, WorkspaceLock(paths), None, backend=make_backend(paths))
     capacity = settings.max_running + settings.max_queued
     assert capacity == MAX_RUNNING + MAX_QUEUED
 

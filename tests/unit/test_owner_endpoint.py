@@ -56,7 +56,7 @@ class FakeService:
         self.calls.append(("watch_sessions", None))
         return {"watching": True}
 
-    async def close(self, grace_sec: float = 30.0) -> None:
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         self.closed = True
 
 
@@ -89,8 +89,9 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
         assert throttled.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
         assert throttled.value.details == {"retryAfterSec": 6}
         assert (await front.call("retrieve", params={"query": "q"}, markdown=True))["markdown"] is True
-        with pytest.raises(RuntimeError, match="unknown method"):
+        with pytest.raises(FlowbabyError, match="unknown method") as fault:
             await front.call("close")  # not part of the remote API
+        assert fault.value.code is ErrorCode.FLOWBABY_ERROR
         assert [name for name, _ in owner.calls] == ["health", "ingest", "ingest", "retrieve", "retrieve"]
         await front.close()
         await endpoint.close()

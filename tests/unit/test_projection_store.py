@@ -9,9 +9,10 @@ from pathlib import Path
 
 import networkx as nx
 
+from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
-from graph.backends.projection import load_graph, open_projection
-from graph.core.workspace import resolve_workspace
+from graph.backends.projection import load_graph
+from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.search.graph_lane import GraphLane
 
 
@@ -25,12 +26,13 @@ def _graph(*entities: str) -> nx.MultiDiGraph:
 
 
 def test_saves_are_versioned_and_a_stale_save_is_refused(
-    open_store: Callable[[], MemoryStoreBackend], tmp_path: Path
+    open_store: Callable[[], MemoryStoreBackend], make_backend: Callable[[WorkspacePaths], Backend], tmp_path: Path
 ) -> None:
     open_store()  # the namespace's schema, migrated (the team backend's table is migration 7)
     paths = resolve_workspace(str(tmp_path))
-    writer, other = open_projection(paths), open_projection(paths)  # two workers
-    reader = open_projection(paths)
+    backend = make_backend(paths)
+    writer, other = backend.projection(), backend.projection()  # two workers
+    reader = backend.projection()
     try:
         assert writer.stamp() is None and reader.read() == (None, {})
         first = writer.save(_graph("Redis"), expected=None)
@@ -46,11 +48,11 @@ def test_saves_are_versioned_and_a_stale_save_is_refused(
 
 
 def test_the_graph_lane_reloads_when_another_process_saves(
-    open_store: Callable[[], MemoryStoreBackend], tmp_path: Path
+    open_store: Callable[[], MemoryStoreBackend], make_backend: Callable[[WorkspacePaths], Backend], tmp_path: Path
 ) -> None:
     open_store()
     paths = resolve_workspace(str(tmp_path))
-    worker, owner = open_projection(paths), open_projection(paths)
+    worker, owner = make_backend(paths).projection(), make_backend(paths).projection()
     lane = GraphLane(owner)
     try:
         lane.refresh()

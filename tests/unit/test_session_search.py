@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from graph.core.contract import ContractFailure, FlowbabyContextRequest
+from graph.backends.backend import Backend
+from graph.core.contract import NO_FRESHNESS, ContractFailure, FlowbabyContextRequest
 from graph.core.store import Memory
+from graph.core.workspace import WorkspacePaths
 from graph.search.retrieval import Catalog, Retriever, Scored, render_markdown
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.entries import merge, session_entry
@@ -24,11 +28,23 @@ from tests.unit.test_sessions import HashEncoder, settings
 
 
 @pytest.fixture
-def home(tmp_path: Path, backend: str) -> dict[str, Path]:
-    """As in test_sessions: sources on disk, the index on the `backend` (SQLite and LanceDB, or Postgres)."""
+def home(tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]) -> dict[str, Any]:
+    """As in test_sessions: sources on disk, the index on the test's backend (SQLite and LanceDB, or Postgres)."""
     ws = tmp_path / "ws"
     ws.mkdir()
-    return {"ws": ws, "opencode": tmp_path / "opencode", "claude": tmp_path / "claude", "data": ws / ".flowbaby"}
+    return {
+        "ws": ws,
+        "opencode": tmp_path / "opencode",
+        "claude": tmp_path / "claude",
+        "data": ws / ".flowbaby",
+        "backend": make_backend(WorkspacePaths(ws)),
+    }
+
+
+def open_memory(home: dict[str, Any], encoder: HashEncoder | None = None) -> SessionMemory:
+    return SessionMemory(
+        home["ws"], home["data"] / "sessions", encoder or HashEncoder(), settings(home), backend=home["backend"]
+    )
 
 
 class ProseEncoder(HashEncoder):
@@ -40,12 +56,19 @@ class ProseEncoder(HashEncoder):
         return super().encode(plain)
 
 
-def make(home: dict[str, Path], encoder: HashEncoder | None = None) -> SessionIndex:
+def make(home: dict[str, Any], encoder: HashEncoder | None = None) -> SessionIndex:
     config = settings(home)
-    return SessionIndex(home["ws"], home["data"] / "sessions", encoder or ProseEncoder(), config, sources_from(config))
+    return SessionIndex(
+        home["ws"],
+        home["data"] / "sessions",
+        encoder or ProseEncoder(),
+        config,
+        sources_from(config),
+        backend=home["backend"],
+    )
 
 
-def coding_session(home: dict[str, Path]) -> Transcript:
+def coding_session(home: dict[str, Any]) -> Transcript:
     t = Transcript(home["claude"], home["ws"])
     t.user("The nightly job failed again, can you check the log?")
     t.assistant("msg_a", {"type": "text", "text": "The job failed because the ledger lock was busy: E_LEDGER_7712."})
@@ -54,7 +77,7 @@ def coding_session(home: dict[str, Path]) -> Transcript:
     return t
 
 
-def test_an_identifier_is_found_by_the_lexical_lane_with_score_and_lanes(home: dict[str, Path]) -> None:
+def test_an_identifier_is_found_by_the_lexical_lane_with_score_and_lanes(home: dict[str, Any]) -> None:
     t = coding_session(home)
     index = make(home)
     info = index.find(t.session_id)[0]
@@ -68,7 +91,7 @@ def test_an_identifier_is_found_by_the_lexical_lane_with_score_and_lanes(home: d
     index.close()
 
 
-def test_one_result_per_turn_its_best_chunk_shown(home: dict[str, Path]) -> None:
+def test_one_result_per_turn_its_best_chunk_shown(home: dict[str, Any]) -> None:
     t = Transcript(home["claude"], home["ws"])
     t.user("Summarise the cache work.")
     long_answer = [f"Paragraph {n} about unrelated refactoring of the parser module." for n in range(12)]
@@ -87,7 +110,7 @@ def test_one_result_per_turn_its_best_chunk_shown(home: dict[str, Path]) -> None
     index.close()
 
 
-def test_recency_orders_equal_turns_newest_first(home: dict[str, Path]) -> None:
+def test_recency_orders_equal_turns_newest_first(home: dict[str, Any]) -> None:
     t = Transcript(home["claude"], home["ws"])
     t.user("Deploy the billing service to staging.")
     t.user("Something else entirely about the docs.")
@@ -100,7 +123,7 @@ def test_recency_orders_equal_turns_newest_first(home: dict[str, Path]) -> None:
     index.close()
 
 
-def test_the_lexical_lane_follows_updates_and_restarts(home: dict[str, Path]) -> None:
+def test_the_lexical_lane_follows_updates_and_restarts(home: dict[str, Any]) -> None:
     t = Transcript(home["claude"], home["ws"])
     t.user("Start")
     t.assistant("msg_1", {"type": "text", "text": "First block mentions ZEBRA_TOKEN_41."})
@@ -121,11 +144,11 @@ def test_the_lexical_lane_follows_updates_and_restarts(home: dict[str, Path]) ->
     reopened.close()
 
 
-def test_abstention_is_optional_and_lists_two_weak_candidates(home: dict[str, Path]) -> None:
+def test_abstention_is_optional_and_lists_two_weak_candidates(home: dict[str, Any]) -> None:
     t = coding_session(home)
 
     async def run() -> None:
-        memory_api = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        memory_api = open_memory(home)
         await memory_api.call("import", {"session_id": t.session_id})
         query = {"q": "kubernetes ingress annotations for gRPC"}
         plain = await memory_api.call("search_all", query)
@@ -144,11 +167,11 @@ def test_abstention_is_optional_and_lists_two_weak_candidates(home: dict[str, Pa
     asyncio.run(run())
 
 
-def test_session_turns_become_entries_ranked_with_memories(home: dict[str, Path]) -> None:
+def test_session_turns_become_entries_ranked_with_memories(home: dict[str, Any]) -> None:
     t = coding_session(home)
 
     async def run() -> None:
-        memory_api = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        memory_api = open_memory(home)
         await memory_api.call("import", {"session_id": t.session_id})
         turns, weak, reason = await memory_api.turns("E_LEDGER_7712 ledger lock", 3, False, 2000)
         assert reason is None and weak == []
@@ -160,7 +183,7 @@ def test_session_turns_become_entries_ranked_with_memories(home: dict[str, Path]
             "m", topic="Ledger lock", context="The job failed because the ledger lock was busy: E_LEDGER_7712."
         )
         retriever = Retriever(Catalog([captured]), FakeEncoder("x"), FakeGraph(), lambda: FakeChunkIndex({}))
-        entry = retriever._entry(_scored(captured, 0.01), captured.context, 20)
+        entry = retriever._entry(_scored(captured, 0.01), captured.context, 20, NO_FRESHNESS, False)
         same_session = entry.model_copy(update={"sessionId": t.session_id})
         merged, _ = merge([same_session], turns, 5, 10_000)
         assert "msg_a" not in [e.sessionTurn.turnId for e in merged if e.sessionTurn]  # captured: shown once
@@ -209,7 +232,7 @@ def test_an_abstained_retrieval_lists_weak_candidates_and_the_markdown_says_noth
 
 
 def test_retrieve_for_agent_with_include_sessions(
-    home: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Through the service: without includeSessions a query no memory answers abstains, with two weak
     candidates and a markdown that says nothing was found; with it, the session turn answers."""
@@ -226,7 +249,7 @@ def test_retrieve_for_agent_with_include_sessions(
         paths, Settings(llm=LLMSettings(), embedding_model=str(tmp_path)), WorkspaceLock(paths), None
     )
     service.embedder = HashEmbedder()  # type: ignore[assignment]
-    service.session_memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+    service.session_memory = open_memory(home)
     query = "E_LEDGER_7712 ledger lock"
 
     async def body() -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
@@ -259,7 +282,7 @@ def test_retrieve_for_agent_with_include_sessions(
     assert entries[0]["sessionTurn"]["turnId"] == "msg_a" and entries[0]["weak"] is False
 
 
-def test_a_session_another_server_imported_is_found_by_words(home: dict[str, Path], backend: str) -> None:
+def test_a_session_another_server_imported_is_found_by_words(home: dict[str, Any], backend: str) -> None:
     """Two indexes on one backend (two team servers on one namespace, or a restart): the one that
     did not import the session re-reads it at its next search, by its import mark."""
     first = make(home)

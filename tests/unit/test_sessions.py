@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV
-from graph.backends.sessions import open_session_vectors
+from graph.backends.backend import Backend
 from graph.core.contract import ContractFailure
 from graph.core.redaction import redact
+from graph.core.workspace import WorkspacePaths
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.chunking import TOOL_RESULT_CHARS, message_chunks
 from graph.sessions.config import SessionSettings
@@ -45,12 +46,18 @@ class HashEncoder:
 
 
 @pytest.fixture
-def home(tmp_path: Path, backend: str) -> dict[str, Path]:
-    """Session sources on disk; the index is kept by the `backend` (tests/unit/conftest.py): SQLite and
-    LanceDB under the workspace, or the namespace's tables on the session's real Postgres."""
+def home(tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]) -> dict[str, Any]:
+    """Session sources on disk; the index is kept by the test's backend (tests/unit/conftest.py): SQLite
+    and LanceDB under the workspace, or the namespace's tables on the session's real Postgres."""
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    return {"ws": ws, "opencode": tmp_path / "opencode", "claude": tmp_path / "claude", "data": ws / ".flowbaby"}
+    return {
+        "ws": ws,
+        "opencode": tmp_path / "opencode",
+        "claude": tmp_path / "claude",
+        "data": ws / ".flowbaby",
+        "backend": make_backend(WorkspacePaths(ws)),
+    }
 
 
 def settings(home: dict[str, Path]) -> SessionSettings:
@@ -59,7 +66,9 @@ def settings(home: dict[str, Path]) -> SessionSettings:
 
 def make_index(home: dict[str, Path]) -> SessionIndex:
     config = settings(home)
-    return SessionIndex(home["ws"], home["data"] / "sessions", HashEncoder(), config, sources_from(config))
+    return SessionIndex(
+        home["ws"], home["data"] / "sessions", HashEncoder(), config, sources_from(config), backend=home["backend"]
+    )
 
 
 def conversation(db: OpenCodeDb, sid: str) -> None:
@@ -173,8 +182,9 @@ def lose_vectors(home: dict[str, Path], backend: str, where: str) -> None:
 
     from graph.backends.team.memory_store import schema_name
 
-    with psycopg.connect(os.environ[DATABASE_URL_ENV], autocommit=True) as conn:
-        conn.execute(f'DELETE FROM "{schema_name(os.environ[NAMESPACE_ENV])}".session_vectors WHERE {where}'.encode())
+    team = home["backend"]
+    with psycopg.connect(team.url, autocommit=True) as conn:
+        conn.execute(f'DELETE FROM "{schema_name(team.namespace)}".session_vectors WHERE {where}'.encode())
 
 
 def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path], backend: str) -> None:
@@ -242,14 +252,18 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
         variant = "hash-v2"
 
     config = settings(home)
-    index = SessionIndex(home["ws"], home["data"] / "sessions", CountingEncoder(), config, sources_from(config))
+    index = SessionIndex(
+        home["ws"], home["data"] / "sessions", CountingEncoder(), config, sources_from(config), backend=home["backend"]
+    )
     info = index.find("ses_1")[0]
     index.import_session(info)
     embedded = [t for call in calls for t in call]
     assert len(embedded) == len(set(embedded)) and index.status(info)["status"] == "ready"
     index.close()
 
-    index = SessionIndex(home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config))
+    index = SessionIndex(
+        home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config), backend=home["backend"]
+    )
     status = index.status(info)
     assert (status["status"], status["vectors"]) == ("repair_needed", 0)
     index.repair_session(info)
@@ -257,7 +271,9 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
     index.close()
     if backend == "sqlite":
         assert (home["data"] / "sessions" / "vectors.variant").read_text() == "hash-v2"
-    index = SessionIndex(home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config))
+    index = SessionIndex(
+        home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config), backend=home["backend"]
+    )
     assert index.status(info)["status"] == "ready"  # same variant: vectors kept
     index.close()
 
@@ -326,7 +342,9 @@ def test_agent_api_errors_and_source_problems(home: dict[str, Path]) -> None:
     conversation(db, "ses_1")
 
     async def scenario() -> None:
-        memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        memory = SessionMemory(
+            home["ws"], home["data"] / "sessions", HashEncoder(), settings(home), backend=home["backend"]
+        )
         try:
             for op, params, code in [
                 ("status", {"session_id": "ses_nope"}, "NOT_FOUND"),
@@ -356,7 +374,9 @@ def test_agent_api_errors_and_source_problems(home: dict[str, Path]) -> None:
         for path in home["opencode"].glob("opencode.db*"):
             path.unlink()
         (home["opencode"] / "opencode.db").write_bytes(b"not a database at all, just bytes" * 100)
-        memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        memory = SessionMemory(
+            home["ws"], home["data"] / "sessions", HashEncoder(), settings(home), backend=home["backend"]
+        )
         try:
             status = await memory.call("status", {"session_id": "ses_1"})  # what was indexed stays searchable
             assert status["status"] == "ready" and "cannot be read" in status["message"]
@@ -377,7 +397,9 @@ def test_watcher_pass_imports_new_sessions_and_updates_changed_ones(home: dict[s
     db.session("ses_1", home["ws"])
     conversation(db, "ses_1")
     db.session("ses_child", home["ws"], parent_id="ses_1")
-    memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+    memory = SessionMemory(
+        home["ws"], home["data"] / "sessions", HashEncoder(), settings(home), backend=home["backend"]
+    )
     index = run(memory.index())
     assert memory.refresh(index) == 1  # the top-level session only
     assert memory.refresh(index) == 0
@@ -423,7 +445,9 @@ def test_status_is_indexing_while_an_import_runs(home: dict[str, Path]) -> None:
             return super().encode(texts)
 
     config = settings(home)
-    index = SessionIndex(home["ws"], home["data"] / "sessions", SlowEncoder(), config, sources_from(config))
+    index = SessionIndex(
+        home["ws"], home["data"] / "sessions", SlowEncoder(), config, sources_from(config), backend=home["backend"]
+    )
     info = index.find("ses_1")[0]
     worker = threading.Thread(target=index.import_session, args=(info,))
     worker.start()
@@ -467,7 +491,9 @@ def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
             return super().encode(texts)
 
     config = settings(home)
-    index = SessionIndex(home["ws"], home["data"] / "sessions", GatedEncoder(), config, sources_from(config))
+    index = SessionIndex(
+        home["ws"], home["data"] / "sessions", GatedEncoder(), config, sources_from(config), backend=home["backend"]
+    )
     worker = threading.Thread(target=index.import_session, args=(index.find("ses_1")[0],))
     worker.start()
     assert entered.wait(10)
@@ -487,18 +513,57 @@ def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
     index.close()
 
 
-def test_session_vectors_of_another_size_are_made_again(tmp_path: Path, backend: str) -> None:
+def test_session_vectors_of_another_size_are_made_again(
+    tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]
+) -> None:
     """A model of another vector size (FLOWBABY_EMBEDDING_MODEL) gets a table (or column) of its size."""
-    first = open_session_vectors(tmp_path, tmp_path, 384)
+    backend = make_backend(WorkspacePaths(tmp_path))
+    first = backend.session_vectors(tmp_path, 384)
     first.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 384), np.float32))
     assert first.total() == 1
-    other = open_session_vectors(tmp_path, tmp_path, 8)
+    other = backend.session_vectors(tmp_path, 8)
     assert other.total() == 0  # the 384-d vectors cannot be compared with 8-d queries
     other.add("opencode:ses_1", ["turn:ses_1:m1:0"], np.ones((1, 8), np.float32) / np.sqrt(8))
     hits = other.nearest(["opencode:ses_1", "opencode:ses_2"], np.ones(8, np.float32) / np.sqrt(8), 1)
     assert [(hit[0], hit[1]) for hit in hits] == [("opencode:ses_1", "turn:ses_1:m1:0")]
     assert hits[0][2] == pytest.approx(1.0, abs=1e-5)
-    again = open_session_vectors(tmp_path, tmp_path, 8)
+    again = backend.session_vectors(tmp_path, 8)
     assert again.total() == 1 and again.ids("opencode:ses_1") == {"turn:ses_1:m1:0"}
     for vectors in (first, other, again):
         vectors.close()
+
+
+def test_flowbabys_own_tool_calls_are_markers_and_current_honours_source(home: dict[str, Path]) -> None:
+    """Session search must not echo the memories flowbaby's own tools stored or retrieved (issue 27)."""
+    stored = "The Zanzibar ledger rewrite moved reconciliation to nightly batches"
+    t = Transcript(home["claude"], home["ws"])
+    t.user("Store what we decided about the ledger.")
+    payload = {"topic": "Ledger rewrite decision", "context": stored, "decisions": ["Batch reconciliation nightly"]}
+    call = {"type": "tool_use", "id": "tu_fb", "name": "mcp__flowbaby__flowbaby_storeMemory", "input": payload}
+    t.assistant("msg_store", call)
+    t.tool_result("tu_fb", '{"success": true, "operationId": "op_1", "topic": "' + stored + '"}')
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_oc", home["ws"])
+    db.turn("ses_oc", "user", text("What did we decide about the ledger?"))
+    recall = tool("flowbaby_flowbaby_retrieveMemory", "unused", f"# Retrieved Memories (1 results)\n{stored}")
+    recall["state"]["input"] = {"query": "ledger decision"}
+    db.turn("ses_oc", "assistant", recall, text("We batch reconciliation nightly."))
+
+    async def scenario() -> None:
+        memory = SessionMemory(home["ws"], home["data"] / "sessions", HashEncoder(), settings(home))
+        try:
+            for source, sid in (("claude-code", t.session_id), ("opencode", "ses_oc")):
+                current = await memory.call("current", {"cwd": str(home["ws"]), "source": source})
+                assert (current["session_id"], current["source"]) == (sid, source)
+                await memory.call("import", {"session_id": sid, "source": source})
+            hits = (await memory.call("search_all", {"q": "Zanzibar ledger rewrite reconciliation", "limit": 20}))[
+                "results"
+            ]
+            texts = [hit["chunk_text"] for hit in hits]
+            assert not [text for text in texts if "Zanzibar" in text], texts  # neither payload nor result
+            assert "[flowbaby flowbaby_storeMemory] Ledger rewrite decision" in texts
+            assert "[flowbaby flowbaby_retrieveMemory] ledger decision" in "\n".join(texts)
+        finally:
+            await memory.close()
+
+    run(scenario())

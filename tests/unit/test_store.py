@@ -117,18 +117,21 @@ def test_repair_queues_one_operation_for_every_memory_without_graph(store: Memor
     assert [m.operation_id for m in store.get_memories(missing)] == [repair, repair]
 
 
-def test_recovery_terminates_running_operations_and_queues_their_memories_again(store: MemoryStoreBackend) -> None:
+def test_recovery_requeues_running_operations_under_their_own_ids(store: MemoryStoreBackend) -> None:
     running, running_op = stage(store, "a")
     _, waiting_op = stage(store, "b")
     store.mark_running([running_op])
-    [new] = store.recover_interrupted()
-    old = store.operation(running_op)
-    assert old is not None and (old.status, old.errorCode) == ("terminated", "WORKER_CRASHED") and old.finishedAt
-    requeued = store.operation(new)
-    assert requeued is not None and (requeued.status, requeued.memoryIds) == ("pending", [running])
+    assert store.recover_interrupted() == [running_op]
+    requeued = store.operation(running_op)  # the id the agent holds: no crash of its own, no attempt spent
+    assert requeued is not None and (requeued.status, requeued.memoryIds, requeued.attempts) == (
+        "pending",
+        [running],
+        0,
+    )
+    assert requeued.errorCode is None and requeued.finishedAt is None
     assert store.operation(waiting_op).status == "pending"  # type: ignore[union-attr]  # untouched
     [moved] = store.get_memories([running])
-    assert (moved.operation_id, moved.graph_state) == (new, "pending")
+    assert (moved.operation_id, moved.graph_state) == (running_op, "pending")
     assert store.recover_interrupted() == []  # nothing left running
 
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from api.tenancy import AUTHORIZED, CURRENT, Caller, NamespaceRouter, TeamTokens, Tenancy, WorkspaceToken
-from graph.backends.memory_store import namespace_problem
+from graph.backends.backend import namespace_problem
 from graph.core.api_tokens import GrantCache, TokenRecord, check_scope, digest, issue, token_id_of, verify
 from graph.core.audit import AUDIT_USER
 from graph.core.contract import ErrorCode, FlowbabyError
@@ -209,7 +209,7 @@ def test_the_router(path: str, headers: dict[str, str], status: int, seen_or_cod
 def test_a_namespace_folder_is_its_namespace_whatever_the_environment_says(monkeypatch: pytest.MonkeyPatch) -> None:
     from pathlib import Path
 
-    from graph.backends.memory_store import namespace_for
+    from graph.backends.backend import namespace_for
     from graph.core.workspace import WorkspacePaths
 
     monkeypatch.setenv("FLOWBABY_NAMESPACE", "home")

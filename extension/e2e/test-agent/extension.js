@@ -46,7 +46,7 @@ exports.activate = async function activate() {
       }),
     ),
   );
-  await step("invalidIngest", () => run("Flowbaby.ingestForAgent", JSON.stringify({ topic: "x", metadata: { topicId: "x" } })));
+  await step("invalidIngest", () => run("Flowbaby.ingestForAgent", JSON.stringify({ topic: "x", metadata: { topicId: "x", createdAt: "nope", updatedAt: "never" } })));
   await step("retrieve", () => run("Flowbaby.retrieveForAgent", JSON.stringify({ query: "Redis session cache TTL", maxResults: 3 })));
   await step("status", () => run("Flowbaby.backgroundStatus", results.ingest && results.ingest.operationId));
   await step("storeTool", async () =>

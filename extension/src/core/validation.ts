@@ -98,16 +98,15 @@ export function validateIngestRequest(payload: unknown): ValidationResult {
     fail("timeScope", "must be a non-empty string");
   }
   optionalId(payload, "agentName", "agentName", fail);
-  const metadata = payload.metadata;
-  if (metadata === undefined) {
-    fail("metadata", "is required and must be an object");
-  } else if (!isObject(metadata)) {
+  // Absent or null metadata fields are filled in by the service (INGEST_CONTRACT.md 3.2), as for storeMemory.
+  const metadata = payload.metadata ?? {};
+  if (!isObject(metadata)) {
     fail("metadata", "must be an object");
   } else {
     const topicId = metadata.topicId;
-    if (topicId === undefined) {
-      fail("metadata.topicId", "is required and must be a non-empty string");
-    } else if (typeof topicId !== "string" || topicId.length === 0) {
+    if (topicId === undefined || topicId === null || topicId === "") {
+      // generated
+    } else if (typeof topicId !== "string") {
       fail("metadata.topicId", "must be a non-empty string");
     } else if (topicId.length > MAX_ID_CHARS) {
       fail("metadata.topicId", `must be at most ${MAX_ID_CHARS} characters`);
@@ -116,8 +115,8 @@ export function validateIngestRequest(payload: unknown): ValidationResult {
     }
     for (const name of ["createdAt", "updatedAt"]) {
       const value = metadata[name];
-      if (value === undefined) {
-        fail(`metadata.${name}`, "is required and must be a non-empty string");
+      if (value === undefined || value === null) {
+        continue; // now (updatedAt: createdAt)
       } else if (typeof value !== "string") {
         fail(`metadata.${name}`, "must be a non-empty string");
       } else if (!isIsoTimestamp(value)) {
@@ -126,7 +125,7 @@ export function validateIngestRequest(payload: unknown): ValidationResult {
     }
     optionalId(metadata, "sessionId", "metadata.sessionId", fail);
     optionalId(metadata, "planId", "metadata.planId", fail);
-    if (metadata.status !== undefined && !STATUSES.includes(metadata.status as string)) {
+    if (metadata.status !== undefined && metadata.status !== null && !STATUSES.includes(metadata.status as string)) {
       fail("metadata.status", `must be one of ${STATUSES.join(", ")}`);
     }
   }

@@ -4,7 +4,7 @@ What a server caches in memory: the catalog (every memory row it searches, with 
 built from them; the lexical index is in the database) and the chunk count that bounds the vector search. The
 vectors themselves are searched in pgvector, so they are shared as soon as they are committed; a
 memory enters the catalog (and so the results) once its vectors are. Listens through
-graph.backends.memory_store.watch_namespace; on the embedded store nothing of this runs.
+graph.backends.backend.Backend.watch; on the embedded store nothing of this runs.
 """
 
 from __future__ import annotations

@@ -245,6 +245,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         """,
     ),
+    (
+        8,
+        "the git branch and commit each memory was made on",
+        """
+        ALTER TABLE memories ADD COLUMN git_branch TEXT, ADD COLUMN git_commit TEXT;
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
@@ -658,34 +665,16 @@ class PostgresMemoryStore:
 
     def recover_interrupted(self) -> list[str]:
         """At start-up: running operations that no server holds by a lease (left by a version without
-        leases, or marked running without a claim) become terminated and their memories are queued again.
-        Leased ones are never touched here: a live lease is another server's, and an expired one is
-        claimed again, under the same id, by whichever server claims next."""
-        requeued: list[str] = []
-        now = utc_now()
+        leases, or marked running without a claim) go back to pending under the same ids, the attempt
+        refunded, as on the embedded store. Leased ones are never touched here: a live lease is another
+        server's, and an expired one is claimed again, under the same id, by whichever server claims next."""
         with self._cursor(transaction=True) as cur:
             rows = cur.execute(
-                "SELECT operation_id, memory_ids FROM operations WHERE state='running' AND lease_until IS NULL "
-                "ORDER BY seq FOR UPDATE SKIP LOCKED"
+                "UPDATE operations SET state='pending', started_at=NULL, attempts=GREATEST(0, attempts-1) "
+                "WHERE operation_id IN (SELECT operation_id FROM operations WHERE state='running' "
+                "AND lease_until IS NULL ORDER BY seq FOR UPDATE SKIP LOCKED) RETURNING operation_id"
             )
-            for row in rows.fetchall():
-                cur.execute(
-                    "UPDATE operations SET state='terminated', finished_at=%s, error_code=%s, "
-                    "error='The process stopped while this operation was running; its memories were queued again' "
-                    "WHERE operation_id=%s",
-                    (now, BackgroundErrorCode.WORKER_CRASHED.value, row["operation_id"]),
-                )
-                new_id = new_operation_id()
-                cur.execute(
-                    "INSERT INTO operations (operation_id, state, memory_ids, created_at) "
-                    "VALUES (%s, 'pending', %s, %s)",
-                    (new_id, row["memory_ids"], now),
-                )
-                cur.execute(
-                    "UPDATE memories SET operation_id=%s, graph_state='pending' WHERE memory_id = ANY(%s)",
-                    (new_id, json.loads(row["memory_ids"])),
-                )
-                requeued.append(new_id)
+            requeued = [row["operation_id"] for row in rows.fetchall()]
             if requeued:
                 notify(cur, self.namespace, "queued", requeued)
         return requeued

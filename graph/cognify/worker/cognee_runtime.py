@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,18 +17,19 @@ from graph.search.embedder import Embedder
 
 if TYPE_CHECKING:
     from graph.cognify.worker.offline_llm import OfflineExtractorLLM
-from graph.backends.memory_store import database_url, namespace_for
-from graph.core.settings import LLMSettings, Settings
+from graph.backends.backend import Backend
+from graph.core.llm_routes import llm_environment
+from graph.core.settings import Settings
 from graph.core.workspace import WorkspacePaths
 
 DATASET = "flowbaby"
 NO_VECTORS = "flowbaby-none"
 """cognee's vector store unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
-OFFLINE_MODEL = "flowbaby-local/offline-extractor"
 
 
-def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
-    """Point every cognee root under .flowbaby/ and switch off all network reaches."""
+def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Backend) -> None:
+    """Point every cognee root under .flowbaby/ (its databases into the namespace's schemas on the
+    team backend) and switch off all network reaches."""
     spec = importlib.util.find_spec("litellm")  # located, not imported
     assert spec is not None and spec.origin is not None, "litellm is a dependency"
     litellm_dir = Path(spec.origin).parent
@@ -64,10 +64,9 @@ def configure_environment(paths: WorkspacePaths, settings: Settings) -> None:
         "VECTOR_DB_SUBPROCESS_ENABLED": "false",
     }
     env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
-    url = database_url()
-    if url:
-        create_cognee_schema(url, cognee_schema(namespace_for(paths)))
-        env.update(postgres_environment(url))
+    if backend.team:
+        create_cognee_schema(backend.url, cognee_schema(backend.namespace))
+        env.update(postgres_environment(backend.url))
     if not settings.cognee_vectors:
         env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
@@ -155,56 +154,6 @@ def create_cognee_schema(url: str, schema: str) -> None:
 
     with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
-
-
-LITELLM_PREFIXES: dict[str, tuple[str, ...]] = {
-    "openai": ("openai/",),
-    "custom": ("openai/",),  # any OpenAI-compatible server: litellm's openai route plus api_base
-    "anthropic": ("anthropic/",),
-    "azure": ("azure/", "azure_ai/"),
-    "ollama": ("ollama/", "ollama_chat/"),
-}
-"""litellm routes on the model name's prefix; cognee 1.6.5 adds one only for some providers
-(get_native_client._qualify_model) and never for custom, so every name is qualified here."""
-
-OLLAMA_ENDPOINT = "http://localhost:11434"
-
-
-def litellm_model(provider: str, model: str) -> str:
-    """`model` with the litellm prefix its provider needs, unless it already has one."""
-    prefixes = LITELLM_PREFIXES.get(provider)
-    if not prefixes or model.startswith(prefixes):
-        return model
-    return prefixes[0] + model
-
-
-def llm_environment(llm: LLMSettings, timeout_sec: float) -> dict[str, str]:
-    """cognee's LLM_* variables for the workspace's LLM settings.
-
-    Every request gets `timeout_sec` and no hidden retries in the OpenAI SDK (its default
-    is 2, with back-off), so the worker's own bounded policy is the only retry layer.
-    """
-    args = {"timeout": timeout_sec, "max_retries": 0}
-    if llm.offline:
-        env = {"LLM_PROVIDER": "custom", "LLM_MODEL": OFFLINE_MODEL, "LLM_API_KEY": "offline"}
-    else:
-        # cognee refuses an empty key even for keyless servers; litellm sends it as is.
-        env = {
-            "LLM_PROVIDER": llm.provider,
-            "LLM_MODEL": litellm_model(llm.provider, llm.model),
-            "LLM_API_KEY": llm.api_key or "none",
-        }
-        endpoint = llm.endpoint
-        if llm.provider == "ollama":
-            # litellm's ollama route wants the server root; cognee wants model, endpoint
-            # and key all set (LLMConfig.ensure_env_vars_for_ollama).
-            endpoint = (endpoint or OLLAMA_ENDPOINT).rstrip("/").removesuffix("/v1")
-        if endpoint:
-            env["LLM_ENDPOINT"] = endpoint
-        if llm.api_version:
-            env["LLM_API_VERSION"] = llm.api_version
-    env["LLM_ARGS"] = json.dumps(args)
-    return env
 
 
 class MiniLMEmbeddingEngine:

@@ -53,19 +53,19 @@ class BatchOutcome:
 
 class CogneeWorker:
     def __init__(self, workspace: str) -> None:
+        from graph.backends.backend import open_backend
         from graph.cognify.worker import cognee_runtime as runtime
         from graph.core.settings import load_settings
         from graph.core.workspace import resolve_workspace
 
         self.paths = resolve_workspace(workspace)
+        self.backend = open_backend(self.paths)
         self.settings = load_settings(self.paths)
-        runtime.configure_environment(self.paths, self.settings)
+        runtime.configure_environment(self.paths, self.settings, self.backend)
         import cognee  # noqa: F401  (after the environment is set)
 
-        from graph.backends.memory_store import database_url, namespace_for
-
-        if database_url():
-            runtime.pin_schema(runtime.cognee_schema(namespace_for(self.paths)))
+        if self.backend.team:
+            runtime.pin_schema(runtime.cognee_schema(self.backend.namespace))
         if not self.settings.cognee_vectors:
             runtime.install_no_vectors()
 
@@ -82,9 +82,7 @@ class CogneeWorker:
         install_retry_policy(self.settings.llm_retries)
         self.usage = install_usage_meter()
         self.dataset = runtime.DATASET
-        from graph.backends.projection import open_projection
-
-        self.projection = open_projection(self.paths)
+        self.projection = self.backend.projection()
         self._projection: Any = None
         self._saved_at: object | None = None
 
@@ -129,9 +127,7 @@ class CogneeWorker:
         raise RuntimeError(f"the graph projection changed under this worker {PROJECTION_ATTEMPTS} times")
 
     def _store(self) -> Any:
-        from graph.backends.memory_store import open_memory_store
-
-        return open_memory_store(self.paths, owner=False)
+        return self.backend.memory_store(owner=False)
 
     async def rebuild_projection(self) -> dict[str, Any]:
         """An empty batch: no memory to build, only the projection to rebuild from cognee's graph
@@ -194,15 +190,12 @@ class CogneeWorker:
     async def build(self, memory_ids: list[str]) -> BatchOutcome:
         """Build under the namespace's build lock on the team backend (build_lock: one cognee
         build per namespace across servers)."""
-        from graph.backends.memory_store import database_url, namespace_for
-
-        url = database_url()
-        if not url:
+        if not self.backend.team:
             return await self._build(memory_ids)
         from graph.cognify.worker.build_lock import namespace_build_lock
 
         try:
-            async with namespace_build_lock(url, namespace_for(self.paths)) as waited:
+            async with namespace_build_lock(self.backend.url, self.backend.namespace) as waited:
                 outcome = await self._build(memory_ids)
         except Exception as exc:  # the lock's own connection (_build reports its errors)
             traceback.print_exc(file=sys.stderr)

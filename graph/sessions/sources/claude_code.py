@@ -217,7 +217,7 @@ def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
         elif kind == "tool_use":
             name = str(item.get("name") or "tool")
             tools[str(item.get("id"))] = name
-            blocks.append(Block("tool_call", short_input(item.get("input")), name))
+            blocks.append(Block("tool_call", short_input(item.get("input"), name), name))
         elif kind == "tool_result":
             blocks.append(Block("tool_result", _text(item.get("content")), tools.get(str(item.get("tool_use_id")), "")))
     return blocks

@@ -246,7 +246,7 @@ def _v1_blocks(part: dict[str, Any]) -> list[Block]:
     if kind == "tool":
         tool = str(part.get("tool") or "tool")
         state = part.get("state") or {}
-        blocks = [Block("tool_call", short_input(state.get("input")), tool)]
+        blocks = [Block("tool_call", short_input(state.get("input"), tool), tool)]
         output = state.get("output") if state.get("status") == "completed" else state.get("error")
         if output:
             blocks.append(Block("tool_result", _text(output), tool))
@@ -276,7 +276,7 @@ def _v2_message(mid: str, kind: str, seq: int, created: int, data: dict[str, Any
             elif item.get("type") == "tool":
                 tool = str(item.get("name") or "tool")
                 state = item.get("state") or {}
-                blocks.append(Block("tool_call", short_input(state.get("input")), tool))
+                blocks.append(Block("tool_call", short_input(state.get("input"), tool), tool))
                 if state.get("status") in ("completed", "error") and state.get("content"):
                     blocks.append(Block("tool_result", _text(state.get("content")), tool))
         return Message(mid, "assistant", seq, created, blocks)

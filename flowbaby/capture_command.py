@@ -1,0 +1,27 @@
+"""The detached capture a hook starts when no owner is running: open the workspace (owning it,
+or through the owner that appeared meanwhile), capture one session, close. Its output goes to
+.flowbaby/logs/capture.log; it never runs in the client's foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+async def capture(workspace: str, params: dict[str, object]) -> int:
+    from graph.core.contract import FlowbabyError
+    from graph.service import open_service
+
+    service = await open_service("capture", workspace)
+    if isinstance(service, FlowbabyError):
+        return 3
+    try:
+        print(json.dumps(await service.capture(params)), flush=True)
+    finally:
+        await service.close(5.0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(capture(sys.argv[1], json.loads(sys.argv[2]))))

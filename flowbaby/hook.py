@@ -1,0 +1,331 @@
+"""`flowbaby hook <event>`: what a client hook runs (Claude Code hooks, the OpenCode plugin).
+
+It reads the client's hook JSON on stdin and prints what the agent should see: the briefing
+at SessionStart, recalled memories at UserPromptSubmit, nothing at Stop, PreCompact and
+SessionEnd (which capture the session). The path is latency-critical, so this module imports
+only the standard library: it talks to the workspace's running owner over its unix socket
+(graph/owner/wire.py's line protocol) and never opens the workspace itself. With no owner it
+answers at once with nothing, and a capture is handed to a detached process. Whatever fails,
+the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log: the client's session
+is never blocked or broken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import stat
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing, pathlib, subprocess and traceback cost start-up time: imported only when used
+    from typing import Any
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
+CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
+TIMEOUT_ENV = "FLOWBABY_HOOK_TIMEOUT_SEC"
+DEFAULT_TIMEOUT_SEC = 1.5
+"""The longest a briefing or recall waits for the owner; past it the hook prints nothing."""
+CAPTURE_WAIT_SEC = 0.3
+"""A capture is the owner's work: the hook waits this long for the reply, then leaves it running."""
+STOP_DEBOUNCE_ENV = "FLOWBABY_CAPTURE_DEBOUNCE_SEC"
+DEFAULT_STOP_DEBOUNCE_SEC = 300.0
+MAX_STDIN_BYTES = 4 * 1024 * 1024
+BUDGET_ENVS = {"briefing": ("FLOWBABY_BRIEFING_TOKENS", 800), "recall": ("FLOWBABY_RECALL_TOKENS", 400)}
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _folder(data: str, parts: tuple[str, ...], create: bool) -> int:
+    """A descriptor of `data`/parts (made 0700 where missing when `create`), reached without following
+    a link at any step: a repository can commit `.flowbaby/logs` or `.flowbaby/hooks/...` as links
+    (INGEST_CONTRACT.md 9.1). OSError (ELOOP, ENOTDIR) when one is a link or not a folder."""
+    fd = os.open(data, _FOLDER_FLAGS)
+    try:
+        for name in parts:
+            if create:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o700, dir_fd=fd)
+            inner = os.open(name, _FOLDER_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_file(data: str, relative: str, flags: int, create: bool = False) -> int:
+    """os.open of `data`/relative, following no link (see _folder)."""
+    *parts, name = relative.split("/")
+    folder = _folder(data, tuple(parts), create)
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _append(data: str, relative: str) -> int:
+    return _open_file(data, relative, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create=True)
+
+
+class OwnerUnavailable(Exception):
+    """No owner answers on the workspace's socket (none running, or too slow)."""
+
+
+def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -> Any:
+    """One call on the owner's socket: {"id","method","args"} out, the line with our id back."""
+    deadline = time.monotonic() + timeout
+    address = _owner_socket(data)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        try:
+            conn.settimeout(max(0.01, deadline - time.monotonic()))
+            conn.connect(address)
+            if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+                if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
+                    raise OwnerUnavailable(f"{address} is served by another user")
+            conn.sendall(json.dumps({"id": 1, "method": method, "args": {"params": params}}).encode() + b"\n")
+            buffer = b""
+            while True:
+                conn.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = conn.recv(1 << 16)
+                if not chunk:
+                    raise OwnerUnavailable("the owner closed the connection")
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    reply = json.loads(line)
+                    if reply.get("id") != 1:
+                        continue  # an operationEnded event pushed to every front
+                    if "result" in reply:
+                        return reply["result"]
+                    raise RuntimeError(f"owner: {reply.get('failure') or reply.get('fault')}")
+        except (OSError, TimeoutError) as exc:
+            raise OwnerUnavailable(f"owner did not answer: {exc}") from None
+
+
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+def _owner_socket(data: str) -> str:
+    """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
+    repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
+    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or sits
+    in a private `flowbaby-<uid>` folder of this user."""
+    try:
+        with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode) or not _private(info):
+                raise OwnerUnavailable("no owner endpoint: owner.json is not a private file of this user")
+            address = str(json.load(handle)["socket"])
+        folder = os.path.dirname(address)
+        allowed = address == os.path.join(data, "owner.sock") or (
+            os.path.basename(folder) == f"flowbaby-{os.getuid()}"
+            and stat.S_ISDIR((inside := os.lstat(folder)).st_mode)
+            and _private(inside)
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+    if not allowed:
+        raise OwnerUnavailable(f"no owner endpoint: owner.json names {address}, not a socket of this workspace")
+    return address
+
+
+class HookState:
+    """The hooks' own small files under .flowbaby/hooks/: per session, the topicIds already
+    injected and the last capture; per agent, when its last session started."""
+
+    def __init__(self, data: str) -> None:
+        self.data = data
+
+    def _read(self, path: str) -> dict[str, Any]:
+        try:
+            with open(_open_file(self.data, path, os.O_RDONLY), encoding="utf-8") as handle:
+                value = json.load(handle)
+        except (OSError, ValueError):
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def _write(self, path: str, value: dict[str, Any]) -> None:
+        *parts, name = path.split("/")
+        folder = _folder(self.data, tuple(parts), create=True)
+        try:
+            staging = f"{name}.{os.getpid()}.tmp"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with open(os.open(staging, flags, 0o600, dir_fd=folder), "w", encoding="utf-8") as handle:
+                json.dump(value, handle)
+            os.replace(staging, name, src_dir_fd=folder, dst_dir_fd=folder)
+        finally:
+            os.close(folder)
+
+    def _session_file(self, session_id: str) -> str:
+        name = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:120]
+        return f"hooks/sessions/{name}.json"
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        return self._read(self._session_file(session_id))
+
+    def save_session(self, session_id: str, value: dict[str, Any]) -> None:
+        self._write(self._session_file(session_id), value)
+
+    def last_start(self, agent: str) -> str | None:
+        value = self._read("hooks/agents.json").get(agent)
+        return value if isinstance(value, str) else None
+
+    def mark_start(self, agent: str, stamp: str) -> None:
+        agents = self._read("hooks/agents.json")
+        agents[agent] = stamp
+        self._write("hooks/agents.json", agents)
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1000) % 1000:03d}Z"
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def _budget(kind: str) -> int:
+    name, default = BUDGET_ENVS[kind]
+    return int(_float_env(name, default))
+
+
+def capture_enabled() -> bool:
+    return os.environ.get("FLOWBABY_CAPTURE", "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> str:
+    """The text to print for one hook event."""
+    data = os.path.join(workspace, ".flowbaby")
+    if not os.path.isdir(data) or os.path.islink(data):
+        return ""  # not a flowbaby workspace (yet), or one refused (9.1): nothing to say, nothing to create
+    state = HookState(data)
+    session_id = str(payload.get("session_id") or payload.get("sessionID") or "")
+    timeout = _float_env(TIMEOUT_ENV, DEFAULT_TIMEOUT_SEC)
+    if event == "SessionStart":
+        since = state.last_start(client)
+        state.mark_start(client, _now_iso())
+        params: dict[str, Any] = {"agentName": client, "maxTokens": _budget("briefing")}
+        if since:
+            params["since"] = since
+        reply = call_owner(data, "briefing", params, timeout)
+        _remember(state, session_id, [item["topicId"] for item in reply.get("items", [])])
+        return str(reply.get("text") or "")
+    if event == "UserPromptSubmit":
+        prompt = str(payload.get("prompt") or "").strip()
+        if not prompt:
+            return ""
+        seen = state.session(session_id).get("injected", []) if session_id else []
+        query = {"query": prompt[:4000], "exclude": seen, "maxTokens": _budget("recall"), "agentName": client}
+        reply = call_owner(data, "recall", query, timeout)
+        _remember(state, session_id, list(reply.get("topicIds") or []))
+        return str(reply.get("text") or "")
+    if event in CAPTURE_EVENTS and session_id and capture_enabled():
+        session = state.session(session_id)
+        if event == "Stop":
+            debounce = _float_env(STOP_DEBOUNCE_ENV, DEFAULT_STOP_DEBOUNCE_SEC)
+            if time.time() - float(session.get("lastCapture", 0)) < debounce:
+                return ""
+        session["lastCapture"] = time.time()
+        state.save_session(session_id, session)
+        params = {"source": client, "sessionId": session_id, "agentName": client, "reason": event}
+        if payload.get("transcript_path"):
+            params["transcriptPath"] = str(payload["transcript_path"])
+        try:
+            call_owner(data, "capture", params, CAPTURE_WAIT_SEC)
+        except OwnerUnavailable as exc:
+            if "did not answer" not in str(exc):  # no owner at all: a detached process captures
+                _capture_detached(workspace, params)
+    return ""
+
+
+def _remember(state: HookState, session_id: str, topic_ids: list[str]) -> None:
+    if not session_id or not topic_ids:
+        return
+    session = state.session(session_id)
+    session["injected"] = [*session.get("injected", []), *topic_ids][-2000:]
+    state.save_session(session_id, session)
+
+
+def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
+    """Open the workspace in a process of its own (it may take seconds to load) and capture there."""
+    import subprocess
+
+    # -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts every
+    # child (this module imports nothing of flowbaby's): the workspace's own files are never imported.
+    source_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
+    with open(_append(os.path.join(workspace, ".flowbaby"), "logs/capture.log"), "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-P", "-m", "flowbaby.capture_command", workspace, json.dumps(params)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd=workspace,
+            env=env,
+        )
+
+
+def _log(workspace: str, text: str) -> None:
+    try:
+        data = os.path.join(workspace, ".flowbaby")
+        if os.path.isdir(data):
+            with open(_append(data, "logs/hooks.log"), "a", encoding="utf-8") as handle:
+                handle.write(f"{_now_iso()} {text.rstrip()}\n")
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> int:
+    """Always 0: a failing hook must never break the client's session."""
+    event = argv[0] if argv else ""
+    workspace_arg = client = None
+    rest = argv[1:]
+    for flag, value in zip(rest, rest[1:], strict=False):
+        if flag == "--workspace":
+            workspace_arg = value
+        elif flag == "--client":
+            client = value
+    try:
+        raw = sys.stdin.buffer.read(MAX_STDIN_BYTES) if not sys.stdin.isatty() else b""
+        payload = json.loads(raw) if raw.strip() else {}
+        payload = payload if isinstance(payload, dict) else {}
+    except (ValueError, OSError):
+        payload = {}
+    workspace = os.path.realpath(os.path.expanduser(str(workspace_arg or payload.get("cwd") or os.getcwd())))
+    if event not in EVENTS:
+        _log(workspace, f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
+        return 0
+    started = time.perf_counter()
+    try:
+        text = handle(event, payload, workspace, client or "claude-code")
+    except OwnerUnavailable as exc:
+        _log(workspace, f"{event}: nothing injected ({exc})")
+        text = ""
+    except Exception:  # noqa: BLE001 - the client's session comes first
+        import traceback
+
+        _log(workspace, f"{event} failed:\n{traceback.format_exc()}")
+        text = ""
+    if text:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    if os.environ.get("FLOWBABY_HOOK_TRACE"):
+        _log(workspace, f"{event}: {len(text)} chars in {(time.perf_counter() - started) * 1000:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,76 @@
+"""`flowbaby import adr [DIR]` and `flowbaby import docs PATH...`: decisions and design docs the team
+already wrote, staged as memories (graph.code). Works whether or not a bridge or server owns the
+workspace (the records then go through it)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from graph.core.contract import ContractFailure, FlowbabyError
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
+
+ADR_FOLDERS = ("doc/adr", "docs/adr", "docs/decisions", "docs/architecture/decisions", "adr", "decisions")
+"""Where `import adr` looks without DIR, after adr-tools' `.adr-dir` file: adr-tools, MADR, others."""
+CLOSE_GRACE_SEC = 10.0
+"""How long the import's own service (no other owner) waits for the records' vectors at exit."""
+
+
+def add_code_import_commands(actions: Any) -> None:
+    """`adr` and `docs` under the `import` command's sub-commands."""
+    adr = actions.add_parser("adr", help="import Architecture Decision Records (Nygard, MADR)")
+    adr.add_argument(
+        "folder", nargs="?", help="folder of ADRs (default: .adr-dir, doc/adr, docs/adr, docs/decisions...)"
+    )
+    adr.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    docs = actions.add_parser("docs", help="import markdown design docs, one memory per section")
+    docs.add_argument("paths", nargs="+", metavar="PATH", help="markdown files, or folders of them")
+    docs.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+
+
+def add_import_command(commands: Any) -> None:
+    parser = commands.add_parser("import", help="import ADRs or design docs as memories")
+    add_code_import_commands(parser.add_subparsers(dest="import_command", required=True))
+
+
+def adr_folder(workspace: Path, given: str | None) -> Path | None:
+    if given:
+        return Path(given)
+    marker = workspace / ".adr-dir"
+    if marker.is_file():
+        return workspace / marker.read_text(encoding="utf-8").strip()
+    return next((workspace / f for f in ADR_FOLDERS if (workspace / f).is_dir()), None)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    workspace = Path(args.workspace).expanduser()
+    folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
+    if args.import_command == "adr" and folder is None:
+        print(f"flowbaby import adr: no ADR folder found under {workspace}; give one", file=sys.stderr)
+        return 2
+    service = await open_service("import", args.workspace)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    try:
+        root = service.paths.root
+        if folder is not None:
+            reply = await import_adrs(service, folder, root)
+        else:
+            reply = await import_docs(service, [Path(p) for p in args.paths], root)
+    except ContractFailure as error:
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
+    finally:
+        await service.close(CLOSE_GRACE_SEC)
+    for problem in reply["skipped"]:
+        print(f"flowbaby import {args.import_command}: skipped {problem}", file=sys.stderr)
+    print(json.dumps(reply, indent=2, ensure_ascii=False))
+    return 0
+
+
+def run_import_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))

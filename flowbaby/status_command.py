@@ -1,0 +1,96 @@
+"""`flowbaby status` and `flowbaby repair`: the background queue and the index, from the shell.
+
+Both call the service's own backgroundStatus, indexStatus and repair, through the process that
+owns the workspace when one runs. With none, they own it for the call; graph work they leave
+unfinished (repair's re-queued memories, or work parked by an earlier front) is handed on as
+when any front leaves (graph.owner.finisher). Text for people; `--json` for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from graph.core.contract import ContractFailure, FlowbabyError
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, FlowbabyService, MemoryService, WorkspacePaths, open_service
+
+WARM_UP_SEC = 45.0
+"""How long `status` waits for an index it had to load itself, so its vector count is true."""
+EXIT_NOT_A_WORKSPACE = 2
+
+
+def add_status_commands(commands: Any) -> None:
+    for name, text in (
+        ("status", "the background graph queue, the index status and the memory count"),
+        ("repair", "re-queue graph building for memories without a graph and embed any without vectors"),
+    ):
+        parser = commands.add_parser(name, help=text, description=text)
+        parser.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+        parser.add_argument("--json", action="store_true", help="print the service's JSON replies instead of text")
+
+
+async def _status(service: MemoryService) -> dict[str, Any]:
+    if isinstance(service, FlowbabyService):  # loaded here and now: count what is indexed, not a cold start
+        with contextlib.suppress(Exception):  # the index status then says what is wrong
+            await asyncio.wait_for(service.flush_vectors(), WARM_UP_SEC)
+    return {
+        "index": await service.index_status(),
+        "background": await service.background_status({}),
+    }
+
+
+def _queue_text(background: dict[str, Any]) -> str:
+    counts = background.get("counts", {})
+    states = ("pending", "running", "completed", "failed", "terminated")
+    parts = [f"{counts.get(state, 0)} {state}" for state in states if counts.get(state) or state in states[:2]]
+    failed = [op for op in background.get("operations", []) if op.get("status") == "failed"]
+    lines = [f"queue: {', '.join(parts)}"]
+    for op in failed[-3:]:
+        lines.append(f"  failed {op['operationId']}: {op.get('errorCode')}: {op.get('error')}")
+    return "\n".join(lines)
+
+
+def _index_text(index: dict[str, Any]) -> str:
+    counts = index.get("counts", {})
+    return (
+        f"memories: {counts.get('memories', 0)} ({counts.get('graphIndexed', 0)} with their graph, "
+        f"{counts.get('vectors', 0)} with vectors)\n"
+        f"index: {index.get('status')}: {index.get('message')}"
+    )
+
+
+async def _run(args: argparse.Namespace) -> int:
+    root = Path(args.workspace).expanduser().resolve()
+    if not WorkspacePaths(root).data.is_dir():
+        print(f"flowbaby {args.command}: {root} is not a flowbaby workspace (no .flowbaby/ folder)", file=sys.stderr)
+        return EXIT_NOT_A_WORKSPACE
+    service = await open_service(args.command, root)
+    if isinstance(service, FlowbabyError):
+        return EXIT_WORKSPACE_UNAVAILABLE
+    try:
+        if args.command == "repair":
+            reply = await service.repair()
+            text = (
+                f"re-queued the graph of {reply['requeuedMemories']} memories"
+                + (f" (operation {reply['operationId']})" if reply.get("operationId") else "")
+                + f", re-embedding {reply['reembeddedMemories']}\n{_index_text(reply['index'])}"
+            )
+        else:
+            reply = await _status(service)
+            text = f"workspace: {root}\n{_index_text(reply['index'])}\n{_queue_text(reply['background'])}"
+    except ContractFailure as error:
+        print(json.dumps(error.to_response(), indent=2) if args.json else error.message)
+        return 1
+    finally:
+        await service.close(1.0, hand_on=True)  # work left unfinished goes on in the background
+    print(json.dumps(reply, indent=2, ensure_ascii=False) if args.json else text)
+    return 0
+
+
+def run_status_command(args: argparse.Namespace) -> int:
+    return asyncio.run(_run(args))

@@ -1,0 +1,92 @@
+"""The contract's method table: every operation a front offers, in one place.
+
+Each row names the service method that answers it (graph.service.MemoryService), how the bridge
+calls it (its JSON-RPC name, and what it passes besides the params), its HTTP route and MCP tool
+where there is one, and which reply shape its failures take. The bridge's method map, the owner
+socket's allow-list (graph.owner.wire) and the bridge's failure shapes are derived from it; a unit
+test holds the Protocol, the owner and remote clients, the HTTP app and the MCP tools to it.
+INGEST_CONTRACT.md is its prose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Reply(str, Enum):
+    """Which failure shape an operation's callers parse (INGEST_CONTRACT.md section 5)."""
+
+    INGEST = "ingest"  # {success:false, errorCode, error}
+    RETRIEVAL = "retrieval"  # {success:false, error: code, message}
+
+
+@dataclass(frozen=True)
+class Method:
+    service: str
+    """The MemoryService method that answers it."""
+    bridge: str | None = None
+    """Its JSON-RPC method name on the bridge (None: not a bridge method)."""
+    http: str | None = None
+    """`VERB /path` of its HTTP route (None: no route)."""
+    mcp: str | None = None
+    """The MCP tool that calls it (None: no tool)."""
+    reply: Reply = Reply.INGEST
+    args: tuple[str, ...] = ()
+    """Positional arguments the bridge passes before the params (a session operation's name)."""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments the bridge passes (retrieveMemory: markdown=True)."""
+    params: bool = True
+    """Whether the bridge passes the request's params."""
+
+
+def _sessions(op: str, bridge: str, http: str | None) -> Method:
+    return Method("sessions", bridge, http, "flowbaby_searchSessions" if op == "search_all" else None, args=(op,))
+
+
+METHODS: tuple[Method, ...] = (
+    Method("health", "health", "GET /api/health", params=False),
+    Method("ingest", "ingestForAgent", "POST /api/agent/ingest"),
+    Method("store_memory", "storeMemory", "POST /api/agent/memories", "flowbaby_storeMemory"),
+    Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
+    Method("retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL),
+    Method(
+        "retrieve",
+        "retrieveMemory",
+        "POST /api/agent/retrieve?format=markdown",
+        "flowbaby_retrieveMemory",
+        Reply.RETRIEVAL,
+        kwargs={"markdown": True},
+    ),
+    Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
+    Method("repair", "repair", "POST /api/agent/index/repair"),
+    Method("graph_summary", "graphStats", "GET /api/graph/stats", params=False),
+    Method("graph_snapshot", "graphSnapshot", "GET /api/graph"),
+    Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions"),
+    Method("confirm_supersession", "confirmSupersession", "POST /api/agent/supersessions/confirm"),
+    Method("memory_versions", http="GET /api/agent/memories/{topic_id}"),
+    Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
+    Method("search_chunks", http="GET /api/agent/search"),
+    _sessions("list", "sessionsList", "GET /api/agent/sessions"),
+    _sessions("current", "sessionsCurrent", "GET /api/agent/current-session"),
+    _sessions("status", "sessionsStatus", "GET /api/agent/index/status?session_id="),
+    _sessions("search", "sessionsSearch", "GET /api/agent/sessions/{session_id}/search"),
+    _sessions("search_all", "sessionsSearchAll", "GET /api/agent/sessions/search"),
+    _sessions("context", "sessionsContext", "GET /api/agent/sessions/{session_id}/context"),
+    _sessions("import", "sessionsImport", "POST /api/agent/sessions/{session_id}/import"),
+    _sessions("update", "sessionsUpdate", "POST /api/agent/sessions/{session_id}/update"),
+    _sessions("repair", "sessionsRepair", "POST /api/agent/sessions/{session_id}/repair"),
+    # Reached through the owner only: the fronts' session watch and the client hooks (section 17).
+    Method("watch_sessions"),
+    Method("briefing", "briefing"),  # also the VS Code extension's Copilot instructions file (17.6)
+    Method("recall"),
+    Method("capture"),
+)
+
+OWNER_METHODS = frozenset(method.service for method in METHODS)
+"""The service methods a front may call through the owner: the whole API the fronts use."""
+BRIDGE_METHODS = {method.bridge: method for method in METHODS if method.bridge}
+"""JSON-RPC name -> row (the bridge adds `shutdown`, which ends the bridge itself)."""
+RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if method.reply is Reply.RETRIEVAL)
+"""Bridge methods whose failures use the retrieval shape."""

@@ -1,0 +1,88 @@
+"""The method table (graph.core.methods) is the one list of operations: the service Protocol, the
+engine, both clients that stand in for it (the owner's and a team server's), the bridge, the HTTP
+app and the MCP server all hold exactly what it says."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+
+from api.app import create_app
+from api.mcp_tools import build_mcp_server
+from bridge.server import Bridge
+from graph.core.methods import BRIDGE_METHODS, METHODS, OWNER_METHODS, RETRIEVAL_METHODS, Reply
+from graph.owner.client import OwnerClient
+from graph.remote.client import RemoteService
+from graph.service import FlowbabyService, MemoryService
+
+LIFECYCLE = {"add_operation_listener", "close"}
+"""Protocol members that are not operations: a front registers for events and closes."""
+
+
+def _protocol_methods() -> set[str]:
+    return {name for name, _ in inspect.getmembers(MemoryService, inspect.isfunction) if not name.startswith("_")}
+
+
+def test_the_table_is_the_protocol() -> None:
+    assert {method.service for method in METHODS} == _protocol_methods() - LIFECYCLE
+    assert _protocol_methods() - LIFECYCLE == OWNER_METHODS
+
+
+@pytest.mark.parametrize("implementation", [FlowbabyService, OwnerClient, RemoteService])
+def test_every_implementation_answers_every_operation(implementation: type) -> None:
+    missing = sorted(
+        name for name in OWNER_METHODS if not inspect.iscoroutinefunction(getattr(implementation, name, None))
+    )
+    assert not missing, f"{implementation.__name__} lacks {missing}"
+
+
+class Recording:
+    """A stand-in service that records how the bridge called it."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def add_operation_listener(self, listener: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            self.calls.append((name, args, kwargs))
+            return {"success": True}
+
+        return call
+
+
+class Writer:
+    def send(self, message: dict[str, Any]) -> None:
+        pass
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        pass
+
+
+def test_the_bridge_serves_the_table_and_calls_each_row_as_it_says() -> None:
+    service = Recording()
+    bridge = Bridge(service, Writer(), 5.0)  # type: ignore[arg-type]
+    assert set(bridge.methods) == set(BRIDGE_METHODS) | {"shutdown"}
+    for name, method in BRIDGE_METHODS.items():
+        params = {"marker": name}
+        asyncio.run(bridge.methods[name](params))
+        called, args, kwargs = service.calls[-1]
+        assert called == method.service
+        assert args == (*method.args, *([params] if method.params else []))
+        assert kwargs == method.kwargs
+    assert {"retrieveForAgent", "retrieveMemory"} == RETRIEVAL_METHODS
+    assert all(BRIDGE_METHODS[name].reply is Reply.RETRIEVAL for name in RETRIEVAL_METHODS)
+
+
+def test_every_http_route_and_mcp_tool_of_the_table_is_served() -> None:
+    app = create_app(Recording(), "t" * 32)  # type: ignore[arg-type]
+    routes = {f"{verb} {route.path}" for route in app.routes for verb in getattr(route, "methods", None) or ()}
+    wanted = {method.http.split("?")[0] for method in METHODS if method.http}
+    assert wanted <= routes, sorted(wanted - routes)
+    tools = {tool.name for tool in asyncio.run(build_mcp_server(Recording()).list_tools())}  # type: ignore[arg-type]
+    assert {method.mcp for method in METHODS if method.mcp} <= tools
