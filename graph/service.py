@@ -752,23 +752,31 @@ class FlowbabyService:
                     (entries, used, abstained, weak), stored, rebuild = await asyncio.wait_for(
                         asyncio.to_thread(search), self.settings.retrieval_timeout_sec
                     )
-                    if request.includeSessions:
+                except TimeoutError:
+                    raise RetrievalError(
+                        RetrievalErrorCode.BRIDGE_TIMEOUT,
+                        f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline",
+                    ) from None
+                sessions_note: str | None = None
+                if request.includeSessions:
+                    try:  # the memories' answer stands when the sessions cannot be searched in time
                         turns, weak_turns, _ = await asyncio.wait_for(
                             self.session_memory.turns(
                                 request.query, request.maxResults, request.abstain, request.maxTokens
                             ),
                             self.settings.retrieval_timeout_sec,
                         )
+                    except TimeoutError:
+                        sessions_note = (
+                            f"Sessions were not searched: their index did not answer within "
+                            f"{self.settings.retrieval_timeout_sec:g}s (it may still be loading); retry shortly."
+                        )
+                    else:
                         entries, used = merge(entries, turns, request.maxResults, request.maxTokens)
                         if abstained and turns:
                             abstained = None  # the sessions have what the memories lack
                         elif abstained:
                             weak = sorted([*weak, *weak_turns], key=lambda e: -e.score)[:WEAK_CANDIDATES]
-                except TimeoutError:
-                    raise RetrievalError(
-                        RetrievalErrorCode.BRIDGE_TIMEOUT,
-                        f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline",
-                    ) from None
         except RetrievalError as error:
             self._record(command, agent_name, query, started, error.code.value)
             raise
@@ -793,11 +801,15 @@ class FlowbabyService:
             text = render_markdown(entries, abstained)
             if note:
                 text = f"> {note['message']}\n\n{text}"
+            if sessions_note:
+                text = f"> {sessions_note}\n\n{text}"
             reply = RetrieveMemoryResponse(**dict(answer), markdown=text).model_dump(mode="json")
         else:
             reply = answer.model_dump(mode="json")
         if note:
             reply["indexing"] = note
+        if sessions_note:
+            reply["sessionsNotSearched"] = sessions_note
         return reply
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:

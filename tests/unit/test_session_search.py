@@ -267,6 +267,15 @@ def test_retrieve_for_agent_with_include_sessions(
         plain = await service.retrieve({"query": query})
         markdown = await service.retrieve({"query": query}, markdown=True)
         mixed = await service.retrieve({"query": query, "includeSessions": True, "maxResults": 2})
+
+        async def stuck(*args: object) -> object:  # an index still loading
+            await asyncio.sleep(5)
+            raise AssertionError("not awaited to the end")
+
+        monkeypatch.setattr(service.settings, "retrieval_timeout_sec", 0.5)
+        monkeypatch.setattr(service.session_memory, "turns", stuck)
+        late = await service.retrieve({"query": query, "includeSessions": True})
+        assert late["abstained"] is True and "Sessions were not searched" in str(late["sessionsNotSearched"])
         await service.session_memory.close()
         return plain, markdown, mixed
 
