@@ -375,13 +375,17 @@ def _session_routes(app: FastAPI, service: MemoryService) -> None:
 
     @app.get("/api/agent/sessions/search")
     async def sessions_search(
-        q: str = "", cwd: str | None = None, source: str | None = None, limit: int = 20
+        q: str = "", cwd: str | None = None, source: str | None = None, limit: int = 20, abstain: bool = False
     ) -> dict[str, Any]:
-        return await service.sessions("search_all", {"q": q, "cwd": cwd, "source": source, "limit": limit})
+        params = {"q": q, "cwd": cwd, "source": source, "limit": limit, "abstain": abstain}
+        return await service.sessions("search_all", params)
 
     @app.get("/api/agent/sessions/{session_id}/search")
-    async def session_search(session_id: str, q: str = "", limit: int = 20, source: str | None = None) -> Any:
-        return await service.sessions("search", {"session_id": session_id, "q": q, "limit": limit, "source": source})
+    async def session_search(
+        session_id: str, q: str = "", limit: int = 20, source: str | None = None, abstain: bool = False
+    ) -> Any:
+        params = {"session_id": session_id, "q": q, "limit": limit, "source": source, "abstain": abstain}
+        return await service.sessions("search", params)
 
     @app.get("/api/agent/sessions/{session_id}/context")
     async def session_context(

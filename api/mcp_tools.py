@@ -310,12 +310,16 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
         maxResults: Annotated[int, Field(ge=1, le=10, description="Most memories to return")] = 3,
         maxTokens: Annotated[int, Field(ge=1, le=200_000, description="Token budget of the returned text")] = 2000,
         includeSuperseded: Annotated[bool, Field(description="Also return replaced (superseded) versions")] = False,
+        includeSessions: Annotated[
+            bool, Field(description="Also search your imported agent sessions, ranked with the memories")
+        ] = False,
     ) -> CallToolResult:
         params = {
             "query": query,
             "maxResults": maxResults,
             "maxTokens": maxTokens,
             "includeSuperseded": includeSuperseded,
+            "includeSessions": includeSessions,
         }
         return await retrieve_raw(params, client_name(ctx))
 
@@ -369,7 +373,7 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     async def search_sessions(
         query: Annotated[str, Field(description="What to look for, in natural language")],
         sessionId: Annotated[str | None, Field(description="One session; omit for every session")] = None,
-        limit: Annotated[int, Field(ge=1, le=50, description="Most chunks to return")] = 10,
+        limit: Annotated[int, Field(ge=1, le=50, description="Most turns to return (one result per turn)")] = 10,
     ) -> CallToolResult:
         async def call() -> CallToolResult:
             if sessionId:

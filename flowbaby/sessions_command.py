@@ -25,6 +25,9 @@ def add_sessions_command(commands: Any) -> None:
     search.add_argument("query", help='what to look for, e.g. "why did the tests fail"')
     search.add_argument("--session", metavar="ID", help="search this session only (default: every session)")
     search.add_argument("--limit", type=int, default=10, help="most results")
+    search.add_argument(
+        "--abstain", action="store_true", help="nothing, and two weak candidates, when no turn is close"
+    )
     chosen = [listing, search]
     for action, text in (
         ("import", "read a whole session and index it"),
@@ -48,7 +51,7 @@ async def _call(service: Any, args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "list":
         return dict(await service.sessions("list", {**base, "cwd": args.cwd}))
     if args.action == "search":
-        params = {**base, "q": args.query, "limit": args.limit}
+        params = {**base, "q": args.query, "limit": args.limit, "abstain": args.abstain}
         if args.session:
             return dict(await service.sessions("search", {**params, "session_id": args.session}))
         return dict(await service.sessions("search_all", {**params, "cwd": args.cwd}))
@@ -99,9 +102,11 @@ def as_text(action: str, reply: dict[str, Any]) -> str:
         return "\n".join(lines) if lines else "no sessions of this workspace were found"
     if action == "search":
         lines = []
-        for hit in reply["results"]:
+        if reply.get("abstained"):
+            lines.append(f"nothing found: {reply['abstained']}; weak candidates:")
+        for hit in reply["results"] or reply.get("weak_candidates", []):
             text = " ".join(str(hit["chunk_text"]).split())
-            lines.append(f"{hit['distance']:.3f}  {hit['source']} {hit['session_id']} #{hit['chunk_index']}")
+            lines.append(f"{hit['score']:.3f}  {hit['source']} {hit['session_id']} #{hit['chunk_index']}")
             lines.append(f"       {text[:300]}{' …' if len(text) > 300 else ''}")
         searched = reply.get("sessions_searched")
         footer = f"{reply['count']} results" + (f" in {searched} sessions" if searched is not None else "")

@@ -126,10 +126,11 @@ from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import Catalog, Retrieved, Retriever, render_markdown
+from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
+from graph.sessions.entries import merge
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
     from graph.inspection.workspace_graph import WorkspaceGraph
@@ -800,7 +801,7 @@ class FlowbabyService:
                     return found, stored, self._check_projection()
 
                 try:
-                    (entries, used, abstained), stored, rebuild = await asyncio.wait_for(
+                    (entries, used, abstained, weak), stored, rebuild = await asyncio.wait_for(
                         asyncio.to_thread(search), self.settings.retrieval_timeout_sec
                     )
                 except TimeoutError:
@@ -808,6 +809,26 @@ class FlowbabyService:
                         RetrievalErrorCode.BRIDGE_TIMEOUT,
                         f"Search exceeded its {self.settings.retrieval_timeout_sec:g}s deadline",
                     ) from None
+                sessions_note: str | None = None
+                if request.includeSessions:
+                    try:  # the memories' answer stands when the sessions cannot be searched in time
+                        turns, weak_turns, _ = await asyncio.wait_for(
+                            self.session_memory.turns(
+                                request.query, request.maxResults, request.abstain, request.maxTokens
+                            ),
+                            self.settings.retrieval_timeout_sec,
+                        )
+                    except TimeoutError:
+                        sessions_note = (
+                            f"Sessions were not searched: their index did not answer within "
+                            f"{self.settings.retrieval_timeout_sec:g}s (it may still be loading); retry shortly."
+                        )
+                    else:
+                        entries, used = merge(entries, turns, request.maxResults, request.maxTokens)
+                        if abstained and turns:
+                            abstained = None  # the sessions have what the memories lack
+                        elif abstained:
+                            weak = sorted([*weak, *weak_turns], key=lambda e: -e.score)[:WEAK_CANDIDATES]
         except RetrievalError as error:
             self._record(command, agent_name, query, started, error.code.value)
             raise
@@ -820,28 +841,27 @@ class FlowbabyService:
         note = self._unsearched(stored, len(retriever.catalog))
         if rebuild:
             self.operations.notify()
+        answer = FlowbabyContextResponse(
+            entries=entries,
+            totalResults=len(entries),
+            tokensUsed=used,
+            abstained=abstained is not None,
+            abstainReason=abstained,
+            weakCandidates=weak if abstained else [],
+        )
         if markdown:
-            text = render_markdown(entries)
+            text = render_markdown(entries, abstained)
             if note:
                 text = f"> {note['message']}\n\n{text}"
-            reply = RetrieveMemoryResponse(
-                entries=entries,
-                totalResults=len(entries),
-                tokensUsed=used,
-                markdown=text,
-                abstained=abstained is not None,
-                abstainReason=abstained,
-            ).model_dump(mode="json")
+            if sessions_note:
+                text = f"> {sessions_note}\n\n{text}"
+            reply = RetrieveMemoryResponse(**dict(answer), markdown=text).model_dump(mode="json")
         else:
-            reply = FlowbabyContextResponse(
-                entries=entries,
-                totalResults=len(entries),
-                tokensUsed=used,
-                abstained=abstained is not None,
-                abstainReason=abstained,
-            ).model_dump(mode="json")
+            reply = answer.model_dump(mode="json")
         if note:
             reply["indexing"] = note
+        if sessions_note:
+            reply["sessionsNotSearched"] = sessions_note
         return reply
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:

@@ -397,6 +397,10 @@ class FlowbabyContextRequest(_Strict):
     contextHints: list[str] = Field(default_factory=list, max_length=20)
     abstain: bool = True
     """Return nothing (abstained, with the reason) when no memory shows evidence of being about the query."""
+    includeSessions: bool = False
+    """Also search the agents' imported sessions: their turns come back as entries (source "session")
+    ranked in one list with the memories. Off by default: transcripts are raw and unreviewed, and
+    curated memories are what an agent should read first."""
 
     @field_validator("query")
     @classmethod
@@ -442,6 +446,19 @@ class GraphSnapshotRequest(_Strict):
 
     topicId: str | None = Field(default=None, min_length=1, max_length=256)
     hops: int = Field(default=2, ge=1, le=3)
+
+
+class SessionTurnRef(BaseModel):
+    """Where a session entry comes from: its turn's best chunk (sessionsContext shows its neighbours)."""
+
+    source: str
+    sessionId: str
+    turnId: str
+    embeddingId: str
+    chunkIndex: int
+    title: str
+    distance: float | None
+    """The chunk's vector distance (1 - cosine), null when it has no vector yet."""
 
 
 ReferenceState = Literal["current", "changed", "moved", "missing", "unknown"]
@@ -504,6 +521,11 @@ class RetrievalEntry(BaseModel):
     """For a memory placed by the graph: the memory it was reached from and the names they share."""
     possiblySupersededBy: str | None = None
     """The topicId of a newer memory that seems to replace this one (implicit supersession)."""
+    source: Literal["memory", "session"] = "memory"
+    """"session": a turn of an imported agent session (includeSessions), described by `sessionTurn`."""
+    sessionTurn: SessionTurnRef | None = None
+    weak: bool = False
+    """Listed among weakCandidates: below the evidence the answer needs (the query abstained)."""
     freshness: Freshness = NO_FRESHNESS
     """Whether the code the memory names is as it was when the memory was written."""
     branch: str | None = None
@@ -521,6 +543,8 @@ class FlowbabyContextResponse(BaseModel):
     tokensUsed: int
     abstained: bool = False
     abstainReason: str | None = None
+    weakCandidates: list[RetrievalEntry] = Field(default_factory=list)
+    """When abstained: up to two best entries anyway, each flagged `weak`, for the agent to judge."""
 
 
 class RetrieveMemoryResponse(FlowbabyContextResponse):

@@ -118,6 +118,8 @@ branch and its ancestors come first among equals; nothing is hidden."""
 FRESHNESS_WINDOW = 5
 """Places past maxResults whose freshness is checked before packing, so a demoted memory's place
 can go to the next one."""
+WEAK_CANDIDATES = 2
+"""Memories an abstained answer still lists, flagged weak, so an agent can judge for itself."""
 MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
@@ -551,7 +553,19 @@ class Retriever:
             else None
         )
         if reason:
-            return Retrieved([], 0, reason)
+            head = ranked[:WEAK_CANDIDATES]
+            checked = self._check_freshness(head, checker)
+            weak = [
+                self._entry(
+                    item,
+                    *_fitted(item, request.maxTokens),
+                    checked[item.memory.memory_id],
+                    self._unmerged(item.memory, reader),
+                    weak=True,
+                )
+                for item in head
+            ]
+            return Retrieved([], 0, reason, weak)
         window = ranked[: request.maxResults + FRESHNESS_WINDOW]
         fresh = self._check_freshness(window, checker)
         unmerged = {s.memory.memory_id for s in window if self._unmerged(s.memory, reader)}
@@ -576,34 +590,47 @@ class Retriever:
             used += tokens
             memory = item.memory
             entries.append(
-                RetrievalEntry(
-                    summaryText=text,
-                    topic=memory.topic,
-                    context=memory.context,
-                    topicId=memory.topic_id,
-                    planId=memory.plan_id,
-                    sessionId=memory.session_id,
-                    createdAt=memory.created_at,
-                    updatedAt=memory.updated_at,
-                    status=memory.status,
-                    version=memory.version,
-                    memoryId=memory.memory_id,
-                    score=item.score,
-                    decisions=memory.decisions,
-                    tokens=tokens,
-                    lanes=sorted(
-                        {name.split("_")[0] for name in item.lanes if name != "hint"}
-                        | ({"hints"} if "hint" in item.lanes else set())
-                    ),
-                    via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
-                    possiblySupersededBy=item.superseded_by,
-                    freshness=fresh.get(memory.memory_id) or self._check_freshness([item], checker)[memory.memory_id],
-                    branch=memory.branch,
-                    commit=memory.commit,
-                    unmerged=memory.memory_id in unmerged or self._unmerged(memory, reader),
+                self._entry(
+                    item,
+                    text,
+                    tokens,
+                    fresh.get(memory.memory_id) or self._check_freshness([item], checker)[memory.memory_id],
+                    memory.memory_id in unmerged or self._unmerged(memory, reader),
                 )
             )
         return Retrieved(entries, used, None)
+
+    def _entry(
+        self, item: Scored, text: str, tokens: int, freshness: Freshness, unmerged: bool, weak: bool = False
+    ) -> RetrievalEntry:
+        memory = item.memory
+        return RetrievalEntry(
+            summaryText=text,
+            topic=memory.topic,
+            context=memory.context,
+            topicId=memory.topic_id,
+            planId=memory.plan_id,
+            sessionId=memory.session_id,
+            createdAt=memory.created_at,
+            updatedAt=memory.updated_at,
+            status=memory.status,
+            version=memory.version,
+            memoryId=memory.memory_id,
+            score=item.score,
+            decisions=memory.decisions,
+            tokens=tokens,
+            lanes=sorted(
+                {name.split("_")[0] for name in item.lanes if name != "hint"}
+                | ({"hints"} if "hint" in item.lanes else set())
+            ),
+            via=describe_hop(item.via, self.catalog.by_id) if item.via else None,
+            possiblySupersededBy=item.superseded_by,
+            freshness=freshness,
+            branch=memory.branch,
+            commit=memory.commit,
+            unmerged=unmerged,
+            weak=weak,
+        )
 
     def _unmerged(self, memory: Memory, reader: Checkout | None) -> bool:
         if reader is None or self.ancestry is None or not memory.commit:
@@ -618,10 +645,20 @@ class Retriever:
         return {item.memory.memory_id: f for item, f in zip(items, checked, strict=True)}
 
 
+def _fitted(item: Scored, max_tokens: int) -> tuple[str, int]:
+    """The memory's text cut to the budget, and its tokens."""
+    text = summary_text(item.memory)
+    if count_tokens(text) > max_tokens:
+        text = truncate_to_tokens(text, max_tokens)
+    return text, count_tokens(text)
+
+
 class Retrieved(NamedTuple):
     entries: list[RetrievalEntry]
     tokens: int
     abstained: str | None
+    weak: list[RetrievalEntry] = []
+    """When abstained: the best WEAK_CANDIDATES memories anyway, flagged `weak`."""
 
 
 def demote(window: list[Scored], penalties: dict[str, float]) -> list[Scored]:
@@ -696,10 +733,24 @@ def abstain_reason(ranked: list[Scored], unknown: list[str], known_share: float 
     return None
 
 
-def render_markdown(entries: list[RetrievalEntry]) -> str:
-    """The narrative an agent quotes: one section per memory."""
+def render_markdown(entries: list[RetrievalEntry], abstained: str | None = None) -> str:
+    """The narrative an agent quotes: one section per memory or session turn. An abstained answer
+    says nothing was found (its weak candidates are in the JSON only)."""
     lines = [f"# Retrieved Memories ({len(entries)} results)"]
+    if abstained and not entries:
+        lines += ["", f"Nothing relevant was found: {abstained}."]
     for rank, entry in enumerate(entries, 1):
+        turn = entry.sessionTurn
+        if turn is not None:
+            lines += ["", f"## {rank}. {entry.topic}", "", entry.summaryText]
+            lines += [
+                "",
+                f"**Metadata:** session `{turn.sessionId}` ({turn.source}), turn `{turn.turnId}`, "
+                f"created {entry.createdAt}",
+                "",
+                f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})",
+            ]
+            continue
         lines += ["", f"## {rank}. {entry.topic}", ""]
         lines.append(f"**Context:** {entry.context}")
         if entry.decisions:

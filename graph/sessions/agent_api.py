@@ -15,10 +15,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from graph.backends.backend import Backend
-from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.contract import ErrorCode, FlowbabyError, RetrievalEntry, RetrievalError, RetrievalErrorCode
 from graph.sessions.config import SessionSettings, load_session_settings
-from graph.sessions.index import Encoder, OutsideWorkspace, SessionIndex, SessionNotFound, sources_from
+from graph.sessions.entries import session_entry
+from graph.sessions.index import (
+    Encoder,
+    OutsideWorkspace,
+    SearchOutcome,
+    SessionIndex,
+    SessionNotFound,
+    sources_from,
+)
 from graph.sessions.model import SOURCES, Source, SourceError
+from graph.sessions.ranking import TurnHit
 
 log = logging.getLogger("flowbaby.sessions")
 
@@ -30,6 +39,7 @@ import or update may run for minutes, which would hold one of the two retrieval 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 200
 MAX_QUERY_CHARS = 4000
+Entries = list[RetrievalEntry]
 
 
 class SessionMemory:
@@ -71,6 +81,27 @@ class SessionMemory:
             raise FlowbabyError(ErrorCode.NOT_FOUND, str(exc)) from None
         except OutsideWorkspace as exc:
             raise FlowbabyError(ErrorCode.NOT_FOUND, str(exc)) from None
+
+    async def turns(
+        self, query: str, limit: int, abstain: bool, max_tokens: int
+    ) -> tuple[Entries, Entries, str | None]:
+        """retrieveForAgent's `includeSessions`: the workspace's best session turns as entries, the
+        weak candidates when the search abstained, and why."""
+        index = await self.index()
+
+        def search() -> tuple[Entries, Entries, str | None]:
+            keys = index.keys_under(None)
+            found = index.search(keys, query, limit, abstain)
+            titles = {key: (index.store.record(key) or ("", "", "", ""))[3] for key in keys}
+
+            def entry(result: dict[str, Any], hit: TurnHit, weak: bool = False) -> RetrievalEntry:
+                return session_entry(result, hit, titles.get(hit.key, ""), max_tokens, weak)
+
+            shown = [entry(r, h) for r, h in zip(found.results, found.hits, strict=False)]
+            weak = [entry(r, h, True) for r, h in zip(found.weak, found.hits, strict=False)]
+            return shown, weak, found.abstained
+
+        return await asyncio.to_thread(search)
 
     # -- parameters -------------------------------------------------------------------
     @staticmethod
@@ -121,6 +152,17 @@ class SessionMemory:
         return value
 
     @staticmethod
+    def _abstain(params: dict[str, Any]) -> bool:
+        value = params.get("abstain", False)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise RetrievalError(
+                RetrievalErrorCode.INVALID_REQUEST, 'Parameter "abstain" must be a boolean', fields=["abstain"]
+            )
+        return value
+
+    @staticmethod
     def _session_id(params: dict[str, Any]) -> str:
         sid = params.get("session_id")
         if not isinstance(sid, str) or not sid:
@@ -158,8 +200,7 @@ class SessionMemory:
         query = self.query(params)
         limit = self._int(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
         info = index.resolve(self._session_id(params), self._source(params))
-        results = index.search([info.key], query, limit)
-        return {"results": results, "count": len(results)}
+        return self._found(index.search([info.key], query, limit, self._abstain(params)), {})
 
     def _search_all(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
         query = self.query(params)
@@ -168,8 +209,17 @@ class SessionMemory:
         source = self._source(params)
         if source:
             keys = [k for k in keys if k.startswith(source + ":")]
-        results = index.search(keys, query, limit)
-        return {"results": results, "count": len(results), "sessions_searched": len(keys)}
+        found = index.search(keys, query, limit, self._abstain(params))
+        return self._found(found, {"sessions_searched": len(keys)})
+
+    @staticmethod
+    def _found(found: SearchOutcome, extra: dict[str, Any]) -> dict[str, Any]:
+        """Vapor's `results` and `count`; when the search abstained, why, and the weak candidates."""
+        reply: dict[str, Any] = {"results": found.results, "count": len(found.results), **extra}
+        if found.abstained:
+            reply["abstained"] = found.abstained
+            reply["weak_candidates"] = found.weak
+        return reply
 
     def _context(self, index: SessionIndex, params: dict[str, Any]) -> dict[str, Any]:
         query = self.query(params)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -22,7 +22,9 @@ from graph.backends.sessions import SessionVectorStore
 from graph.core.workspace import WorkspacePaths
 from graph.sessions.chunking import TurnChunk, message_chunks
 from graph.sessions.config import SessionSettings
+from graph.sessions.lexicon import ChunkLexicon
 from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, within
+from graph.sessions.ranking import LANES, VECTOR_CANDIDATES, WEAK_CANDIDATES, TurnHit, abstain_reason, fuse
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
 
@@ -42,6 +44,16 @@ class Encoder(Protocol):
         """Names the graph the vectors come from; vectors of another variant are not comparable."""
 
     def encode(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class SearchOutcome(NamedTuple):
+    results: list[dict[str, Any]]
+    abstained: str | None
+    """Why no turn is shown (only with `abstain`)."""
+    weak: list[dict[str, Any]]
+    """When abstained: the best turns anyway, flagged `weak`."""
+    hits: list[TurnHit] = []
+    """The turns behind `results`, then behind `weak` (their lane scores, for retrieveForAgent)."""
 
 
 class SessionNotFound(LookupError):
@@ -94,6 +106,7 @@ class SessionIndex:
         self._vectors: SessionVectorStore | None = None
         self._vectors_idle_sec = vectors_idle_sec
         self.model = model_label(encoder.model_path)
+        self.lexicon = ChunkLexicon()
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -277,15 +290,12 @@ class SessionIndex:
             stale = {eid for eid, text in old.items() if fresh.get(eid) != text}
             self.vectors.remove(key, stale & self.vectors.ids(key))
             self.store.replace_messages(key, message_ids, chunks, batch.full)
+            mark = iso_ms(int(time.time() * 1000))
             self.store.mark_imported(
-                key,
-                info.source,
-                info.session_id,
-                info.directory,
-                info.title,
-                info.fingerprint,
-                batch.watermark,
-                iso_ms(int(time.time() * 1000)),
+                key, info.source, info.session_id, info.directory, info.title, info.fingerprint, batch.watermark, mark
+            )
+            self.lexicon.follow(
+                key, record.imported_at if record else None, old, [(c.embedding_id, c.text) for c in chunks], mark
             )
             embedded = self._embed_missing(key, chunks)
         return {"messages": len(batch.messages), "chunks": len(chunks), "embedded": embedded}
@@ -315,27 +325,57 @@ class SessionIndex:
         return len(missing)
 
     # -- search -----------------------------------------------------------------------
-    def search(self, keys: list[str], query: str, limit: int) -> list[dict[str, Any]]:
+    def search(
+        self, keys: list[str], query: str, limit: int, abstain: bool = False, lanes: frozenset[str] = LANES
+    ) -> SearchOutcome:
+        """The best `limit` turns of these sessions, one result per turn (its best chunk shown),
+        fused from the vector and lexical lanes; with `abstain`, none when no turn is close
+        (graph.sessions.ranking), and up to two weak candidates instead."""
+        if not keys:
+            return SearchOutcome([], None, [])
         vector = np.asarray(self.encoder.encode([query])[0], dtype=np.float32)
-        hits = self.vectors.nearest(keys, vector, limit)
-        rows = self.store.chunks_by_id([eid for _, eid, _ in hits])
-        return [
-            {
-                "embedding_id": eid,
-                "distance": round(1.0 - similarity, 6),
-                "chunk_text": rows[eid]["text"],
-                "turn_source_id": rows[eid]["message_id"],
-                "session_id": key.split(":", 1)[1],
-                "chunk_index": rows[eid]["chunk_index"],
-                "source": key.split(":", 1)[0],
-            }
-            for key, eid, similarity in hits
-            if eid in rows
-        ]
+        nearest = self.vectors.nearest(keys, vector, max(VECTOR_CANDIDATES, limit)) if "vector" in lanes else []
+        lexical: dict[str, tuple[str, float]] = {}
+        if "lexical" in lanes:
+            self.lexicon.sync(self.store, keys)
+            lexical = self.lexicon.search(keys, query, everything=set(keys) >= self.lexicon.keys())
+        near = {eid for _, eid, _ in nearest}
+        wanted: dict[str, list[str]] = {}
+        for eid, (key, _) in lexical.items():
+            if eid not in near:
+                wanted.setdefault(key, []).append(eid)
+        similarities = self.vectors.similarities(wanted, vector) if wanted else {}
+        rows = self.store.chunks_by_id(list(near | set(lexical)))
+        ranked = fuse(nearest, lexical, similarities, rows, lanes)
+        reason = abstain_reason(ranked, self.lexicon.known_share(query)) if abstain else None
+        if reason:
+            weak = ranked[:WEAK_CANDIDATES]
+            return SearchOutcome([], reason, [self._result(hit, weak=True) for hit in weak], weak)
+        return SearchOutcome([self._result(hit) for hit in ranked[:limit]], None, [], ranked[:limit])
+
+    @staticmethod
+    def _result(hit: TurnHit, weak: bool = False) -> dict[str, Any]:
+        """Vapor's result fields (`distance`: the shown chunk's vector distance, null without a vector),
+        then ours: the fused `score` and the `lanes` that found the turn."""
+        result: dict[str, Any] = {
+            "embedding_id": hit.best_chunk,
+            "distance": round(1.0 - hit.similarity, 6) if hit.similarity is not None else None,
+            "chunk_text": hit.text,
+            "turn_source_id": hit.message_id,
+            "session_id": hit.key.split(":", 1)[1],
+            "chunk_index": hit.chunk_index,
+            "source": hit.key.split(":", 1)[0],
+            "created_at": iso_ms(hit.created_ms),
+            "score": hit.score,
+            "lanes": sorted(hit.lanes),
+        }
+        if weak:
+            result["weak"] = True
+        return result
 
     def context(self, key: str, query: str, context_turns: int, limit: int) -> list[dict[str, Any]]:
         """The best hits, each with the `context_turns` turns before and after it, in order."""
-        hits = self.search([key], query, limit)
+        hits = self.search([key], query, limit).results
         turns = self.store.turns(key)
         position = {mid: i for i, (mid, *_rest) in enumerate(turns)}
         results = []

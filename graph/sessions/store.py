@@ -182,6 +182,11 @@ class SessionStore:
             ).fetchone()
         return (row[0], row[1], row[2], row[3]) if row else None
 
+    def import_marks(self) -> dict[str, str]:
+        """Every imported session's key -> when its chunks were last written (the lexical lane's check)."""
+        with self._lock:
+            return dict(self._db.execute("SELECT key, imported_at FROM sessions").fetchall())
+
     def keys_for(self, session_id: str) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT key FROM sessions WHERE session_id = ?", (session_id,))]

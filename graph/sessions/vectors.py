@@ -40,6 +40,8 @@ class SessionVectors:
         )
         self._lock = threading.Lock()
         self._sessions: dict[str, tuple[list[str], np.ndarray]] = {}
+        self._rows: dict[str, dict[str, int]] = {}
+        """Per session, embedding id -> row of its matrix; made at the first lookup, dropped on change."""
         ids, keys, matrix = self._table.rows()
         by_key: dict[str, list[int]] = {}
         for row, key in enumerate(keys):
@@ -75,6 +77,7 @@ class SessionVectors:
             self._table.add(key, ids, vectors)
             old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             self._sessions[key] = (old_ids + ids, np.vstack([old, vectors]))
+            self._rows.pop(key, None)
 
     def remove(self, key: str, ids: set[str]) -> None:
         if not ids:
@@ -84,6 +87,7 @@ class SessionVectors:
             old_ids, old = self._sessions.get(key, ([], np.empty((0, self.dimensions), np.float32)))
             keep = [i for i, eid in enumerate(old_ids) if eid not in ids]
             self._sessions[key] = ([old_ids[i] for i in keep], old[keep])
+            self._rows.pop(key, None)
 
     def nearest(self, keys: list[str], vector: np.ndarray, limit: int) -> list[tuple[str, str, float]]:
         """(session_key, embedding_id, cosine similarity) of the nearest chunks, best first."""
@@ -100,11 +104,30 @@ class SessionVectors:
         found.sort(key=lambda hit: -hit[2])
         return found[:limit]
 
+    def similarities(self, wanted: dict[str, list[str]], vector: np.ndarray) -> dict[str, float]:
+        """embedding id -> cosine similarity with `vector`, for the given chunks of each session
+        (those with a vector): the lexical lane's hits outside the nearest chunks."""
+        found: dict[str, float] = {}
+        for key, eids in wanted.items():
+            with self._lock:
+                entry = self._sessions.get(key)
+                if not entry or not eids:
+                    continue
+                rows = self._rows.get(key)
+                if rows is None:
+                    rows = self._rows[key] = {eid: n for n, eid in enumerate(entry[0])}
+            at = [(eid, rows[eid]) for eid in eids if eid in rows]
+            if at:
+                scores = np.einsum("ij,j->i", entry[1][[n for _, n in at]], vector)
+                found.update(zip([eid for eid, _ in at], scores.tolist(), strict=True))
+        return found
+
     def clear(self) -> None:
         """Drop every vector (they came from another encoder variant)."""
         with self._lock:
             self._table.clear()
             self._sessions.clear()
+            self._rows.clear()
 
     def optimize(self) -> None:
         with self._lock:

@@ -79,7 +79,7 @@ def rank_topics(
     request = FlowbabyContextRequest(
         query=question, maxResults=k, maxTokens=100_000, includeSuperseded=True, abstain=abstain
     )
-    entries, _, _ = retriever.retrieve(request, lanes)
+    entries = retriever.retrieve(request, lanes).entries
     return [e.topicId for e in entries]
 
 

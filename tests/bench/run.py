@@ -85,6 +85,21 @@ def _memory_control(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"list": run_list(), "exportImport": run_export_import()}
 
 
+@section("sessions_quality")
+def _sessions_quality(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Session search on the coding set and BEAM 500K (--beam, --beam-chats), with baselines and abstention."""
+    from tests.bench.sessions_quality import run_sessions_quality
+
+    return run_sessions_quality(root, Path(args.beam), args.beam_chats)
+
+
+@section("abstention")
+def _abstention(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from tests.bench.abstention import run_abstention
+
+    return run_abstention(root, Path(args.locomo))
+
+
 @section("latency100k")
 def _latency100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Opt-in (not in the default run): 10k then 100k memories, the 100k reusing the 10k's vectors."""
@@ -178,12 +193,17 @@ def recall_table(recall: dict[str, dict[str, float]]) -> str:
 
 def main() -> None:
     from tests.bench.locomo import DEFAULT_DATA
+    from tests.bench.sessions_quality import DEFAULT_BEAM
 
     parser = argparse.ArgumentParser(prog="python -m tests.bench.run")
     parser.add_argument("--out", default="bench-results.json")
     default = [name for name in SECTIONS if name not in OPT_IN]
     parser.add_argument("--only", default=",".join(default), help="comma-separated sections: " + ", ".join(SECTIONS))
     parser.add_argument("--locomo", default=os.environ.get("FLOWBABY_LOCOMO", str(DEFAULT_DATA)))
+    parser.add_argument("--beam", default=str(DEFAULT_BEAM), help="BEAM's chats/500K folder (<n>/chat.json)")
+    parser.add_argument(
+        "--beam-chats", type=int, default=2, help="BEAM 500K chats to embed and ask (each ~800 turns, minutes)"
+    )
     args = parser.parse_args()
     report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -200,6 +220,11 @@ def main() -> None:
         print("\n" + recall_table(report["locomo"]["recall"]))
     if "scores" in report.get("devset", {}):
         print("\n" + devset_table(report["devset"]["scores"]))
+    for part in ("coding", "beam500k"):
+        if "recall" in report.get("sessions_quality", {}).get(part, {}):
+            from tests.bench.sessions_quality import recall_table as session_table
+
+            print(f"\nsessions_quality {part}\n" + session_table(report["sessions_quality"][part]["recall"]))
 
 
 if __name__ == "__main__":

@@ -142,6 +142,8 @@ def test_sessions_search_takes_the_query_and_prints_text_or_json(tmp_path: Path)
     listed = flowbaby("sessions", "list", cwd=project)
     assert listed.returncode == 0 and listed.stdout.strip() == "no sessions of this workspace were found"
     assert json.loads(flowbaby("sessions", "list", "--json", cwd=project).stdout)["sessions"] == []
+    empty = json.loads(flowbaby("sessions", "search", "ingress", "--abstain", "--json", cwd=project).stdout)
+    assert empty["count"] == 0 and "abstained" not in empty  # nothing to match is not an abstention
     missing = flowbaby("sessions", "search", "x", "--session", "nope", cwd=project)
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.startswith("flowbaby sessions search: NOT_FOUND: ")

@@ -87,6 +87,9 @@ def test_bridge_second_hop_via_supersession_and_abstention(workspace: Path) -> N
         # Abstention: an empty result that says why; abstain=false returns the weak matches.
         none = _retrieve(client, UNANSWERABLE)
         assert none["entries"] == [] and none["abstained"] is True and none["abstainReason"].startswith("no memory")
+        weak = none["weakCandidates"]  # the agent can still judge the best two, flagged weak
+        assert 0 < len(weak) <= 2 and all(w["weak"] and w["source"] == "memory" for w in weak)
+        assert "Nothing relevant was found: no memory" in _retrieve(client, UNANSWERABLE, "retrieveMemory")["markdown"]
         assert _retrieve(client, UNANSWERABLE, abstain=False)["entries"]
         assert _retrieve(client, CAUSE_QUESTION)["abstained"] is False
 

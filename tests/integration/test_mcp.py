@@ -65,7 +65,13 @@ async def _session(workspace: Path) -> None:
         assert store.input_schema["required"] == ["topic", "context"]
         assert retrieve.input_schema["required"] == ["query"]
         assert retrieve.input_schema["properties"]["maxResults"]["maximum"] == 10
-        assert set(retrieve.input_schema["properties"]) == {"query", "maxResults", "maxTokens", "includeSuperseded"}
+        assert set(retrieve.input_schema["properties"]) == {
+            "query",
+            "maxResults",
+            "maxTokens",
+            "includeSuperseded",
+            "includeSessions",
+        }
         for phrase in ("300-1,500 characters", "0-5 decision", "Do not store trivial turns"):
             assert phrase in (store.description or "")
         assert "Retrieve before reasoning" in (retrieve.description or "")

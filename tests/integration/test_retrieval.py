@@ -75,6 +75,7 @@ def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: 
         "tokensUsed": 0,
         "abstained": False,
         "abstainReason": None,
+        "weakCandidates": [],
     }
     client = spawn(built_workspace, *UNTHROTTLED, env=_env())
     assert client.result("retrieveForAgent", {"query": "banana smoothie recipe with oat milk"})["entries"] == []

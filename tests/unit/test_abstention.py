@@ -19,11 +19,11 @@ def test_weak_matches_only_abstain_with_the_reason() -> None:
     weak = r.ABSTAIN_VECTOR - 0.05  # above the match floor, below the abstention cut
     assert weak > r.MATCH_FLOOR["vector"]
     ret = _retriever({"a": [weak], "b": [weak - 0.05]}, memory("a"), memory("b"))
-    entries, used, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY))
+    entries, used, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY))
     assert entries == [] and used == 0
     assert reason is not None and "no memory is close to the query" in reason
     # The caller can ask for the weak matches anyway.
-    entries, _, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY, abstain=False))
+    entries, _, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY, abstain=False))
     assert [e.topicId for e in entries] == ["a", "b"] and reason is None
 
 
@@ -31,7 +31,7 @@ def test_a_close_sentence_or_a_strong_word_match_answers() -> None:
     close = _retriever({"a": [r.ABSTAIN_VECTOR + 0.01]}, memory("a"))
     assert close.retrieve(FlowbabyContextRequest(query=QUERY))[2] is None
     words = _retriever({}, memory("w", topic="invoice export", context="invoice export"))
-    entries, _, reason = words.retrieve(FlowbabyContextRequest(query=QUERY))
+    entries, _, reason, _weak = words.retrieve(FlowbabyContextRequest(query=QUERY))
     assert reason is None and [e.topicId for e in entries] == ["w"]
 
 
@@ -44,7 +44,7 @@ def test_a_named_thing_no_memory_mentions_abstains_unless_a_memory_is_very_close
         FakeGraph(),
         lambda: FakeChunkIndex({"gw": [chunk_vector(mid)]}),
     )
-    _, _, reason = ret.retrieve(FlowbabyContextRequest(query=query))
+    _, _, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=query))
     assert reason is not None and "GraphQL" in reason
     very_close = Retriever(
         Catalog([memory("gw", context="The API gateway is Envoy.")]),
@@ -57,7 +57,7 @@ def test_a_named_thing_no_memory_mentions_abstains_unless_a_memory_is_very_close
 
 def test_ablations_never_abstain() -> None:
     ret = _retriever({"a": [r.ABSTAIN_VECTOR - 0.05]}, memory("a"))
-    entries, _, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY), frozenset({"vector", "lexical"}))
+    entries, _, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY), frozenset({"vector", "lexical"}))
     assert reason is None and [e.topicId for e in entries] == ["a"]
 
 
@@ -66,7 +66,7 @@ def test_no_match_standing_out_abstains_but_a_clear_best_match_answers() -> None
     top = (r.ABSTAIN_VECTOR + r.ABSTAIN_AMBIGUOUS_VECTOR) / 2
     assert top > r.ABSTAIN_VECTOR
     tied = _retriever({"a": [top], "b": [top - r.ABSTAIN_MARGIN / 2]}, memory("a"), memory("b"))
-    entries, _, reason = tied.retrieve(FlowbabyContextRequest(query=QUERY))
+    entries, _, reason, _weak = tied.retrieve(FlowbabyContextRequest(query=QUERY))
     assert entries == [] and reason is not None and "no memory stands out" in reason
     # The same best score, clearly ahead of the runner-up: a paraphrase that shares no word still answers.
     clear = _retriever({"a": [top], "b": [top - 2 * r.ABSTAIN_MARGIN]}, memory("a"), memory("b"))
@@ -77,7 +77,7 @@ def test_words_the_workspace_knows_keep_a_tied_weak_match() -> None:
     top = (r.ABSTAIN_VECTOR + r.ABSTAIN_AMBIGUOUS_VECTOR) / 2
     words = [memory("a", context="the invoice export runs nightly"), memory("b", context="invoice export to S3")]
     ret = _retriever({"a": [top], "b": [top]}, *words)
-    entries, _, reason = ret.retrieve(FlowbabyContextRequest(query=QUERY))
+    entries, _, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY))
     assert reason is None and {e.topicId for e in entries} == {"a", "b"}
 
 

@@ -239,7 +239,7 @@ def test_via_names_the_seed_topic_and_the_shared_name_in_entries_and_markdown() 
         {"seed": [0.8], "cause": [0.05]},
         _seeded_graph("seed", cause=1.0),
     )
-    entries, _, abstained = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=5, abstain=False))
+    entries, _, abstained, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=5, abstain=False))
     assert abstained is None
     by_topic = {e.topicId: e for e in entries}
     assert by_topic["nightly-export"].via is None
@@ -289,7 +289,7 @@ def _packing(**sizes: int) -> tuple[Retriever, dict[str, int]]:
 
 def test_packing_stops_at_max_results() -> None:
     ret, tokens = _packing(a=5, b=5, c=5)
-    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=2), VECTOR)
+    entries, used, _, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=2), VECTOR)
     assert [e.memoryId for e in entries] == ["a", "b"]
     assert used == tokens["a"] + tokens["b"] == sum(e.tokens for e in entries)
     assert entries[0].lanes == ["vector"] and entries[0].score >= entries[1].score
@@ -299,7 +299,7 @@ def test_packing_skips_what_does_not_fit_for_a_smaller_lower_ranked_memory() -> 
     ret, tokens = _packing(a=5, big=300, c=5)
     budget = tokens["a"] + tokens["c"]
     assert tokens["a"] + tokens["big"] > budget
-    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
+    entries, used, _, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
     assert [e.memoryId for e in entries] == ["a", "c"]
     assert used == budget
 
@@ -308,7 +308,7 @@ def test_a_first_memory_larger_than_the_budget_is_truncated() -> None:
     ret, tokens = _packing(big=400, small=5)
     budget = 50
     assert tokens["big"] > budget
-    entries, used, _ = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
+    entries, used, _, _weak = ret.retrieve(FlowbabyContextRequest(query=QUERY, maxResults=3, maxTokens=budget), VECTOR)
     assert [e.memoryId for e in entries] == ["big"]
     assert entries[0].summaryText.endswith("…[truncated]")
     assert entries[0].tokens == count_tokens(entries[0].summaryText) == used <= budget

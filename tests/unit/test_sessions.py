@@ -209,7 +209,7 @@ def test_status_missing_import_ready_dirty_update_repair(home: dict[str, Path], 
     assert "flowbaby sessions update ses_1" in status["message"]
     assert index.update_session(info)["messages"] == 2  # the new turn, and the newest before it (same-ms writes)
     assert index.status(index.find("ses_1")[0])["status"] == "ready"
-    hits = index.search(["opencode:ses_1"], "weekly job", 1)
+    hits = index.search(["opencode:ses_1"], "weekly job", 1).results
     assert hits[0]["chunk_text"] == "And the weekly job?"
     index.close()
 
@@ -288,7 +288,7 @@ def test_a_growing_message_replaces_its_chunks(home: dict[str, Path]) -> None:
     info = index.find(t.session_id)[0]
     assert index.status(info)["status"] == "dirty"
     index.update_session(info)
-    texts = [h["chunk_text"] for h in index.search([info.key], "cursors pagination", 10)]
+    texts = [h["chunk_text"] for h in index.search([info.key], "cursors pagination", 10).results]
     assert texts.count("First block about pagination.\nSecond block about cursors.") == 1
     assert index.status(info)["status"] == "ready" and index.status(info)["chunks"] == 2
     index.close()

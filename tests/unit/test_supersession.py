@@ -88,7 +88,7 @@ def test_ranking_puts_the_newer_first_and_marks_the_older_without_hiding_it() ->
     assert [s.memory.memory_id for s in ranked] == ["sqlite", "realm"]
     assert ranked[1].superseded_by == "sqlite" and ranked[0].superseded_by is None
     assert ranked[0].score >= ranked[1].score
-    entries, _, _ = ret.retrieve(FlowbabyContextRequest(query="invoice export", maxResults=5, abstain=False))
+    entries, _, _, _weak = ret.retrieve(FlowbabyContextRequest(query="invoice export", maxResults=5, abstain=False))
     assert [(e.topicId, e.possiblySupersededBy, e.status) for e in entries] == [
         ("sqlite", None, MemoryStatus.ACTIVE),
         ("realm", "sqlite", MemoryStatus.DECISION_RECORD),

@@ -151,6 +151,10 @@ class PgSessionStore(_Namespace):
         rows = self._rows("SELECT source, session_id, directory, title FROM session_records WHERE key = %s", (key,))
         return (rows[0]["source"], rows[0]["session_id"], rows[0]["directory"], rows[0]["title"]) if rows else None
 
+    def import_marks(self) -> dict[str, str]:
+        """Every imported session's key -> when its chunks were last written (the lexical lane's check)."""
+        return {r["key"]: r["imported_at"] for r in self._rows("SELECT key, imported_at FROM session_records")}
+
     def keys_for(self, session_id: str) -> list[str]:
         return [r["key"] for r in self._rows("SELECT key FROM session_records WHERE session_id = %s", (session_id,))]
 
@@ -228,6 +232,18 @@ class PgSessionVectors(_Namespace):
             (query, keys, query, limit),
         )
         return [(r["session_key"], r["embedding_id"], float(r["similarity"])) for r in rows]
+
+    def similarities(self, wanted: dict[str, list[str]], vector: np.ndarray) -> dict[str, float]:
+        """embedding id -> cosine similarity with `vector`, for the given chunks of each session."""
+        ids = [eid for eids in wanted.values() for eid in eids]
+        if not ids:
+            return {}
+        rows = self._rows(
+            "SELECT embedding_id, -(embedding <#> %s::vector) AS similarity FROM session_vectors "
+            "WHERE embedding_id = ANY(%s)",
+            (_literal(np.asarray(vector, dtype=np.float32)), ids),
+        )
+        return {r["embedding_id"]: float(r["similarity"]) for r in rows}
 
     def clear(self) -> None:
         self._run("DELETE FROM session_vectors")
