@@ -15,6 +15,7 @@ import {
 } from "./core/agentApi";
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
 import { CopilotInstructions } from "./core/copilotInstructions";
+import { FORGET_BUTTON, ForgetUi, MemoryPick, forgetMemoryCommand } from "./core/forgetMemory";
 import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { serverEnv } from "./core/serverEnv";
@@ -263,6 +264,43 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     }
   };
 
+  // Forget Memory (20.3): a QuickPick over listMemories that also takes a typed topicId, the dry
+  // run's count in a modal warning, then the real forget.
+  const forgetUi: ForgetUi = {
+    pick: (items) =>
+      new Promise((resolve) => {
+        type Item = vscode.QuickPickItem & { topicId: string };
+        const listed: Item[] = items.map((item: MemoryPick) => ({ ...item }));
+        const quick = vscode.window.createQuickPick<Item>();
+        quick.title = "Flowbaby: Forget Memory";
+        quick.placeholder = "Pick a memory to forget, or type its topicId";
+        quick.matchOnDescription = true;
+        quick.items = listed;
+        quick.onDidChangeValue((value) => {
+          const typed = value.trim();
+          const known = listed.some((item) => item.topicId === typed);
+          quick.items =
+            typed && !known
+              ? [{ label: typed, description: "topicId", detail: "Forget the memory with this topicId", topicId: typed, alwaysShow: true }, ...listed]
+              : listed;
+        });
+        let chosen: string | undefined;
+        quick.onDidAccept(() => {
+          chosen = quick.selectedItems[0]?.topicId;
+          quick.hide();
+        });
+        quick.onDidHide(() => {
+          quick.dispose();
+          resolve(chosen);
+        });
+        quick.show();
+      }),
+    confirm: async (message, detail) =>
+      (await vscode.window.showWarningMessage(message, { modal: true, detail }, FORGET_BUTTON)) === FORGET_BUTTON,
+    info: (message) => void vscode.window.showInformationMessage(message),
+    error: (message) => void vscode.window.showErrorMessage(message),
+  };
+
   context.subscriptions.push(
     vscode.commands.registerCommand("Flowbaby.ingestForAgent", async (requestJson: string) => {
       const answer = await api.ingestForAgent(requestJson);
@@ -298,6 +336,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
         void refreshStatus();
       } catch (error) {
         showUnavailable((error as Error).message);
+      }
+    }),
+    vscode.commands.registerCommand("flowbaby.forgetMemory", async (topicId?: string) => {
+      const outcome = await forgetMemoryCommand(
+        { call, ui: forgetUi, activity: (line) => activity.appendLine(line) },
+        typeof topicId === "string" ? topicId : undefined,
+      );
+      if (outcome.status === "forgotten") {
+        void refreshStatus();
       }
     }),
     vscode.commands.registerCommand("flowbaby.openLogs", openLogs),

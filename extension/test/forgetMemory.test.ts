@@ -1,0 +1,113 @@
+/** "Flowbaby: Forget Memory" against a real `flowbaby bridge`, with the dialogs scripted. */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { BridgeClient } from "../src/core/bridgeClient";
+import { ForgetUi, MemoryPick, forgetMemoryCommand } from "../src/core/forgetMemory";
+import { JsonObject } from "../src/core/jsonRpc";
+import { flowbabyCommand, ingestPayload, tempWorkspace } from "./helpers";
+
+interface Script {
+  pick: (items: MemoryPick[]) => string | undefined;
+  confirm: boolean;
+}
+
+/** A ForgetUi that answers from `script` and records every dialog and toast. */
+function scriptedUi(script: Script) {
+  const seen = { picks: [] as MemoryPick[][], confirms: [] as string[][], infos: [] as string[], errors: [] as string[] };
+  const ui: ForgetUi = {
+    pick: async (items) => {
+      seen.picks.push(items);
+      return script.pick(items);
+    },
+    confirm: async (message, detail) => {
+      seen.confirms.push([message, detail]);
+      return script.confirm;
+    },
+    info: (message) => seen.infos.push(message),
+    error: (message) => seen.errors.push(message),
+  };
+  return { ui, seen };
+}
+
+describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
+  const workspace = tempWorkspace("fb-forget-");
+  const bridge = new BridgeClient({ workspace, command: flowbabyCommand(), healthTimeoutMs: 60_000 });
+  const call = (method: string, params?: JsonObject) => bridge.call(method, params);
+  const lines: string[] = [];
+  const activity = (line: string) => lines.push(line);
+
+  before(async () => {
+    assert.equal((await bridge.start()).status, "ready");
+    for (const [topicId, topic] of [
+      ["old-note", "An older note"],
+      ["redis-cache", "Redis caching decision"],
+    ]) {
+      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic } as JsonObject);
+      assert.equal(stored.success, true, JSON.stringify(stored));
+    }
+  });
+  after(async () => {
+    await bridge.stop();
+  });
+
+  it("cancelling the confirmation forgets nothing", async () => {
+    const { ui, seen } = scriptedUi({ pick: (items) => items.find((item) => item.topicId === "redis-cache")?.topicId, confirm: false });
+    const outcome = await forgetMemoryCommand({ call, ui, activity });
+    assert.deepEqual(outcome, { status: "cancelled", topicId: "redis-cache" });
+
+    // The pick list: newest first, topic, topicId, status and update date.
+    assert.deepEqual(
+      seen.picks[0].map((item) => [item.label, item.description, item.detail]),
+      [
+        ["Redis caching decision", "redis-cache", "Active · updated 2025-03-01"],
+        ["An older note", "old-note", "Active · updated 2025-03-01"],
+      ],
+    );
+    // The dry run's count is in the warning.
+    assert.equal(seen.confirms.length, 1);
+    assert.equal(seen.confirms[0][0], 'Forget "Redis caching decision"? This removes it from every store and cannot be undone.');
+    assert.match(seen.confirms[0][1], /^redis-cache: 1 version will be deleted/);
+    assert.deepEqual([seen.infos, seen.errors], [[], []]);
+    assert.match(lines.at(-1)!, /^\[Forget Memory\] \S+Z - Topic: Redis caching decision \(redis-cache\) - Versions: 1 - Status: cancelled$/);
+
+    const still = await call("getMemory", { topicId: "redis-cache" });
+    assert.equal(still.success, true, JSON.stringify(still));
+    assert.equal((still.versions as JsonObject[]).length, 1);
+  });
+
+  it("confirming forgets the memory from the bridge", async () => {
+    const { ui, seen } = scriptedUi({ pick: (items) => items[0]?.topicId, confirm: true });
+    const outcome = await forgetMemoryCommand({ call, ui, activity });
+    assert.equal(outcome.status, "forgotten", JSON.stringify(outcome));
+    assert.equal(outcome.topicId, "redis-cache");
+    assert.deepEqual(seen.errors, []);
+    assert.match(seen.infos[0], /^Flowbaby: forgot "Redis caching decision" \(1 version\)\./);
+    assert.match(lines.at(-1)!, /^\[Forget Memory\] \S+Z - Topic: Redis caching decision \(redis-cache\) - Versions: 1 - Status: success$/);
+
+    const gone = await call("getMemory", { topicId: "redis-cache" });
+    assert.equal(gone.success, false);
+    assert.equal(gone.errorCode, "NOT_FOUND");
+    const other = await call("getMemory", { topicId: "old-note" });
+    assert.equal(other.success, true, JSON.stringify(other));
+    const listed = await call("listMemories", {});
+    assert.deepEqual((listed.memories as JsonObject[]).map((memory) => memory.topicId), ["old-note"]);
+  });
+
+  it("a typed unknown topicId fails with NOT_FOUND before any confirmation", async () => {
+    const { ui, seen } = scriptedUi({ pick: () => "no-such-topic", confirm: true });
+    const outcome = await forgetMemoryCommand({ call, ui, activity });
+    assert.equal(outcome.status, "failed");
+    assert.deepEqual(seen.confirms, []);
+    assert.equal(seen.errors.length, 1);
+    assert.match(seen.errors[0], /NOT_FOUND/);
+    assert.match(lines.at(-1)!, /- Topic: no-such-topic \(no-such-topic\) - Status: error \(NOT_FOUND\)$/);
+    assert.equal((await call("getMemory", { topicId: "old-note" })).success, true);
+  });
+
+  it("dismissing the pick calls nothing else", async () => {
+    const before = lines.length;
+    const { ui, seen } = scriptedUi({ pick: () => undefined, confirm: true });
+    assert.deepEqual(await forgetMemoryCommand({ call, ui, activity }), { status: "cancelled" });
+    assert.deepEqual([seen.confirms, seen.infos, seen.errors, lines.length], [[], [], [], before]);
+  });
+});
