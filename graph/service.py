@@ -265,7 +265,10 @@ class FlowbabyService:
         so a memory being embedded when it is forgotten cannot come back."""
         self._forget_lock = asyncio.Lock()
         self._forgotten_ids: set[str] = set()
-        """Versions forgotten by this process: still queued for embedding, they are skipped."""
+        """Versions forgotten here or by another server on the namespace: still queued for embedding,
+        they are skipped, and a catalog rebuild leaves them out."""
+        self._rebuilds: set[asyncio.Task[None]] = set()
+        """Catalog rebuilds after another server's forget, kept until they finish."""
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
@@ -335,6 +338,7 @@ class FlowbabyService:
             lambda: service._retriever,
             lambda: service._vectors,
             service.operations.notify,
+            service._forgotten_elsewhere,
         )
         service._namespace_listener = await asyncio.to_thread(service.backend.watch, changes.handle)
         try:
@@ -1284,6 +1288,16 @@ class FlowbabyService:
             if "vectors" in entry.pending:
                 index.forget(entry.memory_ids)
                 self.store.forget_step_done(entry.forget_id, "vectors")
+
+    def _forgotten_elsewhere(self, memory_ids: list[str]) -> None:
+        """Another server on the namespace forgot these versions: they leave this server's search
+        catalog too (its rows are gone from the store, which the catalog is rebuilt from)."""
+        self._forgotten_ids.update(memory_ids)
+        retriever = self._retriever
+        if retriever is not None and any(memory_id in retriever.catalog.by_id for memory_id in memory_ids):
+            task = asyncio.get_running_loop().create_task(self._rebuild_catalog())
+            self._rebuilds.add(task)
+            task.add_done_callback(self._rebuilds.discard)
 
     async def _rebuild_catalog(self) -> None:
         """The search catalog and lexical index again from the store, as if the forgotten memories

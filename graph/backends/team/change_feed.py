@@ -31,12 +31,16 @@ class RemoteChanges:
         retriever: Callable[[], Retriever | None],
         vectors: Callable[[], MemoryVectors | None],
         wake_operations: Callable[[], None],
+        forget: Callable[[list[str]], None],
     ) -> None:
+        """`forget`: drop memories another server forgot from this server's caches (the rows,
+        vectors and lexical rows are already gone from the namespace)."""
         self._loop = loop
         self._store = store
         self._retriever = retriever
         self._vectors = vectors
         self._wake = wake_operations
+        self._forget = forget
         self._tasks: set[asyncio.Task[None]] = set()
 
     def handle(self, kind: str, ids: list[str], payload: dict[str, Any]) -> None:
@@ -53,6 +57,8 @@ class RemoteChanges:
             for memory_id in ids:
                 if memory_id in known and known[memory_id].status is not status and retriever is not None:
                     retriever.catalog.set_status(memory_id, status)
+        elif kind == "forgotten":
+            self._forget(ids)
         elif kind == "searchable":
             task = self._loop.create_task(self._adopt(ids))
             self._tasks.add(task)
