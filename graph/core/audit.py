@@ -17,7 +17,7 @@ import threading
 import time
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict, Unpack
 
 from graph.core.contract import utc_now
 from graph.core.workspace import PRIVATE_FILE_MODE
@@ -35,47 +35,41 @@ def topic_digest(topic: str | None) -> str | None:
     return hashlib.sha256(topic.encode("utf-8", "surrogatepass")).hexdigest()[:8]
 
 
-def audit_entry(
-    command: str,
-    *,
-    agent_name: str | None,
-    topic: str | None,
-    result: str,
-    error_code: str | None,
-    duration_ms: float,
-    redacted: int | None = None,
-) -> dict[str, Any]:
+class AuditFields(TypedDict):
+    """What an entry says besides its command; every sink's `record` takes these."""
+
+    agent_name: str | None
+    topic: str | None
+    result: str
+    error_code: str | None
+    duration_ms: float
+    redacted: NotRequired[int | None]
+
+
+def audit_entry(command: str, **fields: Unpack[AuditFields]) -> dict[str, Any]:
     """One entry; `user` only when a per-user token made the call (the file stays as it was);
     `redacted` only on a stored memory: how many secrets its text lost."""
+    agent_name = fields["agent_name"]
     entry = {
         "timestamp": utc_now(),
         "command": command,
         "agentName": agent_name[:256] if agent_name else agent_name,
-        "topicDigest": topic_digest(topic),
-        "result": result,
-        "errorCode": error_code,
-        "durationMs": round(duration_ms, 3),
+        "topicDigest": topic_digest(fields["topic"]),
+        "result": fields["result"],
+        "errorCode": fields["error_code"],
+        "durationMs": round(fields["duration_ms"], 3),
     }
     user = AUDIT_USER.get()
     if user is not None:
         entry["user"] = user
+    redacted = fields.get("redacted")
     if redacted is not None:
         entry["redacted"] = redacted
     return entry
 
 
 class AuditSink(Protocol):
-    def record(
-        self,
-        command: str,
-        *,
-        agent_name: str | None,
-        topic: str | None,
-        result: str,
-        error_code: str | None,
-        duration_ms: float,
-        redacted: int | None = None,
-    ) -> None: ...
+    def record(self, command: str, **fields: Unpack[AuditFields]) -> None: ...
     def tail(self, limit: int) -> list[dict[str, Any]]: ...
     def close(self) -> None: ...
 
@@ -117,26 +111,8 @@ class AuditLog:
         self.dropped = 0
         """Lines that could not be written (see record)."""
 
-    def record(
-        self,
-        command: str,
-        *,
-        agent_name: str | None,
-        topic: str | None,
-        result: str,
-        error_code: str | None,
-        duration_ms: float,
-        redacted: int | None = None,
-    ) -> None:
-        entry = audit_entry(
-            command,
-            agent_name=agent_name,
-            topic=topic,
-            result=result,
-            error_code=error_code,
-            duration_ms=duration_ms,
-            redacted=redacted,
-        )
+    def record(self, command: str, **fields: Unpack[AuditFields]) -> None:
+        entry = audit_entry(command, **fields)
         # A rejected request may carry a lone surrogate; it is written as its JSON escape.
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:

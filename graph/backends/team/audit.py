@@ -12,13 +12,13 @@ import logging
 import queue
 import threading
 import time
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 from psycopg import sql
 
 from graph.backends.team.memory_store import connect, schema_name
-from graph.core.audit import WARN_EVERY_SEC, audit_entry
+from graph.core.audit import WARN_EVERY_SEC, AuditFields, audit_entry
 
 log = logging.getLogger("flowbaby.audit")
 BATCH = 200
@@ -44,28 +44,8 @@ class PostgresAuditLog:
         self._thread = threading.Thread(target=self._run, name=f"flowbaby-audit-{namespace}", daemon=True)
         self._thread.start()
 
-    def record(
-        self,
-        command: str,
-        *,
-        agent_name: str | None,
-        topic: str | None,
-        result: str,
-        error_code: str | None,
-        duration_ms: float,
-        redacted: int | None = None,
-    ) -> None:
-        self._queue.put(
-            audit_entry(
-                command,
-                agent_name=agent_name,
-                topic=topic,
-                result=result,
-                error_code=error_code,
-                duration_ms=duration_ms,
-                redacted=redacted,
-            )
-        )
+    def record(self, command: str, **fields: Unpack[AuditFields]) -> None:
+        self._queue.put(audit_entry(command, **fields))
 
     def _run(self) -> None:
         while True:
