@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -25,11 +26,20 @@ def section(name: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[...
     return register
 
 
-@section("ingest")
-def _ingest(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.ingest import run_ingest_benchmarks
+def runs(name: str, target: str, *, locomo: bool = False) -> None:
+    """A section that only calls `module:function` with its folder (and --locomo's path where
+    `locomo`); the module is imported when the section runs, as in the others."""
+    module, function = target.split(":")
 
-    return run_ingest_benchmarks(root)
+    def run(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+        benchmark = getattr(importlib.import_module(module), function)
+        result: dict[str, Any] = benchmark(root, Path(args.locomo)) if locomo else benchmark(root)
+        return result
+
+    SECTIONS[name] = run
+
+
+runs("ingest", "tests.bench.ingest:run_ingest_benchmarks")
 
 
 @section("locomo")
@@ -41,39 +51,11 @@ def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_locomo(Path(args.locomo), root)
 
 
-@section("hooks")
-def _hooks(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.hooks import run_hooks
-
-    return run_hooks(root)
-
-
-@section("latency")
-def _latency(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.latency import run_latency
-
-    return run_latency(root)
-
-
-@section("onnx")
-def _onnx(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.onnx import run_onnx_benchmarks
-
-    return run_onnx_benchmarks(root, Path(args.locomo))
-
-
-@section("mcp")
-def _mcp(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.mcp import run_mcp_latency
-
-    return run_mcp_latency(root)
-
-
-@section("sessions")
-def _sessions(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.sessions import run_sessions
-
-    return run_sessions(root, Path(args.locomo))
+runs("hooks", "tests.bench.hooks:run_hooks")
+runs("latency", "tests.bench.latency:run_latency")
+runs("onnx", "tests.bench.onnx:run_onnx_benchmarks", locomo=True)
+runs("mcp", "tests.bench.mcp:run_mcp_latency")
+runs("sessions", "tests.bench.sessions:run_sessions", locomo=True)
 
 
 @section("memorycontrol")
@@ -93,11 +75,7 @@ def _sessions_quality(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_sessions_quality(root, Path(args.beam), args.beam_chats)
 
 
-@section("abstention")
-def _abstention(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.abstention import run_abstention
-
-    return run_abstention(root, Path(args.locomo))
+runs("abstention", "tests.bench.abstention:run_abstention", locomo=True)
 
 
 @section("latency100k")
@@ -115,11 +93,7 @@ def _extractor(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return run_extractor_benchmark()
 
 
-@section("llm")
-def _llm(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.llm import run_llm_benchmarks
-
-    return run_llm_benchmarks(root)
+runs("llm", "tests.bench.llm:run_llm_benchmarks")
 
 
 @section("faults")
@@ -132,27 +106,11 @@ def _faults(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     return {"reliability": run_reliability_faults(root), "http": run_http_faults(root / "http")}
 
 
-@section("freshness")
-def _freshness(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Issue 30: what checking the code references of a 10-result retrieval adds (warm p95 <= 5 ms)."""
-    from tests.bench.freshness import run_freshness
-
-    return run_freshness(root)
-
-
-@section("import")
-def _import(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import."""
-    from tests.bench.code_import import run_code_import
-
-    return run_code_import(root)
-
-
-@section("devset")
-def _devset(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from tests.bench.devset import run_devset
-
-    return run_devset(root)
+# Issue 30: what checking the code references of a 10-result retrieval adds (warm p95 <= 5 ms).
+runs("freshness", "tests.bench.freshness:run_freshness")
+# Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import.
+runs("import", "tests.bench.code_import:run_code_import")
+runs("devset", "tests.bench.devset:run_devset")
 
 
 @section("postgres")
