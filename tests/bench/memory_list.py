@@ -20,6 +20,7 @@ from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryFilter, MemoryStatus
 from graph.core.memory_query import Page
 from graph.core.store import Memory, MemoryStore, insert_memory_sql, memory_uuid, memory_values
+from tests.support.fakes import memory
 
 COUNT = 100_000
 AGENTS = ("architect", "reviewer", "planner", "rare-agent")
@@ -35,24 +36,16 @@ def rows(count: int) -> list[Memory]:
         agent = AGENTS[3] if i % 1000 == 0 else AGENTS[i % 3]
         stamp = f"2026-01-01T{i // 3_600_000 % 24:02d}:{i // 60_000 % 60:02d}:{i // 1000 % 60:02d}.{i % 1000:03d}Z"
         out.append(
-            Memory(
-                memory_id=memory_uuid(topic, version),
+            memory(
+                memory_uuid(topic, version),
                 topic_id=topic,
                 version=version,
                 status=MemoryStatus.DECISION_RECORD if i % 7 == 0 else MemoryStatus.ACTIVE,
                 topic=f"Summary {i}",
                 context=f"Context of memory {i} about subsystem {i % 97} and its cache",
                 decisions=[f"Decision {i}"],
-                rationale=[],
-                open_questions=[],
-                next_steps=[],
-                references=[],
-                time_scope=None,
+                created=stamp,
                 agent_name=agent,
-                session_id=None,
-                plan_id=None,
-                created_at=stamp,
-                updated_at=stamp,
                 staged_at=stamp,
                 char_count=80,
             )

@@ -22,9 +22,9 @@ import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
 from flowbaby.demo_data import DEMO_SUMMARIES
-from graph.core.store import Memory
 from tests.bench.devset import DEVSET
 from tests.integration.test_http_api import Server
+from tests.support.fakes import memory
 from tests.support.session_fixtures import Transcript
 from tests.support.vscode_tools import chromium, ensure_browser_test_npm, ensure_debian_packages
 
@@ -216,24 +216,15 @@ def _seed(root: Path, count: int) -> None:
         topic = f"topic-{i:05d}"
         rows.append(
             memory_values(
-                Memory(
-                    memory_id=memory_uuid(topic, 1),
+                memory(
+                    memory_uuid(topic, 1),
                     topic_id=topic,
-                    version=1,
                     status=MemoryStatus.DECISION_RECORD if i % 7 == 0 else MemoryStatus.ACTIVE,
                     topic=f"Decision {i} about subsystem {i % 97}",
                     context=f"Context of memory {i}: subsystem {i % 97} keeps its cache warm.",
                     decisions=[f"Decision {i}"],
-                    rationale=[],
-                    open_questions=[],
-                    next_steps=[],
-                    references=[],
-                    time_scope=None,
+                    created=stamp,
                     agent_name=("architect", "reviewer", "planner")[i % 3],
-                    session_id=None,
-                    plan_id=None,
-                    created_at=stamp,
-                    updated_at=stamp,
                     staged_at=stamp,
                     char_count=80,
                 ),

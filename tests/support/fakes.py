@@ -32,11 +32,12 @@ def memory(
     context: str | None = None,
     decisions: list[str] | None = None,
     created: str = "2025-03-01T10:00:00Z",
-    operation_id: str | None = None,
-    graph_state: str | None = None,
+    **fields: Any,
 ) -> Memory:
-    """A memory version; topic and context default to filler words that match no query.
-    `graph_state` None keeps Memory's own default."""
+    """A memory version; topic and context default to filler words that match no query, the
+    other lists to empty and the optional fields to None; `fields` sets any other Memory field."""
+    blank: dict[str, Any] = {name: [] for name in ("rationale", "open_questions", "next_steps", "references")}
+    blank.update(dict.fromkeys(("time_scope", "agent_name", "session_id", "plan_id")))
     return Memory(
         memory_id=memory_id,
         topic_id=topic_id or memory_id,
@@ -45,18 +46,9 @@ def memory(
         topic=f"note {memory_id}" if topic is None else topic,
         context="unrelated filler text" if context is None else context,
         decisions=decisions or [],
-        rationale=[],
-        open_questions=[],
-        next_steps=[],
-        references=[],
-        time_scope=None,
-        agent_name=None,
-        session_id=None,
-        plan_id=None,
         created_at=created,
         updated_at=created,
-        operation_id=operation_id,
-        **({"graph_state": graph_state} if graph_state else {}),
+        **{**blank, **fields},
     )
 
 

@@ -21,6 +21,7 @@ from graph.core.store import Memory
 from graph.search.briefing import build_briefing, compact_recall, score
 from graph.search.token_budget import count_tokens
 from graph.sessions.model import Block, Message
+from tests.support.fakes import memory as fake_memory
 
 
 @pytest.fixture
@@ -97,24 +98,17 @@ def _memory(
     next_steps: list[str] | None = None,
 ) -> Memory:
     when = (datetime.now(UTC) - timedelta(days=days)).isoformat().replace("+00:00", "Z")
-    return Memory(
-        memory_id=f"{topic}-{version}",
+    return fake_memory(
+        f"{topic}-{version}",
         topic_id=topic_id or topic,
         version=version,
         status=status,
         topic=topic,
         context="ctx",
         decisions=decisions if decisions is not None else [f"decision about {topic}"],
-        rationale=[],
-        open_questions=[],
+        created=when,
         next_steps=next_steps or [],
-        references=[],
-        time_scope=None,
         agent_name=agent,
-        session_id=None,
-        plan_id=None,
-        created_at=when,
-        updated_at=when,
         staged_at=when,
     )
 

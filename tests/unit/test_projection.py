@@ -9,10 +9,10 @@ from typing import Any
 import networkx as nx
 
 from graph.cognify.worker.document import render_document
-from graph.core.contract import MemoryStatus
 from graph.core.projection import batch_subgraph, build_projection, fold_projection, memory_node
 from graph.core.store import Memory, MemoryStore, new_operation_id
 from graph.extract.extractor import extract_graph
+from tests.support.fakes import memory as fake_memory
 
 Nodes = list[tuple[str, dict[str, Any]]]
 Edges = list[tuple[str, str, str, dict[str, Any]]]
@@ -25,24 +25,17 @@ def _memory(topic_id: str, rng: random.Random) -> Memory:
     system, tech = rng.choice(SYSTEMS), rng.choice(TECH)
     ticket = f"PLAT-{rng.randint(100, 120)}"
     day = f"2025-01-{rng.randint(1, 28):02d}T10:00:00Z"
-    return Memory(
-        memory_id="",
+    return fake_memory(
+        "",
         topic_id=topic_id,
         version=0,
-        status=MemoryStatus.ACTIVE,
         topic=f"{system.title()} with {tech} ({ticket})",
         context=f"The {system} service moved to {tech}; see {system}/{tech.lower()}_client.py and {ticket}.",
         decisions=[f"Use {tech} for {system}"],
-        rationale=[],
-        open_questions=[],
-        next_steps=[],
+        created=day,
         references=[f"{system}/{tech.lower()}_client.py"],
-        time_scope=None,
         agent_name="test",
-        session_id=None,
         plan_id=rng.choice([None, "plan-1", "plan-2"]),
-        created_at=day,
-        updated_at=day,
     )
 
 
