@@ -10,11 +10,9 @@ this measures what the backend adds (the embedded bench with MiniLM: tests/bench
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import random
-import re
 import statistics
 import tempfile
 import time
@@ -22,28 +20,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, sources_from
 from tests.bench.sessions import MESSAGES, _lines, build_session
+from tests.support.fakes import HashEncoder
 from tests.support.postgres import PostgresServer
 from tests.support.session_fixtures import OpenCodeDb, text
-
-
-class HashEncoder:
-    model_path = "/models/all-MiniLM-L6-v2"
-    variant = "hash"
-    dimensions = 384
-
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for row, value in enumerate(texts):
-            for word in re.findall(r"\w+", value.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest()[:8], 16) % 384] += 1
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return out.tolist()
 
 
 def _ms(samples: list[float]) -> dict[str, float]:

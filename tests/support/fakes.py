@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
+import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -50,6 +51,22 @@ def memory(
         updated_at=created,
         **{**blank, **fields},
     )
+
+
+class HashEncoder:
+    """Words hashed into 384 buckets, normalised: texts sharing words are close."""
+
+    model_path = "/models/all-MiniLM-L6-v2"
+    variant = "hash"
+    dimensions = 384
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        for row, value in enumerate(texts):
+            for word in re.findall(r"\w+", value.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 384] += 1
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+        return out.tolist()
 
 
 class FakeEncoder:

@@ -22,9 +22,9 @@ from graph.sessions.agent_api import SessionMemory
 from graph.sessions.entries import merge, session_entry
 from graph.sessions.index import SessionIndex, sources_from
 from graph.sessions.ranking import TurnHit
-from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, HashEncoder, chunk_vector, memory
 from tests.support.session_fixtures import Transcript
-from tests.unit.test_sessions import HashEncoder, settings
+from tests.unit.test_sessions import settings
 
 
 @pytest.fixture

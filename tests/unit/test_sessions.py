@@ -5,8 +5,6 @@ Vapor's status transitions, incremental updates, and sources written while they 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,23 +24,8 @@ from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
+from tests.support.fakes import HashEncoder
 from tests.support.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
-
-
-class HashEncoder:
-    """Words hashed into 384 buckets, normalised: texts sharing words are close."""
-
-    model_path = "/models/all-MiniLM-L6-v2"
-    variant = "hash"
-    dimensions = 384
-
-    def encode(self, texts: list[str]) -> list[list[float]]:
-        out = np.zeros((len(texts), 384), dtype=np.float32)
-        for row, value in enumerate(texts):
-            for word in re.findall(r"\w+", value.lower()):
-                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % 384] += 1
-        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
-        return out.tolist()
 
 
 @pytest.fixture
@@ -64,11 +47,28 @@ def settings(home: dict[str, Path]) -> SessionSettings:
     return SessionSettings(opencode_dir=home["opencode"], claude_dir=home["claude"])
 
 
-def make_index(home: dict[str, Path]) -> SessionIndex:
+def make_index(home: dict[str, Path], encoder: HashEncoder | None = None) -> SessionIndex:
     config = settings(home)
     return SessionIndex(
-        home["ws"], home["data"] / "sessions", HashEncoder(), config, sources_from(config), backend=home["backend"]
+        home["ws"],
+        home["data"] / "sessions",
+        encoder or HashEncoder(),
+        config,
+        sources_from(config),
+        backend=home["backend"],
     )
+
+
+class GatedEncoder(HashEncoder):
+    """Sets `entered` when an encode starts and holds it until `gate` is set (for at most 10 s)."""
+
+    def __init__(self) -> None:
+        self.gate, self.entered = threading.Event(), threading.Event()
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.entered.set()
+        self.gate.wait(10)
+        return super().encode(texts)
 
 
 def conversation(db: OpenCodeDb, sid: str) -> None:
@@ -251,19 +251,14 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
     class OtherVariant(CountingEncoder):
         variant = "hash-v2"
 
-    config = settings(home)
-    index = SessionIndex(
-        home["ws"], home["data"] / "sessions", CountingEncoder(), config, sources_from(config), backend=home["backend"]
-    )
+    index = make_index(home, CountingEncoder())
     info = index.find("ses_1")[0]
     index.import_session(info)
     embedded = [t for call in calls for t in call]
     assert len(embedded) == len(set(embedded)) and index.status(info)["status"] == "ready"
     index.close()
 
-    index = SessionIndex(
-        home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config), backend=home["backend"]
-    )
+    index = make_index(home, OtherVariant())
     status = index.status(info)
     assert (status["status"], status["vectors"]) == ("repair_needed", 0)
     index.repair_session(info)
@@ -271,9 +266,7 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
     index.close()
     if backend == "sqlite":
         assert (home["data"] / "sessions" / "vectors.variant").read_text() == "hash-v2"
-    index = SessionIndex(
-        home["ws"], home["data"] / "sessions", OtherVariant(), config, sources_from(config), backend=home["backend"]
-    )
+    index = make_index(home, OtherVariant())
     assert index.status(info)["status"] == "ready"  # same variant: vectors kept
     index.close()
 
@@ -436,25 +429,15 @@ def test_status_is_indexing_while_an_import_runs(home: dict[str, Path]) -> None:
     db = OpenCodeDb(home["opencode"])
     db.session("ses_1", home["ws"])
     conversation(db, "ses_1")
-    gate, entered = threading.Event(), threading.Event()
-
-    class SlowEncoder(HashEncoder):
-        def encode(self, texts: list[str]) -> list[list[float]]:
-            entered.set()
-            gate.wait(10)
-            return super().encode(texts)
-
-    config = settings(home)
-    index = SessionIndex(
-        home["ws"], home["data"] / "sessions", SlowEncoder(), config, sources_from(config), backend=home["backend"]
-    )
+    encoder = GatedEncoder()
+    index = make_index(home, encoder)
     info = index.find("ses_1")[0]
     worker = threading.Thread(target=index.import_session, args=(info,))
     worker.start()
-    assert entered.wait(10)
+    assert encoder.entered.wait(10)
     status = index.status(info)
     assert (status["status"], status["can_search"]) == ("indexing", False) and "retry" in status["message"]
-    gate.set()
+    encoder.gate.set()
     worker.join()
     assert index.status(index.find("ses_1")[0])["status"] == "ready"
     index.close()
@@ -482,25 +465,15 @@ def test_closing_stops_an_import_after_its_batch_and_update_finishes_it(
     db = OpenCodeDb(home["opencode"])
     db.session("ses_1", home["ws"])
     conversation(db, "ses_1")
-    gate, entered = threading.Event(), threading.Event()
-
-    class GatedEncoder(HashEncoder):
-        def encode(self, texts: list[str]) -> list[list[float]]:
-            entered.set()
-            gate.wait(10)
-            return super().encode(texts)
-
-    config = settings(home)
-    index = SessionIndex(
-        home["ws"], home["data"] / "sessions", GatedEncoder(), config, sources_from(config), backend=home["backend"]
-    )
+    encoder = GatedEncoder()
+    index = make_index(home, encoder)
     worker = threading.Thread(target=index.import_session, args=(index.find("ses_1")[0],))
     worker.start()
-    assert entered.wait(10)
+    assert encoder.entered.wait(10)
     closer = threading.Thread(target=index.close)
     closer.start()
     time.sleep(0.2)
-    gate.set()
+    encoder.gate.set()
     closer.join(10)
     worker.join(10)
     assert not closer.is_alive() and not worker.is_alive()
