@@ -117,6 +117,14 @@ def format_timestamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _stamp(value: str) -> str:
+    """A field's timestamp in the stored form; the error every request with a bad one gets."""
+    try:
+        return format_timestamp(parse_timestamp(value))
+    except ValueError:
+        raise ValueError("must be an ISO-8601 timestamp") from None
+
+
 def utc_now() -> str:
     return format_timestamp(datetime.now(UTC))
 
@@ -175,10 +183,7 @@ class IngestMetadata(_Strict):
     @field_validator("createdAt", "updatedAt")
     @classmethod
     def _iso(cls, value: str) -> str:
-        try:
-            return format_timestamp(parse_timestamp(value))
-        except ValueError:
-            raise ValueError("must be an ISO-8601 timestamp") from None
+        return _stamp(value)
 
     @field_validator("status", mode="before")
     @classmethod
@@ -824,12 +829,7 @@ class BriefingRequest(_Strict):
     @field_validator("since")
     @classmethod
     def _since(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return format_timestamp(parse_timestamp(value))
-        except ValueError:
-            raise ValueError("must be an ISO-8601 timestamp") from None
+        return None if value is None else _stamp(value)
 
 
 class RecallRequest(_Strict):
@@ -887,12 +887,7 @@ class MemoryFilter(_Strict):
     @field_validator("createdAfter", "createdBefore", "updatedAfter", "updatedBefore")
     @classmethod
     def _iso(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return format_timestamp(parse_timestamp(value))
-        except ValueError:
-            raise ValueError("must be an ISO-8601 timestamp") from None
+        return None if value is None else _stamp(value)
 
 
 class ListMemoriesRequest(MemoryFilter):
@@ -1036,10 +1031,7 @@ class ExportedMemory(SummaryFields):
     @field_validator("createdAt", "updatedAt", "stagedAt")
     @classmethod
     def _iso(cls, value: str) -> str:
-        try:
-            return format_timestamp(parse_timestamp(value))
-        except ValueError:
-            raise ValueError("must be an ISO-8601 timestamp") from None
+        return _stamp(value)
 
 
 class ExportMemoriesRequest(_Strict):
