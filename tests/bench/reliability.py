@@ -32,6 +32,7 @@ from typing import Any
 import httpx
 
 from bridge.client import PROJECT_ROOT, BridgeClient, BridgeClosed
+from tests.support.commands import run_bridge_to_exit
 
 TOKEN = "kill-loop-token"
 ENV = {
@@ -348,14 +349,7 @@ def _all_retrievable(owner: _Owner, uids: list[str]) -> int:
 
 def _unavailable(workspace: Path, log: Path) -> dict[str, Any]:
     """Start a bridge that must refuse: its bridgeUnavailable line, exit code and stderr."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "bridge", "--workspace", str(workspace)],
-        input=b"",
-        capture_output=True,
-        env=_env(),
-        timeout=120,
-        check=False,
-    )
+    proc = run_bridge_to_exit(workspace, _env())
     with log.open("ab") as handle:
         handle.write(proc.stderr)
     first = json.loads(proc.stdout.splitlines()[0]) if proc.stdout.strip() else {}

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typing import Any
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from tests.support.commands import run_flowbaby
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +25,7 @@ UNTHROTTLED = ["--rate-limit-per-minute", "0"]
 
 def flowbaby(*args: str, cwd: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run(
-        [sys.executable, "-c", "from flowbaby.cli import main; main()", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_flowbaby(*args, env=env, cwd=cwd)
     assert done.returncode == 0, done.stderr
     reply: dict[str, Any] = json.loads(done.stdout)
     return reply

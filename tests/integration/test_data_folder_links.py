@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import PROJECT_ROOT
+from tests.support.commands import run_bridge_to_exit
 
 pytestmark = pytest.mark.slow
 
@@ -51,14 +52,7 @@ def test_a_bridge_refuses_a_data_folder_holding_a_link(workspace: Path, tmp_path
     link = workspace / ".flowbaby" / linked
     link.parent.mkdir(parents=True, exist_ok=True)
     link.symlink_to(config if linked == "cognee" else bashrc)
-    done = subprocess.run(
-        [sys.executable, "-m", "bridge", "--workspace", str(workspace)],
-        input=b"",
-        capture_output=True,
-        env=_env(),
-        timeout=120,
-        check=False,
-    )
+    done = run_bridge_to_exit(workspace, _env())
     _untouched(bashrc, config)
     assert done.returncode == 3, done.stderr[-2000:]
     first = json.loads(done.stdout.splitlines()[0])

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import networkx as nx
@@ -21,6 +20,7 @@ from graph.core.contract import MemoryStatus, OperationStatus
 from graph.core.projection import memory_node
 from graph.core.store import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
+from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory as fake_memory
 from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET, memory
 
@@ -160,15 +160,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _flowbaby(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run(
-        [sys.executable, "-c", "from flowbaby.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return run_flowbaby(*args, timeout=120)
 
 
 @pytest.mark.slow

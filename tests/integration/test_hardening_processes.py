@@ -18,6 +18,7 @@ import pytest
 from bridge.client import PROJECT_ROOT
 from tests.bench.reliability import run_kill_loop
 from tests.conftest import summary
+from tests.support.commands import run_bridge_to_exit
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +29,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _bridge_refusal(workspace: Path) -> tuple[int, dict, bytes]:
-    done = subprocess.run(
-        [sys.executable, "-m", "bridge", "--workspace", str(workspace)],
-        input=b"",
-        capture_output=True,
-        env=_env(),
-        timeout=120,
-        check=False,
-    )
+    done = run_bridge_to_exit(workspace, _env())
     return done.returncode, json.loads(done.stdout.splitlines()[0]), done.stderr
 
 

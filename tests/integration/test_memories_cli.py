@@ -5,30 +5,20 @@ a second workspace."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from bridge.client import PROJECT_ROOT
 from tests.conftest import summary
+from tests.support.commands import run_flowbaby
 
 pytestmark = pytest.mark.slow
 
 
 def flowbaby(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run(
-        [sys.executable, "-c", "from flowbaby.cli import main; main()", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return run_flowbaby(*args, input=stdin)
 
 
 def test_list_show_forget_export_import(spawn, workspace: Path, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import psycopg
 
 from graph.backends.team.memory_store import schema_name
 from tests.conftest import summary
+from tests.support.commands import run_bridge_to_exit
 from tests.support.postgres import PostgresServer, free_port
 from tests.support.session_fixtures import OpenCodeDb, text, tool
 
@@ -69,14 +70,7 @@ def test_a_bridge_keeps_its_memories_in_the_team_namespace(spawn, postgres: Post
 def test_fronts_refuse_to_start_when_the_database_is_down(workspace: Path) -> None:
     port = free_port()
     env = _env(f"postgresql://flowbaby:s3cret-pw@127.0.0.1:{port}/team", "down")
-    bridge = subprocess.run(
-        [sys.executable, "-m", "bridge", "--workspace", str(workspace)],
-        input=b"",
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    bridge = run_bridge_to_exit(workspace, env)
     first = json.loads(bridge.stdout.splitlines()[0])
     assert bridge.returncode == 3 and first["method"] == "bridgeUnavailable"
     assert first["params"]["error"] == (

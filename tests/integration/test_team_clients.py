@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from mcp_types import Implementation
 from bridge.client import PROJECT_ROOT
 from tests.conftest import summary
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
+from tests.support.commands import run_bridge_to_exit
 
 pytestmark = pytest.mark.slow
 TOKEN = "team-token-0123456789"
@@ -90,14 +90,7 @@ def test_a_wrong_token_is_refused_at_start(serve, tmp_path: Path) -> None:  # no
         (_token_file(tmp_path, "not-the-token", name="wrong.token"), "UNAUTHORIZED"),
         (_token_file(tmp_path, TOKEN, 0o644, name="shared.token"), "FLOWBABY_ERROR"),  # readable by others: never sent
     ):
-        bridge = subprocess.run(
-            [sys.executable, "-m", "bridge", "--workspace", str(laptop)],
-            input=b"",
-            capture_output=True,
-            env={**_client_env(server.url, token_file), "PYTHONPATH": str(PROJECT_ROOT)},
-            timeout=120,
-            check=False,
-        )
+        bridge = run_bridge_to_exit(laptop, {**_client_env(server.url, token_file), "PYTHONPATH": str(PROJECT_ROOT)})
         first = json.loads(bridge.stdout.splitlines()[0])
         assert bridge.returncode == 3 and first["method"] == "bridgeUnavailable", bridge.stderr
         assert first["params"]["errorCode"] == code, first

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from bridge.client import PROJECT_ROOT
+from tests.support.commands import run_bridge_to_exit
 
 CREDENTIAL = "https://dev:ghp-not-a-real-password-42@github.com"
 
@@ -40,18 +39,14 @@ def test_a_credentials_file_is_never_sent_as_a_token(tmp_path: Path) -> None:
     workspace.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "FLOWBABY_"))}
     try:
-        bridge = subprocess.run(
-            [sys.executable, "-m", "bridge", "--workspace", str(workspace)],
-            input=b"",
-            capture_output=True,
-            env={
+        bridge = run_bridge_to_exit(
+            workspace,
+            {
                 **env,
                 "PYTHONPATH": str(PROJECT_ROOT),
                 "FLOWBABY_SERVER_URL": f"http://127.0.0.1:{server.server_port}",
                 "FLOWBABY_SERVER_TOKEN_FILE": str(credentials),
             },
-            timeout=120,
-            check=False,
         )
     finally:
         server.shutdown()
