@@ -65,6 +65,13 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def python_ms(code: str) -> float:
+    """Milliseconds a `python -c code` takes to run: the floor a cold start is measured against."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    return (time.perf_counter() - started) * 1000
+
+
 def _client(workspace: Path, **env: str) -> BridgeClient:
     return BridgeClient(workspace, env={**os.environ, **env}, extra_args=["--shutdown-grace", "5"])
 
@@ -105,9 +112,7 @@ def bench_cold_start(root: Path, runs: int = 7) -> dict[str, Any]:
         client.result("health", timeout=60)
         starts.append((time.perf_counter() - client.started) * 1000)
         client.close()
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "print('{}')"], check=True, capture_output=True)
-        bare.append((time.perf_counter() - started) * 1000)
+        bare.append(python_ms("print('{}')"))
     cold, baseline = summarise_ms(starts), summarise_ms(bare)
     return {
         "first_health": cold,

@@ -17,7 +17,7 @@ import numpy as np
 
 from bridge.client import BridgeClient
 from flowbaby.demo_data import DEMO_SUMMARIES
-from tests.bench.ingest import rss_mb, summarise_ms
+from tests.bench.ingest import python_ms, rss_mb, summarise_ms
 
 
 def varied_sentences(locomo: Path | None, count: int = 1000, seed: int = 5) -> list[str]:
@@ -136,11 +136,7 @@ def bench_cold_retrieval(root: Path, runs: int = 5) -> dict[str, Any]:
         starts.append((time.perf_counter() - client.started) * 1000)
         assert reply["success"] and reply["entries"], reply
         client.close()
-    floor = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import graph.service, lancedb"], check=True, capture_output=True)
-        floor.append((time.perf_counter() - started) * 1000)
+    floor = [python_ms("import graph.service, lancedb") for _ in range(runs)]
     cold, base = summarise_ms(starts), summarise_ms(floor)
     return {
         "first_retrieval": cold,
