@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 WORKSPACE_HELP = "workspace folder; state lives in <workspace>/.flowbaby/ (default: the current folder)"
@@ -285,22 +285,19 @@ def main(argv: list[str] | None = None) -> None:
         import os
 
         os.umask(0o077)  # whatever the service writes under .flowbaby/ is the user's alone
-    if args.command == "sessions":
-        sys.exit(run_sessions_command(args))
-    if args.command in ("status", "repair"):
-        sys.exit(run_status_command(args))
-    if args.command == "memories":
-        sys.exit(run_memories_command(args))
-    if args.command == "export":
-        sys.exit(run_transfer_command(args))
-    if args.command == "import":
-        sys.exit(run_import_command(args))
-    if args.command == "graph":
-        sys.exit(run_graph_command(args))
-    if args.command == "tokens":
-        sys.exit(run_tokens_command(args))
-    if args.command == "bridge":
-        sys.exit(run_bridge(args))
+    runners: dict[str, Callable[[argparse.Namespace], int]] = {
+        "sessions": run_sessions_command,
+        "status": run_status_command,
+        "repair": run_status_command,
+        "memories": run_memories_command,
+        "export": run_transfer_command,
+        "import": run_import_command,
+        "graph": run_graph_command,
+        "tokens": run_tokens_command,
+        "bridge": run_bridge,
+    }
+    if args.command in runners:
+        sys.exit(runners[args.command](args))
     if args.command in ("install", "uninstall"):
         from flowbaby.install import run as run_install
 
