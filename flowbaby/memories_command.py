@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from graph.core.contract import (
+    FILTER_CONDITIONS,
     MAX_IMPORT_BATCH,
     ContractFailure,
     ExportedMemory,
@@ -45,20 +46,10 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all-versions", dest="allVersions", action="store_true", help="every version, not the newest")
 
 
-FILTER_FIELDS = (
-    "status",
-    "topicIdPrefix",
-    "agentName",
-    "createdAfter",
-    "createdBefore",
-    "updatedAfter",
-    "updatedBefore",
-    "text",
-)
-
-
 def filter_params(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {name: getattr(args, name) for name in FILTER_FIELDS if getattr(args, name) is not None}
+    params: dict[str, Any] = {
+        name: getattr(args, name) for name in FILTER_CONDITIONS if getattr(args, name) is not None
+    }
     if args.allVersions:
         params["allVersions"] = True
     return params

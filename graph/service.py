@@ -49,6 +49,7 @@ from graph.core.contract import (
     DATABASE_FAULTS,
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
+    FILTER_CONDITIONS,
     MAX_FORGET_LISTED,
     AuditTailEntry,
     AuditTailRequest,
@@ -1550,17 +1551,6 @@ class FlowbabyService:
         return plan, reason, len(messages), got
 
 
-FILTER_CONDITIONS = (
-    "status",
-    "topicIdPrefix",
-    "agentName",
-    "createdAfter",
-    "createdBefore",
-    "updatedAfter",
-    "updatedBefore",
-    "text",
-)
-"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
 IMPORT_OPERATION_SIZE = 20
 """Imported versions per queued graph-build operation (as `flowbaby migrate`)."""
 SAME_VERSION = ("topic_id", "version", "topic", "context", "decisions", "created_at", "updated_at", "staged_at")

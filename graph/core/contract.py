@@ -890,6 +890,19 @@ class MemoryFilter(_Strict):
         return None if value is None else _stamp(value)
 
 
+FILTER_CONDITIONS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
+)
+"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
+
+
 class ListMemoriesRequest(MemoryFilter):
     order: Literal["newest", "oldest"] = "newest"
     limit: int = Field(default=50, ge=1, le=MAX_LIST_LIMIT)
