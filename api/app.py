@@ -130,6 +130,12 @@ def _document_bodies(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+def _given(**params: Any) -> dict[str, Any]:
+    """A route's parameters for the service, without those the request left out (None), so the
+    contract's own defaults apply."""
+    return {key: value for key, value in params.items() if value is not None}
+
+
 def list_params(request: Request) -> dict[str, Any]:
     """listMemories' fields from a query string, typed where the text says so; the service
     validates them, so a bad value is answered as over the bridge (INVALID_PAYLOAD naming it)."""
@@ -311,10 +317,7 @@ def create_app(
     @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
     async def forget_memory(topic_id: str, version: int | None = None, dryRun: bool = False) -> dict[str, Any]:
         """forgetMemory of one topic (every version), or of one version with ?version=N."""
-        params: dict[str, Any] = {"topicId": topic_id, "dryRun": dryRun}
-        if version is not None:
-            params["version"] = version
-        return await service.forget_memory(params)
+        return await service.forget_memory(_given(topicId=topic_id, dryRun=dryRun, version=version))
 
     @app.post("/api/agent/memories/forget", response_model=ForgetMemoryResponse)
     async def forget_memories(request: Request) -> dict[str, Any]:
@@ -324,10 +327,7 @@ def create_app(
     @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
     async def export_memories(cursor: str | None = None, limit: int = 500) -> dict[str, Any]:
         """exportMemories: one page of every version, oldest first (the export file's lines)."""
-        params: dict[str, Any] = {"limit": limit}
-        if cursor is not None:
-            params["cursor"] = cursor
-        return await service.export_memories(params)
+        return await service.export_memories(_given(limit=limit, cursor=cursor))
 
     @app.post("/api/agent/import", response_model=ImportMemoriesResponse)
     async def import_memories(request: Request) -> dict[str, Any]:
@@ -342,10 +342,7 @@ def create_app(
 
     @app.get("/api/graph", response_model=GraphSnapshotResponse)
     async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> dict[str, Any]:
-        params: dict[str, Any] = {"hops": hops}
-        if topicId is not None:
-            params["topicId"] = topicId
-        return await service.graph_snapshot(params)
+        return await service.graph_snapshot(_given(hops=hops, topicId=topicId))
 
     @app.get("/api/agent/audit", response_model=AuditTailResponse)
     async def audit_tail(limit: int = 100) -> dict[str, Any]:
