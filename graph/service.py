@@ -1562,13 +1562,9 @@ def same_version(stored: Memory, other: Memory) -> bool:
     return all(getattr(stored, name) == getattr(other, name) for name in SAME_VERSION)
 
 
-def exported(m: Memory) -> dict[str, Any]:
-    """One stored version as a line of the export file."""
+def summary_text(m: Memory) -> dict[str, Any]:
+    """A version's summary text under the contract's names (its sections, in reading order)."""
     return {
-        "topicId": m.topic_id,
-        "version": m.version,
-        "memoryId": m.memory_id,
-        "status": m.status.value,
         "topic": m.topic,
         "context": m.context,
         "decisions": m.decisions,
@@ -1576,6 +1572,17 @@ def exported(m: Memory) -> dict[str, Any]:
         "openQuestions": m.open_questions,
         "nextSteps": m.next_steps,
         "references": m.references,
+    }
+
+
+def exported(m: Memory) -> dict[str, Any]:
+    """One stored version as a line of the export file."""
+    return {
+        "topicId": m.topic_id,
+        "version": m.version,
+        "memoryId": m.memory_id,
+        "status": m.status.value,
+        **summary_text(m),
         "timeScope": m.time_scope,
         "agentName": m.agent_name,
         "sessionId": m.session_id,
@@ -1622,13 +1629,7 @@ def version_fields(m: Memory) -> dict[str, Any]:
         "memoryId": m.memory_id,
         "version": m.version,
         "status": m.status.value,
-        "topic": m.topic,
-        "context": m.context,
-        "decisions": m.decisions,
-        "rationale": m.rationale,
-        "openQuestions": m.open_questions,
-        "nextSteps": m.next_steps,
-        "references": m.references,
+        **summary_text(m),
         "planId": m.plan_id,
         "sessionId": m.session_id,
         "agentName": m.agent_name,
