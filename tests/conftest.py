@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bridge.client import BridgeClient
+from graph.core.workspace import WorkspacePaths, resolve_workspace
 from tests.support.postgres import PostgresServer
 
 # A front that leaves with graph work unfinished hands it on to a detached finisher (graph.owner.finisher),
@@ -48,6 +49,12 @@ def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     root.mkdir()
     return root
+
+
+@pytest.fixture
+def paths(workspace: Path) -> WorkspacePaths:
+    """The `workspace` folder resolved, with its .flowbaby/ made."""
+    return resolve_workspace(workspace)
 
 
 @pytest.fixture

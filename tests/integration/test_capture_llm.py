@@ -17,7 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from graph.capture.llm_distil import PROMPT  # noqa: E402
 from graph.core.settings import LLMSettings, Settings  # noqa: E402
-from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace  # noqa: E402
+from graph.core.workspace import WorkspaceLock, WorkspacePaths  # noqa: E402
 from graph.service import FlowbabyService  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.unit.test_hook_capture import Transcript  # noqa: E402
@@ -32,13 +32,6 @@ LLM_DECISION = "Invoices move to S3 Glacier after 90 days."
 def fake() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as server:
         yield server
-
-
-@pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
 
 
 @pytest.fixture

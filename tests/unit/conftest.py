@@ -14,7 +14,7 @@ import pytest
 
 from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
-from graph.core.workspace import WorkspacePaths, resolve_workspace
+from graph.core.workspace import WorkspacePaths
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 """`make test-unit` deselects the postgres runs (a server subprocess); `make test` runs both."""
@@ -52,14 +52,6 @@ def open_store(
     yield open_
     for store in opened:
         store.close()
-
-
-@pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    """A fresh workspace folder, `tmp_path/ws`, with its .flowbaby/ made."""
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
 
 
 @pytest.fixture

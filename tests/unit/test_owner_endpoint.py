@@ -18,7 +18,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.core.workspace import WorkspacePaths, resolve_workspace
+from graph.core.workspace import WorkspacePaths
 from graph.owner.client import OwnerClient
 from graph.owner.endpoint import OwnerEndpoint
 from graph.owner.wire import endpoint_file, socket_path
@@ -58,13 +58,6 @@ class FakeService:
 
     async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         self.closed = True
-
-
-@pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
 
 
 async def _owner(paths: WorkspacePaths, name: str) -> tuple[FakeService, OwnerEndpoint]:

@@ -24,13 +24,6 @@ from graph.service import start_watching
 from tests.unit.test_owner_endpoint import FakeService, _never
 
 
-@pytest.fixture
-def paths(tmp_path: Path) -> WorkspacePaths:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return resolve_workspace(root)
-
-
 def _record(paths: WorkspacePaths, socket_path: str | Path, mode: int = 0o600) -> None:
     record = endpoint_file(paths)
     record.write_text(json.dumps({"pid": 1, "socket": str(socket_path)}))
