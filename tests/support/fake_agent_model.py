@@ -12,35 +12,25 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.loopback_server import LoopbackServer
 
 RETRY_WHEN = ("NOT_INITIALIZED", "BRIDGE_TIMEOUT")
 """Tool errors after which the model repeats its call (a cold start on a busy machine)."""
 
 
-class FakeAgentModel:
+class FakeAgentModel(LoopbackServer):
+    base_path = "/v1"
+
     def __init__(self) -> None:
         self.script: list[tuple[str, dict[str, Any]]] = []
         """Tool calls still to make, in order: (tool name suffix, arguments)."""
         self.requests: list[dict[str, Any]] = []
         self.last_call: dict[str, str] | None = None
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeAgentModel:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def tool_messages(self) -> list[str]:
         """The text of every tool result the client sent back to the model."""

@@ -10,32 +10,20 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.support.loopback_server import LoopbackServer
 
-class FakeAnthropicModel:
+
+class FakeAnthropicModel(LoopbackServer):
     def __init__(self) -> None:
         self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
         """Replies still to give: ("text", "...") or ("tool", name, input)."""
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._count = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeAnthropicModel:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def tool_results(self) -> list[str]:
         with self._lock:

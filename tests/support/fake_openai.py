@@ -12,18 +12,21 @@ import json
 import os
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # graph.cognify.worker.offline_llm imports litellm
 
 from graph.cognify.worker.offline_llm import answer  # noqa: E402
+from tests.support.loopback_server import LoopbackServer  # noqa: E402
 
 MODES = ("good", "garbage", "slow", "429", "500")
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     """Start with `with FakeOpenAI() as server:`; `server.url` is the API base (…/v1)."""
+
+    base_path = "/v1"
 
     def __init__(self, mode: str = "good", slow_sec: float = 30.0) -> None:
         self.mode = mode
@@ -41,26 +44,15 @@ class FakeOpenAI:
         """Sums of the `usage` this server reported in its 200 answers."""
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        super().__init__()
 
     def calls(self, mode: str | None = None) -> int:
         with self._lock:
             return sum(1 for r in self.requests if mode is None or r["mode"] == mode)
 
-    def __enter__(self) -> FakeOpenAI:
-        self._thread.start()
-        return self
-
     def __exit__(self, *exc: object) -> None:
         self._closing.set()
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(*exc)
 
     def completion(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """Status and JSON body for one chat-completions request."""
