@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -115,17 +116,7 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
         }
         if _can_forget(server.url, headers):
             config |= {"forgetTopic": "repo-layout", "forgetQuery": "Where does the mobile app live in the monorepo?"}
-        config_file, out = tmp_path / "config.json", tmp_path / "seen.json"
-        config_file.write_text(json.dumps(config))
-        done = subprocess.run(
-            ["node", str(DRIVER / "drive.js")],
-            env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        seen = json.loads(out.read_text())
-        assert done.returncode == 0, seen.get("error") or done.stderr
+        seen = _drive(config, tmp_path, timeout=600)
     finally:
         server.stop()
     searches = {k: v["timing"] for k, v in seen["views"].items() if "timing" in v}
@@ -272,17 +263,7 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
             "base": base,
         }
         config |= {"shots": str(SHOTS), "listOnly": True}
-        config_file, out = tmp_path / "config.json", tmp_path / "seen.json"
-        config_file.write_text(json.dumps(config))
-        done = subprocess.run(
-            ["node", str(DRIVER / "drive.js")],
-            env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        seen = json.loads(out.read_text())
-        assert done.returncode == 0, seen.get("error") or done.stderr
+        seen = _drive(config, tmp_path, timeout=300)
     finally:
         _stop_serve(root)
     timings = seen["timings"]
@@ -292,6 +273,22 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
     assert sorted(timings["listPaintMs"])[len(timings["listPaintMs"]) // 2] < 1000, timings["listPaintMs"]
     assert not [v for v in seen["axe"]["memories-10k"] if v["impact"] in ("serious", "critical")]
     assert not seen["blocked"]
+
+
+def _drive(config: dict[str, object], folder: Path, timeout: float) -> dict[str, Any]:
+    """What the browser driver (browser/drive.js) saw when walking `config`; it must exit cleanly."""
+    config_file, out = folder / "config.json", folder / "seen.json"
+    config_file.write_text(json.dumps(config))
+    done = subprocess.run(
+        ["node", str(DRIVER / "drive.js")],
+        env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    seen: dict[str, Any] = json.loads(out.read_text())
+    assert done.returncode == 0, seen.get("error") or done.stderr
+    return seen
 
 
 def _free_port() -> int:
