@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from graph.backends.memory_store import DATABASE_URL_ENV, NAMESPACE_ENV
+from graph.backends.backend import DATABASE_URL_ENV, NAMESPACE_ENV
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, sources_from
 from tests.bench.sessions import MESSAGES, _lines, build_session
