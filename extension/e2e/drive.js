@@ -69,10 +69,16 @@ async function main() {
       seen.browser = { url: browserFrame.url(), list: (await browserFrame.locator("#memory-list").innerText().catch(() => "")).slice(0, 2000) };
     }
     await poll();
-    // VS Code shows only a few toasts at once; the others go straight to the notification centre: read it too.
-    await page.keyboard.press("F1");
-    await page.keyboard.type("Notifications: Show Notifications");
-    await page.keyboard.press("Enter");
+    // VS Code shows only a few toasts at once; the others go straight to the notification centre: read it
+    // too. Its status bar bell opens it whatever holds the keyboard (the memory browser's webview may).
+    const bell = page.locator('[id="status.notifications"]');
+    if (await bell.count()) {
+      await bell.first().click();
+    } else {
+      await page.keyboard.press("F1");
+      await page.keyboard.type("Notifications: Show Notifications");
+      await page.keyboard.press("Enter");
+    }
     const centre = page.locator(".notifications-center .notification-list-item-message");
     await centre.first().waitFor({ timeout: 10000 }).catch(() => undefined);
     for (const toast of await centre.allInnerTexts()) {
