@@ -31,6 +31,7 @@ from graph.backends.backend import (
     open_backend,
     team_database_url,
 )
+from graph.backends.embedded.vectors import memory_chunks
 from graph.backends.memory_store import Closeable, MemoryStoreBackend
 from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
@@ -105,11 +106,11 @@ from graph.core.contract import (
 )
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
+from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.store import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.trust import configured_token, read_private_file
 from graph.core.workspace import (
     DATA_DIR,
@@ -128,7 +129,6 @@ from graph.search.briefing import RecallCounts, build_briefing, compact_recall, 
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
-from graph.search.vectors import memory_chunks
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 from graph.sessions.entries import merge

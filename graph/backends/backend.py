@@ -102,7 +102,7 @@ class Backend:
         once per start). `owner`: the serving process, which holds the namespace; the graph worker
         child does not."""
         if not self.team:
-            from graph.core.store import MemoryStore
+            from graph.core.memories import MemoryStore
 
             return MemoryStore(self.paths.store_db, check=check)
         from graph.backends.team.memory_store import PostgresMemoryStore
@@ -114,7 +114,7 @@ class Backend:
         The LanceDB table is served from a child process that exits after `idle_sec` without a call
         (None: LanceDB in this process, as the unit tier runs it)."""
         if not self.team:
-            from graph.search.vectors import open_vector_index
+            from graph.backends.embedded.vectors import open_vector_index
 
             return open_vector_index(self.paths.vectors, embedder, idle_sec)
         from graph.backends.team.vectors import PgVectorIndex
@@ -165,7 +165,7 @@ class Backend:
     def session_store(self, folder: Path) -> SessionChunkStore:
         """The session index's bookkeeping and chunk texts (`folder`: `.flowbaby/sessions/`)."""
         if not self.team:
-            from graph.sessions.store import SessionStore
+            from graph.backends.embedded.session_store import SessionStore
 
             return SessionStore(folder / "index.sqlite")
         from graph.backends.team.sessions import PgSessionStore
@@ -176,7 +176,7 @@ class Backend:
         """Session chunk vectors. `idle_sec`: the embedded backend's LanceDB runs in a child that exits
         after that long idle (None: in this process)."""
         if not self.team:
-            from graph.sessions.vectors import SessionVectors
+            from graph.backends.embedded.session_vectors import SessionVectors
 
             return SessionVectors(folder / "vectors.lance", dimensions, idle_sec)
         from graph.backends.team.sessions import PgSessionVectors

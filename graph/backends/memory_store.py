@@ -1,7 +1,7 @@
 """What the engine needs of its durable store of memory versions and operations.
 
 The engine (graph.service, graph.cognify) reaches the store only through `MemoryStoreBackend`,
-opened by graph.backends.backend.Backend: the embedded default is `graph.core.store.MemoryStore`
+opened by graph.backends.backend.Backend: the embedded default is `graph.core.memories.MemoryStore`
 (SQLite under `.flowbaby/`), the team backend `graph.backends.team.memory_store`, one namespace per
 workspace.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus
+from graph.core.memories import ForgetEntry, Memory
 from graph.core.memory_query import Page
-from graph.core.store import ForgetEntry, Memory
 
 
 class MemoryStoreBackend(Protocol):

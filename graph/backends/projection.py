@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graph.core.projection import parse_projection, read_projection_json, save_projection
+from graph.core.graph_projection import parse_projection, read_projection_json, save_projection
 
-if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
+if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
 
 

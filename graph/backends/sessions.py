@@ -1,6 +1,6 @@
 """What the session index needs of its storage: SQLite bookkeeping and LanceDB vectors under
-`.flowbaby/sessions/` by default (graph.sessions.store, graph.sessions.vectors); tables in the
-namespace's Postgres schema on the team backend (graph.backends.team.sessions). Opened by
+`.flowbaby/sessions/` by default (graph.backends.embedded.session_store and session_vectors);
+tables in the namespace's Postgres schema on the team backend (graph.backends.team.sessions). Opened by
 graph.backends.backend.Backend.session_store and session_vectors."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from graph.backends.embedded.session_store import Imported
 from graph.sessions.chunking import TurnChunk
-from graph.sessions.store import Imported
 
 
 class SessionChunkStore(Protocol):

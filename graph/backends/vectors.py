@@ -1,17 +1,17 @@
 """What the engine needs of the memory chunk vectors: LanceDB under `.flowbaby/` by default
-(graph.search.vectors), pgvector in the namespace's schema on the team backend
+(graph.backends.embedded.vectors), pgvector in the namespace's schema on the team backend
 (graph.backends.team.vectors); opened by graph.backends.backend.Backend.vectors."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from graph.core.store import Memory
-from graph.search.vectors import Chunk
+from graph.backends.embedded.vectors import Chunk
+from graph.core.memories import Memory
 
 
 class MemoryVectors(Protocol):
-    """What the service needs of a chunk index (graph.search.vectors.VectorIndex)."""
+    """What the service needs of a chunk index (graph.backends.embedded.vectors.VectorIndex)."""
 
     @property
     def dimensions(self) -> int: ...
@@ -28,7 +28,7 @@ class MemoryVectors(Protocol):
     def count(self) -> int: ...
     def optimize(self) -> None: ...
     def forget(self, memory_ids: list[str]) -> None:
-        """Out of search and out of durable storage (graph.search.vectors.VectorIndex.forget)."""
+        """Out of search and out of durable storage (graph.backends.embedded.vectors.VectorIndex.forget)."""
         ...
 
     def close(self) -> None: ...

@@ -20,7 +20,7 @@ from typing import Any
 
 from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal
 from graph.core.contract import CaptureRequest, MemoryStatus, utc_now
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.sessions.model import Message, SessionInfo, SourceError, within
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.claude_code import default_folder as claude_folder

@@ -1,6 +1,6 @@
 """Background operation manager: throttles, batches and runs graph building.
 
-Every staged memory gets one operation in the persisted ledger (graph.core.store). The
+Every staged memory gets one operation in the persisted ledger (graph.core.memories). The
 manager admits at most `max_running + max_queued` unfinished operations (beyond
 that, 429_FLOWBABY_BACKLOG and nothing is staged), starts up to `max_running`
 pending operations together as one cognee batch (cognee's per-run overhead is

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.store import Memory, MemoryStore, StoreDamaged
+from graph.core.memories import Memory, MemoryStore, StoreDamaged
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
 
 OPERATION_SIZE = 20

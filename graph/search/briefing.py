@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import Freshness, MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 BRIEFING_TOKENS = 800

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.backends.projection import FileProjection, ProjectionSource
-from graph.core.projection import STRUCTURAL_TYPES
+from graph.core.graph_projection import STRUCTURAL_TYPES
 from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
 

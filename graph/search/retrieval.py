@@ -33,7 +33,7 @@ from graph.core.contract import (
     RetrievalEntry,
     parse_timestamp,
 )
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.extract.extractor import query_names
 from graph.search.lexical import LexicalIndex
 from graph.search.links import Hop, NameLinks, is_identifier
@@ -229,7 +229,7 @@ class TextEncoder(Protocol):
 
 
 class ChunkIndex(Protocol):
-    """What the vector lane needs of the chunk index (graph.search.vectors.VectorIndex)."""
+    """What the vector lane needs of the chunk index (graph.backends.embedded.vectors.VectorIndex)."""
 
     def count(self) -> int: ...
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from graph.core.contract import MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.links import name_keys
 
 REPLACING = frozenset({"moved_to", "replaced_by"})

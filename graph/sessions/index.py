@@ -94,7 +94,7 @@ class SessionIndex:
         backend: Backend | None = None,
     ) -> None:
         """`vectors_idle_sec`: the vectors' LanceDB runs in a child process that exits after that
-        long without a call (graph.sessions.lance_table); None: in this process. `backend`: where
+        long without a call (graph.backends.embedded.session_table); None: in this process. `backend`: where
         the index is kept (default: as the process environment chooses)."""
         self.workspace = os.path.normpath(str(workspace))
         self.encoder = encoder

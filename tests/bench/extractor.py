@@ -18,7 +18,7 @@ from typing import Any
 
 from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.extract.extractor import extract_graph, normalise
 
 DEFAULT_LABELS = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "extractor_labels.json"

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from bridge.client import BridgeClient
+from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
-from graph.core.projection import (
+from graph.core.graph_projection import (
     batch_subgraph,
     build_projection,
     fold_projection,
@@ -34,12 +35,11 @@ from graph.core.projection import (
     memory_node,
     save_projection,
 )
+from graph.core.memories import Memory, MemoryStore, new_operation_id
 from graph.core.settings import default_model_path
-from graph.core.store import Memory, MemoryStore, new_operation_id
 from graph.core.workspace import resolve_workspace
 from graph.extract.extractor import extract_graph
 from graph.search.embedder import Embedder
-from graph.search.vectors import VectorIndex
 from tests.bench.ingest import percentile
 
 SYSTEMS = [

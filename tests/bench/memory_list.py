@@ -18,8 +18,8 @@ from typing import Any
 
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryFilter, MemoryStatus
+from graph.core.memories import Memory, MemoryStore, insert_memory_sql, memory_uuid, memory_values
 from graph.core.memory_query import Page
-from graph.core.store import Memory, MemoryStore, insert_memory_sql, memory_uuid, memory_values
 from tests.support.fakes import memory
 
 COUNT = 100_000

@@ -22,15 +22,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.lexical import LexicalSearch
 from graph.backends.team.lexical import PgLexicalIndex
 from graph.backends.team.memory_store import PostgresMemoryStore
-from graph.core.store import Memory, new_operation_id
+from graph.core.memories import Memory, new_operation_id
 from graph.core.workspace import resolve_workspace
 from graph.search.graph_lane import GraphLane
 from graph.search.lexical import LexicalIndex
 from graph.search.retrieval import Catalog, Retriever
-from graph.search.vectors import VectorIndex
 from tests.bench.devset import load_devset, rank_topics, score, to_memory
 from tests.bench.latency import _cognee_shaped
 from tests.bench.locomo import load_conversations, session_recall
@@ -142,7 +142,7 @@ def evaluate(
     paths = resolve_workspace(root)
     index = VectorIndex(paths.vectors, embedder)
     index.add_memories(memories)
-    from graph.core.projection import build_projection, save_projection
+    from graph.core.graph_projection import build_projection, save_projection
 
     nodes, edges = _cognee_shaped(memories)
     save_projection(build_projection(nodes, edges, memories), paths.projection)

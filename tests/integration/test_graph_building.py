@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from graph.core.projection import load_projection, memory_node
+from graph.backends.embedded.vectors import VectorIndex
+from graph.core.graph_projection import load_projection, memory_node
+from graph.core.memories import MemoryStore, memory_uuid
 from graph.core.settings import load_settings
-from graph.core.store import MemoryStore, memory_uuid
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
-from graph.search.vectors import VectorIndex
 from tests.conftest import summary
 
 pytestmark = pytest.mark.slow

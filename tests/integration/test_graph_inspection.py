@@ -17,8 +17,8 @@ import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
 from graph.core.contract import MemoryStatus, OperationStatus
-from graph.core.projection import memory_node
-from graph.core.store import Memory, memory_uuid
+from graph.core.graph_projection import memory_node
+from graph.core.memories import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
 from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory as fake_memory

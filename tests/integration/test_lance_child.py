@@ -1,7 +1,7 @@
-"""The memory chunk table served from a child process (graph.search.lance_child): what it stores
+"""The memory chunk table served from a child process (graph.backends.embedded.lance_child): what it stores
 comes back bit for bit, it exits when idle and comes back on the next call, a killed child is
 replaced, an unreadable table is moved aside, and the owning process never loads LanceDB. The
-session vectors' table (graph.sessions.lance_table) too, and a session search in the bridge
+session vectors' table (graph.backends.embedded.session_table) too, and a session search in the bridge
 leaves LanceDB out of it as well."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph.search.chunk_table import Chunk, LanceChunkTable
-from graph.search.lance_child import ChildChunkTable, TableUnreadable
-from graph.search.vectors import open_vector_index
-from graph.sessions.lance_table import ChildSessionTable, SessionTable
+from graph.backends.embedded.chunk_table import Chunk, LanceChunkTable
+from graph.backends.embedded.lance_child import ChildChunkTable, TableUnreadable
+from graph.backends.embedded.session_table import ChildSessionTable, SessionTable
+from graph.backends.embedded.vectors import open_vector_index
 from tests.conftest import summary
 from tests.support.fakes import HashEmbedder
 from tests.support.session_fixtures import canary_session

@@ -24,7 +24,7 @@ from bridge.client import PROJECT_ROOT
 from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
 from graph.backends.team.pool import POOL_MAX_ENV, POOL_TIMEOUT_ENV, RETRY_AFTER_UNAVAILABLE_SEC
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.store import new_operation_id
+from graph.core.memories import new_operation_id
 from tests.conftest import summary
 from tests.integration.test_http_api import Server
 from tests.support.fakes import memory

@@ -19,7 +19,7 @@ import pytest
 from graph.backends.team.memory_store import MIGRATIONS, PostgresMemoryStore, schema_name
 from graph.backends.team.pool import CHECK_IDLE_SEC
 from graph.core.contract import FlowbabyError, MemoryStatus
-from graph.core.store import BacklogFull, memory_uuid, new_operation_id
+from graph.core.memories import BacklogFull, memory_uuid, new_operation_id
 from tests.support.fakes import memory
 from tests.support.postgres import PostgresServer, free_port
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from graph.core.contract import MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.links import Hop
 
 QUERY_AXIS, HINT_AXIS = 0, 1

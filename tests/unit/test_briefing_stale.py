@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from graph.core.contract import Freshness, ReferenceFreshness
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.briefing import LINE_TOKENS, build_briefing
 from graph.search.token_budget import count_tokens
 from tests.unit.test_hooks import _memory

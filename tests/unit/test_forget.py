@@ -14,8 +14,8 @@ import pytest
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import OperationManager
 from graph.core.contract import FlowbabyError, MemoryFilter, MemoryStatus
+from graph.core.memories import MemoryStore, new_operation_id
 from graph.core.memory_query import Page
-from graph.core.store import MemoryStore, new_operation_id
 from graph.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory

@@ -19,17 +19,17 @@ import numpy as np
 import pytest
 
 from graph.backends.backend import Backend
+from graph.backends.embedded.vectors import VectorIndex, memory_chunks
 from graph.cognify.operations import OperationManager
 from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
-from graph.core.projection import load_projection, save_projection
+from graph.core.graph_projection import load_projection, save_projection
+from graph.core.memories import MemoryStore, new_operation_id
 from graph.core.settings import LLMSettings, Settings
-from graph.core.store import MemoryStore, new_operation_id
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever
-from graph.search.vectors import VectorIndex, memory_chunks
 from graph.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
@@ -123,7 +123,7 @@ def _ingest_model() -> Any:
 
 
 def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
-    from graph.search.vectors import MAX_CHUNKS_PER_MEMORY
+    from graph.backends.embedded.vectors import MAX_CHUNKS_PER_MEMORY
 
     tiny = memory("m1", decisions=[chr(97 + i % 26) for i in range(499)])
     chunks = memory_chunks(tiny)
@@ -199,7 +199,7 @@ def _break_lance(path: Path) -> None:
 
 
 def test_a_broken_vector_folder_is_moved_aside_and_rebuilt(tmp_path: Path) -> None:
-    from graph.search.vectors import open_vector_index
+    from graph.backends.embedded.vectors import open_vector_index
 
     embedder = HashEmbedder()
     index = VectorIndex(tmp_path / "vectors.lance", embedder)  # type: ignore[arg-type]
@@ -256,7 +256,7 @@ def test_repair_runs_warm_up_again(service: FlowbabyService) -> None:
 
 
 def test_a_corrupt_store_is_store_damaged(tmp_path: Path) -> None:
-    from graph.core.store import StoreDamaged
+    from graph.core.memories import StoreDamaged
 
     path = tmp_path / "memories.sqlite"
     path.write_bytes(b"this is not a database" * 100)
@@ -373,7 +373,7 @@ def test_the_ledger_is_pruned(tmp_path: Path) -> None:
 
 
 def test_the_vector_size_is_read_from_the_model(tmp_path: Path) -> None:
-    from graph.search.vectors import open_vector_index
+    from graph.backends.embedded.vectors import open_vector_index
 
     index = VectorIndex(tmp_path / "vectors.lance", HashEmbedder(dimensions=12))  # type: ignore[arg-type]
     index.add_memories([memory("m1", context="twelve floats per vector")])

@@ -17,7 +17,7 @@ from flowbaby import hook, install
 from flowbaby.hook_install import is_ours
 from graph.capture.distil import distil
 from graph.core.contract import MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.briefing import build_briefing, compact_recall, score
 from graph.search.token_budget import count_tokens
 from graph.sessions.model import Block, Message

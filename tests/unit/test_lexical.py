@@ -10,7 +10,7 @@ import pytest
 
 from graph.backends.team.lexical import PgLexicalIndex
 from graph.backends.team.memory_store import PostgresMemoryStore
-from graph.core.store import new_operation_id
+from graph.core.memories import new_operation_id
 from graph.search.lexical import LexicalIndex
 from graph.search.text import light_stem, tokenize
 from tests.support.fakes import memory

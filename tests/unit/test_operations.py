@@ -16,8 +16,8 @@ from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import MAX_ATTEMPTS, OperationManager
 from graph.cognify.worker_client import WorkerFailure
 from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
+from graph.core.memories import new_operation_id
 from graph.core.settings import LLMSettings, Settings
-from graph.core.store import new_operation_id
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.service import FlowbabyService
 from tests.conftest import summary

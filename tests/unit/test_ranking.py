@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search import retrieval as r
 from graph.search.links import Hop
 from graph.search.retrieval import Catalog, Retriever, Scored, summary_text

@@ -15,7 +15,7 @@ import pytest
 
 from graph.backends.backend import Backend
 from graph.core.contract import NO_FRESHNESS, ContractFailure, FlowbabyContextRequest
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.core.workspace import WorkspacePaths
 from graph.search.retrieval import Catalog, Retriever, Scored, render_markdown
 from graph.sessions.agent_api import SessionMemory
@@ -236,10 +236,10 @@ def test_retrieve_for_agent_with_include_sessions(
 ) -> None:
     """Through the service: without includeSessions a query no memory answers abstains, with two weak
     candidates and a markdown that says nothing was found; with it, the session turn answers."""
+    from graph.backends.embedded.vectors import VectorIndex
+    from graph.core.memories import new_operation_id
     from graph.core.settings import LLMSettings, Settings
-    from graph.core.store import new_operation_id
     from graph.core.workspace import WorkspaceLock, resolve_workspace
-    from graph.search.vectors import VectorIndex
     from graph.service import FlowbabyService
     from tests.unit.test_hardening import HashEmbedder
 

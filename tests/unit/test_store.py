@@ -10,7 +10,7 @@ import pytest
 
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryStatus
-from graph.core.store import BacklogFull, memory_uuid, new_operation_id
+from graph.core.memories import BacklogFull, memory_uuid, new_operation_id
 from tests.support.fakes import memory
 
 

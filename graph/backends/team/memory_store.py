@@ -2,7 +2,7 @@
 ledger in Postgres, one schema per namespace (`flowbaby_<namespace>`), so that no query of one
 workspace can name another's rows.
 
-Same behaviour as graph.core.store.MemoryStore (the unit tests run over both). Differences that
+Same behaviour as graph.core.memories.MemoryStore (the unit tests run over both). Differences that
 matter: staging takes a per-topic transaction lock, so two processes staging the same topic get
 consecutive versions; any number of servers share a namespace: they claim operations with
 FOR UPDATE SKIP LOCKED and hold each claimed one by a lease that the running batch renews, and
@@ -38,8 +38,7 @@ from graph.core.contract import (
     OperationStatus,
     utc_now,
 )
-from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
-from graph.core.store import (
+from graph.core.memories import (
     FORGET_STEPS,
     KEEP_FINISHED_OPERATIONS,
     BacklogFull,
@@ -55,6 +54,7 @@ from graph.core.store import (
     scrub_operations,
     usage_summary,
 )
+from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 
 MIGRATION_LOCK = 0x466C6F77  # "Flow": one database-wide key; migrations take milliseconds
 BACKLOG_LOCK = 0x62616279  # "baby", with hashtext(namespace): the backlog check and insert of staging

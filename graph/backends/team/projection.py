@@ -17,9 +17,9 @@ from psycopg import sql
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.core.projection import dump_projection, parse_projection_bytes
+from graph.core.graph_projection import dump_projection, parse_projection_bytes
 
-if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.projection)
+if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
 
 

@@ -1,5 +1,6 @@
 """Session memory in the namespace's Postgres schema (migration 6), the team backend's
-counterpart of graph.sessions.store (bookkeeping, chunk texts) and graph.sessions.vectors.
+counterpart of graph.backends.embedded.session_store (bookkeeping, chunk texts) and
+graph.backends.embedded.session_vectors.
 
 Vectors sit in an unsized pgvector column: the session encoder's size is read from the model at
 run time, and a migration is fixed SQL; the size in use is recorded in `session_vector_model`,
@@ -18,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from graph.backends.embedded.session_store import Imported
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
 from graph.sessions.chunking import TurnChunk
-from graph.sessions.store import Imported
 
 _CHUNK_COLUMNS = ("embedding_id", "session_key", "message_id", "chunk_index", "ord", "role", "created_ms", "text")
 

@@ -1,4 +1,4 @@
-"""Memory chunk vectors in pgvector, the team backend's counterpart of graph.search.vectors.
+"""Memory chunk vectors in pgvector, the team backend's counterpart of graph.backends.embedded.vectors.
 
 The same chunks (memory_chunks) in the namespace's schema, with an HNSW index on inner product
 (the embedder's vectors are unit length, so inner product is the cosine). Searches run in the
@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from graph.backends.embedded.vectors import Chunk, memory_chunks
 from graph.backends.team.memory_store import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
 from graph.backends.team.pool import acquire_pool, database_unavailable, release_pool
 from graph.core.contract import FlowbabyError
-from graph.core.store import Memory
+from graph.core.memories import Memory
 from graph.search.embedder import Embedder
-from graph.search.vectors import Chunk, memory_chunks
 
 DIMENSIONS = 384
 """The bundled MiniLM's; the table's column is declared with it (migration 2)."""

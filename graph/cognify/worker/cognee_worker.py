@@ -91,7 +91,7 @@ class CogneeWorker:
         of a worker rebuilds it whole (so a restart also repairs a damaged or stale one), as does
         a projection saved by anyone else since. Folding gives the same graph as a rebuild
         (unit-tested). None when another worker saved in between: nothing was saved."""
-        from graph.core.projection import batch_subgraph, build_projection, fold_projection, memory_node
+        from graph.core.graph_projection import batch_subgraph, build_projection, fold_projection, memory_node
 
         graph, self._projection = self._projection, None  # a fold that fails half-way is not reused
         stamp = self.projection.stamp()

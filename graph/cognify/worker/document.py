@@ -7,7 +7,7 @@ plan, session and decisions back out of it.
 
 from __future__ import annotations
 
-from graph.core.store import Memory
+from graph.core.memories import Memory
 
 SECTION_TITLES = {
     "context": "Context",

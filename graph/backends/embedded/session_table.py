@@ -1,9 +1,9 @@
 """Session chunk vectors in LanceDB (`.flowbaby/sessions/vectors.lance`), the durable half of
-graph.sessions.vectors: in this process (SessionTable) or in a child process (ChildSessionTable,
-`python -m graph.sessions.lance_table`), so that a process serving session searches does not keep
+graph.backends.embedded.session_vectors: in this process (SessionTable) or in a child process (ChildSessionTable,
+`python -m graph.backends.embedded.session_table`), so that a process serving session searches does not keep
 LanceDB, pyarrow and pandas (~150 MB) for its whole life.
 
-Wire: graph.search.lance_child's, with these requests:
+Wire: graph.backends.embedded.lance_child's, with these requests:
   {"op": "rows"}                          -> {"ok": true, "rows": n} + embedding ids and session keys
                                              (offsets and bytes each), then the vectors
   {"op": "add", "key": k, "ids": [...]} + vectors -> {"ok": true}
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from graph.search.lance_child import (
+from graph.backends.embedded.lance_child import (
     ChildTable,
     child_arguments,
     decode_strings,
@@ -146,7 +146,7 @@ def _handle(table: SessionTable, header: dict[str, Any], parts: list[bytearray])
 
 
 def main() -> None:
-    args = child_arguments("graph.sessions.lance_table")
+    args = child_arguments("graph.backends.embedded.session_table")
     serve(lambda: SessionTable(args.path, args.dimensions), _handle)
 
 

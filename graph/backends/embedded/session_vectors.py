@@ -1,5 +1,5 @@
 """Session chunk vectors: durable in LanceDB (`.flowbaby/sessions/vectors.lance`, through
-graph.sessions.lance_table), searched as one in-memory float32 matrix per session (exact cosine;
+graph.backends.embedded.session_table), searched as one in-memory float32 matrix per session (exact cosine;
 under a millisecond at thousands of chunks).
 
 The product is numpy's own loop (einsum), not BLAS: OpenBLAS splits a matrix-vector product of
@@ -14,11 +14,11 @@ from typing import Protocol
 
 import numpy as np
 
-from graph.sessions.lance_table import ChildSessionTable, SessionTable
+from graph.backends.embedded.session_table import ChildSessionTable, SessionTable
 
 
 class SessionRows(Protocol):
-    """Where the vectors are durable (graph.sessions.lance_table): LanceDB in this process or in a child."""
+    """Where the vectors are durable (graph.backends.embedded.session_table): LanceDB in this process or in a child."""
 
     def rows(self) -> tuple[list[str], list[str], np.ndarray]: ...
     def add(self, key: str, ids: list[str], vectors: np.ndarray) -> None: ...
@@ -32,7 +32,7 @@ class SessionVectors:
     def __init__(self, path: Path, dimensions: int, idle_sec: float | None = None) -> None:
         """`dimensions` is the encoder's vector size (a table of another size is made again, empty).
         `idle_sec`: LanceDB runs in a child process that exits after that long without a call
-        (graph.sessions.lance_table); None: in this process."""
+        (graph.backends.embedded.session_table); None: in this process."""
         self.dimensions = dimensions
         self._path = path
         self._table: SessionRows = (

@@ -1,8 +1,8 @@
 """Where memory chunk vectors are kept durably: one LanceDB table, `memory_chunks`.
 
-The search itself runs on an in-memory copy (graph.search.vectors), so the table is only read
+The search itself runs on an in-memory copy (graph.backends.embedded.vectors), so the table is only read
 whole at start and appended to. `ChunkTable` is that surface; `LanceChunkTable` is LanceDB
-itself, and graph.search.lance_child serves one from a child process, so that the owning
+itself, and graph.backends.embedded.lance_child serves one from a child process, so that the owning
 process never loads LanceDB, pyarrow and pandas (about 100 MB it would keep for its whole life).
 """
 

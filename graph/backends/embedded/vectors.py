@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from graph.core.store import Memory
-from graph.search.chunk_table import Chunk, ChunkTable, LanceChunkTable
+from graph.backends.embedded.chunk_table import Chunk, ChunkTable, LanceChunkTable
+from graph.backends.embedded.lance_child import ChildChunkTable, LanceChildError
+from graph.core.memories import Memory
 from graph.search.embedder import Embedder, split_sentences
-from graph.search.lance_child import ChildChunkTable, LanceChildError
 
 log = logging.getLogger("flowbaby.vectors")
 
@@ -67,7 +67,7 @@ def memory_chunks(memory: Memory) -> list[Chunk]:
 
 
 class VectorIndex:
-    """The chunk table (graph.search.chunk_table) holds the vectors durably; searches run on an
+    """The chunk table (graph.backends.embedded.chunk_table) holds the vectors durably; searches run on an
     in-memory copy.
 
     LanceDB's exact (flat) search took 52-65 ms per query at 60k chunks here; the
@@ -192,7 +192,7 @@ def open_vector_index(path: Path, embedder: Embedder, idle_sec: float | None = N
     size), a new empty one after moving the folder aside: the vectors are derived from SQLite,
     so the caller re-embeds every memory. Returns the index and where the old folder went.
     `idle_sec`: serve the table from a child process that exits after that long without a
-    call (graph.search.lance_child); None: LanceDB in this process."""
+    call (graph.backends.embedded.lance_child); None: LanceDB in this process."""
     dimensions = embedder.dimensions  # a model that cannot load is not the index's fault: raise here
 
     def open_() -> VectorIndex:

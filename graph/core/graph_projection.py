@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graph.core.store import Memory, memory_uuid
+from graph.core.memories import Memory, memory_uuid
 from graph.core.workspace import PRIVATE_FILE_MODE
 
 if TYPE_CHECKING:  # imported where a graph is built or loaded: the owner's search reads the JSON only (~20 MB less)

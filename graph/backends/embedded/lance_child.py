@@ -1,5 +1,5 @@
 """LanceDB tables served from a child process, so that LanceDB stays out of the owner: the memory
-chunk table here, session chunk vectors in graph.sessions.lance_table (each its own child).
+chunk table here, session chunk vectors in graph.backends.embedded.session_table (each its own child).
 
 Importing LanceDB brings pyarrow and pandas with it: about 100 MB that the owning process would
 keep for its whole life, to read the table once at start and append a few rows per memory. The
@@ -36,9 +36,9 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from graph.backends.embedded.chunk_table import FIELDS, Chunk, LanceChunkTable
 from graph.core.child_python import child_env, module_command
 from graph.core.stdio import die_with_parent, take_stdout
-from graph.search.chunk_table import FIELDS, Chunk, LanceChunkTable
 
 log = logging.getLogger("flowbaby.vectors")
 
@@ -271,7 +271,7 @@ class ChildTable:
 
 
 class ChildChunkTable(ChildTable):
-    """A ChunkTable (graph.search.chunk_table) whose LanceDB lives in a LanceChild."""
+    """A ChunkTable (graph.backends.embedded.chunk_table) whose LanceDB lives in a LanceChild."""
 
     def rows(self) -> tuple[list[Chunk], np.ndarray]:
         header, parts = self._child.call({"op": "rows"})
@@ -338,7 +338,7 @@ def child_arguments(prog: str) -> argparse.Namespace:
 
 
 def main() -> None:
-    args = child_arguments("graph.search.lance_child")
+    args = child_arguments("graph.backends.embedded.lance_child")
     serve(lambda: LanceChunkTable(args.path, args.dimensions), _handle_chunks)
 
 
