@@ -31,8 +31,8 @@ from graph.backends.backend import (
     open_backend,
     team_database_url,
 )
-from graph.backends.embedded.vectors import memory_chunks
 from graph.backends.memory_store import Closeable, MemoryStoreBackend
+from graph.backends.migrate import migrate_workspace
 from graph.backends.projection import load_graph
 from graph.backends.team.change_feed import RemoteChanges
 from graph.backends.vectors import MemoryVectors
@@ -120,7 +120,6 @@ from graph.core.workspace import (
     link_workspace,
     resolve_workspace,
 )
-from graph.core.workspace_copy import migrate_workspace
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
@@ -128,6 +127,7 @@ from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
@@ -1562,7 +1562,7 @@ def same_version(stored: Memory, other: Memory) -> bool:
     return all(getattr(stored, name) == getattr(other, name) for name in SAME_VERSION)
 
 
-def summary_text(m: Memory) -> dict[str, Any]:
+def summary_fields(m: Memory) -> dict[str, Any]:
     """A version's summary text under the contract's names (its sections, in reading order)."""
     return {
         "topic": m.topic,
@@ -1582,7 +1582,7 @@ def exported(m: Memory) -> dict[str, Any]:
         "version": m.version,
         "memoryId": m.memory_id,
         "status": m.status.value,
-        **summary_text(m),
+        **summary_fields(m),
         "timeScope": m.time_scope,
         "agentName": m.agent_name,
         "sessionId": m.session_id,
@@ -1629,7 +1629,7 @@ def version_fields(m: Memory) -> dict[str, Any]:
         "memoryId": m.memory_id,
         "version": m.version,
         "status": m.status.value,
-        **summary_text(m),
+        **summary_fields(m),
         "planId": m.plan_id,
         "sessionId": m.session_id,
         "agentName": m.agent_name,

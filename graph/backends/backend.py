@@ -102,7 +102,7 @@ class Backend:
         once per start). `owner`: the serving process, which holds the namespace; the graph worker
         child does not."""
         if not self.team:
-            from graph.core.memories import MemoryStore
+            from graph.backends.embedded.memory_store import MemoryStore
 
             return MemoryStore(self.paths.store_db, check=check)
         from graph.backends.team.memory_store import PostgresMemoryStore
@@ -145,7 +145,7 @@ class Backend:
     def projection(self) -> ProjectionSource:
         """The graph projection: a file under .flowbaby/, or a row of the namespace's schema."""
         if not self.team:
-            from graph.backends.projection import FileProjection
+            from graph.backends.embedded.projection import FileProjection
 
             return FileProjection(self.paths.projection)
         from graph.backends.team.projection import PostgresProjection
@@ -155,7 +155,7 @@ class Backend:
     def audit(self) -> AuditSink:
         """The audit file under .flowbaby/, or the namespace's audit table."""
         if not self.team:
-            from graph.core.audit import AuditLog
+            from graph.backends.embedded.audit_log import AuditLog
 
             return AuditLog(self.paths.audit_log)
         from graph.backends.team.audit import PostgresAuditLog

@@ -9,10 +9,9 @@ only while the stamp is still its own (otherwise it rebuilds from cognee's graph
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graph.core.graph_projection import parse_projection, read_projection_json, save_projection
+from graph.core.graph_projection import parse_projection
 
 if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
@@ -33,34 +32,6 @@ class ProjectionSource(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-class FileProjection:
-    """The projection file, replaced atomically; one worker per workspace writes it."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def stamp(self) -> tuple[int, int, int] | None:
-        """Each save is a new file renamed over the old one: its inode and size tell two saves apart
-        even within one tick of the file system's clock (the modification time alone did not)."""
-        try:
-            info = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return info.st_mtime_ns, info.st_ino, info.st_size
-
-    def read(self) -> tuple[tuple[int, int, int] | None, dict[str, Any] | None]:
-        return self.stamp(), read_projection_json(self.path)
-
-    def save(self, graph: nx.MultiDiGraph, expected: object | None) -> tuple[int, int, int] | None:
-        if expected is not None and self.stamp() != expected:
-            return None
-        save_projection(graph, self.path)
-        return self.stamp()
-
-    def close(self) -> None:
-        return None
 
 
 def load_graph(source: ProjectionSource) -> nx.MultiDiGraph:

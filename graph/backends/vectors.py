@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from graph.backends.embedded.vectors import Chunk
 from graph.core.memories import Memory
+from graph.search.memory_chunks import Chunk
 
 
 class MemoryVectors(Protocol):

@@ -18,9 +18,10 @@ from typing import Any
 
 import networkx as nx
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.core.contract import OperationStatus
 from graph.core.graph_projection import STRUCTURAL_TYPES, load_projection, memory_attributes, memory_node
-from graph.core.memories import Memory, MemoryStore
+from graph.core.memories import Memory
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.inspection.html_page import render_html
 from graph.inspection.names import EXPORT_FORMATS, ExportFormat, TopicNotFound

@@ -21,10 +21,9 @@ import re
 import threading
 from collections import defaultdict
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any
 
-from graph.backends.projection import FileProjection, ProjectionSource
+from graph.backends.projection import ProjectionSource
 from graph.core.graph_projection import STRUCTURAL_TYPES
 from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
@@ -72,8 +71,8 @@ def _records(data: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[di
 
 
 class GraphLane:
-    def __init__(self, projection: Path | ProjectionSource) -> None:
-        self._source = FileProjection(projection) if isinstance(projection, Path) else projection
+    def __init__(self, projection: ProjectionSource) -> None:
+        self._source = projection
         self._mtime: object | None = None
         self._lock = threading.Lock()
         self._entity_memories: dict[str, tuple[str, ...]] = {}

@@ -24,8 +24,8 @@ def _document_id(hit: Any) -> str | None:
 
 async def main(workspace: str, query_file: str) -> None:
     from graph.backends.backend import open_backend
+    from graph.backends.embedded.memory_store import MemoryStore
     from graph.cognify.worker import cognee_runtime as runtime
-    from graph.core.memories import MemoryStore
     from graph.core.settings import load_settings
     from graph.core.workspace import resolve_workspace
     from graph.search.embedder import Embedder

@@ -19,10 +19,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.projection import FileProjection
 from graph.backends.embedded.vectors import VectorIndex
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.core.graph_projection import build_projection, save_projection
-from graph.core.memories import Memory, MemoryStore, new_operation_id
+from graph.core.memories import Memory, new_operation_id
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
@@ -70,7 +72,7 @@ def build_offline_workspace(root: Path, requests: list[dict[str, Any]], embedder
     index.add_memories(memories)
     nodes, edges = _cognee_shaped(memories)
     save_projection(build_projection(nodes, edges, memories), paths.projection)
-    return Retriever(Catalog(memories), embedder, GraphLane(paths.projection), lambda: index)
+    return Retriever(Catalog(memories), embedder, GraphLane(FileProjection(paths.projection)), lambda: index)
 
 
 def rank_topics(
@@ -143,4 +145,4 @@ def open_offline_workspace(root: Path, embedder: Embedder) -> Retriever:
     memories = list(store.iter_memories())
     store.close()
     index = VectorIndex(paths.vectors, embedder)
-    return Retriever(Catalog(memories), embedder, GraphLane(paths.projection), lambda: index)
+    return Retriever(Catalog(memories), embedder, GraphLane(FileProjection(paths.projection)), lambda: index)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bridge.client import BridgeClient
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
@@ -35,7 +36,7 @@ from graph.core.graph_projection import (
     memory_node,
     save_projection,
 )
-from graph.core.memories import Memory, MemoryStore, new_operation_id
+from graph.core.memories import Memory, new_operation_id
 from graph.core.settings import default_model_path
 from graph.core.workspace import resolve_workspace
 from graph.extract.extractor import extract_graph

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryFilter, MemoryStatus
-from graph.core.memories import Memory, MemoryStore, insert_memory_sql, memory_uuid, memory_values
+from graph.core.memories import Memory, insert_memory_sql, memory_uuid, memory_values
 from graph.core.memory_query import Page
 from tests.support.fakes import memory
 

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.vectors import PgVectorIndex
 from graph.backends.vectors import MemoryVectors
-from graph.core.memories import MemoryStore, new_operation_id
+from graph.core.memories import new_operation_id
 from tests.support.fakes import HashEmbedder, memory
 from tests.support.postgres import PostgresServer
 

@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.projection import FileProjection
 from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.lexical import LexicalSearch
 from graph.backends.team.lexical import PgLexicalIndex
@@ -153,7 +154,9 @@ def evaluate(
             set_config(lexical, CONFIGS[name])  # type: ignore[arg-type]
         elif isinstance(lexical, PgLexicalIndex):
             set_config(lexical, SHIPPED)
-        retriever = Retriever(Catalog(memories, lexical), embedder, GraphLane(paths.projection), lambda: index)
+        retriever = Retriever(
+            Catalog(memories, lexical), embedder, GraphLane(FileProjection(paths.projection)), lambda: index
+        )
         lane[name] = lane_ranks(lexical, memories, queries)
         fused[name] = [rank_topics(retriever, q) for q in queries]
     return lane, fused

@@ -194,8 +194,9 @@ LIST_COUNT = 10_000
 def _seed(root: Path, count: int) -> None:
     """`count` memories written straight into the workspace's store (staging them through the
     service would embed and graph each one: that is not what is measured)."""
+    from graph.backends.embedded.memory_store import MemoryStore
     from graph.core.contract import MemoryStatus
-    from graph.core.memories import MemoryStore, insert_memory_sql, memory_uuid, memory_values
+    from graph.core.memories import insert_memory_sql, memory_uuid, memory_values
     from graph.core.workspace import WorkspacePaths
 
     paths = WorkspacePaths(root)

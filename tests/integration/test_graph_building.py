@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.vectors import VectorIndex
 from graph.core.graph_projection import load_projection, memory_node
-from graph.core.memories import MemoryStore, memory_uuid
+from graph.core.memories import memory_uuid
 from graph.core.settings import load_settings
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder

@@ -19,12 +19,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
+from graph.backends.embedded.memory_store import MemoryStore  # noqa: E402
 from graph.cognify.worker.cognee_worker import llm_error_code  # noqa: E402
 from graph.cognify.worker.llm_calls import is_transient  # noqa: E402
 from graph.core.contract import ErrorCode, FlowbabyError  # noqa: E402
 from graph.core.graph_projection import load_projection  # noqa: E402
 from graph.core.llm_routes import llm_environment  # noqa: E402
-from graph.core.memories import MemoryStore  # noqa: E402
 from graph.core.settings import LLMSettings  # noqa: E402
 from tests.conftest import summary  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402

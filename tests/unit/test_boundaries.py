@@ -141,3 +141,30 @@ def test_only_open_backend_reads_the_database_url() -> None:
     """graph.backends.backend chooses the backend; everything else receives a Backend (or asks it)."""
     readers = sorted(module for module in project_modules() if _reads_database_url(module))
     assert readers == ["graph.backends.backend"]
+
+
+BACKEND_IMPLEMENTATIONS = ("graph.backends.embedded", "graph.backends.team")
+REACHES_INTO_A_BACKEND = {
+    # applies other servers' changes (the team's change feed) to this server's indexes, and opens
+    # the team database's token store for `flowbaby tokens`
+    "graph.service": {"graph.backends.team.change_feed", "graph.backends.team.admin"},
+    # the notebook's read-only look at a local workspace's store, which no backend object opens
+    "graph.inspection.workspace_graph": {"graph.backends.embedded.memory_store"},
+}
+
+
+def test_only_graph_backends_imports_a_backends_implementation() -> None:
+    """The stores are opened through graph.backends.backend.Backend; the exceptions are listed
+    with their reason, so a new one is a decision, not an accident."""
+    found: dict[str, set[str]] = {}
+    for module in project_modules():
+        if _within(module, "graph.backends"):
+            continue
+        reached = {
+            name
+            for name in imports_of(module)
+            if any(_within(name, package) for package in BACKEND_IMPLEMENTATIONS) and name in project_modules()
+        }
+        if reached:
+            found[module] = reached
+    assert found == REACHES_INTO_A_BACKEND

@@ -15,7 +15,7 @@ import pytest
 from api.app import create_app
 from api.browser import ASSETS
 from api.browser_auth import CODE_TTL_SEC, BrowserSessions
-from graph.core.audit import AuditLog, read_tail
+from graph.backends.embedded.audit_log import AuditLog, read_tail
 
 TOKEN = "workspace-token"
 BASE = "http://127.0.0.1:8766"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from flowbaby import hook
-from graph.core.audit import AuditLog
+from graph.backends.embedded.audit_log import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.logs import configure_logging
 from graph.core.workspace import resolve_workspace, unsafe_entry

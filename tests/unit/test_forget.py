@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import OperationManager
 from graph.core.contract import FlowbabyError, MemoryFilter, MemoryStatus
-from graph.core.memories import MemoryStore, new_operation_id
+from graph.core.memories import new_operation_id
 from graph.core.memory_query import Page
 from graph.service import FlowbabyService
 from tests.conftest import summary

@@ -19,16 +19,19 @@ import numpy as np
 import pytest
 
 from graph.backends.backend import Backend
-from graph.backends.embedded.vectors import VectorIndex, memory_chunks
+from graph.backends.embedded.audit_log import AuditLog
+from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.projection import FileProjection
+from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.operations import OperationManager
-from graph.core.audit import AuditLog
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
 from graph.core.graph_projection import load_projection, save_projection
-from graph.core.memories import MemoryStore, new_operation_id
+from graph.core.memories import new_operation_id
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
+from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import Catalog, Retriever
 from graph.service import FlowbabyService
 from tests.conftest import summary
@@ -123,7 +126,7 @@ def _ingest_model() -> Any:
 
 
 def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
-    from graph.backends.embedded.vectors import MAX_CHUNKS_PER_MEMORY
+    from graph.search.memory_chunks import MAX_CHUNKS_PER_MEMORY
 
     tiny = memory("m1", decisions=[chr(97 + i % 26) for i in range(499)])
     chunks = memory_chunks(tiny)
@@ -186,7 +189,7 @@ def test_an_unreadable_projection_reads_as_empty(tmp_path: Path, content: bytes)
     path = tmp_path / "projection.json"
     path.write_bytes(content)
     assert load_projection(path).number_of_nodes() == 0
-    lane = GraphLane(path)
+    lane = GraphLane(FileProjection(path))
     lane.refresh()  # raised before: every retrieval was NOT_INITIALIZED
     assert lane.damaged
     assert lane.query_entities("redis") == {}

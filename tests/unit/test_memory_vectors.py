@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graph.backends.embedded.chunk_table import Chunk
 from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.team.vectors import PgVectorIndex
 from graph.backends.vectors import MemoryVectors
+from graph.search.memory_chunks import Chunk
 from tests.support.fakes import HashEmbedder, memory
 from tests.support.postgres import PostgresServer
 

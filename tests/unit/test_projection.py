@@ -8,9 +8,10 @@ from typing import Any
 
 import networkx as nx
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.cognify.worker.document import render_document
 from graph.core.graph_projection import batch_subgraph, build_projection, fold_projection, memory_node
-from graph.core.memories import Memory, MemoryStore, new_operation_id
+from graph.core.memories import Memory, new_operation_id
 from graph.extract.extractor import extract_graph
 from tests.support.fakes import memory as fake_memory
 

@@ -224,7 +224,7 @@ def test_a_namespace_folder_is_its_namespace_whatever_the_environment_says(monke
 def test_the_audit_file_names_a_user_only_for_a_per_user_token(tmp_path: Any) -> None:
     import json
 
-    from graph.core.audit import AuditLog
+    from graph.backends.embedded.audit_log import AuditLog
 
     log = AuditLog(tmp_path / "agent_audit.log")
     fields: dict[str, Any] = {"agent_name": "a", "topic": "t", "result": "success", "error_code": None}

@@ -10,23 +10,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from graph.search.memory_chunks import Chunk
+
 TABLE = "memory_chunks"
 FIELDS = ("memory_id", "topic_id", "field", "chunk_index", "text")
-
-
-class Chunk(NamedTuple):
-    """One embedded sentence of a memory (a tuple: the index holds one per chunk, 600k at 100k
-    memories, where a frozen dataclass cost 0.3 s more to load and ~100 MB more to keep)."""
-
-    memory_id: str
-    topic_id: str
-    field: str
-    chunk_index: int
-    text: str
 
 
 class ChunkTable(Protocol):

@@ -1,8 +1,6 @@
-"""Per-sentence MiniLM vectors of every memory version, in the workspace's LanceDB.
-
-A memory is embedded sentence by sentence and field by field (MiniLM reads 256
-word pieces at most, so one vector per long text would lose its tail). These rows
-make a memory searchable the moment it is staged, long before its graph exists.
+"""Per-sentence MiniLM vectors of every memory version (graph.search.memory_chunks), durable in the
+workspace's LanceDB and searched in memory: the embedded backend's counterpart of
+graph.backends.team.vectors.
 """
 
 from __future__ import annotations
@@ -16,54 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
-from graph.backends.embedded.chunk_table import Chunk, ChunkTable, LanceChunkTable
+from graph.backends.embedded.chunk_table import ChunkTable, LanceChunkTable
 from graph.backends.embedded.lance_child import ChildChunkTable, LanceChildError
 from graph.core.memories import Memory
-from graph.search.embedder import Embedder, split_sentences
+from graph.search.embedder import Embedder
+from graph.search.memory_chunks import Chunk, memory_chunks
 
 log = logging.getLogger("flowbaby.vectors")
 
-__all__ = ["Chunk", "VectorIndex", "memory_chunks", "open_vector_index"]
+__all__ = ["VectorIndex", "open_vector_index"]
 
 COMPACT_EVERY = 100
 """Appends between two compactions: each add leaves a small LanceDB fragment (and a version),
 and reading thousands of them makes every start slower."""
-
-
-TINY_CHARS = 16
-"""A sentence shorter than this carries too little to embed alone: consecutive tiny ones of a
-field are merged ("a; b; c") into one chunk of up to MERGED_CHARS."""
-MERGED_CHARS = 300
-MAX_CHUNKS_PER_MEMORY = 256
-"""Vectors per memory at most: a memory's embedding cost is bounded, so one large or odd
-summary cannot hold back everyone's searches. Text past this is still found by the lexical lane."""
-
-
-def memory_chunks(memory: Memory) -> list[Chunk]:
-    """The memory's text cut into embeddable sentences, tagged with their field."""
-    chunks: list[Chunk] = []
-
-    def add(field: str, text: str) -> None:
-        if len(chunks) < MAX_CHUNKS_PER_MEMORY:
-            chunks.append(Chunk(memory.memory_id, memory.topic_id, field, len(chunks), text))
-
-    for field, items in memory.sections():
-        merged: list[str] = []
-        for item in items:
-            for sentence in split_sentences(item):
-                if len(sentence) >= TINY_CHARS:
-                    if merged:
-                        add(field, "; ".join(merged))
-                        merged = []
-                    add(field, sentence)
-                    continue
-                if merged and sum(len(m) + 2 for m in merged) + len(sentence) > MERGED_CHARS:
-                    add(field, "; ".join(merged))
-                    merged = []
-                merged.append(sentence)
-        if merged:
-            add(field, "; ".join(merged))
-    return chunks
 
 
 class VectorIndex:

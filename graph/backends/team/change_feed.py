@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from graph.backends.embedded.vectors import memory_chunks
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.vectors import MemoryVectors
 from graph.core.contract import MemoryStatus
+from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import Retriever
 
 log = logging.getLogger("flowbaby.remote_changes")

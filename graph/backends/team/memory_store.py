@@ -2,7 +2,7 @@
 ledger in Postgres, one schema per namespace (`flowbaby_<namespace>`), so that no query of one
 workspace can name another's rows.
 
-Same behaviour as graph.core.memories.MemoryStore (the unit tests run over both). Differences that
+Same behaviour as graph.backends.embedded.memory_store.MemoryStore (the unit tests run over both). Differences that
 matter: staging takes a per-topic transaction lock, so two processes staging the same topic get
 consecutive versions; any number of servers share a namespace: they claim operations with
 FOR UPDATE SKIP LOCKED and hold each claimed one by a lease that the running batch renews, and

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from graph.backends.embedded.vectors import Chunk, memory_chunks
 from graph.backends.team.memory_store import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
 from graph.backends.team.pool import acquire_pool, database_unavailable, release_pool
 from graph.core.contract import FlowbabyError
 from graph.core.memories import Memory
 from graph.search.embedder import Embedder
+from graph.search.memory_chunks import Chunk, memory_chunks
 
 DIMENSIONS = 384
 """The bundled MiniLM's; the table's column is declared with it (migration 2)."""

@@ -23,8 +23,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from graph.backends.embedded.memory_store import MemoryStore
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.memories import Memory, MemoryStore, StoreDamaged
+from graph.core.memories import Memory, StoreDamaged
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
 
 OPERATION_SIZE = 20
