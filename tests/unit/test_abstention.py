@@ -163,3 +163,10 @@ def test_a_memory_holding_most_query_words_keeps_a_weak_vector_match() -> None:
     )
     assert r.word_coverage(query, [ret.catalog.by_id[next(iter(ret.catalog.by_id))]]) >= r.ABSTAIN_COVERAGE
     assert ret.retrieve(FlowbabyContextRequest(query=query))[2] is None
+
+
+def test_word_coverage_counts_the_memory_s_words_not_its_headings() -> None:
+    # summary_text writes "Next steps:" above the items; only what the memory says counts.
+    planned = memory("p", topic="Release", context="Ship it.", next_steps=["deploy on Monday"])
+    assert r.word_coverage("next steps", [planned]) == 0.0
+    assert r.word_coverage("deploy Monday", [planned]) == 1.0
