@@ -109,3 +109,64 @@ def test_an_acronym_no_memory_writes_is_a_named_thing_too() -> None:
     reason = ask("Clinics can request a full data export.")
     assert reason is not None and "no memory mentions GDPR" in reason
     assert ask("GDPR export requests are answered within 30 days.") is None
+
+
+def test_word_coverage_is_the_best_share_of_the_query_words_one_memory_holds() -> None:
+    one = memory("one", topic="Tips", context="Drivers use the app.")
+    both = memory("both", topic="Tips", context="Driver tips are paid weekly.")
+    query = "How are driver tips paid out?"  # content words: driver, tip, paid (out, how, are: stop words)
+    assert r.word_coverage(query, [one]) == 2 / 3  # "drivers" and "tips" (stemmed), not "paid"
+    assert r.word_coverage(query, [one, both]) == 1.0
+    assert r.word_coverage(query, []) == 0.0
+    assert r.word_coverage("how are they?", [one]) == 1.0  # no content word: nothing to miss
+
+
+def test_one_shared_word_does_not_save_a_weak_match() -> None:
+    # BM25 normalised over the matched words gives "drivers" alone a strong word match; the share of
+    # the query's words is what counts now.
+    query = "Which insurer covers the drivers' accident claims?"
+    ret = Retriever(
+        Catalog([memory("d", topic="Driver app", context="Drivers scan parcels with the app.")]),
+        FakeEncoder(query),
+        FakeGraph(),
+        lambda: FakeChunkIndex({"d": [chunk_vector(r.ABSTAIN_VECTOR - 0.05)]}),
+    )
+    ranked = ret.rank(FlowbabyContextRequest(query=query))
+    assert ranked[0].lanes["lexical"] >= 0.6  # what the old word cut accepted
+    reason = ret.retrieve(FlowbabyContextRequest(query=query))[2]
+    assert reason is not None and "no memory is close to the query" in reason and "of its words" in reason
+
+
+def test_a_paraphrase_sharing_no_word_answers_above_the_vector_cut() -> None:
+    # "server copies during busy periods" for an autoscaling memory: no shared word, a middling cosine
+    # (0.45: the Dockwise set's paraphrases sit at 0.42-0.50, which the earlier cut of 0.5 withheld).
+    middling = 0.45
+    assert middling > r.ABSTAIN_VECTOR
+    query = "How many server copies start during busy periods?"
+    ret = Retriever(
+        Catalog([memory("hpa", topic="Autoscaling", context="The API scales from 3 to 14 replicas above 65% CPU.")]),
+        FakeEncoder(query),
+        FakeGraph(),
+        lambda: FakeChunkIndex({"hpa": [chunk_vector(middling)]}),
+    )
+    entries, _, reason, _weak = ret.retrieve(FlowbabyContextRequest(query=query))
+    assert reason is None and [e.topicId for e in entries] == ["hpa"]
+
+
+def test_a_memory_holding_most_query_words_keeps_a_weak_vector_match() -> None:
+    query = "pickup window scheduler"
+    ret = Retriever(
+        Catalog([memory("w", topic="Windows", context="The scheduler computes each pickup window in UTC.")]),
+        FakeEncoder(query),
+        FakeGraph(),
+        lambda: FakeChunkIndex({"w": [chunk_vector(r.ABSTAIN_VECTOR - 0.05)]}),
+    )
+    assert r.word_coverage(query, [ret.catalog.by_id[next(iter(ret.catalog.by_id))]]) >= r.ABSTAIN_COVERAGE
+    assert ret.retrieve(FlowbabyContextRequest(query=query))[2] is None
+
+
+def test_word_coverage_counts_the_memory_s_words_not_its_headings() -> None:
+    # summary_text writes "Next steps:" above the items; only what the memory says counts.
+    planned = memory("p", topic="Release", context="Ship it.", next_steps=["deploy on Monday"])
+    assert r.word_coverage("next steps", [planned]) == 0.0
+    assert r.word_coverage("deploy Monday", [planned]) == 1.0
