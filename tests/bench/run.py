@@ -76,6 +76,7 @@ def _sessions_quality(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 runs("abstention", "tests.bench.abstention:run_abstention", locomo=True)
+runs("walk", "tests.bench.walk:run_walk")
 
 
 @section("latency100k")
