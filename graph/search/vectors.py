@@ -358,7 +358,8 @@ def _shortlist(view: _View, query: np.ndarray, limit: int) -> tuple[np.ndarray, 
 def _vectors(view: _View, rows: np.ndarray) -> np.ndarray:
     """The float32 vectors of these rows (ascending), from memory or the mapped file."""
     if view.exact is not None:
-        return view.exact[rows]
+        exact: np.ndarray = view.exact[rows]
+        return exact
     loaded = view.loaded
     assert loaded.mapped is not None and view.tail is not None
     split = int(np.searchsorted(rows, loaded.base))
