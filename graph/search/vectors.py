@@ -201,13 +201,13 @@ class VectorIndex:
         if not chunks:
             return 0
         vectors = np.asarray(self._embedder.encode([c.text for c in chunks]), dtype=np.float32)
-        with self._write_lock:
+        with self._write_lock:  # queued under the lock: a forget's flush then covers every row it sees
             self._append(vectors, chunks)
             self._appends += 1
             compact = self._appends >= COMPACT_EVERY
             if compact:
                 self._appends = 0
-        self._writer.submit(self._store, chunks, vectors, compact)
+            self._writer.submit(self._store, chunks, vectors, compact)
         return len(chunks)
 
     def _store(self, chunks: list[Chunk], vectors: np.ndarray, compact: bool) -> None:
