@@ -354,10 +354,13 @@ class FlowbabyService:
         the last process staged but did not get to embed. An unreadable vector folder is moved
         aside and every memory re-embedded from SQLite; an unreadable projection is served as
         empty and rebuilt by the worker."""
-        # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM.
-        (index, aside), _ = await asyncio.gather(
+        # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM, reads
+        # the memories and the graph projection: the child's start-up (1-4 s) no longer adds to theirs.
+        (index, aside), _, memories, _ = await asyncio.gather(
             asyncio.to_thread(self.backend.vectors, self.embedder, self.settings.worker_idle_sec),
             asyncio.to_thread(self.embedder.load),
+            asyncio.to_thread(lambda: list(self.store.iter_memories())),
+            asyncio.to_thread(self.graph_lane.refresh),
         )
         replaced, self._vectors = self._vectors, index
         if replaced is not None:  # repair loads the indexes again
@@ -365,14 +368,12 @@ class FlowbabyService:
         await asyncio.to_thread(self._finish_vector_forgets, index)
         if aside is not None:
             log.warning("the vector index was unreadable: moved to %s; re-embedding every memory", aside.name)
-        memories = await asyncio.to_thread(lambda: list(self.store.iter_memories()))
         indexed = await asyncio.to_thread(index.indexed_memory_ids)
         # Search starts with what is indexed; the rest is embedded in the background, and
         # retrievals say how many memories they could not search yet.
         lexical = await asyncio.to_thread(self.backend.lexical)
         catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
         missing = [m for m in memories if m.memory_id not in indexed]
-        await asyncio.to_thread(self.graph_lane.refresh)
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
         self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)

@@ -105,6 +105,9 @@ class SlowTable:
             raise OSError("disk full")
         self.stored += [c.memory_id for c in chunks]
 
+    def state(self) -> tuple[int, int]:
+        return len(self.stored), len(self.stored)
+
     def optimize(self) -> None: ...
     def close(self) -> None: ...
 

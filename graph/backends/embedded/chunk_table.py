@@ -29,6 +29,12 @@ class ChunkTable(Protocol):
 
     def add(self, chunks: list[Chunk], vectors: np.ndarray) -> None: ...
     def optimize(self) -> None: ...
+    def state(self) -> tuple[int, int]:
+        """The table's version and row count: what the owner's compact copy must match to be trusted
+        (graph.backends.embedded.compact_vectors). The rows are counted by reading one small column, so a
+        damaged data file fails here as it did when every start read the whole table."""
+        ...
+
     def delete(self, memory_ids: list[str]) -> None:
         """Drop these memories' rows, then rewrite the data files and remove every older version,
         so no file under the table's folder still holds them."""
@@ -88,6 +94,10 @@ class LanceChunkTable:
 
     def optimize(self) -> None:
         self._table.optimize()
+
+    def state(self) -> tuple[int, int]:
+        counted = self._table.search().select(["chunk_index"]).limit(None).to_arrow()
+        return int(self._table.version), int(counted.num_rows)
 
     def delete(self, memory_ids: list[str]) -> None:
         if memory_ids:

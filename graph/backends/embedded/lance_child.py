@@ -17,6 +17,7 @@ took 2.7-4 s there, against 0.8 s for LanceDB's own read).
                                        offsets and bytes, then the chunk indexes (int32), then the vectors
   {"op": "add", "chunks": [...]} + vectors -> {"ok": true}
   {"op": "optimize"}                -> {"ok": true}
+  {"op": "state"}                   -> {"ok": true, "version": v, "rows": n}
   {"op": "delete", "memoryIds": [...]} -> {"ok": true} (rows gone, files rewritten, old versions removed)
   any failure                       -> {"ok": false, "error": "Type: message"}
 """
@@ -285,6 +286,10 @@ class ChildChunkTable(ChildTable):
     def delete(self, memory_ids: list[str]) -> None:
         self._child.call({"op": "delete", "memoryIds": memory_ids})
 
+    def state(self) -> tuple[int, int]:
+        header, _ = self._child.call({"op": "state"})
+        return int(header["version"]), int(header["rows"])
+
 
 Handler = Callable[[T, dict[str, Any], list[bytearray]], tuple[dict[str, Any], list[bytes]]]
 
@@ -323,6 +328,9 @@ def _handle_chunks(
         table.optimize()
     elif header["op"] == "delete":
         table.delete(header["memoryIds"])
+    elif header["op"] == "state":
+        version, rows = table.state()
+        return {"ok": True, "version": version, "rows": rows}, []
     else:
         raise ValueError(f"unknown op {header['op']!r}")
     return {"ok": True}, []

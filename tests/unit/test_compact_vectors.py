@@ -1,0 +1,230 @@
+"""The owner's compact copy of the chunk table (graph.backends.embedded.compact_vectors): a start reads it instead
+of the table; a missing, torn, short or stale folder is rebuilt from the table, never trusted; past
+EXACT_ROWS the sketch scan plus exact re-rank finds what the exact search finds."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graph.backends.embedded import compact_vectors, vectors
+from graph.backends.embedded.chunk_table import LanceChunkTable
+from graph.backends.embedded.compact_vectors import compact_path
+from graph.backends.embedded.vectors import VectorIndex, memory_chunks
+from tests.support.fakes import HashEmbedder, memory
+
+
+class TopicEmbedder:
+    """Vectors like a sentence model's: a few shared directions (topics) plus a little noise per text,
+    so that most of their variance lies in a few dimensions, as MiniLM's does."""
+
+    dimensions = 384
+
+    def __init__(self) -> None:
+        self._topics = np.random.default_rng(7).standard_normal((24, self.dimensions))
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            rng = np.random.default_rng(int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little"))
+            vector = rng.standard_normal(24) @ self._topics + 0.5 * rng.standard_normal(self.dimensions)
+            out.append((vector / np.linalg.norm(vector)).tolist())
+        return out
+
+
+def _memories(count: int, start: int = 0) -> list:
+    return [memory(f"m{i}", context=f"note {i} about subsystem {i % 97}, owner {i % 13}") for i in range(start, count)]
+
+
+def _answers(index: VectorIndex, queries: list[list[float]]) -> list[list[tuple[str, str, float]]]:
+    return [[(c.memory_id, c.text, round(s, 5)) for c, s in index.nearest_chunks(q, 20)] for q in queries]
+
+
+QUERIES = HashEmbedder().encode([f"query {i}" for i in range(10)])
+
+
+def test_a_reopen_reads_the_compact_folder_not_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(50))
+    before = _answers(first, QUERIES)
+    first.close()
+    monkeypatch.setattr(LanceChunkTable, "rows", lambda self: pytest.fail("read the whole table"))
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert not again.rebuilt_compact and again.count() == 100
+    assert _answers(again, QUERIES) == before  # same chunks, texts read from the folder, same scores
+    again.close()
+
+
+def _torn_header(folder: Path) -> None:
+    header = folder / "header.json"
+    header.write_bytes(header.read_bytes()[:25])
+
+
+def _short_vectors(folder: Path) -> None:
+    data = folder / "vectors.f32"
+    data.write_bytes(data.read_bytes()[:-100])
+
+
+def _short_texts(folder: Path) -> None:
+    data = folder / "texts.bin"
+    data.write_bytes(data.read_bytes()[:-3])
+
+
+def _no_folder(folder: Path) -> None:
+    for file in folder.iterdir():
+        file.unlink()
+    folder.rmdir()
+
+
+def _rows_past_the_texts(folder: Path) -> None:
+    """A header that commits fewer text bytes than the rows point to (written by something else)."""
+    header = json.loads((folder / "header.json").read_text())
+    header["textBytes"] -= 5
+    (folder / "header.json").write_text(json.dumps(header))
+
+
+def _garbled_memories(folder: Path) -> None:
+    data = folder / "memories.jsonl"
+    data.write_bytes(b"\xff" + data.read_bytes()[1:])
+
+
+@pytest.mark.parametrize(
+    "damage", [_torn_header, _short_vectors, _short_texts, _no_folder, _rows_past_the_texts, _garbled_memories]
+)
+def test_a_damaged_folder_is_rebuilt_from_the_table(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(30))
+    before = _answers(first, QUERIES)
+    first.close()
+    damage(compact_path(path))
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert again.rebuilt_compact and again.count() == 60
+    assert _answers(again, QUERIES) == before
+    again.close()
+    third = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert not third.rebuilt_compact and _answers(third, QUERIES) == before  # the rebuilt folder is trusted
+    third.close()
+
+
+def test_an_append_cut_short_is_cut_off(tmp_path: Path) -> None:
+    """Bytes past what the header commits (a crash mid-append) are dropped; the rest is trusted."""
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(20))
+    before = _answers(first, QUERIES)
+    first.close()
+    folder = compact_path(path)
+    for name in ("vectors.f32", "rows.bin", "texts.bin", "memories.jsonl"):
+        with open(folder / name, "ab") as out:
+            out.write(b"\x7f" * 37)
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert not again.rebuilt_compact and again.count() == 40 and _answers(again, QUERIES) == before
+    again.add_memories(_memories(21, 20))  # appends after the cut land where the header says
+    again.close()
+    third = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert not third.rebuilt_compact and third.count() == 42
+    assert third.nearest_chunks(HashEmbedder().encode([_memories(21, 20)[0].context])[0], 1)[0][0].memory_id == "m20"
+    third.close()
+
+
+def test_a_table_changed_behind_the_folder_is_not_trusted(tmp_path: Path) -> None:
+    """Rows the table gained without the folder (a crash between the two writes) are found after a start."""
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(10))
+    first.close()
+    extra = memory("late", context="written to the table only")
+    chunks = memory_chunks(extra)
+    LanceChunkTable(path, 384).add(chunks, np.asarray(HashEmbedder().encode([c.text for c in chunks]), np.float32))
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert again.rebuilt_compact and "late" in again.indexed_memory_ids()
+    again.close()
+
+
+def test_forget_leaves_the_folder_without_the_memory(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(10))
+    first.close()
+    index = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    index.add_memories(_memories(12, 10))
+    index.forget(["m3", "m11"])
+    assert index.indexed_memory_ids() == {f"m{i}" for i in range(12)} - {"m3", "m11"} and index.count() == 20
+    index.close()
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert not again.rebuilt_compact and again.count() == 20
+    texts = (compact_path(path) / "texts.bin").read_bytes()
+    assert b"note 3 about" not in texts and b"note 11 about" not in texts and b"note 4 about" in texts
+    again.close()
+
+
+@pytest.fixture
+def compact_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compact search from 1,000 rows on (150,000 in the product), shortlists as in the product."""
+    monkeypatch.setattr(compact_vectors, "EXACT_ROWS", 1_000)
+    monkeypatch.setattr(vectors, "EXACT_ROWS", 1_000)
+    monkeypatch.setattr(vectors, "SHORTLIST_MIN", 400)
+
+
+def test_the_compact_search_finds_what_the_exact_search_finds(tmp_path: Path, compact_search: None) -> None:
+    """Recall@100 against the exact search on the same rows >= 0.99, with the same similarities; rows
+    added after the start (kept in memory) and rows read from the folder alike."""
+    embedder = TopicEmbedder()
+    exact = VectorIndex(tmp_path / "exact.lance", embedder)  # type: ignore[arg-type]
+    exact.add_memories(_memories(450))  # 900 rows: exact search
+    exact.close()
+    compact = VectorIndex(tmp_path / "compact.lance", embedder)  # type: ignore[arg-type]
+    compact.add_memories(_memories(1_400))
+    compact.close()
+    compact = VectorIndex(tmp_path / "compact.lance", embedder)  # type: ignore[arg-type]
+    assert compact._view.exact is None and compact._view.sketch is not None  # 2,800 rows: compact
+    compact.add_memories(_memories(1_600, 1_400))  # 400 more rows, in memory only until the next start
+    reference = np.asarray(
+        [embedder.encode([c.text])[0] for m in _memories(1_600) for c in memory_chunks(m)], dtype=np.float32
+    )
+    queries = embedder.encode([f"which subsystem does owner {i} run" for i in range(40)])
+    found = 0
+    for query in queries:
+        similarities = reference @ np.asarray(query, dtype=np.float32)
+        kth = np.sort(similarities)[-100]
+        hits = compact.nearest_chunks(query, 100)
+        assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+        found += sum(s >= kth - 1e-6 for _, s in hits)
+        best = int(np.argmax(similarities))
+        assert hits[0][1] == pytest.approx(float(similarities[best]), abs=1e-5)
+    assert found / (100 * len(queries)) >= 0.99
+    [(chunk, _)] = compact.nearest_chunks(embedder.encode(["note 1500 about subsystem 45, owner 5"])[0], 1)
+    assert chunk.memory_id == "m1500" and chunk.text == "note 1500 about subsystem 45, owner 5"
+    compact.close()
+
+
+def test_the_folder_gains_its_sketch_when_it_grows_past_exact_rows(tmp_path: Path, compact_search: None) -> None:
+    embedder = TopicEmbedder()
+    path = tmp_path / "vectors.lance"
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]
+    index.add_memories(_memories(400))
+    index.close()
+    assert json.loads((compact_path(path) / "header.json").read_text())["sketch"] == 0
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]
+    index.add_memories(_memories(700, 400))  # 1,400 rows now
+    index.close()
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]
+    header = json.loads((compact_path(path) / "header.json").read_text())
+    assert not index.rebuilt_compact and header["sketch"] == compact_vectors.SKETCH_DIMENSIONS
+    assert index._view.exact is None
+    query = embedder.encode(["note 650 about subsystem 68, owner 0"])[0]
+    assert index.nearest_chunks(query, 1)[0][0].memory_id == "m650"
+    index.add_memories(_memories(710, 700))
+    index.close()
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]  # the appends wrote their sketches
+    assert not index.rebuilt_compact and index.count() == 1_420
+    assert (
+        index.nearest_chunks(embedder.encode(["note 705 about subsystem 26, owner 3"])[0], 1)[0][0].memory_id == "m705"
+    )
+    index.close()
