@@ -5,6 +5,7 @@ recovery of interrupted operations."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -155,3 +156,19 @@ def test_the_store_refuses_to_stage_beyond_its_capacity(store: MemoryStoreBacken
     with pytest.raises(BacklogFull):
         store.stage(memory("", topic_id="c"), new_operation_id(), capacity=2)
     assert store.counts()["memories"] == 2 and store.count_operations() == 2
+
+
+def test_finishing_an_operation_finds_its_memories_by_index(tmp_path: Path) -> None:
+    """`finish` updates the memories of one operation: without an index on operation_id that is a
+    scan of every memory per finished operation (half a 100k staging undone after 20 minutes)."""
+    from graph.backends.embedded.memory_store import MemoryStore
+
+    store = MemoryStore(tmp_path / "memories.sqlite")
+    try:
+        plan = store._conn.execute(
+            "EXPLAIN QUERY PLAN UPDATE memories SET graph_state='indexed' WHERE operation_id=? AND graph_state!='indexed'",
+            ("op_x",),
+        ).fetchall()
+    finally:
+        store.close()
+    assert any("memories_operation" in str(tuple(row)) for row in plan), [tuple(row) for row in plan]

@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS memories (
 );
 CREATE INDEX IF NOT EXISTS memories_topic ON memories (topic_id);
 CREATE INDEX IF NOT EXISTS memories_graph_state ON memories (graph_state);
+CREATE INDEX IF NOT EXISTS memories_operation ON memories (operation_id);
 CREATE TABLE IF NOT EXISTS operations (
     operation_id TEXT PRIMARY KEY,
     state TEXT NOT NULL,
