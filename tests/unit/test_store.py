@@ -166,7 +166,8 @@ def test_finishing_an_operation_finds_its_memories_by_index(tmp_path: Path) -> N
     store = MemoryStore(tmp_path / "memories.sqlite")
     try:
         plan = store._conn.execute(
-            "EXPLAIN QUERY PLAN UPDATE memories SET graph_state='indexed' WHERE operation_id=? AND graph_state!='indexed'",
+            "EXPLAIN QUERY PLAN UPDATE memories SET graph_state='indexed'"
+            " WHERE operation_id=? AND graph_state!='indexed'",
             ("op_x",),
         ).fetchall()
     finally:
