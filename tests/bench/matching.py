@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from graph.core.contract import FlowbabyContextRequest
-from graph.core.projection import STRUCTURAL_TYPES
+from graph.core.graph_projection import STRUCTURAL_TYPES
 from graph.search.embedder import Embedder, split_sentences
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Retriever

@@ -109,7 +109,7 @@ def phases(root: Path) -> list[dict[str, Any]]:
     indexed = index.indexed_memory_ids()
     Catalog([m for m in memories if m.memory_id in indexed], LexicalIndex())
     mark("catalog and lexical index")
-    GraphLane(paths.projection).refresh()
+    GraphLane(FileProjection(paths.projection)).refresh()
     mark("graph lane")
     gc.freeze()
     index.close()
