@@ -84,6 +84,7 @@ def phases(root: Path) -> list[dict[str, Any]]:
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
     from graph.search.embedder import Embedder
+    from graph.backends.embedded.projection import FileProjection
     from graph.search.graph_lane import GraphLane
     from graph.search.lexical import LexicalIndex
     from graph.search.retrieval import Catalog
