@@ -184,13 +184,17 @@ def _burst(owner: _Owner, acked: set[str], sent: set[str], stop: threading.Event
     reader.join(timeout=5)
 
 
-def _worker_pid(owner_pid: int) -> int | None:
-    """The cognee worker: the owner's child running graph.cognify.worker."""
-    with contextlib.suppress(OSError):
-        for child in Path(f"/proc/{owner_pid}/task/{owner_pid}/children").read_text().split():
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"graph.cognify.worker" in cmdline:
-                return int(child)
+def _worker_pid(workspace: Path) -> int | None:
+    """The cognee worker building this workspace's graphs, whoever started it: the owner just
+    started, or the finisher a cleanly closed owner handed its work to (graph.owner.finisher),
+    through which the new owner then works. Looking only among the new owner's children missed
+    the finisher's worker, and the round waited 60 s for nothing."""
+    wanted = [b"graph.cognify.worker", b"--workspace", os.fsencode(workspace.resolve())]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            args = cmdline.read_bytes().split(b"\0")
+            if all(part in args for part in wanted):
+                return int(cmdline.parent.name)
     return None
 
 
@@ -221,10 +225,10 @@ def run_kill_loop(root: Path, kills: int = 200, seed: int = 12) -> dict[str, Any
         burst.start()
         if target == "worker":
             deadline = time.monotonic() + 60
-            while (pid := _worker_pid(owner.proc.pid)) is None and time.monotonic() < deadline:
+            while (pid := _worker_pid(workspace)) is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             time.sleep(rng.uniform(0, 1.5))
-            if pid is not None and _worker_pid(owner.proc.pid) == pid:
+            if pid is not None and _worker_pid(workspace) == pid:
                 os.kill(pid, signal.SIGKILL)
                 counts["worker"] += 1
                 done += 1

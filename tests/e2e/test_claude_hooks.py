@@ -7,6 +7,7 @@ captured memory that the bridge retrieves."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +47,10 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Setup, Ser
             setup.project,
             "--rate-limit-per-minute",
             "0",
-            env={k: v for k, v in setup.env.items() if k.startswith(("CLAUDE_", "HOME"))},
+            # The real cache for the model's ONNX export (graph.search.onnx_export), or the server
+            # exports it again into the test's HOME (~30 s of CPU).
+            env={k: v for k, v in setup.env.items() if k.startswith(("CLAUDE_", "HOME"))}
+            | {"XDG_CACHE_HOME": os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")},
         )
         server.wait_ready()
         headers = {"Authorization": f"Bearer {(setup.project / '.flowbaby' / 'api_token').read_text().strip()}"}

@@ -193,40 +193,53 @@ LIST_COUNT = 10_000
 
 def _seed(root: Path, count: int) -> None:
     """`count` memories written straight into the workspace's store (staging them through the
-    service would embed and graph each one: that is not what is measured)."""
+    service would embed and graph each one: that is not what is measured), and their chunks'
+    vectors straight into its LanceDB table, so the server starts in the steady state with
+    nothing to embed (MiniLM on 10k memories cost ~40 s of the 2 cores; the list never reads a
+    vector, so these are random unit vectors of the model's size)."""
+    import numpy as np
+
+    from graph.backends.embedded.chunk_table import LanceChunkTable
     from graph.backends.embedded.memory_store import MemoryStore
     from graph.core.contract import MemoryStatus
     from graph.core.memories import insert_memory_sql, memory_uuid, memory_values
+    from graph.core.settings import load_settings
     from graph.core.workspace import WorkspacePaths
+    from graph.search.embedder import Embedder
+    from graph.search.memory_chunks import memory_chunks
 
     paths = WorkspacePaths(root)
     paths.data.mkdir(mode=0o700, parents=True)
     store = MemoryStore(paths.store_db)
     rows = []
+    chunks = []
     for i in range(count):
         stamp = f"2026-01-{1 + i // 1000:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00.000Z"
         topic = f"topic-{i:05d}"
-        rows.append(
-            memory_values(
-                memory(
-                    memory_uuid(topic, 1),
-                    topic_id=topic,
-                    status=MemoryStatus.DECISION_RECORD if i % 7 == 0 else MemoryStatus.ACTIVE,
-                    topic=f"Decision {i} about subsystem {i % 97}",
-                    context=f"Context of memory {i}: subsystem {i % 97} keeps its cache warm.",
-                    decisions=[f"Decision {i}"],
-                    created=stamp,
-                    agent_name=("architect", "reviewer", "planner")[i % 3],
-                    staged_at=stamp,
-                    char_count=80,
-                ),
-                None,
-            )
+        seeded = memory(
+            memory_uuid(topic, 1),
+            topic_id=topic,
+            status=MemoryStatus.DECISION_RECORD if i % 7 == 0 else MemoryStatus.ACTIVE,
+            topic=f"Decision {i} about subsystem {i % 97}",
+            context=f"Context of memory {i}: subsystem {i % 97} keeps its cache warm.",
+            decisions=[f"Decision {i}"],
+            created=stamp,
+            agent_name=("architect", "reviewer", "planner")[i % 3],
+            staged_at=stamp,
+            char_count=80,
         )
+        rows.append(memory_values(seeded, None))
+        chunks.extend(memory_chunks(seeded))
     store._conn.execute("BEGIN")
     store._conn.executemany(insert_memory_sql("?"), rows)
     store._conn.execute("COMMIT")
     store.close()
+    dimensions = Embedder(load_settings(paths).embedding_model).dimensions
+    vectors = np.random.default_rng(0).standard_normal((len(chunks), dimensions)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    table = LanceChunkTable(paths.vectors, dimensions)
+    table.add(chunks, vectors)
+    table.close()
 
 
 def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
@@ -248,8 +261,8 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
         headers = {"Authorization": f"Bearer {(root / '.flowbaby' / 'api_token').read_text().strip()}"}
         if httpx.get(f"{base}/api/agent/memories", headers=headers, timeout=60).status_code != 200:
             pytest.skip("this server has no listMemories (GET /api/agent/memories) yet")
-        # Steady state: the seeded memories are embedded in the background first (the list does not
-        # need them, but the embedding holds the interpreter while it runs).
+        # Steady state: the server has loaded the seeded vectors and has nothing left to embed (if it
+        # refused them, it embeds the 10k memories here first: the embedding holds the interpreter).
         for _ in range(600):
             counts = httpx.get(f"{base}/api/agent/index/status", headers=headers, timeout=60).json()["counts"]
             if counts["vectors"] >= LIST_COUNT:

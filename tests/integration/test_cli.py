@@ -27,6 +27,9 @@ FLOWBABY = Path(sys.executable).parent / "flowbaby"
 def flowbaby(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     home = cwd.parent  # never the real one; install refuses the home folder itself as a workspace
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".c")}
+    # The model's ONNX export is cached per user (graph.search.onnx_export): keep the real cache, or
+    # every command that loads the model exports it again into this HOME (~30 s of CPU each).
+    env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return subprocess.run(
         [str(FLOWBABY), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
