@@ -493,8 +493,10 @@ class FlowbabyService:
             # and embeds what it leaves queued, so the close need not wait for the vectors.
             await self._hand_on(unfinished)
         else:
+            # Only what this process queued: a close before the warm-up ended has nothing to wait
+            # for when nothing was queued (a read-only command), and must not start a finisher for it.
             try:
-                await asyncio.wait_for(self.flush_vectors(), grace_sec)
+                await asyncio.wait_for(self._embed_queue.join(), grace_sec)
             except Exception:  # a timeout or a failed warm-up: the finisher or the next start embeds the rest
                 log.warning("closing with vectors still queued; the next owner embeds them")
                 if can_hand:

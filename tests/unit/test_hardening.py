@@ -435,3 +435,29 @@ def test_a_memory_catalogued_twice_stays_current() -> None:
     catalog.add(memory("m1", topic_id="t", version=1))
     assert catalog.by_id["m2"].status is MemoryStatus.ACTIVE
     assert catalog.by_id["m1"].status is MemoryStatus.SUPERSEDED
+
+
+# -- 14: a leaving front hands work on only when there is work --------------------------------
+
+
+@pytest.mark.parametrize("queued", [0, 1])
+def test_a_front_leaving_before_warm_up_hands_on_only_queued_vectors(
+    service: FlowbabyService, monkeypatch: pytest.MonkeyPatch, queued: int
+) -> None:
+    """A read-only command (`flowbaby sessions list`) closes before the model has loaded: with
+    nothing queued there is nothing for a finisher to do, and starting one kept the workspace owned
+    by a detached process (with its own environment) while the user's next command ran."""
+    handed: list[int] = []
+
+    async def never_warm() -> None:
+        await asyncio.Event().wait()
+
+    async def hand_on(unfinished: int) -> None:
+        handed.append(unfinished)
+
+    monkeypatch.setattr(service, "vectors", never_warm)
+    monkeypatch.setattr(service, "_hand_on", hand_on)
+    for index in range(queued):
+        service._embed_queue.put_nowait(memory("", topic_id=f"t{index}"))
+    run(lambda: service.close(0.2, hand_on=True))
+    assert handed == ([0] if queued else [])
