@@ -116,7 +116,7 @@ def load_devset(path: Path = DEVSET) -> tuple[list[dict[str, Any]], list[dict[st
 
 def run_devset(root: Path, path: Path = DEVSET) -> dict[str, Any]:
     from graph.core.settings import default_model_path
-    from tests.bench.locomo import _bm25_rank, _minilm_rank, _rrf
+    from tests.bench.locomo import _bm25_rank, _rrf, maxsim_rank
 
     requests, questions = load_devset(path)
     embedder = Embedder(default_model_path())
@@ -126,7 +126,7 @@ def run_devset(root: Path, path: Path = DEVSET) -> dict[str, Any]:
         "flowbaby": [rank_topics(retriever, q) for q in asked],
         "flowbaby, abstain off": [rank_topics(retriever, q, abstain=False) for q in asked],
         "flowbaby without graph": [rank_topics(retriever, q, frozenset({"vector", "lexical"})) for q in asked],
-        "baseline RRF(BM25, MiniLM)": _rrf(_bm25_rank(requests, asked), _minilm_rank(requests, asked, embedder)),
+        "baseline RRF(BM25, MiniLM)": _rrf(_bm25_rank(requests, asked), maxsim_rank(requests, asked, embedder)),
     }
     scores = {name: score(questions, ranked) for name, ranked in methods.items()}
     # Leave-out check: the same metrics on each half (fold) of every kind of question.

@@ -110,7 +110,12 @@ def _bm25_rank(requests: list[dict[str, Any]], queries: list[str]) -> list[list[
     return ranked
 
 
-def _minilm_rank(requests: list[dict[str, Any]], queries: list[str], embedder: Any) -> list[list[str]]:
+def maxsim_rank(
+    requests: list[dict[str, Any]], queries: list[str], passages: Any, questions: Any = None
+) -> list[list[str]]:
+    """The README's MiniLM baseline: each memory ranked by its best sentence's cosine to the
+    question. `questions` encodes the queries when the model has its own query encoder (default:
+    `passages`)."""
     from graph.search.embedder import split_sentences
 
     owners, texts = [], []
@@ -119,8 +124,8 @@ def _minilm_rank(requests: list[dict[str, Any]], queries: list[str], embedder: A
             for sentence in split_sentences(text):
                 owners.append(index)
                 texts.append(sentence)
-    chunks = np.asarray(embedder.encode(texts), dtype=np.float32)
-    query_vectors = np.asarray(embedder.encode(queries), dtype=np.float32)
+    chunks = np.asarray(passages.encode(texts), dtype=np.float32)
+    query_vectors = np.asarray((questions or passages).encode(queries), dtype=np.float32)
     owners_array = np.asarray(owners)
     ids = [r["metadata"]["topicId"] for r in requests]
     ranked = []
@@ -246,7 +251,7 @@ def run_locomo(data: Path, root: Path) -> dict[str, Any]:
         for name, ranking in asyncio.run(_ablations(workspace, questions)).items():
             methods[f"flowbaby {name}"] += ranking
         bm25 = _bm25_rank(conversation["requests"], queries)
-        minilm = _minilm_rank(conversation["requests"], queries, embedder)
+        minilm = maxsim_rank(conversation["requests"], queries, embedder)
         methods["baseline BM25"] += bm25
         methods["baseline MiniLM max-sim"] += minilm
         methods["baseline RRF(BM25, MiniLM)"] += _rrf(bm25, minilm)

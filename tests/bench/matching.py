@@ -34,11 +34,11 @@ import numpy as np
 
 from graph.core.contract import FlowbabyContextRequest
 from graph.core.graph_projection import STRUCTURAL_TYPES
-from graph.search.embedder import Embedder, split_sentences
+from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Retriever
 from tests.bench.devset import build_offline_workspace, load_devset, rank_topics, score
-from tests.bench.locomo import _bm25_rank, _rrf, load_conversations, session_recall
+from tests.bench.locomo import _bm25_rank, _rrf, load_conversations, maxsim_rank, session_recall
 
 EXPANSION_NAMES = 8
 """At most this many names are added to a query."""
@@ -76,26 +76,6 @@ def load_e5() -> tuple[E5Encoder, E5Encoder] | None:
         return None
     model = E5()
     return E5Encoder(model, "passage"), E5Encoder(model, "query")
-
-
-def maxsim_rank(requests: list[dict[str, Any]], queries: list[str], passages: Any, questions: Any) -> list[list[str]]:
-    """The README's MiniLM baseline with any pair of encoders: each memory ranked by its best
-    sentence's cosine to the question."""
-    owners, texts = [], []
-    for index, request in enumerate(requests):
-        for text in [request["topic"], request["context"], *request["decisions"]]:
-            for sentence in split_sentences(text):
-                owners.append(index)
-                texts.append(sentence)
-    chunks = np.asarray(passages.encode(texts), dtype=np.float32)
-    asked = np.asarray(questions.encode(queries), dtype=np.float32)
-    ids = [r["metadata"]["topicId"] for r in requests]
-    ranked = []
-    for sims in asked @ chunks.T:
-        best = np.full(len(requests), -1.0)
-        np.maximum.at(best, np.asarray(owners), sims)
-        ranked.append([ids[i] for i in np.argsort(-best, kind="stable")])
-    return ranked
 
 
 # -- query expansion through the graph ----------------------------------------------------
