@@ -135,3 +135,39 @@ def test_the_owning_process_never_maps_lancedb_or_arrow(spawn, workspace: Path, 
     assert {c.topic_id for c in chunks} == {"redis-cache"}
     session_ids, _, _ = SessionTable(workspace / ".flowbaby" / "sessions" / "vectors.lance", 384).rows()
     assert session_ids
+
+
+def _lance_children(pid: int) -> list[int]:
+    """The LanceDB child processes of `pid` (a child has its own session, not its own parent)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"lance_child" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_start_that_only_reads_never_starts_lancedb(spawn, workspace: Path) -> None:
+    """The owner's compact copy is checked against the table's manifest names: a start that only
+    searches answers without the LanceDB child; the first write starts it and reaches the table."""
+    first = spawn(workspace)
+    assert _lance_children(first.result("health", timeout=60)["pid"]) == []  # no table yet: none to open
+    first.result("ingestForAgent", summary())
+    first.close()
+    client = spawn(workspace)
+    pid = client.result("health", timeout=60)["pid"]
+    reply = client.result("retrieveForAgent", {"query": "Why did we move the session cache to Redis?"})
+    assert reply["entries"] and reply["entries"][0]["topicId"] == "redis-cache"
+    assert _lance_children(pid) == []
+    client.result("ingestForAgent", summary("ledger-lock", topic="Ledger lock incident"))
+    deadline = time.monotonic() + 60
+    while not _lance_children(pid):
+        assert time.monotonic() < deadline, "the write never started the LanceDB child"
+        time.sleep(0.1)
+    client.close()
+    chunks, _ = LanceChunkTable(workspace / ".flowbaby" / "vectors.lance", 384).rows()
+    assert {c.topic_id for c in chunks} == {"redis-cache", "ledger-lock"}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from graph.backends.embedded import compact_vectors, vectors
-from graph.backends.embedded.chunk_table import LanceChunkTable
+from graph.backends.embedded.chunk_table import LanceChunkTable, committed_version
 from graph.backends.embedded.compact_vectors import compact_path
 from graph.backends.embedded.vectors import VectorIndex, memory_chunks
 from tests.support.fakes import HashEmbedder, memory
@@ -228,3 +228,105 @@ def test_the_folder_gains_its_sketch_when_it_grows_past_exact_rows(tmp_path: Pat
         index.nearest_chunks(embedder.encode(["note 705 about subsystem 26, owner 3"])[0], 1)[0][0].memory_id == "m705"
     )
     index.close()
+
+
+def test_the_manifest_names_give_the_tables_version(tmp_path: Path) -> None:
+    """committed_version reads what LanceDB's own `version` says, through appends, a compaction and a
+    deletion that removes the old versions' files."""
+    path = tmp_path / "vectors.lance"
+    assert committed_version(path) is None  # no table yet: the table itself is asked
+    table = LanceChunkTable(path, 384)
+    embedder = HashEmbedder()
+    for batch in (_memories(3), _memories(6, 3)):
+        chunks = [c for m in batch for c in memory_chunks(m)]
+        table.add(chunks, np.asarray(embedder.encode([c.text for c in chunks]), np.float32))
+        assert committed_version(path) == table.state()[0]
+    table.optimize()
+    assert committed_version(path) == table.state()[0]
+    table.delete(["m1"])
+    assert committed_version(path) == table.state()[0]
+
+
+def test_a_start_on_a_current_folder_never_opens_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(20))
+    before = _answers(first, QUERIES)
+    first.close()
+    untouched = UnopenedTable()
+    again = VectorIndex(path, HashEmbedder(), untouched)  # type: ignore[arg-type]
+    assert not again.rebuilt_compact and _answers(again, QUERIES) == before and untouched.calls == []
+    again.close()
+
+
+def test_a_start_without_a_table_opens_none_and_the_first_append_makes_it(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.lance"
+    untouched = UnopenedTable()
+    empty = VectorIndex(path, HashEmbedder(), untouched)  # type: ignore[arg-type]
+    assert empty.count() == 0 and untouched.calls == []
+    empty.close()
+    again = VectorIndex(path, HashEmbedder(), UnopenedTable())  # type: ignore[arg-type]
+    again.close()  # the empty folder is trusted while there is no table
+    first = VectorIndex(path, HashEmbedder(), LazyTable(path))  # type: ignore[arg-type]
+    first.add_memories(_memories(5))
+    first.close()
+    third = VectorIndex(path, HashEmbedder(), UnopenedTable())  # type: ignore[arg-type]
+    assert third.count() == 10 and not third.rebuilt_compact
+    third.close()
+
+
+def test_after_a_refused_write_the_next_start_reads_the_table(tmp_path: Path) -> None:
+    """A table that refused a write may be damaged: the folder is no longer trusted by version alone,
+    so the next start reads the table (and finds the memory missing, to be embedded again)."""
+    path = tmp_path / "vectors.lance"
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(10))
+    first.close()
+    refusing = VectorIndex(path, HashEmbedder(), RefusingTable(path))  # type: ignore[arg-type]
+    refusing.add_memories([memory("late", context="refused by the table")])
+    refusing.flush()
+    assert refusing.write_failures == 1
+    refusing.close()
+    again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    assert again.rebuilt_compact and again.count() == 20 and "late" not in again.indexed_memory_ids()
+    again.close()
+
+
+class UnopenedTable:
+    """A table that records any call: a start that trusts the folder makes none."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        self.calls.append(name)
+        return lambda *args: pytest.fail(f"the table was asked for {name}")
+
+    def close(self) -> None:
+        """Closing an unopened table costs nothing."""
+
+
+class RefusingTable(LanceChunkTable):
+    """The real table, refusing appends (a full disk, a damaged fragment)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, 384)
+
+    def add(self, chunks, vectors) -> None:  # type: ignore[no-untyped-def]
+        raise OSError("No space left on device")
+
+
+class LazyTable:
+    """The real table, made at its first call (as the LanceDB child is started at the first write)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._table: LanceChunkTable | None = None
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        if self._table is None:
+            self._table = LanceChunkTable(self._path, 384)
+        return getattr(self._table, name)
+
+    def close(self) -> None:
+        """Nothing held between calls."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import shutil
 import sqlite3
 import stat
 import threading
@@ -20,6 +21,7 @@ import pytest
 
 from graph.backends.backend import Backend
 from graph.backends.embedded.audit_log import AuditLog
+from graph.backends.embedded.compact_vectors import compact_path
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.projection import FileProjection
 from graph.backends.embedded.vectors import VectorIndex
@@ -209,6 +211,10 @@ def test_a_broken_vector_folder_is_moved_aside_and_rebuilt(tmp_path: Path) -> No
     index.add_memories([memory("m1", context="Redis session cache")])
     index.close()
     _break_lance(tmp_path / "vectors.lance")
+    served, aside = open_vector_index(tmp_path / "vectors.lance", embedder)  # type: ignore[arg-type]
+    assert aside is None and served.indexed_memory_ids() == {"m1"}  # the compact copy still mirrors it
+    served.close()
+    shutil.rmtree(compact_path(tmp_path / "vectors.lance"))  # without the copy, the table is read: broken
     fresh, aside = open_vector_index(tmp_path / "vectors.lance", embedder)  # type: ignore[arg-type]
     assert aside is not None and aside.is_dir() and aside.name.startswith("vectors.lance.broken-")
     assert fresh.count() == 0
@@ -217,7 +223,7 @@ def test_a_broken_vector_folder_is_moved_aside_and_rebuilt(tmp_path: Path) -> No
 
 
 def test_warm_up_rebuilds_both_indexes_from_sqlite(service: FlowbabyService) -> None:
-    """A truncated LanceDB file and an empty projection: warm-up succeeds, every memory is
+    """A truncated LanceDB file without its compact copy, and an empty projection: warm-up succeeds, every memory is
     queued for embedding again, and one projection rebuild is queued for the worker."""
     stored = [memory("", topic_id=f"t{i}", context=f"memory number {i}") for i in range(3)]
     for m in stored:
@@ -226,6 +232,7 @@ def test_warm_up_rebuilds_both_indexes_from_sqlite(service: FlowbabyService) -> 
     index.add_memories(stored)
     index.close()
     _break_lance(service.paths.vectors)
+    shutil.rmtree(compact_path(service.paths.vectors))  # else the copy serves the rows (the test above)
     service.paths.projection.write_bytes(b"")
 
     async def body() -> None:

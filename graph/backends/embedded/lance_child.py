@@ -149,14 +149,17 @@ class LanceChild:
     """One table's child process (`python -m MODULE PATH DIMENSIONS`), started on demand and
     stopped after `idle_sec` without a call. Calls are serialised; any thread may call."""
 
-    def __init__(self, module: str, path: Path, dimensions: int, idle_sec: float) -> None:
+    def __init__(self, module: str, path: Path, dimensions: int, idle_sec: float, start: bool = True) -> None:
+        """`start`: start the child now, so that an unreadable table fails here (TableUnreadable);
+        False: at the first call."""
         self._command = module_command(module, str(path), str(dimensions))
         self._idle_sec = idle_sec
         self._lock = threading.Lock()
         self._proc: subprocess.Popen[bytes] | None = None
         self._timer: threading.Timer | None = None
-        with self._lock:
-            self._ensure_started()
+        if start:
+            with self._lock:
+                self._ensure_started()
 
     @property
     def pid(self) -> int | None:
@@ -257,9 +260,9 @@ class ChildTable:
 
     module = __name__
 
-    def __init__(self, path: Path, dimensions: int, idle_sec: float) -> None:
+    def __init__(self, path: Path, dimensions: int, idle_sec: float, start: bool = True) -> None:
         self.dimensions = dimensions
-        self._child = LanceChild(self.module, path, dimensions, idle_sec)
+        self._child = LanceChild(self.module, path, dimensions, idle_sec, start)
 
     @property
     def pid(self) -> int | None:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from graph.backends.embedded.chunk_table import ChunkTable, LanceChunkTable
+from graph.backends.embedded.chunk_table import ChunkTable, LanceChunkTable, committed_version, table_folder
 from graph.backends.embedded.compact_vectors import (
     EXACT_ROWS,
     SHORTLIST_FACTOR,
@@ -37,6 +37,12 @@ from graph.search.memory_chunks import Chunk, memory_chunks
 log = logging.getLogger("flowbaby.vectors")
 
 __all__ = ["VectorIndex", "open_vector_index"]
+
+NO_TABLE_VERSION = 0
+"""The version a folder names while the table does not exist (LanceDB makes it at version 1)."""
+
+UNTRUSTED_VERSION = -1
+"""The table version a folder names once a table write failed: no table has it."""
 
 COMPACT_EVERY = 100
 """Appends between two compactions: each add leaves a small LanceDB fragment (and a version),
@@ -93,6 +99,7 @@ class VectorIndex:
         self._embedder = embedder
         self._write_lock = threading.Lock()
         self._appends = 0
+        self._path = path
         self._table = table if table is not None else LanceChunkTable(path, dimensions)
         self._compact_path = compact_path(path)
         self._compact_failed = False
@@ -104,8 +111,11 @@ class VectorIndex:
         except CompactUnusable as exc:
             if self._compact_path.exists():
                 log.warning("rebuilding %s from the table: %s", self._compact_path.name, exc)
-            version, _ = self._table.state()
-            chunks, vectors = self._table.rows()
+            if table_folder(path).exists():
+                version, _ = self._table.state()
+                chunks, vectors = self._table.rows()
+            else:  # nothing was ever appended: an empty folder mirrors the table that does not exist
+                version, chunks, vectors = NO_TABLE_VERSION, [], np.empty((0, dimensions), np.float32)
             files = CompactFiles.create(self._compact_path, dimensions, version, chunks, vectors)
             del chunks, vectors
             self._view = self._load(files)
@@ -117,12 +127,19 @@ class VectorIndex:
         the next start (or `repair`) embeds them again, as any memory without stored vectors."""
 
     def _open_files(self) -> CompactFiles:
-        """The compact folder if it mirrors the table exactly (CompactUnusable if not)."""
-        version, rows = self._table.state()
+        """The compact folder if it mirrors the table exactly (CompactUnusable if not). The table's
+        version is read from its manifest names, so a start that finds the folder current never
+        opens the table (its child process starts at the first write); only when those names
+        cannot say is the table asked, and its rows counted."""
+        version, rows = committed_version(self._path), None
+        if version is None and not table_folder(self._path).exists():
+            version = NO_TABLE_VERSION
+        elif version is None:
+            version, rows = self._table.state()
         files = CompactFiles.open(self._compact_path, self.dimensions, version)
-        if files.header.rows != rows:
+        if rows is not None and files.header.rows != rows:
             raise CompactUnusable(f"holds {files.header.rows} rows, the table {rows}")
-        if not files.header.sketch and rows > EXACT_ROWS:
+        if not files.header.sketch and files.header.rows > EXACT_ROWS:
             files.add_sketch()
         return files
 
@@ -179,6 +196,7 @@ class VectorIndex:
         except Exception:
             self.write_failures += 1
             log.exception("storing %d chunk vectors failed; the next start embeds their memories again", len(chunks))
+            self._distrust()
             return
         self._mirror(lambda files: files.append(chunks, vectors, self._table.state()[0]))
         if compact:
@@ -195,6 +213,11 @@ class VectorIndex:
         except Exception:
             self._compact_failed = True
             log.exception("writing %s failed; the next start rebuilds it from the table", self._compact_path.name)
+
+    def _distrust(self) -> None:
+        """After the table refused a write, the next start must not trust the folder by version
+        alone: it reads the table itself, and a damaged table is moved aside there and rebuilt."""
+        self._mirror(lambda files: files.commit(UNTRUSTED_VERSION))
 
     def search(self, vector: list[float], limit: int) -> list[tuple[str, float]]:
         """The nearest chunks as (memory_id, cosine similarity), best first."""
@@ -292,6 +315,7 @@ class VectorIndex:
             self._table.optimize()
         except Exception:
             log.exception("LanceDB compaction failed; the next one retries")
+            self._distrust()
             return
         self._mirror(lambda files: files.commit(self._table.state()[0]))
 
@@ -364,7 +388,7 @@ def open_vector_index(path: Path, embedder: Embedder, idle_sec: float | None = N
     dimensions = embedder.dimensions  # a model that cannot load is not the index's fault: raise here
 
     def open_() -> VectorIndex:
-        table = None if idle_sec is None else ChildChunkTable(path, dimensions, idle_sec)
+        table = None if idle_sec is None else ChildChunkTable(path, dimensions, idle_sec, start=False)
         return VectorIndex(path, embedder, table)
 
     try:
