@@ -55,7 +55,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.import_command == "adr" and folder is None:
         print(f"flowbaby import adr: no ADR folder found under {workspace}; give one", file=sys.stderr)
         return 2
-    service = await open_service("import", args.workspace)
+    service = await open_service("import", args.workspace, build_graph=False)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:

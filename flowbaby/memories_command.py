@@ -138,7 +138,8 @@ def format_list(reply: dict[str, Any]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    service = await open_service("memories", args.workspace)
+    # A forget waits for its graph step; list and show leave the graph work to the finisher.
+    service = await open_service("memories", args.workspace, build_graph=args.memories_command == "forget")
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
@@ -268,7 +269,7 @@ async def _transfer(args: argparse.Namespace) -> int:
             more = f" (first 50 of {len(errors)} shown)" if len(errors) > 50 else ""
             print(f"flowbaby import: nothing imported: {len(errors)} faulty lines{more}", file=sys.stderr)
             return 1
-    service = await open_service(args.command, args.workspace)
+    service = await open_service(args.command, args.workspace, build_graph=False)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:

@@ -69,7 +69,7 @@ async def _run(args: argparse.Namespace) -> int:
     if not WorkspacePaths(root).data.is_dir():
         print(f"flowbaby {args.command}: {root} is not a flowbaby workspace (no .flowbaby/ folder)", file=sys.stderr)
         return EXIT_NOT_A_WORKSPACE
-    service = await open_service(args.command, root)
+    service = await open_service(args.command, root, build_graph=False)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:

@@ -250,7 +250,7 @@ class FlowbabyService:
             timeout_sec=settings.operation_timeout_sec,
         )
         self.started_at = time.monotonic()
-        self._endpoint = OwnerEndpoint(self, paths)
+        self._endpoint = OwnerEndpoint(self, paths, self.start_graph_work)
         self._embed_failures = 0
         self._warm_fault: FlowbabyError | None = None
         """The team database's fault that holds warm-up back, answered to retrievals meanwhile."""
@@ -291,11 +291,16 @@ class FlowbabyService:
         own_logging: bool = True,
         embedder: Embedder | None = None,
         backend: Backend | None = None,
+        build_graph: bool = True,
     ) -> FlowbabyService:
         """rate_limit_per_minute: None keeps the workspace setting; 0 (operator only) switches it off.
         own_logging=False leaves the process's logging as it is, and `embedder` is another service's
         model to share if it is the same one (a team server's namespace services). `backend`: the
-        workspace's backend (default: as the process environment chooses, graph.backends.backend)."""
+        workspace's backend (default: as the process environment chooses, graph.backends.backend).
+        build_graph=False (a command that owns the workspace for one call): no batch starts here
+        until a front works through this process (start_graph_work); the pending graph work is
+        handed on at close. Starting the cognee worker (~7 CPU-s) only to park its batch at the
+        command's exit would be pure waste."""
         paths = resolve_workspace(workspace)
         lock = WorkspaceLock(paths)
         lock.acquire()
@@ -331,8 +336,8 @@ class FlowbabyService:
             log.info("pruned %d old finished operations from the ledger", pruned)
         service._embed_task = asyncio.create_task(service._embed_loop(), name="flowbaby-embed")
         service._warm_task = asyncio.create_task(service._warm_up_through_outages(), name="flowbaby-warm")
-        service.operations.start()
-        service.operations.notify()
+        if build_graph:
+            service.start_graph_work()
         changes = RemoteChanges(
             asyncio.get_running_loop(),
             service.store,
@@ -348,6 +353,13 @@ class FlowbabyService:
             log.warning("no owner endpoint for other fronts: %s", exc)
         log.info("workspace %s opened by pid %d", paths.root, os.getpid())
         return service
+
+    def start_graph_work(self) -> None:
+        """Run pending graph work from now on (once; the owner endpoint calls it when a front
+        works through a service opened with build_graph=False)."""
+        if not self.operations.started:
+            self.operations.start()
+            self.operations.notify()
 
     async def _warm_up(self) -> None:
         """Load MiniLM, LanceDB and the catalog off the request path, then embed anything
@@ -1684,14 +1696,22 @@ class MemoryService(Protocol):
 
 
 async def open_service(
-    front: str, workspace: str | os.PathLike[str] | None, rate_limit_per_minute: int | None = None
+    front: str,
+    workspace: str | os.PathLike[str] | None,
+    rate_limit_per_minute: int | None = None,
+    *,
+    build_graph: bool = True,
 ) -> MemoryService | FlowbabyError:
     """The workspace for a front: owned here if no process owns it, else through its owner
     (this front takes it over when the owner leaves). Otherwise say on stderr why not and
-    return the error; the front then exits with EXIT_WORKSPACE_UNAVAILABLE."""
+    return the error; the front then exits with EXIT_WORKSPACE_UNAVAILABLE. build_graph=False:
+    a one-call command that owns the workspace leaves the graph work to the finisher or the
+    next start (FlowbabyService.open)."""
 
     async def own() -> FlowbabyService:
-        return await FlowbabyService.open(workspace, rate_limit_per_minute=rate_limit_per_minute)
+        return await FlowbabyService.open(
+            workspace, rate_limit_per_minute=rate_limit_per_minute, build_graph=build_graph
+        )
 
     if front in REMOTE_FRONTS:  # a workspace pointed at a team server (graph.remote) is served there
         try:

@@ -130,6 +130,10 @@ class OperationManager:
             retryAfterSec=BACKLOG_RETRY_SEC,
         )
 
+    @property
+    def started(self) -> bool:
+        return self._task is not None
+
     def start(self) -> None:
         self._task = asyncio.create_task(self._supervise(), name="flowbaby-operations")
 

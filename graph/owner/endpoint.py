@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 from graph.core.contract import ContractFailure, OperationStatus
@@ -32,8 +33,11 @@ log = logging.getLogger("flowbaby.owner")
 
 
 class OwnerEndpoint:
-    def __init__(self, service: Any, paths: WorkspacePaths) -> None:
+    def __init__(self, service: Any, paths: WorkspacePaths, on_front: Callable[[], None] | None = None) -> None:
+        """on_front: called as each front connects (a one-call command's service then runs the
+        graph work the fronts working through it expect)."""
         self._service = service
+        self._on_front = on_front
         self._paths = paths
         self._socket = socket_path(paths)
         self._server: asyncio.Server | None = None
@@ -84,6 +88,8 @@ class OwnerEndpoint:
             writer.close()
             return
         self._peers.add(writer)
+        if self._on_front is not None:
+            self._on_front()
         try:
             while line := await reader.readline():
                 task = asyncio.create_task(self._answer(line, writer))

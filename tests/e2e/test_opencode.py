@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import PROJECT_ROOT
+from tests.support.client_env import client_cache
 from tests.support.fake_agent_model import FakeAgentModel
 from tests.support.npm_tools import TOOLS, npm_tool
 
@@ -49,7 +50,7 @@ def test_opencode_uses_flowbaby_tools(tmp_path: Path) -> None:
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_CACHE_HOME": str(TOOLS / "opencode-cache"),
+        "XDG_CACHE_HOME": client_cache(),
         "npm_config_cache": str(TOOLS / "npm-cache"),
     }
     with FakeAgentModel() as model:

@@ -44,6 +44,11 @@ def test_nygard_adrs_answer_with_the_newest_decision_and_hide_the_superseded(
     assert (first["added"], first["updated"], first["unchanged"]) == (6, 0, 0)
     again = flowbaby("import", "adr", "doc/adr", "--workspace", ".", cwd=workspace)
     assert (again["added"], again["updated"], again["unchanged"]) == (0, 0, 6)
+    # Alone, the imports started no cognee worker (it writes worker.log as it starts): the graph
+    # work waits, pending, for the finisher (none here: FLOWBABY_FINISH_SEC=0) or the next owner.
+    assert not (workspace / ".flowbaby" / "logs" / "worker.log").exists()
+    status = flowbaby("status", "--json", "--workspace", str(workspace), cwd=workspace)
+    assert status["background"]["counts"] == {"pending": 6} and status["index"]["counts"]["vectors"] == 6
 
     client = spawn(workspace, *UNTHROTTLED)
     reply = client.result("retrieveMemory", {"query": "Which database stores the ledger?", "maxResults": 5})

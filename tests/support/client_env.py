@@ -3,6 +3,7 @@ commands, and `flowbaby install` as a user runs it (never configured by hand).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,6 +17,24 @@ CLAUDE_CODE = ("@anthropic-ai/claude-code", "2.1.332", "claude")
 OPENCODE = ("opencode-ai", "1.18.33", "opencode")
 
 
+CLIENT_CACHE = TOOLS / "opencode-cache"
+"""XDG_CACHE_HOME of the clients' isolated environments (OpenCode keeps its providers there)."""
+
+
+def client_cache() -> str:
+    """CLIENT_CACHE, with its flowbaby/onnx linked to the user's (`make setup` exported MiniLM and
+    derived the session encoder there): a flowbaby process a client starts would otherwise export
+    both again into a fresh clone's .tools (~22 CPU-s)."""
+    onnx = CLIENT_CACHE / "flowbaby" / "onnx"
+    if not onnx.exists():
+        onnx.parent.mkdir(parents=True, exist_ok=True)
+        user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "flowbaby" / "onnx"
+        user.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another test process linked it first
+            onnx.symlink_to(user, target_is_directory=True)
+    return str(CLIENT_CACHE)
+
+
 def isolated_env(root: Path, *, claude_url: str | None = None) -> dict[str, str]:
     """The process environment with a home, XDG folders and (with `claude_url`) a Claude Code
     config folder of the test's own under `root`; the npm clients' caches stay shared."""
@@ -27,7 +46,7 @@ def isolated_env(root: Path, *, claude_url: str | None = None) -> dict[str, str]
         "XDG_DATA_HOME": str(root / "data"),
         "XDG_CONFIG_HOME": str(root / "config"),
         "XDG_STATE_HOME": str(root / "state"),
-        "XDG_CACHE_HOME": str(TOOLS / "opencode-cache"),
+        "XDG_CACHE_HOME": client_cache(),
         "npm_config_cache": str(TOOLS / "npm-cache"),
         "PYTHONPATH": str(PROJECT_ROOT),
     }

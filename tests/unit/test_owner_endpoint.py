@@ -199,3 +199,19 @@ def test_a_front_follows_another_front_that_took_over(paths: WorkspacePaths) -> 
 
 async def _never() -> FakeService:
     raise AssertionError("this front should never need to own the workspace")
+
+
+def test_a_front_that_connects_wakes_the_owners_graph_work(paths: WorkspacePaths) -> None:
+    """A one-call command's service (build_graph=False) runs the graph work once a front works through it."""
+
+    async def scenario() -> None:
+        woken: list[int] = []
+        endpoint = OwnerEndpoint(FakeService("command"), paths, on_front=lambda: woken.append(1))
+        await endpoint.start()
+        assert woken == []
+        front = await OwnerClient.connect(paths, opener=_never)
+        assert (await front.call("health"))["owner"] == "command" and woken == [1]
+        await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
