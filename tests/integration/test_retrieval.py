@@ -123,9 +123,7 @@ def test_multi_hop_needs_the_graph_lane(spawn, built_workspace: Path) -> None:
 
 
 def test_entries_carry_the_contract_fields(built: BridgeClient) -> None:
-    reply = built.result(
-        "retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5}
-    )
+    reply = built.result("retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5})
     scores = [e["score"] for e in reply["entries"]]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
     top = reply["entries"][0]
