@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -150,6 +151,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert client.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
         client.wait_idle(600)
         client.close()
+        shutil.copytree(workspace, workspace.parent / "settled")  # the graph built, nothing waiting
         # Staged, then the owner dies before the graph is built.
         client = BridgeClient(workspace, env=env, stderr=subprocess.DEVNULL)
         waiting = memory(WAITING_TOPIC, "Waiting memory", "Staged right before a crash.", "2025-04-01T10:00:00Z")
@@ -223,7 +225,9 @@ def test_notebook_runs_headless(built: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_graph_snapshot_over_the_bridge(built: Path) -> None:
-    client = BridgeClient(built, stderr=subprocess.DEVNULL)
+    # The copy taken before the waiting memory: a bridge on `built` would start a cognee worker to
+    # build that memory's graph, which nothing here reads.
+    client = BridgeClient(built.parent / "settled", stderr=subprocess.DEVNULL)
     try:
         near = client.result("graphSnapshot", {"topicId": MULTI_HOP_FIRST, "hops": 1})
         graph = nx.node_link_graph(near, edges="edges")
