@@ -231,21 +231,12 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
     assert b"owns the workspace; working through it" in second.log.read_bytes()
 
 
-def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
-    from bridge.client import BridgeClient
+def test_memory_context_expands_a_hit(serve, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    from tests.support.built_workspaces import built_copy
     from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET
 
-    builder = BridgeClient(workspace, env={**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"})
-    for payload in MULTI_HOP_SET:
-        assert builder.result("ingestForAgent", payload)["staged"]
-    revised = {
-        **MULTI_HOP_SET[0],
-        "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"],
-    }
-    assert builder.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
-    builder.wait_idle(600)
-    builder.close()
-
+    # MULTI_HOP_SET and a second version of its first memory, the graph built (one build per run).
+    workspace = built_copy(tmp_path_factory, "multi-hop-revised", tmp_path / "ws")
     server = serve(workspace, env={"FLOWBABY_API_TOKEN": "t"})
     with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer t"}, timeout=120) as client:
         context = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"q": "advisory locks"}).json()
