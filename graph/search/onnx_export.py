@@ -69,7 +69,10 @@ def cached_dir(model_path: str) -> Path:
 
 
 def ensure_exported(model_path: str) -> Path:
-    """The cache folder holding model.onnx and meta.json, exporting in a child process if missing."""
+    """The cache folder holding model.onnx and meta.json, exporting in a child process if missing.
+    A folder without config.json fails here: the child would import torch (~10 CPU-s) to find that."""
+    if not (Path(model_path) / "config.json").is_file():
+        raise RuntimeError(f"ONNX export of {model_path} failed: no config.json: not a transformers model folder")
     target = cached_dir(model_path)
     if (target / "meta.json").is_file():
         return target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from graph.core.contract import MemoryStatus, OperationStatus
 from graph.core.graph_projection import memory_node
 from graph.core.memories import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
+from tests.support.built_workspaces import built_copy
 from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory as fake_memory
 from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET, memory
@@ -139,19 +141,16 @@ def test_exports_round_trip(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    workspace = tmp_path_factory.mktemp("inspect") / "ws"
-    workspace.mkdir()
+    """MULTI_HOP_SET and a second version of its first memory with their graph built (a copy of the
+    run's one build, see tests.support.built_workspaces), then one more memory staged right before
+    its owner dies; a copy taken before that stays in `settled`."""
+    folder = tmp_path_factory.mktemp("inspect")
+    workspace = built_copy(tmp_path_factory, "multi-hop-revised", folder / "ws")
+    shutil.copytree(workspace, folder / "settled")  # the graph built, nothing waiting
     env = {**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"}
     client = BridgeClient(workspace, env=env, stderr=subprocess.DEVNULL)
     try:
-        for payload in MULTI_HOP_SET:
-            assert client.result("ingestForAgent", payload)["staged"]
-        revised = {**MULTI_HOP_SET[0], "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call"]}
-        assert client.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
-        client.wait_idle(600)
-        client.close()
         # Staged, then the owner dies before the graph is built.
-        client = BridgeClient(workspace, env=env, stderr=subprocess.DEVNULL)
         waiting = memory(WAITING_TOPIC, "Waiting memory", "Staged right before a crash.", "2025-04-01T10:00:00Z")
         assert client.result("ingestForAgent", waiting)["staged"]
     finally:
@@ -223,7 +222,9 @@ def test_notebook_runs_headless(built: Path, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_graph_snapshot_over_the_bridge(built: Path) -> None:
-    client = BridgeClient(built, stderr=subprocess.DEVNULL)
+    # The copy taken before the waiting memory: a bridge on `built` would start a cognee worker to
+    # build that memory's graph, which nothing here reads.
+    client = BridgeClient(built.parent / "settled", stderr=subprocess.DEVNULL)
     try:
         near = client.result("graphSnapshot", {"topicId": MULTI_HOP_FIRST, "hops": 1})
         graph = nx.node_link_graph(near, edges="edges")

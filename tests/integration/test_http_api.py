@@ -122,7 +122,9 @@ def test_beyond_loopback_needs_allow_remote(serve, workspace: Path) -> None:
     assert b"--allow-remote" in server.log.read_bytes()
 
 
-def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
+def test_ingest_retrieve_read_back_and_contract_errors(serve, workspace: Path) -> None:
+    """One server (one LanceDB child, one cognee worker) for two independent groups of checks:
+    ingest, retrieval and the memory routes; then the one metadata rule and the error shapes."""
     server = serve(workspace, env={"FLOWBABY_API_TOKEN": "s3cret", "FLOWBABY_MAX_QUEUED": "20"})
     auth = {"Authorization": "Bearer s3cret"}
     with httpx.Client(base_url=server.url, headers=auth, timeout=120) as client:
@@ -176,6 +178,7 @@ def test_ingest_retrieve_and_read_back(serve, workspace: Path) -> None:
         assert gone.status_code == 200 and gone.json()["versions"] == 1 and gone.json()["pending"] == []
         assert client.get("/api/agent/memories/redis-cache").status_code == 404
         assert client.delete("/api/agent/memories/redis-cache").status_code == 404
+    _one_metadata_rule_and_framework_errors_in_the_contract_shape(server, auth)
 
 
 def test_throttles_answer_429_with_retry_after(serve, workspace: Path) -> None:
@@ -228,21 +231,12 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
     assert b"owns the workspace; working through it" in second.log.read_bytes()
 
 
-def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
-    from bridge.client import BridgeClient
+def test_memory_context_expands_a_hit(serve, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    from tests.support.built_workspaces import built_copy
     from tests.support.retrieval_fixtures import MULTI_HOP_FIRST, MULTI_HOP_SECOND, MULTI_HOP_SET
 
-    builder = BridgeClient(workspace, env={**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"})
-    for payload in MULTI_HOP_SET:
-        assert builder.result("ingestForAgent", payload)["staged"]
-    revised = {
-        **MULTI_HOP_SET[0],
-        "decisions": ["Track the permanent fix as PLAT-2291", "Page on-call for E_LEDGER_LOCK"],
-    }
-    assert builder.result("ingestForAgent", revised)["ingestion_metrics"]["version"] == 2
-    builder.wait_idle(600)
-    builder.close()
-
+    # MULTI_HOP_SET and a second version of its first memory, the graph built (one build per run).
+    workspace = built_copy(tmp_path_factory, "multi-hop-revised", tmp_path / "ws")
     server = serve(workspace, env={"FLOWBABY_API_TOKEN": "t"})
     with httpx.Client(base_url=server.url, headers={"Authorization": "Bearer t"}, timeout=120) as client:
         context = client.get(f"/api/agent/memories/{MULTI_HOP_FIRST}/context", params={"q": "advisory locks"}).json()
@@ -268,11 +262,9 @@ def test_memory_context_expands_a_hit(serve, workspace: Path) -> None:
         assert stats["memories"] == len(MULTI_HOP_SET) + 1 and len(stats["topEntities"]) == 3
 
 
-def test_one_metadata_rule_and_framework_errors_in_the_contract_shape(serve, workspace: Path) -> None:
+def _one_metadata_rule_and_framework_errors_in_the_contract_shape(server: Server, auth: dict[str, str]) -> None:
     """HTTP ingest fills what metadata leaves out exactly as the store tool does (one rule, in the
     contract); a missing route or a wrong method answers in the project's own error shape."""
-    server = serve(workspace)
-    auth = {"Authorization": f"Bearer {_token(workspace)}"}
     text = {"topic": "Defaults", "context": "HTTP ingest with an empty metadata object is accepted."}
     with httpx.Client(base_url=server.url, headers=auth, timeout=60) as http:
         ingested = http.post("/api/agent/ingest", json={**text, "metadata": {}})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -66,7 +68,19 @@ def built_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: Path, built_workspace: Path) -> None:
+@pytest.fixture(scope="module")
+def built(built_workspace: Path) -> Iterator[BridgeClient]:
+    """One bridge with the default lanes on a copy of the built workspace, shared by the tests that
+    only read through it (a copy, so a test that starts its own bridge with other settings on the
+    original is not answered by this one as the owner)."""
+    copy = built_workspace.parent / "shared-copy"
+    shutil.copytree(built_workspace, copy)
+    client = BridgeClient(copy, env=_env(), extra_args=UNTHROTTLED)
+    yield client
+    client.close()
+
+
+def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: Path, built: BridgeClient) -> None:
     empty = spawn(workspace, *UNTHROTTLED).result("retrieveForAgent", {"query": "anything at all"})
     assert empty == {
         "success": True,
@@ -77,8 +91,7 @@ def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: 
         "abstainReason": None,
         "weakCandidates": [],
     }
-    client = spawn(built_workspace, *UNTHROTTLED, env=_env())
-    assert client.result("retrieveForAgent", {"query": "banana smoothie recipe with oat milk"})["entries"] == []
+    assert built.result("retrieveForAgent", {"query": "banana smoothie recipe with oat milk"})["entries"] == []
 
 
 @pytest.mark.parametrize(
@@ -91,29 +104,25 @@ def test_empty_store_and_no_match_are_success_without_entries(spawn, workspace: 
         ("PLAT-2291", MULTI_HOP_SECOND),
     ],
 )
-def test_identifier_queries_hit_first(spawn, built_workspace: Path, query: str, expected: str) -> None:
-    client = spawn(built_workspace, *UNTHROTTLED, env=_env())
-    reply = client.result("retrieveForAgent", {"query": query})
+def test_identifier_queries_hit_first(built: BridgeClient, query: str, expected: str) -> None:
+    reply = built.result("retrieveForAgent", {"query": query})
     assert _topics(reply)[0] == expected
     assert "lexical" in reply["entries"][0]["lanes"]
 
 
-def test_multi_hop_needs_the_graph_lane(spawn, built_workspace: Path) -> None:
+def test_multi_hop_needs_the_graph_lane(spawn, built_workspace: Path, built: BridgeClient) -> None:
     request = {"query": MULTI_HOP_QUESTION, "maxResults": 2}
     without = spawn(built_workspace, *UNTHROTTLED, env=_env(FLOWBABY_RETRIEVAL_LANES="vector,lexical"))
     plain = _topics(without.result("retrieveForAgent", request))
     without.close()
     assert plain[0] == MULTI_HOP_FIRST and MULTI_HOP_SECOND not in plain
-    with_graph = spawn(built_workspace, *UNTHROTTLED, env=_env())
-    reply = with_graph.result("retrieveForAgent", request)
+    reply = built.result("retrieveForAgent", request)  # the same workspace (a copy), all lanes
     assert _topics(reply) == [MULTI_HOP_FIRST, MULTI_HOP_SECOND]
     assert "graph" in reply["entries"][1]["lanes"]
 
 
-def test_entries_carry_the_contract_fields(spawn, built_workspace: Path) -> None:
-    reply = spawn(built_workspace, *UNTHROTTLED, env=_env()).result(
-        "retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5}
-    )
+def test_entries_carry_the_contract_fields(built: BridgeClient) -> None:
+    reply = built.result("retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5})
     scores = [e["score"] for e in reply["entries"]]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
     top = reply["entries"][0]
@@ -123,8 +132,8 @@ def test_entries_carry_the_contract_fields(spawn, built_workspace: Path) -> None
     assert reply["totalResults"] == len(reply["entries"])
 
 
-def test_token_budget_is_counted_and_respected(spawn, built_workspace: Path) -> None:
-    client = spawn(built_workspace, *UNTHROTTLED, env=_env())
+def test_token_budget_is_counted_and_respected(built: BridgeClient) -> None:
+    client = built
     roomy = client.result(
         "retrieveForAgent", {"query": "invoice export failures", "maxResults": 5, "maxTokens": 100000}
     )
@@ -143,8 +152,8 @@ def test_token_budget_is_counted_and_respected(spawn, built_workspace: Path) -> 
     assert tiny["entries"][0]["summaryText"].endswith("[truncated]")
 
 
-def test_retrieve_memory_returns_markdown(spawn, built_workspace: Path) -> None:
-    client = spawn(built_workspace, *UNTHROTTLED, env=_env())
+def test_retrieve_memory_returns_markdown(built: BridgeClient) -> None:
+    client = built
     reply = client.result("retrieveMemory", {"query": "Redis Sentinel failover"})
     assert reply["markdown"].startswith(f"# Retrieved Memories ({len(reply['entries'])} results)")
     assert "## 1. Redis failover with Sentinel" in reply["markdown"]
@@ -153,43 +162,31 @@ def test_retrieve_memory_returns_markdown(spawn, built_workspace: Path) -> None:
     assert too_many["errorCode"] == "INVALID_REQUEST" and too_many["error"] == "INVALID_REQUEST"
 
 
-def test_supersession_hides_older_versions(spawn, workspace: Path) -> None:
-    client = spawn(workspace, *UNTHROTTLED, env=_env())
-    for ttl, day in ((15, "01"), (30, "10"), (60, "20")):
-        client.result(
-            "ingestForAgent",
-            summary(
-                "ttl-decision",
-                decisions=[f"Use a {ttl} minute TTL for the Redis session cache"],
-                metadata={
-                    "topicId": "ttl-decision",
-                    "createdAt": f"2025-03-{day}T10:00:00Z",
-                    "updatedAt": f"2025-03-{day}T10:00:00Z",
-                    "status": "DecisionRecord",
-                },
-            ),
+def _ttl_versions() -> list[dict]:
+    """Three versions of one decision, the newest last."""
+    return [
+        summary(
+            "ttl-decision",
+            decisions=[f"Use a {ttl} minute TTL for the Redis session cache"],
+            metadata={
+                "topicId": "ttl-decision",
+                "createdAt": f"2025-03-{day}T10:00:00Z",
+                "updatedAt": f"2025-03-{day}T10:00:00Z",
+                "status": "DecisionRecord",
+            },
         )
-    client.wait_idle(600)
-    visible = client.result("retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5})
-    assert [(e["topicId"], e["version"], e["status"]) for e in visible["entries"]] == [
-        ("ttl-decision", 3, "DecisionRecord")
-    ]
-    chain = client.result(
-        "retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5, "includeSuperseded": True}
-    )
-    assert chain["entries"][0]["version"] == 3  # the newest of the revised chain first
-    assert sorted((e["version"], e["status"]) for e in chain["entries"]) == [
-        (1, "Superseded"),
-        (2, "Superseded"),
-        (3, "DecisionRecord"),
+        for ttl, day in ((15, "01"), (30, "10"), (60, "20"))
     ]
 
 
-def test_recency_orders_near_ties_but_never_buries_the_only_match(spawn, workspace: Path) -> None:
-    client = spawn(workspace, *UNTHROTTLED, env=_env())
-    text = "The nightly reconciliation job now runs per-account batches on the reconcile queue."
-    payloads = [
-        memory(f"recon-{day}", "Reconciliation batches", text, f"2025-{day}T10:00:00Z")
+RECON_TEXT = "The nightly reconciliation job now runs per-account batches on the reconcile queue."
+
+
+def _dated_memories() -> list[dict]:
+    """Three near-identical memories of different dates, one old memory that alone answers its
+    question, and four recent ones about something else."""
+    ties = [
+        memory(f"recon-{day}", "Reconciliation batches", RECON_TEXT, f"2025-{day}T10:00:00Z")
         for day in ("01-05", "06-05", "03-05")
     ]
     old_only = memory(
@@ -207,10 +204,45 @@ def test_recency_orders_near_ties_but_never_buries_the_only_match(spawn, workspa
         )
         for i in range(4)
     ]
-    _ingest_all(client, payloads + [old_only] + recent)
-    ties = client.result("retrieveForAgent", {"query": "reconciliation per-account batches", "maxResults": 3})
+    return ties + [old_only] + recent
+
+
+@pytest.fixture(scope="module")
+def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeClient]:
+    """One bridge on one built workspace holding a revised decision and dated memories: the
+    supersession and recency tests below only read it (one graph build instead of two)."""
+    root = tmp_path_factory.mktemp("dated") / "ws"
+    root.mkdir()
+    client = BridgeClient(root, env=_env(), extra_args=UNTHROTTLED)
+    try:
+        _ingest_all(client, _ttl_versions() + _dated_memories())
+    except BaseException:
+        client.close()
+        raise
+    yield client
+    client.close()
+
+
+def test_supersession_hides_older_versions(dated: BridgeClient) -> None:
+    visible = dated.result("retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5})
+    assert [(e["topicId"], e["version"], e["status"]) for e in visible["entries"]] == [
+        ("ttl-decision", 3, "DecisionRecord")
+    ]
+    chain = dated.result(
+        "retrieveForAgent", {"query": "Redis session cache TTL", "maxResults": 5, "includeSuperseded": True}
+    )
+    assert chain["entries"][0]["version"] == 3  # the newest of the revised chain first
+    assert sorted((e["version"], e["status"]) for e in chain["entries"]) == [
+        (1, "Superseded"),
+        (2, "Superseded"),
+        (3, "DecisionRecord"),
+    ]
+
+
+def test_recency_orders_near_ties_but_never_buries_the_only_match(dated: BridgeClient) -> None:
+    ties = dated.result("retrieveForAgent", {"query": "reconciliation per-account batches", "maxResults": 3})
     assert _topics(ties) == ["recon-06-05", "recon-03-05", "recon-01-05"]
-    old = client.result(
+    old = dated.result(
         "retrieveForAgent", {"query": "How long does the billing-events topic keep messages?", "halfLifeDays": 1}
     )
     assert _topics(old)[0] == "kafka-retention"
@@ -261,9 +293,10 @@ def test_queue_full_beyond_two_running_and_five_waiting(spawn, workspace: Path) 
     assert "429_AGENT_THROTTLED" in full["message"]
 
 
-def test_search_over_its_deadline_is_bridge_timeout(spawn, workspace: Path) -> None:
-    client = spawn(workspace, *UNTHROTTLED, env=_env(FLOWBABY_RETRIEVAL_TIMEOUT_SEC="0.001"))
-    assert client.result("ingestForAgent", summary())["staged"]
+def test_search_over_its_deadline_is_bridge_timeout(spawn, built_workspace: Path) -> None:
+    """On the built workspace: a search with memories, vectors and a graph to walk, and no ingest
+    (whose cognee worker would only add a start to pay for)."""
+    client = spawn(built_workspace, *UNTHROTTLED, env=_env(FLOWBABY_RETRIEVAL_TIMEOUT_SEC="0.001"))
     reply = client.result("retrieveForAgent", {"query": "Redis session cache"})
     assert reply["success"] is False and reply["errorCode"] == "BRIDGE_TIMEOUT"
     assert client.result("health")["success"]  # an error, never a hang
