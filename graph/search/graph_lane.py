@@ -91,6 +91,9 @@ class GraphLane:
         """The projection file could not be read: the lane serves an empty graph until it is rebuilt."""
         self._spellings: dict[str, set[str]] = {}
         """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
+        self._links: dict[str, tuple[float, float, Collection[str]] | None] = {}
+        """expand's per-entity (join strength, rarity, holders), None for an entity that links nothing:
+        filled as queries reach entities, emptied with every reload."""
         self._supersession_view: tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
             None
         )
@@ -142,6 +145,7 @@ class GraphLane:
             self._memories = len(memory_entities)
             self._spellings = {e: group for group in loose.values() if len(group) > 1 for e in group}
             self._ubiquitous = self._find_ubiquitous()
+            self._links = {}
             self._mtime = mtime
 
     def _rare_limit(self) -> float:
@@ -191,24 +195,35 @@ class GraphLane:
         if top_seed <= 0:
             return {}
         with self._lock:
-            limit = self._rare_limit()
-            scale = math.log(max(self._memories, 3))
+            links, seed_strength, reached_hop = self._links, seeds.get, hops.get
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
-                    join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
-                    holders: Collection[str] = self._entity_memories[entity]
-                    if entity in self._spellings:
-                        holders = set(holders).union(*(self._entity_memories[e] for e in self._spellings[entity]))
-                    if entity in exclude or not join or len(holders) > limit or len(holders) < 2:
+                    if entity in exclude:
                         continue
-                    value = strength / top_seed * join * min(1.0, math.log(self._memories / len(holders)) / scale)
+                    link = links[entity] if entity in links else links.setdefault(entity, self._link(entity))
+                    if link is None:
+                        continue
+                    join, rarity, holders = link
+                    value = strength / top_seed * join * rarity
                     hop = Hop(value, seed, (self._names[entity],))  # one per entity: its holders share it
                     for memory_id in holders:
                         # a weaker seed can itself be reached from a stronger one
-                        reached = hops.get(memory_id)
-                        if value > (reached.score if reached else 0.0) and seeds.get(memory_id, 0.0) < strength:
+                        reached = reached_hop(memory_id)
+                        if value > (reached.score if reached else 0.0) and seed_strength(memory_id, 0.0) < strength:
                             hops[memory_id] = hop
         return hops
+
+    def _link(self, entity: str) -> tuple[float, float, Collection[str]] | None:
+        """The entity's join strength, rarity and holders (with its other spellings'), or None when it
+        links nothing: no join strength, held by one memory, or too common. Query-independent."""
+        join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
+        holders: Collection[str] = self._entity_memories[entity]
+        if entity in self._spellings:
+            holders = set(holders).union(*(self._entity_memories[e] for e in self._spellings[entity]))
+        if not join or len(holders) > self._rare_limit() or len(holders) < 2:
+            return None
+        scale = math.log(max(self._memories, 3))
+        return join, min(1.0, math.log(self._memories / len(holders)) / scale), holders
 
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
         """What implicit supersession reads of the graph: the projection's version, its stated

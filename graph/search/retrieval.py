@@ -17,7 +17,8 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from operator import attrgetter, itemgetter
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -135,7 +136,7 @@ MATCH_FLOOR = {"vector": 0.3, "lexical": 0.2, "graph": 0.2}
 """Below all of these a memory is not a match at all (an unrelated query returns nothing)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Scored:
     memory: Memory
     lanes: dict[str, float] = field(default_factory=dict)
@@ -190,6 +191,10 @@ def _strip_words(query: str, words: set[str]) -> str:
     return text or query
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 class Catalog:
     """Every stored memory version, in memory, with the lexical index over them (in memory by
     default; the team backend's is Postgres full-text, which the database keeps)."""
@@ -198,6 +203,9 @@ class Catalog:
         self._lock = threading.Lock()
         self.by_id: dict[str, Memory] = {}
         self.created: dict[str, datetime] = {}
+        self.created_us: dict[str, int] = {}
+        """`created` as exact microseconds since the epoch: recency's ages at a ranking's hot loop, without
+        datetime arithmetic (int differences over 10**6 are what timedelta.total_seconds computes)."""
         self._topics: dict[str, list[str]] = defaultdict(list)
         self.lexical: LexicalSearch = lexical if lexical is not None else LexicalIndex()
         self.links = NameLinks()
@@ -218,7 +226,8 @@ class Catalog:
                 else:
                     memory.status = MemoryStatus.SUPERSEDED
             self.by_id[memory.memory_id] = memory
-            self.created[memory.memory_id] = parse_timestamp(memory.created_at)
+            created = self.created[memory.memory_id] = parse_timestamp(memory.created_at)
+            self.created_us[memory.memory_id] = (created - _EPOCH) // _MICROSECOND
             self._topics[memory.topic_id].append(memory.memory_id)
         text = " ".join(text for _, items in memory.sections() for text in items)
         self.lexical.add(memory.memory_id, text)
@@ -335,15 +344,22 @@ class Retriever:
             # after it, the first query of a process saw none and ranked unlike every later one.
             self.graph.refresh()
 
+        include_superseded = request.includeSuperseded
+        superseded = MemoryStatus.SUPERSEDED
+
         def lane(name: str, scores: dict[str, float]) -> None:
             if len(scores) > LANE_CANDIDATES:
-                scores = dict(heapq.nlargest(LANE_CANDIDATES, scores.items(), key=lambda kv: kv[1]))
+                scores = dict(heapq.nlargest(LANE_CANDIDATES, scores.items(), key=itemgetter(1)))
+            # _candidate inlined: about a thousand lane hits a query at 10k memories
             for memory_id, value in scores.items():
                 memory = by_id.get(memory_id)
                 if memory is None or value <= 0:
                     continue
-                if request.includeSuperseded or memory.status is not MemoryStatus.SUPERSEDED:
-                    _candidate(candidates, memory).lanes[name] = value
+                if include_superseded or memory.status is not superseded:
+                    item = candidates.get(memory_id)
+                    if item is None:
+                        item = candidates[memory_id] = Scored(memory)
+                    item.lanes[name] = value
 
         best_chunk: dict[str, float] = {}
         coverage: dict[str, float] = {}
@@ -369,21 +385,33 @@ class Retriever:
             + GRAPH_EXPANSION_WEIGHT
             + (HINT_WEIGHT if hints else 0.0)
         )
-        for item in candidates.values():
+        floor_vector, floor_lexical, floor_graph = MATCH_FLOOR["vector"], MATCH_FLOOR["lexical"], MATCH_FLOOR["graph"]
+        matches = []
+        for item in candidates.values():  # the fused sum and the match test in one pass
+            get = item.lanes.get
+            lexical, graph_seed = get("lexical", 0.0), get("graph_seed", 0.0)
             item.fused = (
-                LEXICAL_WEIGHT * item.lanes.get("lexical", 0.0)
-                + VECTOR_WEIGHT * item.lanes.get("vector", 0.0)
-                + GRAPH_SEED_WEIGHT * item.lanes.get("graph_seed", 0.0)
-                + HINT_WEIGHT * item.lanes.get("hint", 0.0)
+                LEXICAL_WEIGHT * lexical
+                + VECTOR_WEIGHT * get("vector", 0.0)
+                + GRAPH_SEED_WEIGHT * graph_seed
+                + HINT_WEIGHT * get("hint", 0.0)
             )
-        matches = [s for s in candidates.values() if self._is_match(s, best_chunk)]
+            if (
+                best_chunk.get(item.memory.memory_id, 0.0) >= floor_vector
+                or lexical >= floor_lexical
+                or graph_seed >= floor_graph
+            ):
+                matches.append(item)
         if "graph" in lanes and matches:
             matches = self._second_hop(
                 request.query, matches, candidates, entities, best_chunk, total_weight, "vector" in lanes
             )
 
         self._final_scores(matches, total_weight, request.halfLifeDays)
-        matches.sort(key=lambda s: (-s.score, s.memory.created_at, s.memory.memory_id))
+        # (-score, created_at, memory_id) as three stable sorts on C-level keys (reverse=True keeps ties' order)
+        matches.sort(key=attrgetter("memory.memory_id"))
+        matches.sort(key=attrgetter("memory.created_at"))
+        matches.sort(key=attrgetter("score"), reverse=True)
         if "vector" in lanes and len(lanes) > 1:
             matches = self._interleave_vector_picks(matches, coverage)
         if "graph" in lanes:
@@ -456,7 +484,7 @@ class Retriever:
         (a rare, specific name) places the reached memory right after the one it was reached from,
         however little it resembles the question: it is the cause the question cannot name. A weak
         link only adds to a memory that is itself somewhat close to the question."""
-        first_pass = sorted(matches, key=lambda s: (-s.fused, s.memory.memory_id))[:EXPANSION_SEEDS]
+        first_pass = heapq.nsmallest(EXPANSION_SEEDS, matches, key=lambda s: (-s.fused, s.memory.memory_id))
         top = first_pass[0].fused
         seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass if s.fused >= SEED_SHARE * top}
         hops = self.graph.expand(seeds, exclude=set(entities))
@@ -533,27 +561,22 @@ class Retriever:
             earlier.score = max(earlier.score, later.score)
         return order
 
-    @staticmethod
-    def _is_match(item: Scored, best_chunk: dict[str, float]) -> bool:
-        return (
-            best_chunk.get(item.memory.memory_id, 0.0) >= MATCH_FLOOR["vector"]
-            or item.lanes.get("lexical", 0.0) >= MATCH_FLOOR["lexical"]
-            or item.lanes.get("graph_seed", 0.0) >= MATCH_FLOOR["graph"]
-        )
-
     def _final_scores(self, matches: list[Scored], total_weight: float, half_life_days: float) -> None:
         """Relevance share, plus a DecisionRecord nudge and a bounded recency tie-break, rounded to
         6 places. Recency is additive and capped (never a multiplier), relative to the newest match.
         One loop for all matches (hundreds per query at 10k memories)."""
-        created = self.catalog.created
-        newest = max((created[s.memory.memory_id] for s in matches), default=None)
-        for item in matches:
+        created = self.catalog.created_us
+        stamps = [created[s.memory.memory_id] for s in matches]
+        if not stamps:
+            return
+        newest = max(stamps)
+        decision, power = MemoryStatus.DECISION_RECORD, math.pow
+        for item, stamp in zip(matches, stamps, strict=True):
             score = item.fused / total_weight
-            if item.memory.status is MemoryStatus.DECISION_RECORD:
+            if item.memory.status is decision:
                 score += DECISION_RECORD_BOOST
-            if newest is not None:
-                age_days = (newest - created[item.memory.memory_id]).total_seconds() / 86400
-                score += RECENCY_WEIGHT * math.pow(0.5, (age_days if age_days > 0.0 else 0.0) / half_life_days)
+            age_days = (newest - stamp) / 1_000_000 / 86400  # exactly timedelta.total_seconds() / 86400
+            score += RECENCY_WEIGHT * power(0.5, (age_days if age_days > 0.0 else 0.0) / half_life_days)
             item.score = round(1.0 if score > 1.0 else score if score > 0.0 else 0.0, 6)
 
     # -- packing ----------------------------------------------------------------------
