@@ -552,13 +552,15 @@ class Retriever:
         rest = ranked[FUSED_HEAD:]
         order = ranked[:FUSED_HEAD]
         placed = {s.memory.memory_id for s in order}
-        next_fused, vector_turn = 0, True
-        while len(order) < len(ranked):
+        next_fused, vector_turn, total = 0, True, len(ranked)
+        while len(order) < total:
             while rest[next_fused].memory.memory_id in placed:
                 next_fused += 1
             graph_reached = "graph_expansion" in rest[next_fused].lanes
             if vector_turn and not graph_reached:
-                item = next(s for s in by_vector if s.memory.memory_id not in placed)
+                item = next(by_vector)  # the vector lane's best not yet placed
+                while item.memory.memory_id in placed:
+                    item = next(by_vector)
             else:
                 item = rest[next_fused]
             order.append(item)
