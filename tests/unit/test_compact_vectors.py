@@ -44,15 +44,21 @@ def _answers(index: VectorIndex, queries: list[list[float]]) -> list[list[tuple[
     return [[(c.memory_id, c.text, round(s, 5)) for c, s in index.nearest_chunks(q, 20)] for q in queries]
 
 
+def _built(path: Path, count: int) -> list[list[tuple[str, str, float]]]:
+    """An index at `path` holding `count` memories, closed; what QUERIES found in it."""
+    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
+    first.add_memories(_memories(count))
+    answers = _answers(first, QUERIES)
+    first.close()
+    return answers
+
+
 QUERIES = HashEmbedder().encode([f"query {i}" for i in range(10)])
 
 
 def test_a_reopen_reads_the_compact_folder_not_the_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(50))
-    before = _answers(first, QUERIES)
-    first.close()
+    before = _built(path, 50)
     monkeypatch.setattr(LanceChunkTable, "rows", lambda self: pytest.fail("read the whole table"))
     again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
     assert not again.rebuilt_compact and again.count() == 100
@@ -98,10 +104,7 @@ def _garbled_memories(folder: Path) -> None:
 )
 def test_a_damaged_folder_is_rebuilt_from_the_table(tmp_path: Path, damage) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(30))
-    before = _answers(first, QUERIES)
-    first.close()
+    before = _built(path, 30)
     damage(compact_path(path))
     again = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
     assert again.rebuilt_compact and again.count() == 60
@@ -115,10 +118,7 @@ def test_a_damaged_folder_is_rebuilt_from_the_table(tmp_path: Path, damage) -> N
 def test_an_append_cut_short_is_cut_off(tmp_path: Path) -> None:
     """Bytes past what the header commits (a crash mid-append) are dropped; the rest is trusted."""
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(20))
-    before = _answers(first, QUERIES)
-    first.close()
+    before = _built(path, 20)
     folder = compact_path(path)
     for name in ("vectors.f32", "rows.bin", "texts.bin", "memories.jsonl"):
         with open(folder / name, "ab") as out:
@@ -249,10 +249,7 @@ def test_the_manifest_names_give_the_tables_version(tmp_path: Path) -> None:
 
 def test_a_start_on_a_current_folder_never_opens_the_table(tmp_path: Path) -> None:
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(20))
-    before = _answers(first, QUERIES)
-    first.close()
+    before = _built(path, 20)
     untouched = UnopenedTable()
     again = VectorIndex(path, HashEmbedder(), untouched)  # type: ignore[arg-type]
     assert not again.rebuilt_compact and _answers(again, QUERIES) == before and untouched.calls == []
