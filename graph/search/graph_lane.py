@@ -200,7 +200,9 @@ class GraphLane:
                 for entity in self._memory_entities.get(seed, ()):
                     if entity in exclude:
                         continue
-                    link = links[entity] if entity in links else links.setdefault(entity, self._link(entity))
+                    if entity not in links:
+                        links[entity] = self._link(entity)
+                    link = links[entity]
                     if link is None:
                         continue
                     join, rarity, holders = link
