@@ -81,7 +81,7 @@ def bridge(root: Path, count: int) -> dict[str, Any]:
 def phases(root: Path) -> list[dict[str, Any]]:
     from graph.backends.embedded.projection import FileProjection
     from graph.backends.embedded.vectors import open_vector_index
-    from graph.core.memories import MemoryStore
+    from graph.backends.embedded.memory_store import MemoryStore
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
     from graph.search.embedder import Embedder
