@@ -7,6 +7,8 @@ bridge and worker they start refuses non-loopback connections (tests/support/net
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -21,7 +23,7 @@ import pytest  # noqa: E402
 
 from graph.backends.embedded.memory_store import MemoryStore  # noqa: E402
 from graph.cognify.worker.cognee_worker import llm_error_code  # noqa: E402
-from graph.cognify.worker.llm_calls import is_transient  # noqa: E402
+from graph.cognify.worker.llm_calls import UsageMeter, install_usage_meter, is_transient  # noqa: E402
 from graph.core.contract import ErrorCode, FlowbabyError  # noqa: E402
 from graph.core.graph_projection import load_projection  # noqa: E402
 from graph.core.llm_routes import llm_environment  # noqa: E402
@@ -256,6 +258,36 @@ def test_usage_totals_count_each_batch_once(tmp_path: Path) -> None:
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:
         yield fake
+
+
+def test_a_call_cancelled_in_flight_is_still_counted(server: FakeOpenAI) -> None:
+    """A failing batch cancels its other calls; one already sent reached (and may be billed by) the
+    provider although litellm never ends it, so the meter counts it: the 429 batch of the failure test
+    below once read llmCalls 3 against the server's 4 when its second call was cut off in flight."""
+    server.mode, server.slow_sec = "slow", 10
+
+    async def cancel_one_in_flight(meter: UsageMeter) -> int:
+        call = asyncio.create_task(
+            litellm.acompletion(
+                model="openai/fake-extractor",
+                api_base=server.url,
+                api_key="none",
+                messages=[{"role": "user", "content": "Which queue did we pick?"}],
+            )
+        )
+        while not server.calls():
+            await asyncio.sleep(0.01)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        return (await meter.snapshot()).llmCalls
+
+    callbacks = litellm.callbacks
+    try:
+        counted = asyncio.run(cancel_one_in_flight(install_usage_meter()))
+    finally:
+        litellm.callbacks = callbacks
+    assert counted == server.calls() == 1
 
 
 def _guarded_env(tmp_path: Path, **extra: str) -> dict[str, str]:

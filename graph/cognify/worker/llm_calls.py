@@ -85,21 +85,36 @@ class LLMUsage:
 
 
 class UsageMeter(CustomLogger):
-    """Counts every litellm completion (successful or not), its tokens from the response's
-    `usage`, and its duration."""
+    """Counts every litellm completion, its tokens from the response's `usage`, and its duration.
+
+    A call counts once it is sent (litellm's pre-call hook), not only when it ends: a batch that fails
+    cancels its other calls, and one cancelled in flight never reaches a success or failure hook,
+    although the provider received (and may bill) it. Call ids keep a call that shows up in several
+    hooks, or only in an end hook (a custom provider's), at one."""
 
     def __init__(self) -> None:
         super().__init__()
         self.total = LLMUsage()
+        self._call_ids: set[str] = set()
 
-    def _count(self, start_time: datetime, end_time: datetime) -> None:
-        self.total.llmCalls += 1
+    def _seen(self, kwargs: dict[str, Any]) -> None:
+        call_id = kwargs.get("litellm_call_id")
+        if call_id is None or call_id not in self._call_ids:
+            self.total.llmCalls += 1
+            if call_id is not None:
+                self._call_ids.add(call_id)
+
+    def _ended(self, kwargs: dict[str, Any], start_time: datetime, end_time: datetime) -> None:
+        self._seen(kwargs)
         self.total.llmSec += (end_time - start_time).total_seconds()
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: dict[str, Any]) -> None:
+        self._seen(kwargs)
 
     async def async_log_success_event(
         self, kwargs: dict[str, Any], response_obj: Any, start_time: datetime, end_time: datetime
     ) -> None:
-        self._count(start_time, end_time)
+        self._ended(kwargs, start_time, end_time)
         usage = getattr(response_obj, "usage", None)
         self.total.llmPromptTokens += int(getattr(usage, "prompt_tokens", 0) or 0)
         self.total.llmCompletionTokens += int(getattr(usage, "completion_tokens", 0) or 0)
@@ -110,7 +125,7 @@ class UsageMeter(CustomLogger):
     async def async_log_failure_event(
         self, kwargs: dict[str, Any], response_obj: Any, start_time: datetime, end_time: datetime
     ) -> None:
-        self._count(start_time, end_time)
+        self._ended(kwargs, start_time, end_time)
         self.total.llmFailedCalls += 1
 
     async def snapshot(self) -> LLMUsage:
