@@ -93,6 +93,24 @@ def _retired_names(memory: Memory, names: Iterable[str]) -> dict[str, str]:
     return found
 
 
+_CUE_WORDS: tuple[str, ...] = ("no longer", "dropped", "deprecated", "retired", "shut down", "sunset", "removed")
+_CUE_WORDS += ("replaced", "mov", "migrat", "switch", "port")
+"""Every literal _RETIRE or _MOVED can match starts with one of these (in lower case)."""
+
+
+def _has_cue(memory: Memory) -> bool:
+    """Whether the texts _retired_names reads hold a retiring or moving word. A match in a sentence is
+    a match in its text (the patterns use only word boundaries and no newline), so without one it
+    finds nothing whatever the names. An ASCII text without any cue word's letters is ruled out by
+    substring tests (their case folding is then plain lower case), much cheaper than the patterns."""
+    text = "\n".join([memory.topic, memory.context, *memory.decisions])
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _CUE_WORDS):
+            return False
+    return bool(_RETIRE.search(text) or _MOVED.search(text))
+
+
 def find_pairs(
     memories: dict[str, Memory],
     relations: Iterable[tuple[str, str, str]],
@@ -119,8 +137,12 @@ def find_pairs(
     for memory_id, memory in live.items():
         key = (memory_id, len(names_of.get(memory_id, {})))
         if key not in cache:
-            written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
-            cache[key] = _retired_names(memory, written)
+            # Without a cue no sentence retires a name: the names (most of this loop's cost) are not needed.
+            if _has_cue(memory):
+                written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
+                cache[key] = _retired_names(memory, written)
+            else:
+                cache[key] = {}
         for name, sentence in cache[key].items():
             stated.setdefault(memory_id, []).append((name, "", sentence))
     pairs: dict[tuple[str, str], Pair] = {}
