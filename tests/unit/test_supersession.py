@@ -133,7 +133,12 @@ def test_memories_without_a_retiring_or_moving_word_are_not_read_for_names(monke
         assert supersession._has_cue(plain) is cue and (cue or not found), text
     read: list[str] = []
     real = supersession.name_keys
-    monkeypatch.setattr(supersession, "name_keys", lambda text: (read.append(text), real(text))[1])
+
+    def counted(text: str) -> set[str]:
+        read.append(text)
+        return real(text)
+
+    monkeypatch.setattr(supersession, "name_keys", counted)
     # Fresh copies: an earlier test confirms the module's pair, which marks REALM Superseded.
     older = memory("old", topic=REALM.topic, context=REALM.context, decisions=REALM.decisions, created=JAN)
     newer = memory("new", topic=SQLITE.topic, context=SQLITE.context, decisions=SQLITE.decisions, created=JUN)
