@@ -388,10 +388,14 @@ class FlowbabyService:
         missing = [m for m in memories if m.memory_id not in indexed]
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
-        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
         # A team server's namespace folder holds no code: its memories' references name the clients'.
-        self._retriever.freshness = self._freshness_for(self.origin)
-        self._retriever.ancestry = Ancestry()
+        retriever.freshness = self._freshness_for(self.origin)
+        retriever.ancestry = Ancestry()
+        # Every ranking reads the implicit supersession pairs (~1 s at 100k memories): built here, not
+        # by the first retrieval.
+        await asyncio.to_thread(retriever.supersession_pairs, False)
+        self._retriever = retriever
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()

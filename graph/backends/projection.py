@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from graph.core.graph_projection import parse_projection
+from graph.core.graph_projection import LaneRecords, parse_projection
 
 if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
@@ -24,6 +24,11 @@ class ProjectionSource(Protocol):
 
     def read(self) -> tuple[object | None, dict[str, Any] | None]:
         """(stamp, JSON): {} when there is none, None when it is unreadable (then rebuilt)."""
+        ...
+
+    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
+        """(stamp, what the graph lane reads of the projection): none yet reads as empty records,
+        an unreadable one as None."""
         ...
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> object | None:

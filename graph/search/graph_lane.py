@@ -54,22 +54,6 @@ def _loose_key(name: str) -> str:
     return " ".join(re.split(r"[-_\s]+", normalise(name)))
 
 
-def _records(data: dict[str, Any] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """The projection's node and edge records, read as plain JSON: the lane builds its own
-    indexes, so building a networkx graph first only doubled the (re)load time. None when the
-    projection is unreadable or not shaped like one (the lane then serves an empty graph)."""
-    if data is None:
-        return None
-    nodes, edges = data.get("nodes", []), data.get("edges", [])
-    if not isinstance(edges, list):
-        return None
-    if not all(isinstance(n, dict) and "id" in n for n in nodes):
-        return None
-    if not all(isinstance(e, dict) and {"source", "target", "key"} <= e.keys() for e in edges):
-        return None
-    return nodes, edges
-
-
 class GraphLane:
     def __init__(self, projection: ProjectionSource) -> None:
         self._source = projection
@@ -103,43 +87,33 @@ class GraphLane:
         if self._source.stamp() in (None, self._mtime):
             return
         with self._lock:
-            mtime, data = self._source.read()
+            mtime, records = self._source.read_lane()
             if mtime is None or mtime == self._mtime:
                 return
-            records = _records(data)
             self.damaged = records is None
-            nodes, edges = records or ([], [])
-            entity_memories: dict[str, set[str]] = {}
-            memory_entities: dict[str, set[str]] = defaultdict(set)
+            entities, edges, memory_entities = records or ([], [], {})
+            entity_memories: dict[str, tuple[str, ...]] = {}
             by_key: dict[str, set[str]] = defaultdict(set)
             loose: dict[str, set[str]] = defaultdict(set)
             structural: set[str] = set()
             names: dict[str, str] = {}
             types: dict[str, str] = {}
-            for data in nodes:
-                if data.get("kind") != "entity":
-                    continue
-                node = data["id"]
-                sources = set(data.get("sources", []))
-                entity_memories[node] = sources
-                for memory_id in sources:
-                    memory_entities[memory_id].add(node)
-                names[node] = data.get("name", "")
-                types[node] = data.get("entity_type", "")
-                by_key[normalise(names[node])].add(node)
-                loose[_loose_key(names[node])].add(node)
-                if data.get("entity_type") in STRUCTURAL_TYPES:
+            for node, name, entity_type, holders in entities:
+                entity_memories[node] = holders
+                names[node] = name
+                types[node] = entity_type
+                by_key[normalise(name)].add(node)
+                loose[_loose_key(name)].add(node)
+                if entity_type in STRUCTURAL_TYPES:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
             relations: dict[tuple[str, str], set[str]] = defaultdict(set)
-            for edge in edges:
-                src, dst, name = edge["source"], edge["target"], edge["key"]
+            for src, dst, name in edges:
                 if src in entity_memories and dst in entity_memories and src != dst:
                     related[src].add(dst)
                     related[dst].add(src)
                     relations[(src, dst)].add(name)
-            self._entity_memories = {e: tuple(sorted(held)) for e, held in entity_memories.items()}
-            self._memory_entities = {m: tuple(sorted(held)) for m, held in memory_entities.items()}
+            self._entity_memories, self._memory_entities = entity_memories, memory_entities
             self._related, self._by_key, self._structural = dict(related), dict(by_key), structural
             self._names, self._types, self._relations = names, types, dict(relations)
             self._memories = len(memory_entities)

@@ -93,6 +93,26 @@ def _retired_names(memory: Memory, names: Iterable[str]) -> dict[str, str]:
     return found
 
 
+_RETIRE_WORDS = ("no longer", "dropped", "deprecated", "retired", "shut down", "sunset", "removed", "replaced")
+_MOVED_WORDS = ("mov", "migrat", "switch", "port")
+"""Every match of _RETIRE (of _MOVED) starts with one of these, in lower case; _FROM_TO's with "from"."""
+
+
+def _has_cue(memory: Memory) -> bool:
+    """Whether _retired_names can find anything in this memory: a retiring word, or a moving word and a
+    "from X to". A match in a sentence is a match in its text (the patterns use only word boundaries),
+    so without one it finds nothing whatever the names. An ASCII text is ruled out first by substring
+    tests (its case folding is plain lower case), much cheaper than the patterns."""
+    text = "\n".join([memory.topic, memory.context, *memory.decisions])
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _RETIRE_WORDS) and not (
+            "from" in lowered and any(word in lowered for word in _MOVED_WORDS)
+        ):
+            return False
+    return bool(_RETIRE.search(text) or (_MOVED.search(text) and _FROM_TO.search(text)))
+
+
 def find_pairs(
     memories: dict[str, Memory],
     relations: Iterable[tuple[str, str, str]],
@@ -104,24 +124,34 @@ def find_pairs(
     sentences between calls (a memory's text never changes), so a new memory costs only its own."""
     cache = {} if retired_cache is None else retired_cache
     live = {m_id: m for m_id, m in memories.items() if m.status in LIVE}
-    holders: dict[str, set[str]] = {}
-    for memory_id, names in names_of.items():
-        if memory_id in live:
-            for name in names:
-                holders.setdefault(name, set()).add(memory_id)
-    limit = max(3, MAX_HOLDERS * len(live))
-    stated: dict[str, list[tuple[str, str, str]]] = {}  # newer -> (replaced, replacement, evidence)
-    for old, relation, new in relations:
-        if relation not in REPLACING:
-            continue
-        for memory_id in holders.get(old, set()) & holders.get(new, set()):
-            stated.setdefault(memory_id, []).append((old, new, f"{old} {relation.replace('_', ' ')} {new}"))
+    replacing = [(old, relation, new) for old, relation, new in relations if relation in REPLACING]
+    retiring: list[tuple[str, dict[str, str]]] = []
     for memory_id, memory in live.items():
         key = (memory_id, len(names_of.get(memory_id, {})))
         if key not in cache:
-            written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
-            cache[key] = _retired_names(memory, written)
-        for name, sentence in cache[key].items():
+            # Without a cue no sentence retires a name: the names (most of this loop's cost) are not needed.
+            if _has_cue(memory):
+                written = set(names_of.get(memory_id, {})) | name_keys(_text(memory))
+                cache[key] = _retired_names(memory, written)
+            else:
+                cache[key] = {}
+        if cache[key]:
+            retiring.append((memory_id, cache[key]))
+    # Holders only of the names a claim can name (~880k memory-name pairs at 100k memories, few of them needed).
+    needed = {name for _, found in retiring for name in found}
+    needed.update(name for old, _, new in replacing for name in (old, new))
+    holders: dict[str, set[str]] = {}
+    for memory_id, names in names_of.items():
+        if memory_id in live:
+            for name in needed.intersection(names):
+                holders.setdefault(name, set()).add(memory_id)
+    limit = max(3, MAX_HOLDERS * len(live))
+    stated: dict[str, list[tuple[str, str, str]]] = {}  # newer -> (replaced, replacement, evidence)
+    for old, relation, new in replacing:
+        for memory_id in holders.get(old, set()) & holders.get(new, set()):
+            stated.setdefault(memory_id, []).append((old, new, f"{old} {relation.replace('_', ' ')} {new}"))
+    for memory_id, found in retiring:
+        for name, sentence in found.items():
             stated.setdefault(memory_id, []).append((name, "", sentence))
     pairs: dict[tuple[str, str], Pair] = {}
     for newer_id, claims in stated.items():

@@ -1,18 +1,31 @@
-"""Folding batches into the projection gives exactly the graph a full rebuild gives."""
+"""Folding batches into the projection gives exactly the graph a full rebuild gives; the graph lane's
+lane.json, saved with it, gives the lane exactly what the projection gives."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import pytest
 
+from graph.backends.embedded import projection as projection_module
 from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.projection import FileProjection
 from graph.cognify.worker.document import render_document
-from graph.core.graph_projection import batch_subgraph, build_projection, fold_projection, memory_node
+from graph.core.graph_projection import (
+    batch_subgraph,
+    build_projection,
+    fold_projection,
+    load_projection,
+    memory_node,
+    save_projection,
+)
 from graph.core.memories import Memory, new_operation_id
 from graph.extract.extractor import extract_graph
+from graph.search.graph_lane import GraphLane
 from tests.support.fakes import memory as fake_memory
 
 Nodes = list[tuple[str, dict[str, Any]]]
@@ -142,3 +155,125 @@ def test_batch_subgraph_holds_only_what_the_batch_touched(tmp_path: Path) -> Non
     assert chunks == {f"chunk-{second[0].memory_id}"}
     assert len(sub_edges) < len(edges)
     store.close()
+
+
+def _saved_workspace(tmp_path: Path) -> tuple[FileProjection, list[Memory]]:
+    """A projection of twenty memories saved as the worker saves it (projection.json and lane.json)."""
+    store = MemoryStore(tmp_path / "store.sqlite")
+    rng = random.Random(11)
+    memories = [store.stage(_memory(f"t-{i}", rng), new_operation_id()) for i in range(20)]
+    cognee = FakeCognee()
+    cognee.cognify(memories)
+    graph = build_projection(*cognee.data(), store.iter_memories())
+    store.close()
+    (tmp_path / "graph").mkdir()
+    source = FileProjection(tmp_path / "graph" / "projection.json")
+    assert source.save(graph, expected=None) is not None
+    return source, memories
+
+
+def _lane_state(lane: GraphLane, memories: list[Memory]) -> list[Any]:
+    """Everything a ranking or an inspection reads of the lane."""
+    entities = lane.query_entities("billing auth search ledger Redis Postgres Kafka gRPC PLAT-105 PLAT-110")
+    seeds = lane.seed(entities)
+    return [
+        entities,
+        seeds,
+        lane.expand(seeds, set()),
+        lane.supersession_inputs()[1:],
+        lane.ubiquitous_words(),
+        lane.damaged,
+        [lane.neighbourhood(m.memory_id, 2) for m in memories],
+    ]
+
+
+def test_the_lane_reads_lane_json_saved_with_the_projection_and_sees_the_same_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, memories = _saved_workspace(tmp_path)
+    assert source.lane_path.is_file() and oct(source.lane_path.stat().st_mode & 0o777) == "0o600"
+    assert source.lane_path.stat().st_size < source.path.stat().st_size
+    from_projection = GraphLane(FileProjection(source.path.with_name("elsewhere.json")))
+    (tmp_path / "graph" / "elsewhere.json").write_bytes(source.path.read_bytes())  # no lane.json for this one
+    from_projection.refresh()
+
+    def unread(raw: bytes) -> None:
+        raise AssertionError("the projection itself was parsed")
+
+    monkeypatch.setattr("graph.backends.embedded.projection.parse_projection_bytes", unread)
+    from_lane = GraphLane(source)
+    from_lane.refresh()
+    expected = _lane_state(from_projection, memories)
+    assert expected[0] and expected[1] and expected[2] and expected[3][0]  # the graph has entities, hops, relations
+    assert _lane_state(from_lane, memories) == expected
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b'{"projection": [1',
+        b"[]",
+        b'{"projection": "STAMP", "memories": [1], "entities": [], "relations": [], "memoryEntities": []}',
+        b'{"projection": "STAMP", "memories": ["m"], "entities": [["e", "n", "t", [5]]], "relations": [],'
+        b' "memoryEntities": [[0]]}',
+        b'{"projection": "STAMP", "memories": ["m"], "entities": [["e", "n", "t", [0]]], "relations": [],'
+        b' "memoryEntities": []}',
+        b'{"projection": "STAMP", "memories": [], "entities": [], "relations": [["a", ["b"], "c"]],'
+        b' "memoryEntities": []}',
+        b'{"projection": [1, 2, 3], "memories": [], "entities": [], "relations": [], "memoryEntities": []}',
+    ],
+)
+def test_a_damaged_or_stale_lane_json_is_ignored_for_the_projection(tmp_path: Path, content: bytes) -> None:
+    source, memories = _saved_workspace(tmp_path)
+    expected = GraphLane(FileProjection(source.path))
+    expected.refresh()
+    source.lane_path.write_bytes(content.replace(b'"STAMP"', json.dumps(list(source.stamp() or ())).encode()))
+    lane = GraphLane(source)
+    lane.refresh()
+    assert _lane_state(lane, memories) == _lane_state(expected, memories)
+    assert not lane.damaged and lane.query_entities("Redis Postgres Kafka gRPC")
+
+
+def test_a_projection_saved_after_lane_json_is_read_whole_and_a_damaged_one_is_still_served_empty(
+    tmp_path: Path,
+) -> None:
+    source, _ = _saved_workspace(tmp_path)
+    stale = source.lane_path.read_bytes()
+    lane = GraphLane(source)
+    lane.refresh()
+    assert lane.query_entities("redis postgres kafka grpc")
+    # A save cut between the two files (or a flowbaby before lane.json): the projection is what counts.
+    graph = load_projection(source.path)
+    graph.remove_nodes_from([n for n, d in graph.nodes(data=True) if d.get("name") == "redis"])
+    save_projection(graph, source.path)
+    assert source.lane_path.read_bytes() == stale
+    lane.refresh()
+    assert lane.query_entities("redis") == {} and lane.query_entities("postgres kafka grpc")
+    source.path.write_bytes(b'{"nodes": [')  # damaged, next to a lane.json of an earlier save
+    lane.refresh()
+    assert lane.damaged and lane.query_entities("postgres") == {}
+
+
+def test_a_save_replaces_lane_json_and_never_leaves_the_old_one_beside_a_new_projection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, _ = _saved_workspace(tmp_path)
+    graph = load_projection(source.path)
+    graph.remove_nodes_from([n for n, d in graph.nodes(data=True) if d.get("name") == "kafka"])
+
+    stamp, original = source.stamp(), projection_module.write_durably
+
+    def cut(path: Path, data: bytes) -> None:  # the power fails once the projection is written
+        if path == source.lane_path:
+            raise OSError("cut")
+        original(path, data)
+
+    monkeypatch.setattr(projection_module, "write_durably", cut)
+    with pytest.raises(OSError):
+        source.save(graph, expected=stamp)
+    monkeypatch.undo()
+    assert source.stamp() != stamp
+    assert not source.lane_path.exists()  # removed before the projection was replaced
+    assert source.save(graph, expected=source.stamp()) is not None
+    assert b'"kafka"' not in source.lane_path.read_bytes() and source.lane_path.read_bytes().count(b'"redis"') == 1

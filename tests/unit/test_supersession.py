@@ -112,3 +112,38 @@ def test_a_confirmed_pair_leaves_the_list() -> None:
     ret.catalog.set_status("realm", MemoryStatus.SUPERSEDED)
     assert ret.supersession_pairs() == []
     assert ret.rank(FlowbabyContextRequest(query="invoice export")) == []  # Superseded is hidden by default
+
+
+CUE_TEXTS = [
+    ("Realm was dropped last year.", True),
+    ("Migrated the offline store from Realm to SQLite.", True),
+    ("We ſunset Realm in May.", True),  # the long s folds to "s" for the pattern, not for str.lower()
+    ("Moved the standup to Monday.", False),  # a moving word, but no "from X to"
+    ("Support reports for the import service.", False),
+    ("The mobile app keeps offline data in Realm.", False),
+]
+
+
+def test_memories_without_a_retiring_or_moving_word_are_not_read_for_names(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from graph.search import supersession
+
+    for text, cue in CUE_TEXTS:  # the gate lets through every memory _retired_names finds something in
+        plain = memory("m", topic="Offline store", context=text, decisions=[text])
+        found = supersession._retired_names(plain, ["realm", "Realm", "standup", "import service"])
+        assert supersession._has_cue(plain) is cue and (cue or not found), text
+    read: list[str] = []
+    real = supersession.name_keys
+
+    def counted(text: str) -> set[str]:
+        read.append(text)
+        return real(text)
+
+    monkeypatch.setattr(supersession, "name_keys", counted)
+    # Fresh copies: an earlier test confirms the module's pair, which marks REALM Superseded.
+    older = memory("old", topic=REALM.topic, context=REALM.context, decisions=REALM.decisions, created=JAN)
+    newer = memory("new", topic=SQLITE.topic, context=SQLITE.context, decisions=SQLITE.decisions, created=JUN)
+    filler = [memory(f"f{i}", context=f"The billing service reports to team {i}.", created=JAN) for i in range(5)]
+    names = {"old": NAMES["realm"], "new": NAMES["sqlite"]}
+    [pair] = find_pairs(_by_id(older, newer, *filler), RELATIONS, names)
+    assert (pair.older, pair.newer) == ("old", "new")
+    assert len(read) == 1 and "from Realm to SQLite" in read[0]  # the one memory that moved something

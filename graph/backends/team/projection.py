@@ -17,7 +17,7 @@ from psycopg import sql
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.core.graph_projection import dump_projection, parse_projection_bytes
+from graph.core.graph_projection import LaneRecords, dump_projection, lane_records, parse_projection_bytes
 
 if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
@@ -43,6 +43,10 @@ class PostgresProjection:
         if found is None:
             return None, {}
         return int(found["version"]), parse_projection_bytes(bytes(found["data"]))
+
+    def read_lane(self) -> tuple[int | None, LaneRecords | None]:
+        stamp, data = self.read()
+        return stamp, lane_records(data)
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> int | None:
         data = dump_projection(graph)
