@@ -207,7 +207,7 @@ def test_bridge_serves_http_from_the_same_process(spawn, serve, workspace: Path)
         str(port),
         "--rate-limit-per-minute",
         "0",
-        env={**os.environ, "FLOWBABY_API_TOKEN": "shared"},
+        env={**os.environ, "FLOWBABY_API_TOKEN": "shared", "FLOWBABY_BUILD_GRAPH": "0"},  # reads no graph
     )
     assert bridge.result("ingestForAgent", summary())["staged"]
     auth = {"Authorization": "Bearer shared"}

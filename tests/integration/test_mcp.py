@@ -189,7 +189,7 @@ async def _beside_a_bridge(workspace: Path, bridge: Any) -> None:
 
 
 def test_a_second_client_works_through_a_bridge_and_takes_over(spawn, workspace: Path) -> None:
-    bridge = spawn(workspace)
+    bridge = spawn(workspace, env={**os.environ, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     assert bridge.result("health")["success"]
     asyncio.run(_beside_a_bridge(workspace, bridge))
     audit = _audit(workspace)
