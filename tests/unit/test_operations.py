@@ -317,6 +317,38 @@ def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(
         service.store.close()
 
 
+def test_with_graph_building_off_the_backlog_limit_is_lifted_and_status_says_why(
+    tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]
+) -> None:
+    """FLOWBABY_BUILD_GRAPH=0 through the service (never opened: no worker, no model): nothing drains
+    the queue, so ingest past the limit is staged, and the manager goes idle with every operation pending."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    paths = resolve_workspace(root)
+    settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path), build_graph=False)
+    service = FlowbabyService(paths, settings, WorkspaceLock(paths), None, backend=make_backend(paths))
+    staged = settings.max_running + settings.max_queued + 2
+    seen: dict[str, dict[str, Any]] = {}
+
+    async def body() -> None:
+        service.start_graph_work()
+        for i in range(staged):
+            assert (await service.ingest(summary(f"topic-{i}")))["staged"]
+        await asyncio.wait_for(service.operations.wait_idle(), WAIT)
+        seen["queue"] = await service.background_status({})
+        seen["index"] = await asyncio.to_thread(service._index_status)
+        await service.operations.stop(grace_sec=1)
+
+    try:
+        run(body)
+        queue, index = seen["queue"], seen["index"]
+        assert (queue["graphBuilding"], queue["counts"]) == (False, {"pending": staged})
+        assert (index["graphBuilding"], index["counts"]["pendingOperations"]) == (False, staged)
+        assert service.worker.pid is None
+    finally:
+        service.store.close()
+
+
 def store_state(store: MemoryStoreBackend) -> dict[str, int]:
     memories = list(store.iter_memories())
     return {
