@@ -248,6 +248,8 @@ class FlowbabyService:
             max_running=settings.max_running,
             max_queued=settings.max_queued,
             timeout_sec=settings.operation_timeout_sec,
+            build=settings.build_graph,
+            graph_empty=self._cognee_empty,
         )
         self.started_at = time.monotonic()
         self._endpoint = OwnerEndpoint(self, paths, self.start_graph_work)
@@ -353,6 +355,13 @@ class FlowbabyService:
             log.warning("no owner endpoint for other fronts: %s", exc)
         log.info("workspace %s opened by pid %d", paths.root, os.getpid())
         return service
+
+    def _cognee_empty(self) -> bool:
+        """cognee never built here: it creates its databases (and then its data files) at the first
+        build. A team namespace's cognee data lives in Postgres, shared by its servers: never assumed empty."""
+        if self.backend.team or (self.paths.cognee_system / "databases").exists():
+            return False
+        return not self.paths.cognee_data.is_dir() or not any(self.paths.cognee_data.iterdir())
 
     def start_graph_work(self) -> None:
         """Run pending graph work from now on (once; the owner endpoint calls it when a front
@@ -487,11 +496,12 @@ class FlowbabyService:
 
     async def settle(self) -> None:
         """Until no operation is pending or running and every staged memory has its vectors
-        (what the finisher waits for before it leaves)."""
+        (what the finisher waits for before it leaves). Graph building off: the operations stay
+        pending, so only the vectors and the forgets' graph steps are waited for."""
         while True:
             await self.flush_vectors()
             await self.operations.wait_idle()
-            if not await asyncio.to_thread(self.store.count_operations):
+            if not self.settings.build_graph or not await asyncio.to_thread(self.store.count_operations):
                 return
             await asyncio.sleep(0.2)
 
@@ -502,7 +512,9 @@ class FlowbabyService:
         await self._endpoint.close()  # fronts working through us take the workspace over
         await self.operations.stop(grace_sec)
         can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
-        unfinished = await asyncio.to_thread(self.store.count_operations) if can_hand else 0
+        # Graph building off: pending operations wait for a process with it on, not for a finisher.
+        count = can_hand and self.settings.build_graph
+        unfinished = await asyncio.to_thread(self.store.count_operations) if count else 0
         if unfinished:
             # At once, not after the rest of the close: an MCP client kills its server about 2 s
             # after closing its stdin. The finisher waits for this process to release the lock,
@@ -558,6 +570,7 @@ class FlowbabyService:
             pendingOperations=pending,
             uptimeSec=round(time.monotonic() - self.started_at, 3),
             llmSource=self.settings.llm_source,
+            graphBuilding=self.settings.build_graph,
         ).model_dump(mode="json")
 
     def _audited(
@@ -600,6 +613,8 @@ class FlowbabyService:
         """Check the LLM key and backlog, then commit the memory and its operation, under one
         lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
         `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
+        # Graph building off: nothing drains the queue, so its limit (for bursts of graph work) does not apply.
+        bulk = bulk or not self.settings.build_graph
         with self._stage_lock:
             self.settings.llm.require_key()
             if not bulk:
@@ -734,7 +749,13 @@ class FlowbabyService:
             counts: dict[str, int] = {}
             for op in operations:
                 counts[op["status"]] = counts.get(op["status"], 0) + 1
-            reply = {"success": True, "operations": operations, "counts": counts, "llmUsage": self.store.llm_usage()}
+            reply = {
+                "success": True,
+                "operations": operations,
+                "counts": counts,
+                "llmUsage": self.store.llm_usage(),
+                "graphBuilding": self.settings.build_graph,
+            }
         if audited:
             self._record("backgroundStatus", agent_name, None, started, None)
         return reply
@@ -921,10 +942,16 @@ class FlowbabyService:
             )
         elif without_graph or (warm and vectors + queued_vectors < memories):
             status, message = "repair_needed", f"{without_graph} memories have no graph; run repair to rebuild them"
-        elif active:
+        elif active and self.settings.build_graph:
             status, message = "indexing", f"Building the graph for {active} operations; search works meanwhile"
         elif queued_vectors or not warm:
             status, message = "dirty", "Recent memories are still being embedded; search waits for them"
+        elif not self.settings.build_graph and graph_indexed < memories:
+            status, message = (
+                "partial",
+                f"Graph building is off (FLOWBABY_BUILD_GRAPH=0): {memories - graph_indexed} memories are searchable "
+                f"without their graph; {active} graph operations wait until it is on",
+            )
         elif graph_indexed < memories:
             status, message = "partial", f"{memories - graph_indexed} memories are searchable without their graph"
         else:
@@ -954,6 +981,7 @@ class FlowbabyService:
                     "llm": "offline-extractor" if self.settings.llm.offline else self.settings.llm.provider,
                 },
                 "message": message,
+                "graphBuilding": self.settings.build_graph,
             }
         ).model_dump(mode="json")
 

@@ -90,8 +90,15 @@ class OperationManager:
         max_running: int,
         max_queued: int,
         timeout_sec: float,
+        build: bool = True,
+        graph_empty: Callable[[], bool] | None = None,
     ) -> None:
+        """build=False (FLOWBABY_BUILD_GRAPH=0): no batch is claimed, operations stay pending in the
+        ledger; only forgets' graph steps run. `graph_empty`: True while cognee holds nothing (it never
+        built here), so a forget's graph step is then done without starting the worker."""
         self._store = store
+        self._build = build
+        self._graph_empty = graph_empty
         self._worker = worker
         self._max_running = max_running
         self._max_queued = max_queued
@@ -188,6 +195,15 @@ class OperationManager:
         for entry in self._store.forget_journal():
             if "graph" not in entry.pending:
                 continue
+            if self._graph_empty is not None and self._graph_empty():
+                # Nothing was ever built here (batches run one at a time, between these steps): cognee
+                # holds no byte of these memories, and a worker would only fail on its missing databases.
+                self._store.forget_step_done(entry.forget_id, "graph")
+                log.info("forget %s: graph step done: the graph was never built here", entry.forget_id)
+                event = self._forgotten.pop(entry.forget_id, None)
+                if event is not None:
+                    event.set()
+                continue
             try:
                 metrics = await self._worker.forget(entry.memory_ids, self._timeout)
             except WorkerFailure as failure:
@@ -205,7 +221,7 @@ class OperationManager:
         while not self._stopping:
             await self._forget_graph()
             try:
-                batch = self._store.claim(self._max_running, self._lease_sec)
+                batch = self._store.claim(self._max_running, self._lease_sec) if self._build else []
             except Exception:
                 if not self._store.shared:
                     raise

@@ -587,6 +587,8 @@ class HealthResponse(_Reply):
     uptimeSec: float
     llmSource: Literal["environment", "workspace", "default", "untrusted-workspace-ignored"] = "default"
     """Where the LLM settings came from, as one unit (a workspace .env counts only when trusted)."""
+    graphBuilding: bool = True
+    """False with FLOWBABY_BUILD_GRAPH=0: no graph is built, operations stay pending."""
 
 
 class PublicHealthResponse(_Reply):
@@ -631,6 +633,8 @@ class IndexStatusResponse(_Reply):
     coverage: IndexCoverage
     model: IndexModel
     message: str
+    graphBuilding: bool = True
+    """False with FLOWBABY_BUILD_GRAPH=0: pending operations wait until it is on again."""
 
 
 class RepairResponse(_Reply):

@@ -74,6 +74,9 @@ class Settings(BaseModel):
     """Memory text goes through secret redaction before it is stored (FLOWBABY_REDACT=0: raw text)."""
     agent_forget: bool = False
     """The MCP server offers agents the destructive tool flowbaby_forgetMemory (FLOWBABY_AGENT_FORGET=1)."""
+    build_graph: bool = True
+    """Graph building runs in the background (FLOWBABY_BUILD_GRAPH=0: no cognee worker, no LLM call;
+    graph operations wait in the ledger for a process with the setting at 1)."""
 
 
 def default_model_path() -> str:
@@ -115,6 +118,9 @@ def load_settings(paths: WorkspacePaths) -> Settings:
     agent_forget = get("FLOWBABY_AGENT_FORGET", "0")
     if agent_forget not in {"0", "1"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_AGENT_FORGET takes 0 or 1, got {agent_forget!r}")
+    build_graph = get("FLOWBABY_BUILD_GRAPH", "1")
+    if build_graph not in {"0", "1"}:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_BUILD_GRAPH takes 0 or 1, got {build_graph!r}")
     model = get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
@@ -143,4 +149,5 @@ def load_settings(paths: WorkspacePaths) -> Settings:
         cognee_vectors=cognee_vectors == "1",
         redact=redact == "1",
         agent_forget=agent_forget == "1",
+        build_graph=build_graph == "1",
     )

@@ -75,6 +75,7 @@ def test_allowed_tools_run_and_the_model_reads_the_retrieve_markdown(tmp_path: P
     flowbaby = [str(Path(sys.executable).parent / "flowbaby"), "install", "--client", "claude-code"]
     env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "PWD": str(project)}
     env |= {"PYTHONPATH": str(PROJECT_ROOT), "ANTHROPIC_API_KEY": "sk-ant-offline-test", "MCP_TIMEOUT": "120000"}
+    env["FLOWBABY_BUILD_GRAPH"] = "0"  # reads no graph: no cognee worker
     # The model's ONNX export is cached per user (graph.search.onnx_export): keep the real cache, or the
     # owner exports it again inside this test (minutes on 2 loaded cores: "never loaded its search index").
     env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

@@ -32,6 +32,7 @@ class Setup:
     def __init__(self, root: Path, model: FakeAnthropicModel) -> None:
         self.project, self.model = root / "project", model
         self.project.mkdir()
+        (self.project / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # nothing here reads the graph
         self.env = isolated_env(root, claude_url=model.url)
 
     def claude(self, message: str, *flags: str) -> None:

@@ -52,6 +52,7 @@ def test_opencode_uses_flowbaby_tools(tmp_path: Path) -> None:
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_CACHE_HOME": client_cache(),
         "npm_config_cache": str(TOOLS / "npm-cache"),
+        "FLOWBABY_BUILD_GRAPH": "0",  # reads no graph: no cognee worker
     }
     with FakeAgentModel() as model:
         provider = {

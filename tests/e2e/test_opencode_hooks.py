@@ -26,6 +26,7 @@ class Setup:
     def __init__(self, root: Path, model: FakeAgentModel) -> None:
         self.project, self.model = root / "project", model
         self.project.mkdir()
+        (self.project / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # nothing here reads the graph
         self.env = isolated_env(root)
         opencode_config(self.project, model.url)
 

@@ -50,7 +50,7 @@ def test_nygard_adrs_answer_with_the_newest_decision_and_hide_the_superseded(
     status = flowbaby("status", "--json", "--workspace", str(workspace), cwd=workspace)
     assert status["background"]["counts"] == {"pending": 6} and status["index"]["counts"]["vectors"] == 6
 
-    client = spawn(workspace, *UNTHROTTLED)
+    client = spawn(workspace, *UNTHROTTLED, env={**os.environ, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     reply = client.result("retrieveMemory", {"query": "Which database stores the ledger?", "maxResults": 5})
     found = topics(reply)
     assert found[0] == "adr-0004"  # CockroachDB, the decision in force
@@ -92,7 +92,7 @@ def test_madr_adrs_and_design_docs(spawn: Callable[..., BridgeClient], workspace
     assert docs["added"] == 2
     assert flowbaby("import", "docs", "docs/design.md", cwd=workspace)["unchanged"] == 2
 
-    client = spawn(workspace, *UNTHROTTLED)
+    client = spawn(workspace, *UNTHROTTLED, env={**os.environ, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     found = topics(client.result("retrieveForAgent", {"query": "Where are sessions cached?", "maxResults": 5}))
     assert found[0] == "adr-0004"  # Valkey
     assert "adr-0002" not in found and "adr-0003" not in found  # Memcached, Redis

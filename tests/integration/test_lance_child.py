@@ -116,7 +116,7 @@ def test_the_owning_process_never_maps_lancedb_or_arrow(spawn, workspace: Path, 
     """Staged, embedded, searched, and a session imported and searched: the bridge itself never
     loads LanceDB, pyarrow or pandas (its children do), yet the vectors are in LanceDB."""
     db, sessions = canary_session(tmp_path / "opencode", workspace)
-    env = {**os.environ, **sessions}
+    env = {**os.environ, **sessions, "FLOWBABY_BUILD_GRAPH": "0"}  # reads no graph
     client = spawn(workspace, env=env)
     pid = client.result("health", timeout=60)["pid"]
     client.result("ingestForAgent", summary())

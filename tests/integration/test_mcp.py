@@ -162,7 +162,7 @@ async def _http_session(url: str, token: str, namespace: str | None = None) -> d
 
 
 def test_streamable_http_behind_the_token(serve, workspace: Path) -> None:  # noqa: F811
-    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "s3cret"})
+    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "s3cret", "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     with httpx2.Client() as http:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
         assert http.post(f"{server.url}/mcp", json=init).status_code == 401
@@ -189,7 +189,7 @@ async def _beside_a_bridge(workspace: Path, bridge: Any) -> None:
 
 
 def test_a_second_client_works_through_a_bridge_and_takes_over(spawn, workspace: Path) -> None:
-    bridge = spawn(workspace)
+    bridge = spawn(workspace, env={**os.environ, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     assert bridge.result("health")["success"]
     asyncio.run(_beside_a_bridge(workspace, bridge))
     audit = _audit(workspace)

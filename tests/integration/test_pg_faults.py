@@ -150,7 +150,7 @@ def test_serve_answers_503_while_the_database_is_away_and_recovers_by_itself(
     get 503 + Retry-After and change nothing; it is started again and the same serve process
     answers again, with the memories staged before, without a restart."""
     url = own_postgres.url().replace(f":{own_postgres.password}@", "@")  # the password comes from PGPASSWORD
-    env = _serve_env(_namespace(), PGPASSWORD=own_postgres.password)
+    env = _serve_env(_namespace(), PGPASSWORD=own_postgres.password, FLOWBABY_BUILD_GRAPH="0")  # reads no graph
     server = Server(workspace, "--database-url", url, env=env)
     try:
         server.wait_ready(120)
@@ -253,7 +253,7 @@ def test_serve_answers_database_busy_when_its_pool_stays_taken(postgres: Postgre
     request queues for FLOWBABY_PG_POOL_TIMEOUT_SEC, then gets 503 DATABASE_BUSY + Retry-After; the
     stuck ingest is answered 202 once the lock goes."""
     namespace = _namespace()
-    env = _serve_env(namespace, **{POOL_MAX_ENV: "1", POOL_TIMEOUT_ENV: "1"})
+    env = _serve_env(namespace, **{POOL_MAX_ENV: "1", POOL_TIMEOUT_ENV: "1", "FLOWBABY_BUILD_GRAPH": "0"})
     server = Server(workspace, "--database-url", postgres.url(), env=env)
     try:
         server.wait_ready(120)

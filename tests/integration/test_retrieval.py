@@ -305,7 +305,8 @@ def test_search_over_its_deadline_is_bridge_timeout(spawn, built_workspace: Path
 def test_unloadable_index_is_not_initialized(spawn, workspace: Path, tmp_path: Path) -> None:
     empty_model = tmp_path / "not-a-model"
     empty_model.mkdir()
-    client = spawn(workspace, *UNTHROTTLED, env=_env(FLOWBABY_EMBEDDING_MODEL=str(empty_model)))
+    env = _env(FLOWBABY_EMBEDDING_MODEL=str(empty_model), FLOWBABY_BUILD_GRAPH="0")  # reads no graph
+    client = spawn(workspace, *UNTHROTTLED, env=env)
     reply = client.result("retrieveForAgent", {"query": "anything"})
     assert reply["errorCode"] == "NOT_INITIALIZED" and reply["error"] == "NOT_INITIALIZED"
     assert client.result("ingestForAgent", summary())["staged"]  # staging does not need the model

@@ -58,12 +58,14 @@ def topics(client: BridgeClient, query: str) -> list[str]:
 
 def test_worktrees_and_a_linked_clone_share_one_memory(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
     main, worktree = repository(tmp_path)
-    first = spawn(main, *UNTHROTTLED)
+    no_graph = {**os.environ, "FLOWBABY_BUILD_GRAPH": "0"}  # reads no graph: no cognee worker
+    first = spawn(main, *UNTHROTTLED, env=no_graph)
     assert first.result(
         "ingestForAgent",
         memory("ledger-lock", "Ledger lock", "The ledger lock is a Postgres advisory lock per account."),
     )["success"]
-    second = spawn(worktree, *UNTHROTTLED)  # the worktree's bridge: the main checkout's workspace, via its owner
+    # the worktree's bridge: the main checkout's workspace, via its owner
+    second = spawn(worktree, *UNTHROTTLED, env=no_graph)
     health = second.result("health")
     assert (health["workspace"], health["pid"]) == (str(main), first.result("health")["pid"])
     assert topics(second, "How is the ledger locked?")[0] == "ledger-lock"
@@ -86,7 +88,7 @@ def test_worktrees_and_a_linked_clone_share_one_memory(spawn: Callable[..., Brid
         check=True,
     )
     assert json.loads(linked.stdout) == {"success": True, "workspace": str(clone), "linkedTo": str(main)}
-    third = spawn(clone, *UNTHROTTLED)
+    third = spawn(clone, *UNTHROTTLED, env=no_graph)
     assert third.result("health")["workspace"] == str(main)
     assert set(topics(third, "ledger lock and retries")) >= {"ledger-lock", "retry-policy"}
 

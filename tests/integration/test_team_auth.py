@@ -93,7 +93,7 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
 
     workspace = tmp_path / "team-server"
     workspace.mkdir()
-    server = Server(workspace, env=env)
+    server = Server(workspace, env={**env, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     try:
         server.wait_ready(120)
         api = server.url
@@ -213,7 +213,7 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
     alice, bob, ops = made["alice"], made["bob"], made["ops"]
     workspace = tmp_path / "team-server"
     workspace.mkdir()
-    server = Server(workspace, env=env)
+    server = Server(workspace, env={**env, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
     try:
         server.wait_ready(120)
         api = server.url

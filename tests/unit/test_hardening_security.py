@@ -94,6 +94,17 @@ def test_cognee_keeps_its_own_vectors_only_when_asked(tmp_path: Path, clean_env)
         load_settings(paths)
 
 
+def test_graph_building_is_on_unless_switched_off(tmp_path: Path, clean_env) -> None:
+    assert load_settings(_workspace(tmp_path / "default")).build_graph
+    paths = _workspace(tmp_path, "FLOWBABY_BUILD_GRAPH=0\n")
+    assert not load_settings(paths).build_graph  # not guarded: an untrusted .env may switch it off
+    clean_env.setenv("FLOWBABY_BUILD_GRAPH", "1")  # the environment overrides the file
+    assert load_settings(paths).build_graph
+    clean_env.setenv("FLOWBABY_BUILD_GRAPH", "off")
+    with pytest.raises(FlowbabyError, match="FLOWBABY_BUILD_GRAPH takes 0 or 1, got 'off'"):
+        load_settings(paths)
+
+
 def test_a_writable_allow_list_trusts_nothing(tmp_path: Path, clean_env) -> None:
     paths = _workspace(tmp_path, "LLM_PROVIDER=openai\n")
     config = tmp_path / "config" / "flowbaby"

@@ -24,6 +24,7 @@ HEALTH: dict[str, Any] = {
     "pendingOperations": 0,
     "uptimeSec": 4.5e-05,
     "llmSource": "default",
+    "graphBuilding": True,
 }
 
 

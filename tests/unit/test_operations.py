@@ -91,6 +91,40 @@ def test_finished_operations_free_the_backlog(store: MemoryStoreBackend) -> None
     ops.check_backlog()  # no longer raises
 
 
+def test_with_graph_building_off_nothing_is_claimed_and_forgets_need_no_worker_until_a_build_ran(
+    store: MemoryStoreBackend,
+) -> None:
+    """FLOWBABY_BUILD_GRAPH=0: operations stay pending; a forget's graph step is done without the
+    worker while cognee holds nothing, and through it once a build ever ran (cognee may hold data)."""
+    worker, empty = FakeWorker(), [True]
+    ops = OperationManager(
+        store,
+        worker,
+        max_running=MAX_RUNNING,
+        max_queued=MAX_QUEUED,
+        timeout_sec=30,
+        build=False,
+        graph_empty=lambda: empty[0],
+    )
+    staged = stage(store, 3)
+    first, second, kept = (store.operation(op).memoryIds[0] for op in staged)  # type: ignore[union-attr]
+    store.forget("fg_never_built", [first])
+
+    async def body() -> None:
+        ops.start()
+        assert await ops.forgotten("fg_never_built", WAIT)
+        empty[0] = False
+        store.forget("fg_built_before", [second])
+        ops.notify()
+        assert await ops.forgotten("fg_built_before", WAIT)
+        await ops.stop(grace_sec=1)
+
+    run(body)
+    assert worker.batches == [] and worker.forgets == [[second]]
+    assert [e.pending for e in store.forget_journal()] == [["vectors"], ["vectors"]]  # the graph steps are done
+    assert states(store, staged[2:]) == ["pending"]  # waits for a process that builds
+
+
 def test_batches_of_max_running_and_the_rest_waits(store: MemoryStoreBackend) -> None:
     gate = asyncio.Event()
     worker = FakeWorker(gate)
@@ -279,6 +313,38 @@ def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(
     try:
         run(body)
         assert store_state(service.store) == {"memories": capacity, "operations": capacity, "superseded": 0}
+    finally:
+        service.store.close()
+
+
+def test_with_graph_building_off_the_backlog_limit_is_lifted_and_status_says_why(
+    tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]
+) -> None:
+    """FLOWBABY_BUILD_GRAPH=0 through the service (never opened: no worker, no model): nothing drains
+    the queue, so ingest past the limit is staged, and the manager goes idle with every operation pending."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    paths = resolve_workspace(root)
+    settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path), build_graph=False)
+    service = FlowbabyService(paths, settings, WorkspaceLock(paths), None, backend=make_backend(paths))
+    staged = settings.max_running + settings.max_queued + 2
+    seen: dict[str, dict[str, Any]] = {}
+
+    async def body() -> None:
+        service.start_graph_work()
+        for i in range(staged):
+            assert (await service.ingest(summary(f"topic-{i}")))["staged"]
+        await asyncio.wait_for(service.operations.wait_idle(), WAIT)
+        seen["queue"] = await service.background_status({})
+        seen["index"] = await asyncio.to_thread(service._index_status)
+        await service.operations.stop(grace_sec=1)
+
+    try:
+        run(body)
+        queue, index = seen["queue"], seen["index"]
+        assert (queue["graphBuilding"], queue["counts"]) == (False, {"pending": staged})
+        assert (index["graphBuilding"], index["counts"]["pendingOperations"]) == (False, staged)
+        assert service.worker.pid is None
     finally:
         service.store.close()
 
