@@ -19,6 +19,7 @@ import math
 import threading
 from array import array
 from collections import Counter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +27,18 @@ from graph.search.text import tokenize
 
 K1 = 1.2
 B = 0.75
+
+
+class LexicalState(NamedTuple):
+    """LexicalIndex.export's arrays: memory ids by position, their lengths in terms, the terms in the
+    order first seen, and each term's postings at positions/tfs[term_offsets[i]:term_offsets[i + 1]]."""
+
+    ids: list[str]
+    lengths: np.ndarray
+    terms: list[str]
+    term_offsets: np.ndarray
+    positions: np.ndarray
+    tfs: np.ndarray
 
 
 class _Postings:
@@ -90,6 +103,37 @@ class LexicalIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def export(self) -> LexicalState:
+        """The index as flat arrays (graph.search.snapshot keeps them between starts)."""
+        with self._lock:
+            terms = list(self._postings)
+            sizes = np.fromiter((self._postings[t].size for t in terms), dtype=np.int64, count=len(terms))
+            offsets = np.zeros(len(terms) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            positions = np.empty(int(offsets[-1]), dtype=np.int64)
+            tfs = np.empty(int(offsets[-1]), dtype=np.float64)
+            for i, term in enumerate(terms):
+                postings = self._postings[term]
+                positions[offsets[i] : offsets[i + 1]] = np.frombuffer(postings.positions, dtype=np.int64)
+                tfs[offsets[i] : offsets[i + 1]] = np.frombuffer(postings.tfs, dtype=np.float64)
+                del postings  # no view outlives the lock
+            return LexicalState(list(self._ids), self._lengths[: len(self._ids)].copy(), terms, offsets, positions, tfs)
+
+    def restore(self, state: LexicalState) -> None:
+        """An empty index becomes the exported one: what adding the same texts in the same order gives."""
+        with self._lock:
+            assert not self._ids, "restore into an empty index"
+            offsets = state.term_offsets.tolist()
+            positions, tfs = state.positions.tobytes(), state.tfs.tobytes()
+            for i, term in enumerate(state.terms):
+                postings = self._postings[term] = _Postings()
+                postings.positions.frombytes(positions[8 * offsets[i] : 8 * offsets[i + 1]])
+                postings.tfs.frombytes(tfs[8 * offsets[i] : 8 * offsets[i + 1]])
+            self._ids = list(state.ids)
+            self._positions = {memory_id: i for i, memory_id in enumerate(self._ids)}
+            self._lengths = np.resize(state.lengths.astype(np.float64), max(1024, len(self._ids)))
+            self._total_length = int(state.lengths.sum())
 
     def knows(self, text: str) -> bool:
         """Whether every term of the text is in some memory."""

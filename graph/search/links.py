@@ -22,6 +22,7 @@ import math
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import NamedTuple
 
 _NAME = re.compile(r"(?<![\w*/.-])([A-Za-z0-9*]++(?:[-_.][A-Za-z0-9*]++)+|[A-Za-z]++[0-9][A-Za-z0-9]*+)(?![\w*-])")
@@ -94,13 +95,25 @@ class NameLinks:
         self._wildcards: set[str] = set()
 
     def add(self, memory_id: str, text: str) -> None:
-        keys = name_keys(text)
+        self._add_keys(memory_id, name_keys(text))
+
+    def _add_keys(self, memory_id: str, keys: set[str]) -> None:
         with self._lock:
             self._names[memory_id] = keys
             for key in keys:
                 self._holders[key].add(memory_id)
                 if "*" in key:
                     self._wildcards.add(key)
+
+    def export(self) -> list[tuple[str, list[str]]]:
+        """Each memory's names, in the order added (graph.search.snapshot keeps them between starts)."""
+        with self._lock:
+            return [(memory_id, sorted(keys)) for memory_id, keys in self._names.items()]
+
+    def restore(self, names: Iterable[tuple[str, Iterable[str]]]) -> None:
+        """Add exported names as `add` adds a text's."""
+        for memory_id, keys in names:
+            self._add_keys(memory_id, set(keys))
 
     def _strength(self, df: int, total: int) -> float:
         if df < 2 or total < 3 or df > max(2, RARE_FRACTION * total):
