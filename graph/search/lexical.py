@@ -125,11 +125,13 @@ class LexicalIndex:
         with self._lock:
             assert not self._ids, "restore into an empty index"
             offsets = state.term_offsets.tolist()
-            positions, tfs = state.positions.tobytes(), state.tfs.tobytes()
-            for i, term in enumerate(state.terms):
+            positions, tfs = memoryview(state.positions).cast("B"), memoryview(state.tfs).cast("B")
+            for i, term in enumerate(state.terms):  # slices of the arrays' buffers: no copy of the whole
                 postings = self._postings[term] = _Postings()
                 postings.positions.frombytes(positions[8 * offsets[i] : 8 * offsets[i + 1]])
                 postings.tfs.frombytes(tfs[8 * offsets[i] : 8 * offsets[i + 1]])
+            positions.release()
+            tfs.release()
             self._ids = list(state.ids)
             self._positions = {memory_id: i for i, memory_id in enumerate(self._ids)}
             self._lengths = np.resize(state.lengths.astype(np.float64), max(1024, len(self._ids)))
