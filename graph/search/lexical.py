@@ -125,7 +125,7 @@ class LexicalIndex:
         with self._lock:
             assert not self._ids, "restore into an empty index"
             offsets = state.term_offsets.tolist()
-            positions, tfs = memoryview(state.positions).cast("B"), memoryview(state.tfs).cast("B")
+            positions, tfs = state.positions.data.cast("B"), state.tfs.data.cast("B")
             for i, term in enumerate(state.terms):  # slices of the arrays' buffers: no copy of the whole
                 postings = self._postings[term] = _Postings()
                 postings.positions.frombytes(positions[8 * offsets[i] : 8 * offsets[i + 1]])

@@ -77,9 +77,14 @@ def _split(blob: np.ndarray) -> list[str]:
 def save(path: Path, lexical: LexicalIndex, links: NameLinks, memories: dict[str, Memory]) -> bool:
     """Write the snapshot of these indexes of these memories (temporary file, then renamed into place).
     False, and nothing written, when it cannot be (a memory id with a line break, a full disk)."""
-    state = lexical.export()
-    names = links.export()
-    if [memory_id for memory_id, _ in names] != state.ids or any(_SEPARATOR in i for i in state.ids):
+    for _ in range(3):  # a memory catalogued between the two exports: once more
+        state = lexical.export()
+        names = links.export()
+        if [memory_id for memory_id, _ in names] == state.ids:
+            break
+    else:
+        return False
+    if any(_SEPARATOR in i for i in state.ids):
         return False
     name_list = list(dict.fromkeys(key for _, keys in names for key in keys))
     if any(_SEPARATOR in t for t in state.terms) or any(_SEPARATOR in k for k in name_list):
