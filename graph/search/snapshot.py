@@ -106,6 +106,9 @@ def save(path: Path, lexical: LexicalIndex, links: NameLinks, memories: dict[str
         "name_ids": np.array([number[key] for _, keys in names for key in keys], dtype=np.int64),
     }
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # a write cut short by a crash
+        with contextlib.suppress(OSError):
+            stale.unlink()
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -122,8 +125,10 @@ def save(path: Path, lexical: LexicalIndex, links: NameLinks, memories: dict[str
 
 
 def delete(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+    """The snapshot and any temporary one a process left when it died mid-write (they hold words too)."""
+    for stale in [path, *path.parent.glob(f".{path.name}.*.tmp")]:
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
 
 
 def load(path: Path, memories: list[Memory]) -> tuple[LexicalState, list[list[str]]] | None:

@@ -157,3 +157,18 @@ def test_the_untouched_archive_of_that_test_is_used(tmp_path: Path) -> None:
     _archive(path, _valid_arrays(tmp_path))
     assert zipfile.is_zipfile(path)
     assert Catalog(memories(30), LexicalIndex(), path).from_snapshot == 30
+
+
+def test_delete_takes_a_write_cut_short_too(tmp_path: Path) -> None:
+    """A process killed mid-write leaves its temporary file, which holds memories' words: a forget's
+    delete removes it with the snapshot, and the next write clears it."""
+    path = tmp_path / "catalog.npz"
+    built = Catalog(memories(10), LexicalIndex())
+    assert snapshot.save(path, built.lexical, built.links, built.by_id)  # type: ignore[arg-type]
+    left = tmp_path / ".catalog.npz.999999.tmp"
+    left.write_bytes(path.read_bytes()[:100])
+    assert snapshot.save(path, built.lexical, built.links, built.by_id)  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["catalog.npz"]
+    left.write_bytes(b"cut short")
+    snapshot.delete(path)
+    assert list(tmp_path.iterdir()) == []
