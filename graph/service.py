@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -124,9 +124,11 @@ from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
+from graph.search import snapshot
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.lexical import LexicalIndex
 from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
@@ -187,6 +189,22 @@ def __getattr__(name: str) -> Any:
 
 
 log = logging.getLogger("flowbaby.service")
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """The cyclic collector off while warm-up builds its long-lived objects (every memory, the catalog,
+    the graph lane): none is garbage, yet each few hundred allocations started a collection that walked
+    them (100k memories: ~1 s of reading the memories, ~0.5 s of the catalog). Warm-up freezes them after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 EXIT_WORKSPACE_UNAVAILABLE = 3
 """Exit code of a front that could not own its workspace (busy, missing, not writable)."""
 
@@ -272,6 +290,12 @@ class FlowbabyService:
         they are skipped, and a catalog rebuild leaves them out."""
         self._rebuilds: set[asyncio.Task[None]] = set()
         """Catalog rebuilds after another server's forget, kept until they finish."""
+        self._snapshot = None if self.store.shared else paths.catalog_snapshot
+        """The catalog snapshot (graph.search.snapshot); None on the team backend, whose lexical index
+        is the database's."""
+        self._snapshot_lock = threading.Lock()
+        self._snapshot_forgets = 0
+        """Forgets so far: a snapshot of a catalog loaded before one is never written (under the lock)."""
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
@@ -377,12 +401,14 @@ class FlowbabyService:
         empty and rebuilt by the worker."""
         # The vectors come from the LanceDB child (or Postgres) while this process loads MiniLM, reads
         # the memories and the graph projection: the child's start-up (1-4 s) no longer adds to theirs.
-        (index, aside), _, memories, _ = await asyncio.gather(
-            asyncio.to_thread(self.backend.vectors, self.embedder, self.settings.worker_idle_sec),
-            asyncio.to_thread(self.embedder.load),
-            asyncio.to_thread(lambda: list(self.store.iter_memories())),
-            asyncio.to_thread(self.graph_lane.refresh),
-        )
+        forgets = self._snapshot_forgets
+        with _collection_paused():
+            (index, aside), _, memories, _ = await asyncio.gather(
+                asyncio.to_thread(self.backend.vectors, self.embedder, self.settings.worker_idle_sec),
+                asyncio.to_thread(self.embedder.load),
+                asyncio.to_thread(lambda: list(self.store.iter_memories())),
+                asyncio.to_thread(self.graph_lane.refresh),
+            )
         replaced, self._vectors = self._vectors, index
         if replaced is not None:  # repair loads the indexes again
             await asyncio.to_thread(replaced.close)
@@ -393,7 +419,10 @@ class FlowbabyService:
         # Search starts with what is indexed; the rest is embedded in the background, and
         # retrievals say how many memories they could not search yet.
         lexical = await asyncio.to_thread(self.backend.lexical)
-        catalog = await asyncio.to_thread(Catalog, [m for m in memories if m.memory_id in indexed], lexical)
+        with _collection_paused():
+            catalog = await asyncio.to_thread(
+                Catalog, [m for m in memories if m.memory_id in indexed], lexical, self._snapshot
+            )
         missing = [m for m in memories if m.memory_id not in indexed]
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
@@ -408,10 +437,29 @@ class FlowbabyService:
         # The loaded catalog, indexes and modules (~460k objects at 10k memories) leave the cyclic
         # GC's view: a full collection scanned them all (1.4 s once in 220 queries under load).
         gc.freeze()
+        if self._snapshot is not None and (catalog.from_snapshot < len(catalog) or not len(catalog)):
+            # After the first answers can be given: the next start reads it instead of every memory's text.
+            saving = asyncio.get_running_loop().create_task(asyncio.to_thread(self._save_snapshot, catalog, forgets))
+            self._rebuilds.add(saving)
+            saving.add_done_callback(self._rebuilds.discard)
         if missing:
             log.info("embedding %d memories left without vectors", len(missing))
             for memory in missing:
                 self._embed_queue.put_nowait(memory)
+
+    def _save_snapshot(self, catalog: Catalog, forgets: int) -> None:
+        """Write the catalog snapshot, unless a forget came after the catalog's memories were read."""
+        assert self._snapshot is not None
+        with self._snapshot_lock:
+            if forgets == self._snapshot_forgets and isinstance(catalog.lexical, LexicalIndex):
+                snapshot.save(self._snapshot, catalog.lexical, catalog.links, catalog.by_id)
+
+    def _drop_snapshot(self) -> None:
+        """Before a forget: the snapshot holds every catalogued memory's words; the next start writes it again."""
+        with self._snapshot_lock:
+            self._snapshot_forgets += 1
+            if self._snapshot is not None:
+                snapshot.delete(self._snapshot)
 
     async def _warm_up_through_outages(self) -> None:
         """Warm-up, tried again while the team database does not answer; retrievals meanwhile get its code."""
@@ -1212,6 +1260,7 @@ class FlowbabyService:
         forget_id = f"fg_{uuid.uuid4().hex[:16]}"
         async with self._forget_lock:
             self._forgotten_ids.update(memory_ids)
+            await asyncio.to_thread(self._drop_snapshot)
             await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
             for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
                 self._record("forgetMemory", agent_name, topic, started, None)

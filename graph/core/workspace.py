@@ -41,6 +41,10 @@ class WorkspacePaths:
         return self.data / "vectors.lance"
 
     @property
+    def catalog_snapshot(self) -> Path:
+        return self.data / "catalog.npz"
+
+    @property
     def cognee_system(self) -> Path:
         return self.data / "cognee" / "system"
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter, itemgetter
+from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -38,6 +39,8 @@ from graph.core.memories import Memory
 from graph.extract.extractor import query_names
 from graph.search.lexical import LexicalIndex
 from graph.search.links import Hop, NameLinks, is_identifier
+from graph.search.snapshot import load as load_snapshot
+from graph.search.snapshot import memory_text
 from graph.search.supersession import Pair, find_pairs, is_historic
 from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
@@ -199,7 +202,11 @@ class Catalog:
     """Every stored memory version, in memory, with the lexical index over them (in memory by
     default; the team backend's is Postgres full-text, which the database keeps)."""
 
-    def __init__(self, memories: Iterable[Memory], lexical: LexicalSearch | None = None) -> None:
+    def __init__(
+        self, memories: Iterable[Memory], lexical: LexicalSearch | None = None, snapshot: Path | None = None
+    ) -> None:
+        """`snapshot`: a catalog snapshot (graph.search.snapshot) to take the in-memory lexical index and
+        name links from, for the memories it covers; the rest are indexed from their text."""
         self._lock = threading.Lock()
         self.by_id: dict[str, Memory] = {}
         self.created: dict[str, datetime] = {}
@@ -211,14 +218,34 @@ class Catalog:
         self.links = NameLinks()
         self.changes = 0
         """Counts status changes made after loading (a confirmed supersession), for caches."""
-        for memory in memories:
+        self.from_snapshot = 0
+        """How many memories the snapshot covered (their text was not indexed again)."""
+        memories = list(memories)
+        if snapshot is not None and isinstance(self.lexical, LexicalIndex) and not len(self.lexical):
+            unique = len({m.memory_id for m in memories}) == len(memories)  # the store's always are
+            restored = load_snapshot(snapshot, memories) if unique else None
+            if restored is not None:
+                state, names = restored
+                self.lexical.restore(state)
+                self.links.restore(zip(state.ids, names, strict=True))
+                self.from_snapshot = len(state.ids)
+        for memory in memories[: self.from_snapshot]:
+            self._catalogue(memory)
+        for memory in memories[self.from_snapshot :]:
             self.add(memory)
 
     def add(self, memory: Memory) -> None:
         """A new version supersedes the older ones of its topic, as the store already did."""
+        if self._catalogue(memory):
+            text = memory_text(memory)
+            self.lexical.add(memory.memory_id, text)
+            self.links.add(memory.memory_id, text)
+
+    def _catalogue(self, memory: Memory) -> bool:
+        """Everything add does but index the text; False when the memory was already catalogued."""
         with self._lock:
             if memory.memory_id in self.by_id:  # already catalogued (a backlog may queue it twice)
-                return
+                return False
             for other in self._topics[memory.topic_id]:
                 # Backlog embedding may add an older version after a newer one.
                 if self.by_id[other].version < memory.version:
@@ -229,9 +256,7 @@ class Catalog:
             created = self.created[memory.memory_id] = parse_timestamp(memory.created_at)
             self.created_us[memory.memory_id] = (created - _EPOCH) // _MICROSECOND
             self._topics[memory.topic_id].append(memory.memory_id)
-        text = " ".join(text for _, items in memory.sections() for text in items)
-        self.lexical.add(memory.memory_id, text)
-        self.links.add(memory.memory_id, text)
+        return True
 
     def __len__(self) -> int:
         return len(self.by_id)

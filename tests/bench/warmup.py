@@ -79,9 +79,9 @@ def bridge(root: Path, count: int) -> dict[str, Any]:
 
 
 def phases(root: Path) -> list[dict[str, Any]]:
+    from graph.backends.embedded.memory_store import MemoryStore
     from graph.backends.embedded.projection import FileProjection
     from graph.backends.embedded.vectors import open_vector_index
-    from graph.backends.embedded.memory_store import MemoryStore
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
     from graph.search.embedder import Embedder
@@ -105,11 +105,13 @@ def phases(root: Path) -> list[dict[str, Any]]:
     index, _ = open_vector_index(paths.vectors, embedder, 60.0)
     mark("vectors")
     store = MemoryStore(paths.store_db)
+    gc.disable()  # as warm-up builds its long-lived objects (graph.service._collection_paused)
     memories = list(store.iter_memories())
     mark("memories")
     indexed = index.indexed_memory_ids()
-    Catalog([m for m in memories if m.memory_id in indexed], LexicalIndex())
-    mark("catalog and lexical index")
+    catalog = Catalog([m for m in memories if m.memory_id in indexed], LexicalIndex(), paths.catalog_snapshot)
+    gc.enable()
+    mark(f"catalog and lexical index ({catalog.from_snapshot} memories from its snapshot)")
     GraphLane(FileProjection(paths.projection)).refresh()
     mark("graph lane")
     gc.freeze()

@@ -1,12 +1,13 @@
 """The canary test (issue 28): a memory whose context and decisions hold a unique canary is staged,
 built into the graph by the real cognee worker, retrieved, then forgotten through the real bridge.
 Afterwards the canary is in no retrieval answer, no graphSnapshot, and no byte of any file under
-.flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, logs);
+.flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, the catalog snapshot, logs);
 memories that shared entities with it answer as before."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,14 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     for payload in (neighbour, other, secret):
         assert client.result("ingestForAgent", payload)["success"]
     client.wait_idle(600)
+    # Started again: warm-up writes the catalog snapshot (graph.search.snapshot), with the canary's words.
+    assert client.close() == 0
+    client = spawn(workspace)
+    assert client.result("retrieveForAgent", {"query": "warm up"})["success"]
+    deadline = time.monotonic() + 60
+    while not (workspace / ".flowbaby" / "catalog.npz").exists():
+        assert time.monotonic() < deadline, "no catalog snapshot written"
+        time.sleep(0.1)
     neighbour_query = {"query": "Why did we move the session cache to Redis?", "maxResults": 5}
     before = client.result("retrieveForAgent", neighbour_query)
     found = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
@@ -74,7 +83,7 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     data = workspace / ".flowbaby"
     held = files_holding(data, CANARY.encode())
     # The byte scan can see it where it was written: SQLite, LanceDB's fragments and cognee's files.
-    for where in ("memories.sqlite", "vectors.lance/", "cognee/"):
+    for where in ("memories.sqlite", "vectors.lance/", "cognee/", "catalog.npz"):
         assert any(where in path for path in held), (where, held)
 
     exported = json.dumps(export_all(client))

@@ -173,3 +173,52 @@ def test_finishing_an_operation_finds_its_memories_by_index(tmp_path: Path) -> N
     finally:
         store.close()
     assert any("memories_operation" in str(tuple(row)) for row in plan), [tuple(row) for row in plan]
+
+
+def test_iter_memories_reads_every_field_as_stored(store: MemoryStoreBackend) -> None:
+    """The start-up read (SQLite: tuples, the list fields in one JSON parse) gives what a row-by-row
+    read gives, field for field, in staging order."""
+    ids = []
+    for n, status in enumerate((MemoryStatus.DECISION_RECORD, MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED)):
+        staged = store.stage(
+            memory(
+                "",
+                topic_id=f"topic-{n}",
+                status=status,
+                decisions=[f'décision {n} \u2019quoted\u2019 "x"', "second, with [brackets]"],
+                rationale=["why"] * n,
+                open_questions=["é?"],
+                next_steps=[],
+                references=[f"src/file_{n}.py", "PAW-1432"],
+                time_scope="2025-Q1",
+                agent_name="agent",
+                session_id=f"s{n}",
+                plan_id=None,
+                branch="feature/x" if n else None,
+                commit="a" * 40 if n else None,
+            ),
+            new_operation_id(),
+        )
+        ids.append(staged.memory_id)
+    assert list(store.iter_memories()) == store.get_memories(ids)
+
+
+def test_a_damaged_list_column_still_fails_the_read_at_that_row(tmp_path: Path) -> None:
+    """A list column that is not JSON fails iter_memories as the row-by-row read always did (a
+    JSONDecodeError at that row), never a memory with its lists silently shifted between fields."""
+    import json
+
+    from graph.backends.embedded.memory_store import MemoryStore
+
+    store = MemoryStore(tmp_path / "memories.sqlite")
+    try:
+        store.stage(memory("", topic_id="ok"), new_operation_id())
+        damaged = store.stage(memory("", topic_id="damaged"), new_operation_id()).memory_id
+        store._conn.execute("UPDATE memories SET decisions = '[\"a\"' WHERE memory_id = ?", (damaged,))
+        store._conn.execute("UPDATE memories SET rationale = '\"b\"],[]' WHERE memory_id = ?", (damaged,))
+        read = store.iter_memories()
+        assert next(read).topic_id == "ok"
+        with pytest.raises(json.JSONDecodeError):
+            next(read)
+    finally:
+        store.close()

@@ -38,6 +38,47 @@ from graph.core.memories import (
 from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
 from graph.core.workspace import create_private
 
+_FAST_MEMORIES = (
+    "SELECT memory_id, topic_id, version, status, topic, context, "
+    "json_array(json(decisions), json(rationale), json(open_questions), json(next_steps), json(refs)), "
+    "time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, graph_state, "
+    "operation_id, git_branch, git_commit FROM memories ORDER BY staged_at, rowid"
+)
+"""iter_memories' read: row_to_memory's fields in Memory's order, the list fields as one JSON array."""
+_STATUSES = {status.value: status for status in MemoryStatus}
+
+
+def _tuple_to_memory(row: tuple[Any, ...]) -> Memory:
+    """row_to_memory over a _FAST_MEMORIES row."""
+    decisions, rationale, open_questions, next_steps, references = json.loads(row[6])
+    status = _STATUSES.get(row[3]) or MemoryStatus(row[3])
+    return Memory(
+        memory_id=row[0],
+        topic_id=row[1],
+        version=row[2],
+        status=status,
+        topic=row[4],
+        context=row[5],
+        decisions=decisions,
+        rationale=rationale,
+        open_questions=open_questions,
+        next_steps=next_steps,
+        references=references,
+        time_scope=row[7],
+        agent_name=row[8],
+        session_id=row[9],
+        plan_id=row[10],
+        created_at=row[11],
+        updated_at=row[12],
+        staged_at=row[13],
+        char_count=row[14],
+        graph_state=row[15],
+        operation_id=row[16],
+        branch=row[17],
+        commit=row[18],
+    )
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
     memory_id TEXT PRIMARY KEY,
@@ -186,9 +227,23 @@ class MemoryStore:
         return [row_to_memory(row) for row in rows]
 
     def iter_memories(self) -> Iterator[Memory]:
+        """Every version in staging order. Read as plain tuples with the five list fields parsed in one
+        json.loads (SQLite's json() checks each first), ~2x faster than sqlite3.Row and five loads a
+        row: the owner reads all of them at start (100k memories). A column that is not valid JSON
+        fails that read, and the rows are read again as before, which raises at the damaged row."""
         with self._lock:
-            rows = self._conn.execute("SELECT * FROM memories ORDER BY staged_at, rowid").fetchall()
-        return (row_to_memory(row) for row in rows)
+            cursor = self._conn.cursor()
+            cursor.row_factory = None
+            try:
+                rows = cursor.execute(_FAST_MEMORIES).fetchall()
+            except sqlite3.OperationalError:
+                rows = None
+            finally:
+                cursor.close()
+            if rows is None:
+                damaged = self._conn.execute("SELECT * FROM memories ORDER BY staged_at, rowid").fetchall()
+                return (row_to_memory(row) for row in damaged)
+        return (_tuple_to_memory(row) for row in rows)
 
     def list_page(self, query: MemoryFilter, page: Page) -> list[Memory]:
         """Matching versions in page order, up to page.limit + 1 (graph.core.memory_query)."""
