@@ -20,13 +20,14 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from graph.backends.projection import ProjectionSource
 from graph.core.graph_projection import STRUCTURAL_TYPES
 from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
+from graph.search.supersession import MemoryNames
 
 _WORDS = re.compile(r"[\w/.#-]+")
 RELATED_DISCOUNT = 0.5
@@ -78,9 +79,7 @@ class GraphLane:
         self._links: dict[str, tuple[float, float, Collection[str]] | None] = {}
         """expand's per-entity (join strength, rarity, holders), None for an entity that links nothing:
         filled as queries reach entities, emptied with every reload."""
-        self._supersession_view: tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]] | None = (
-            None
-        )
+        self._supersession_view: tuple[object | None, list[tuple[str, str, str]], MemoryNames] | None = None
 
     def refresh(self) -> None:
         """Reload the indexes if a worker has saved a new projection."""
@@ -201,20 +200,19 @@ class GraphLane:
         scale = math.log(max(self._memories, 3))
         return join, min(1.0, math.log(self._memories / len(holders)) / scale), holders
 
-    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]:
+    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], MemoryNames]:
         """What implicit supersession reads of the graph: the projection's version, its stated
-        relations by entity name, and each memory's entity names with their types (built once per
-        projection version)."""
+        relations by entity name, and each memory's entity names with their types (read from this
+        version's indexes when asked; built once per projection version)."""
         with self._lock:
             if self._supersession_view is not None and self._supersession_view[0] == self._mtime:
                 return self._supersession_view
             relations = [
                 (self._names[a], name, self._names[b]) for (a, b), names in self._relations.items() for name in names
             ]
-            names_of = {
-                m: {self._names[e]: self._types.get(e, "") for e in entities if e not in self._structural}
-                for m, entities in self._memory_entities.items()
-            }
+            names_of = _LaneNames(
+                self._memory_entities, self._entity_memories, self._names, self._types, self._structural
+            )
             self._supersession_view = (self._mtime, relations, names_of)
             return self._supersession_view
 
@@ -276,3 +274,54 @@ class GraphLane:
             if len(holders) >= UBIQUITY_FRACTION * self._memories and entity not in self._structural:
                 words.update(self._names[entity].lower().split())
         return words
+
+
+class _LaneNames(MemoryNames):
+    """One projection version's memory -> {entity name: type} (structural entities left out), read from
+    the lane's indexes on demand. refresh replaces those indexes and never changes them, so this keeps
+    the version it was made for."""
+
+    def __init__(
+        self,
+        memory_entities: dict[str, tuple[str, ...]],
+        entity_memories: dict[str, tuple[str, ...]],
+        names: dict[str, str],
+        types: dict[str, str],
+        structural: set[str],
+    ) -> None:
+        self._memory_entities, self._entity_memories = memory_entities, entity_memories
+        self._names, self._types, self._structural = names, types, structural
+        self._named: dict[str, list[str]] | None = None
+        self._order: dict[str, int] | None = None
+
+    def __getitem__(self, memory_id: str) -> dict[str, str]:
+        names, types, structural = self._names, self._types, self._structural
+        return {names[e]: types.get(e, "") for e in self._memory_entities[memory_id] if e not in structural}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._memory_entities)
+
+    def __len__(self) -> int:
+        return len(self._memory_entities)
+
+    def holders(self, names: Collection[str]) -> dict[str, list[str]]:
+        """Through the entities of each name and their memories, kept only where the memory's own
+        entities name it too (what iterating every memory's names finds), in the memories' order."""
+        if self._named is None:
+            named: dict[str, list[str]] = defaultdict(list)
+            for entity, name in self._names.items():
+                if entity not in self._structural:
+                    named[name].append(entity)
+            self._named, self._order = dict(named), {m: i for i, m in enumerate(self._memory_entities)}
+        assert self._order is not None
+        found: dict[str, list[str]] = {}
+        for name in names:
+            held = {
+                m
+                for e in self._named.get(name, ())
+                for m in self._entity_memories.get(e, ())
+                if e in self._memory_entities.get(m, ())
+            }
+            if held:
+                found[name] = sorted(held, key=self._order.__getitem__)
+        return found

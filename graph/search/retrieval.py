@@ -15,7 +15,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter, itemgetter
@@ -294,7 +294,7 @@ class GraphSearch(Protocol):
 
     def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]: ...
 
-    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], dict[str, dict[str, str]]]: ...
+    def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], Mapping[str, dict[str, str]]]: ...
 
 
 class Retriever:

@@ -172,3 +172,22 @@ def test_delete_takes_a_write_cut_short_too(tmp_path: Path) -> None:
     left.write_bytes(b"cut short")
     snapshot.delete(path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_warm_up_freezes_what_it_built_and_restores_the_threads_switch_interval() -> None:
+    """The collector's pause ends with what it built frozen (no collection walks it after), and the
+    short GIL switch interval lasts until the last of two overlapping warm-ups leaves."""
+    import gc
+    import sys
+
+    from graph import service
+
+    before, frozen = sys.getswitchinterval(), gc.get_freeze_count()
+    with service._collection_paused():
+        built = [[n] for n in range(1_000)]
+    assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(built)
+    with service._quick_handovers():
+        with service._quick_handovers():
+            assert sys.getswitchinterval() == service.WARM_SWITCH_INTERVAL_SEC
+        assert sys.getswitchinterval() == service.WARM_SWITCH_INTERVAL_SEC
+    assert sys.getswitchinterval() == before

@@ -327,3 +327,24 @@ class LazyTable:
 
     def close(self) -> None:
         """Nothing held between calls."""
+
+
+def test_a_short_sketch_file_rebuilds_the_compact_folder_from_the_table(tmp_path: Path, compact_search: None) -> None:
+    """The sketch is read straight into its array; a file shorter than its header says is a damaged
+    derived file: the folder is rebuilt from the table, whose rows all stay searchable."""
+    embedder = TopicEmbedder()
+    path = tmp_path / "vectors.lance"
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]
+    index.add_memories(_memories(700))  # 1,400 rows: the next start adds the sketch
+    index.close()
+    VectorIndex(path, embedder).close()  # type: ignore[arg-type]
+    sketch = compact_path(path) / "sketch.f32"
+    assert sketch.stat().st_size == 1_400 * compact_vectors.SKETCH_DIMENSIONS * 4
+    with sketch.open("r+b") as file:
+        file.truncate(sketch.stat().st_size // 2)
+    index = VectorIndex(path, embedder)  # type: ignore[arg-type]
+    assert index.rebuilt_compact and index.count() == 1_400 and path.exists()
+    assert (
+        index.nearest_chunks(embedder.encode(["note 650 about subsystem 68, owner 0"])[0], 1)[0][0].memory_id == "m650"
+    )
+    index.close()

@@ -222,3 +222,21 @@ def test_a_damaged_list_column_still_fails_the_read_at_that_row(tmp_path: Path) 
             next(read)
     finally:
         store.close()
+
+
+def test_iter_memories_sorts_by_staging_time_then_insertion(tmp_path: Path) -> None:
+    """Read in table order and sorted in Python: the order is SQLite's ORDER BY staged_at, rowid, with
+    rows stored out of order, equal times, and a time with a non-ASCII character (UTF-8 byte order)."""
+    from graph.backends.embedded.memory_store import MemoryStore
+
+    store = MemoryStore(tmp_path / "memories.sqlite")
+    try:
+        stamps = ["2025-03-01T00:00:00Z", "2025-01-01T00:00:00Z", "2025-03-01T00:00:00Z", "2025-02-01T00:00:00Zé"]
+        stamps += ["2025-02-01T00:00:00Z~", "2025-01-01T00:00:00Z"]
+        for n, stamp in enumerate(stamps):
+            staged = store.stage(memory("", topic_id=f"t{n}"), new_operation_id()).memory_id
+            store._conn.execute("UPDATE memories SET staged_at = ? WHERE memory_id = ?", (stamp, staged))
+        expected = [row[0] for row in store._conn.execute("SELECT topic_id FROM memories ORDER BY staged_at, rowid")]
+        assert [m.topic_id for m in store.iter_memories()] == expected == ["t1", "t5", "t4", "t3", "t0", "t2"]
+    finally:
+        store.close()

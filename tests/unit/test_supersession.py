@@ -4,8 +4,10 @@ imply, what a false positive must not do, and how ranking uses the pairs (never 
 from __future__ import annotations
 
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
+from graph.core.graph_projection import STRUCTURAL_TYPES, LaneRecords
+from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever
-from graph.search.supersession import find_pairs, is_historic
+from graph.search.supersession import NamesDict, find_pairs, is_historic
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 JAN, JUN = "2025-01-08T10:00:00Z", "2025-06-12T10:00:00Z"
@@ -147,3 +149,54 @@ def test_memories_without_a_retiring_or_moving_word_are_not_read_for_names(monke
     [pair] = find_pairs(_by_id(older, newer, *filler), RELATIONS, names)
     assert (pair.older, pair.newer) == ("old", "new")
     assert len(read) == 1 and "from Realm to SQLite" in read[0]  # the one memory that moved something
+
+
+class _Records:
+    """A projection source serving fixed lane records (graph.backends.projection.ProjectionSource)."""
+
+    def __init__(self, records: LaneRecords) -> None:
+        self.records = records
+
+    def stamp(self) -> object | None:
+        return 1.0
+
+    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
+        return 1.0, self.records
+
+
+def test_the_lanes_names_read_on_demand_are_what_every_memorys_dict_gave() -> None:
+    """The graph lane answers names_of and the holders of a name from its indexes: the same dicts, the
+    same holders in the same order, and so the same pairs as the fully built dicts (the old way)."""
+    entities = [
+        ("e_realm", "Realm", "technology", ("realm", "sqlite", "standup")),
+        ("e_realm2", "Realm", "component", ("sqlite", "video")),  # one name, two entities
+        ("e_sqlite", "SQLite", "technology", ("sqlite",)),
+        ("e_topic", "Offline store rewrite", "topic", ("sqlite",)),  # structural: no name of a memory
+        ("e_ghost", "Ghost", "technology", ("realm",)),  # its holder does not list it: held by no one
+    ]
+    memory_entities = {
+        "realm": ("e_realm",),
+        "sqlite": ("e_realm", "e_realm2", "e_sqlite", "e_topic"),
+        "standup": ("e_realm",),
+        "video": ("e_realm2",),
+    }
+    lane = GraphLane(_Records(LaneRecords(entities, [("e_realm", "e_sqlite", "moved_to")], memory_entities)))  # type: ignore[arg-type]
+    lane.refresh()
+    _, relations, names_of = lane.supersession_inputs()
+    kinds = {e: (name, kind) for e, name, kind, _ in entities}
+    built = {
+        m: {kinds[e][0]: kinds[e][1] for e in held if kinds[e][1] not in STRUCTURAL_TYPES}
+        for m, held in memory_entities.items()
+    }
+    assert dict(names_of) == built and list(names_of) == list(built)
+    everything = {"Realm", "SQLite", "Offline store rewrite", "Ghost", "Nothing"}
+    assert names_of.holders(everything) == NamesDict(built).holders(everything)
+    assert names_of.holders({"Realm"}) == {"Realm": ["realm", "sqlite", "standup", "video"]}
+    by_id = _by_id(
+        REALM,
+        SQLITE,
+        memory("standup", topic="Standup", context="Realm came up.", created=JAN),
+        memory("video", topic="Video", context="Realm sync for video.", decisions=["Realm for video"], created=JAN),
+    )
+    pairs = find_pairs(by_id, relations, names_of)
+    assert pairs and pairs == find_pairs(by_id, relations, built)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -42,9 +43,12 @@ _FAST_MEMORIES = (
     "SELECT memory_id, topic_id, version, status, topic, context, "
     "json_array(json(decisions), json(rationale), json(open_questions), json(next_steps), json(refs)), "
     "time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, graph_state, "
-    "operation_id, git_branch, git_commit FROM memories ORDER BY staged_at, rowid"
+    "operation_id, git_branch, git_commit, rowid FROM memories"
 )
-"""iter_memories' read: row_to_memory's fields in Memory's order, the list fields as one JSON array."""
+"""iter_memories' read: row_to_memory's fields in Memory's order, the list fields as one JSON array, then
+the rowid. In table order, sorted here: SQLite's ORDER BY staged_at, rowid walks the staged_at index and
+looks every row up (0.9 s at 100k memories against 0.65 s with this sort)."""
+_STAGING_ORDER = operator.itemgetter(13, 19)
 _STATUSES = {status.value: status for status in MemoryStatus}
 
 
@@ -240,7 +244,9 @@ class MemoryStore:
                 rows = None
             finally:
                 cursor.close()
-            if rows is None:
+            if rows is not None and all(type(row[13]) is str for row in rows):
+                rows.sort(key=_STAGING_ORDER)  # str order is SQLite's BINARY order of UTF-8 text
+            else:  # a damaged row (a blob staged_at, text that is no JSON): read as before, in SQLite's order
                 damaged = self._conn.execute("SELECT * FROM memories ORDER BY staged_at, rowid").fetchall()
                 return (row_to_memory(row) for row in damaged)
         return (_tuple_to_memory(row) for row in rows)

@@ -170,7 +170,7 @@ class VectorIndex:
             return _View(header.rows, loaded, row_memory, exact, None, None)
         tail = np.empty((0, self.dimensions), np.float32)
         sketch = np.empty((max(header.rows, 1024), header.sketch), dtype=np.float32)
-        sketch[: header.rows] = files.sketch()
+        files.read_sketch(sketch[: header.rows])
         return _View(header.rows, loaded, row_memory, None, sketch, tail)
 
     def add_memories(self, memories: list[Memory]) -> int:
@@ -298,7 +298,9 @@ class VectorIndex:
     def indexed_memory_ids(self) -> set[str]:
         view = self._view
         ids = view.loaded.memory_ids
-        return {ids[number] for number in np.unique(view.row_memory[: view.size]).tolist()}
+        held = np.zeros(len(ids), dtype=bool)  # a mark per memory number: no sort of every row (np.unique)
+        held[view.row_memory[: view.size]] = True
+        return {ids[number] for number in np.flatnonzero(held).tolist()}
 
     def count(self) -> int:
         return self._view.size
