@@ -324,7 +324,8 @@ class FlowbabyService:
         """Versions forgotten here or by another server on the namespace: still queued for embedding,
         they are skipped, and a catalog rebuild leaves them out."""
         self._rebuilds: set[asyncio.Task[None]] = set()
-        """Catalog rebuilds after another server's forget, kept until they finish."""
+        """Background catalog work kept until it finishes: rebuilds after another server's forget, and
+        the catalog snapshot's write after warm-up."""
         self._snapshot = None if self.store.shared else paths.catalog_snapshot
         """The catalog snapshot (graph.search.snapshot); None on the team backend, whose lexical index
         is the database's."""
@@ -483,10 +484,14 @@ class FlowbabyService:
                 self._embed_queue.put_nowait(memory)
 
     def _save_snapshot(self, catalog: Catalog, forgets: int) -> None:
-        """Write the catalog snapshot, unless a forget came after the catalog's memories were read."""
+        """Write the catalog snapshot, unless a forget came after the catalog's memories were read. An empty
+        catalog only deletes a snapshot left from other memories (no file to write and sync at every start
+        of an empty workspace)."""
         assert self._snapshot is not None
         with self._snapshot_lock:
-            if forgets == self._snapshot_forgets and isinstance(catalog.lexical, LexicalIndex):
+            if not len(catalog):
+                snapshot.delete(self._snapshot)
+            elif forgets == self._snapshot_forgets and isinstance(catalog.lexical, LexicalIndex):
                 snapshot.save(self._snapshot, catalog.lexical, catalog.links, catalog.by_id)
 
     def _drop_snapshot(self) -> None:

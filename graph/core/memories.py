@@ -60,6 +60,13 @@ class Memory:
             ("references", self.references),
         ]
 
+    def text(self) -> str:
+        """The summary's whole text: sections' items in their order, joined by spaces (what the lexical
+        index, the name links, supersession and the catalog snapshot's digest read). Written out, not
+        built from sections(): the owner's warm-up calls it for every memory."""
+        lists = (self.decisions, self.rationale, self.open_questions, self.next_steps, self.references)
+        return " ".join([self.topic, self.context, *(item for items in lists for item in items)])
+
 
 class Row(Protocol):
     """A result row by column name: sqlite3.Row here, a dict from the Postgres backend."""

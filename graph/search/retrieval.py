@@ -40,7 +40,6 @@ from graph.extract.extractor import query_names
 from graph.search.lexical import LexicalIndex
 from graph.search.links import Hop, NameLinks, is_identifier
 from graph.search.snapshot import load as load_snapshot
-from graph.search.snapshot import memory_text
 from graph.search.supersession import Pair, find_pairs, is_historic
 from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
@@ -237,7 +236,7 @@ class Catalog:
     def add(self, memory: Memory) -> None:
         """A new version supersedes the older ones of its topic, as the store already did."""
         if self._catalogue(memory):
-            text = memory_text(memory)
+            text = memory.text()
             self.lexical.add(memory.memory_id, text)
             self.links.add(memory.memory_id, text)
 
@@ -789,7 +788,7 @@ def describe_hop(hop: Hop, by_id: dict[str, Memory]) -> str:
 
 def memory_words(memory: Memory) -> frozenset[str]:
     """The memory's distinct words as the lexical lane indexes them (its fields' text, no headings)."""
-    return frozenset(tokenize(" ".join(text for _, items in memory.sections() for text in items)))
+    return frozenset(tokenize(memory.text()))
 
 
 def word_coverage(

@@ -49,17 +49,11 @@ _EXPECTED = {
 }
 
 
-def memory_text(memory: Memory) -> str:
-    """The text the catalog indexes for a memory: its fields' text, in Memory.sections' order."""
-    m = memory
-    return " ".join([m.topic, m.context, *m.decisions, *m.rationale, *m.open_questions, *m.next_steps, *m.references])
-
-
 def texts_digest(memories: list[Memory]) -> np.ndarray:
     """One digest of these memories' ids and texts, in order (each text's length frames it)."""
     digest = hashlib.blake2b(digest_size=32)
     for memory in memories:  # one text at a time: no copy of them all (100k memories: ~30 MB)
-        text = memory_text(memory).encode("utf-8", "surrogatepass")
+        text = memory.text().encode("utf-8", "surrogatepass")
         digest.update(b"%d\0%d\0" % (len(memory.memory_id), len(text)))
         digest.update(memory.memory_id.encode("utf-8", "surrogatepass"))
         digest.update(text)

@@ -175,7 +175,7 @@ def find_pairs(
             continue
         key = (memory_id, len(indexed.get(memory_id, {})))
         if key not in cache:
-            written = set(indexed.get(memory_id, {})) | name_keys(_text(memory))
+            written = set(indexed.get(memory_id, {})) | name_keys(memory.text())
             cache[key] = _retired_names(memory, written)
         if cache[key]:
             retiring.append((memory_id, cache[key]))
@@ -199,7 +199,7 @@ def find_pairs(
     for newer_id, claims in stated.items():
         newer = live[newer_id]
         for old, new, evidence in claims:
-            candidates = holders.get(old) or {m for m, o in live.items() if o is not newer and _mentions(_text(o), old)}
+            candidates = holders.get(old) or {m for m, o in live.items() if o is not newer and _mentions(o.text(), old)}
             if len(candidates) > limit:
                 continue
             for older_id in candidates:
@@ -207,13 +207,9 @@ def find_pairs(
                 if older.topic_id == newer.topic_id or older.created_at >= newer.created_at:
                     continue
                 decided = " ".join([older.topic, *older.decisions])
-                if not _mentions(decided, old) or (new and _mentions(_text(older), new)):
+                if not _mentions(decided, old) or (new and _mentions(older.text(), new)):
                     continue
                 if _retired_names(older, [old]):
                     continue  # the older one retires it too: not the thing it decided
                 pairs.setdefault((older_id, newer_id), Pair(older_id, newer_id, old, new, evidence))
     return sorted(pairs.values(), key=lambda p: (memories[p.newer].created_at, p.older))
-
-
-def _text(memory: Memory) -> str:
-    return " ".join(t for _, items in memory.sections() for t in items)

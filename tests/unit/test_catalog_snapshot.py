@@ -38,6 +38,23 @@ def memories(count: int) -> list[Memory]:
     return out
 
 
+def test_a_memorys_text_is_its_sections_in_reading_order() -> None:
+    """Memory.text (what the index, the name links and the snapshot's digest read) spells sections() out
+    for speed: a field added to one and not the other would index a memory differently than it reads."""
+    full = memory(
+        "m1",
+        topic="Queue choice",
+        context="Billing events",
+        decisions=["Use Kafka", "Keep SQS for mail"],
+        rationale=["Ordering per account"],
+        open_questions=["Retention?"],
+        next_steps=["Write the ADR"],
+        references=["docs/adr/0007.md"],
+    )
+    assert full.text() == " ".join(item for _, items in full.sections() for item in items)
+    assert full.text().split(" ")[:2] == ["Queue", "choice"] and full.text().endswith("docs/adr/0007.md")
+
+
 def same_rankings(built: Catalog, restored: Catalog) -> None:
     assert len(built.lexical) == len(restored.lexical)  # type: ignore[arg-type]
     for query in QUERIES:

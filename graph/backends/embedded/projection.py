@@ -67,8 +67,8 @@ class FileProjection:
         return stamp, lane_records(parse_projection_bytes(raw))
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> tuple[int, int, int] | None:
-        """The lane's records go first (no stale lane.json outlives the projection it describes: forget
-        rewrites both) and are written again once the new projection's stamp is known."""
+        """The old lane.json is deleted first (none outlives the projection it describes: forget rewrites
+        both), and the new one written once the new projection's stamp is known."""
         if expected is not None and self.stamp() != expected:
             return None
         self.lane_path.unlink(missing_ok=True)
