@@ -238,9 +238,15 @@ async function listPaint(context) {
   await list.click("text=Next page");
   await list.waitForFunction(() => document.querySelector(".pager span") && document.querySelector(".pager span").textContent.startsWith("page 2"));
   seen.timings.secondPageFirst = await list.locator("#memory-list tbody tr td a").first().innerText();
+  // The filter re-renders the list: wait for a new table body (not page 2's, which stays until the
+  // view is replaced) holding rows, or the rows read may be the old ones or none.
+  await list.evaluate(() => { document.querySelector("#memory-list tbody").dataset.before = "filter"; });
   await list.selectOption("#f-status", "DecisionRecord");
   await list.click("form[aria-label=Filters] button");
-  await list.waitForFunction(() => location.hash.includes("status=DecisionRecord") && document.querySelector("#memory-list tbody tr"));
+  await list.waitForFunction(() => {
+    const body = document.querySelector("#memory-list tbody");
+    return location.hash.includes("status=DecisionRecord") && body && !body.dataset.before && body.querySelector("tr");
+  });
   seen.timings.filteredStatuses = await list.$$eval("#memory-list tbody tr .status", (s) => [...new Set(s.map((x) => x.textContent))]);
   await list.goto(`${config.base}/#/memories`);
   await list.waitForSelector("#memory-list tbody tr");
