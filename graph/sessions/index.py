@@ -27,6 +27,7 @@ from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, withi
 from graph.sessions.ranking import LANES, VECTOR_CANDIDATES, WEAK_CANDIDATES, TurnHit, abstain_reason, fuse
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
+from graph.sessions.turn_order import TurnOrder
 
 EMBED_BATCH = 256
 """Chunks embedded and written per step: an interrupted import leaves a `partial` index."""
@@ -107,6 +108,7 @@ class SessionIndex:
         self._vectors_idle_sec = vectors_idle_sec
         self.model = model_label(encoder.model_path)
         self.lexicon = ChunkLexicon()
+        self.order = TurnOrder(self.store)
         self._busy: set[str] = set()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -297,6 +299,7 @@ class SessionIndex:
             self.lexicon.follow(
                 key, record.imported_at if record else None, old, [(c.embedding_id, c.text) for c in chunks], mark
             )
+            self.order.drop(key)
             embedded = self._embed_missing(key, chunks)
         return {"messages": len(batch.messages), "chunks": len(chunks), "embedded": embedded}
 
@@ -326,11 +329,18 @@ class SessionIndex:
 
     # -- search -----------------------------------------------------------------------
     def search(
-        self, keys: list[str], query: str, limit: int, abstain: bool = False, lanes: frozenset[str] = LANES
+        self,
+        keys: list[str],
+        query: str,
+        limit: int,
+        abstain: bool = False,
+        lanes: frozenset[str] = LANES,
+        neighbours: bool = True,
     ) -> SearchOutcome:
         """The best `limit` turns of these sessions, one result per turn (its best chunk shown),
-        fused from the vector and lexical lanes; with `abstain`, none when no turn is close
-        (graph.sessions.ranking), and up to two weak candidates instead."""
+        fused from the vector and lexical lanes and the neighbouring turns' evidence (`neighbours`);
+        with `abstain`, none when no turn is close (graph.sessions.ranking), and up to two weak
+        candidates instead."""
         if not keys:
             return SearchOutcome([], None, [])
         vector = np.asarray(self.encoder.encode([query])[0], dtype=np.float32)
@@ -346,7 +356,8 @@ class SessionIndex:
                 wanted.setdefault(key, []).append(eid)
         similarities = self.vectors.similarities(wanted, vector) if wanted else {}
         rows = self.store.chunks_by_id(list(near | set(lexical)))
-        ranked = fuse(nearest, lexical, similarities, rows, lanes)
+        around = self.order.around({str(row["session_key"]) for row in rows.values()}) if neighbours else None
+        ranked = fuse(nearest, lexical, similarities, rows, lanes, around)
         reason = abstain_reason(ranked, self.lexicon.known_share(query)) if abstain else None
         if reason:
             weak = ranked[:WEAK_CANDIDATES]

@@ -1,6 +1,7 @@
 """Session search's fusion: the vector lane (cosine of the nearest chunks) and the lexical lane
 (self-normalised BM25 of chunks, graph.sessions.lexicon) summed per chunk, turns ranked by their
-best chunk, recency as a bounded tie-break, and the abstention check.
+best chunk plus a share of their better neighbour's, recency as a bounded tie-break, and the
+abstention check.
 
 Both lane scores are on a fixed 0-1 scale, as in memory search (graph.search.retrieval), so the
 sum means the same across queries and workspaces. Weights and cuts were chosen on BEAM's 500K chats
@@ -11,6 +12,7 @@ never read.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 LANES = frozenset({"vector", "lexical"})
@@ -20,6 +22,13 @@ LEXICAL_WEIGHT = 2.0
 """Word evidence counts twice a chunk's cosine: transcripts are dense with code, paths and numbers,
 where MiniLM sees little. Chosen on BEAM 500K chats 1-3 and the coding set (weights 0.5-5 tried),
 checked on chats 4-6: R@5 +3.0 there (28.5 -> 31.5), R@1 -2.6 (15.3 -> 12.7)."""
+NEIGHBOUR_WEIGHT = 0.4
+"""A turn also counts this share of the better of its two neighbours' own fused scores (the turns
+just before and after it in its session). An answer and the question it answers, or a decision and
+the turns that argue it, sit side by side in a transcript; a turn whose neighbour also matches is
+more likely the place being asked about than a lone turn with one matching phrase. Chosen on the
+first two batches of BEAM 500K chats 1-17 (0.2-0.6 tried; R@5 +1.5) and checked on chats 18-35
+(+7.6) and on whole chats 9-14 (+0.6; tests/bench/sessions_quality.py, docs/measurements.md)."""
 RECENCY_WEIGHT = 0.003
 """The most recency adds to a 0-1 score: enough to order near-ties newest first, never to bury a match."""
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -57,10 +66,13 @@ def fuse(
     similarities: dict[str, float],
     rows: dict[str, dict[str, object]],
     lanes: frozenset[str] = LANES,
+    neighbours: Callable[[str, str], tuple[str, ...]] | None = None,
 ) -> list[TurnHit]:
     """Turns best first. `nearest`: the vector lane's (key, chunk, cosine); `lexical`: chunk ->
     (key, BM25 share); `similarities`: the cosine of lexical hits outside `nearest`; `rows`: the
-    chunks' bookkeeping rows (message_id, chunk_index, created_ms, text)."""
+    chunks' bookkeeping rows (message_id, chunk_index, created_ms, text); `neighbours`: (key, message
+    id) -> the message ids of the turns beside it (graph.sessions.turn_order), None: no neighbour
+    evidence."""
     cosine: dict[str, float | None] = dict(similarities)
     key_of: dict[str, str] = {}
     in_vector: set[str] = set()
@@ -100,6 +112,12 @@ def fuse(
         hit.fused = best[turn]
     ranked = list(turns.values())
     weight = (1.0 if "vector" in lanes else 0.0) + (LEXICAL_WEIGHT if "lexical" in lanes else 0.0)
+    if neighbours is not None:
+        own = {turn: hit.fused for turn, hit in turns.items()}
+        for (key, message_id), hit in turns.items():
+            beside = max((own.get((key, other), 0.0) for other in neighbours(key, message_id)), default=0.0)
+            hit.fused += NEIGHBOUR_WEIGHT * beside
+        weight *= 1.0 + NEIGHBOUR_WEIGHT  # the score stays within 0-1
     newest = max((h.created_ms for h in ranked), default=0)
     for hit in ranked:
         age_days = max(0, newest - hit.created_ms) / 86_400_000

@@ -14,8 +14,10 @@ Metric: recall@k of evidence turns, the share of a question's evidence turns amo
 turns returned, averaged over questions (overall and per BEAM category). Baselines, computed from
 the index's own turns and chunk vectors (the session encoder, int8 MiniLM): BM25 over each turn's
 whole text, MiniLM max-sim over its 480-character chunks, and RRF of the two (k = 60). The lane
-ablation asks the index with one lane at a time. Abstention: with `abstain: true`, the share of
-answerable questions that abstain (false) and of unanswerable ones that do (true).
+ablation asks the index with one lane at a time, and once without neighbour evidence. Abstention:
+with `abstain: true`, the share of answerable questions that abstain (false) and of unanswerable ones
+that do (true). `--first` and `--batches` pick other chats (the weights were chosen on chats 1-6) and
+shorter ones (each chat's first batches).
 """
 
 from __future__ import annotations
@@ -189,6 +191,7 @@ async def _ask(
         "RRF(BM25, MiniLM)": [],
         "lanes: vector only": [],
         "lanes: lexical only": [],
+        "without neighbour evidence": [],
     }
     for q in questions:
         reply = await memory.call("search_all", {"q": q["query"], "limit": 10})
@@ -200,6 +203,8 @@ async def _ask(
         for lane in sorted(LANES):
             found = index.search(keys, q["query"], 10, lanes=frozenset({lane})).results
             runs[f"lanes: {lane} only"].append([turn_of(r["turn_source_id"]) for r in found])
+        alone = index.search(keys, q["query"], 10, neighbours=False).results
+        runs["without neighbour evidence"].append([turn_of(r["turn_source_id"]) for r in alone])
     return runs
 
 
@@ -219,8 +224,27 @@ def _open(workspace: Path, config: Path, encoder: Any) -> SessionMemory:
     return SessionMemory(workspace, workspace / ".flowbaby" / "sessions", encoder, settings)
 
 
-async def _beam(root: Path, data: Path, chats: int, encoder: Any) -> dict[str, Any]:
-    names = sorted((p.name for p in data.iterdir() if (p / "chat.json").is_file()), key=int)[:chats]
+def evidence_ids(ids: Any) -> set[str]:
+    """A question's `source_chat_ids`, flattened: a list, a dict of lists (contradiction, temporal), or
+    lists of lists (some event-ordering questions)."""
+    if isinstance(ids, dict):
+        return {i for part in ids.values() for i in evidence_ids(part)}
+    if isinstance(ids, list):
+        return {i for part in ids for i in evidence_ids(part)}
+    return {str(ids)}
+
+
+def message_ids(chat: list[dict[str, Any]]) -> set[str]:
+    return {str(message["id"]) for batch in chat for pair in batch["turns"] for message in pair}
+
+
+async def _beam(
+    root: Path, data: Path, chats: int, encoder: Any, first: int = 1, batches: int | None = None
+) -> dict[str, Any]:
+    """`batches`: only each chat's first batches (BEAM's 500K chats have ten of ~80 messages), and only
+    the questions whose evidence lies in them: a chat of about the 100K chats' length, from dev data."""
+    names = sorted((p.name for p in data.iterdir() if (p / "chat.json").is_file()), key=int)
+    names = [name for name in names if int(name) >= first][:chats]
     per_question: list[tuple[str, set[str]]] = []
     runs: dict[str, list[list[str]]] = {}
     unanswerable: list[str] = []
@@ -228,12 +252,14 @@ async def _beam(root: Path, data: Path, chats: int, encoder: Any) -> dict[str, A
     false_abstained = true_abstained = 0.0
     import_sec = 0.0
     for name in names:
-        home = root / f"beam-{name}"
+        home = root / (f"beam-{name}" if batches is None else f"beam-{name}-b{batches}")
         workspace, config = home / "ws", home / "claude"
         workspace.mkdir(parents=True, exist_ok=True)
         session = f"beam-chat-{name}"
+        chat = json.loads((data / name / "chat.json").read_text())[:batches]
+        present = message_ids(chat)
         if not transcript_path(config, workspace, session).is_file():
-            write_beam(json.loads((data / name / "chat.json").read_text()), config, workspace, session)
+            write_beam(chat, config, workspace, session)
         memory = _open(workspace, config, encoder)
         index = await memory.index()
         started = time.perf_counter()
@@ -246,10 +272,10 @@ async def _beam(root: Path, data: Path, chats: int, encoder: Any) -> dict[str, A
                 ids = item.get("source_chat_ids")
                 if category == "abstention":
                     unanswerable.append(item["question"])
-                if not ids:
+                evidence = evidence_ids(ids) if ids else set()
+                if not evidence or not evidence <= present:
                     continue
-                flat = ids if isinstance(ids, list) else [i for part in ids.values() for i in part]
-                questions.append({"query": item["question"], "category": category, "evidence": {str(i) for i in flat}})
+                questions.append({"query": item["question"], "category": category, "evidence": evidence})
         keys = index.keys_under(None)
         chat_runs = await _ask(memory, index, keys, questions, lambda mid: mid.removeprefix("beam-"))
         for system, ranked in chat_runs.items():
@@ -336,8 +362,11 @@ async def _coding(root: Path, encoder: Any) -> dict[str, Any]:
     return result
 
 
-def run_sessions_quality(root: Path, beam: Path = DEFAULT_BEAM, chats: int = 2) -> dict[str, Any]:
-    """`chats`: how many BEAM 500K chats (in file order; each is ~800 turns, a minute or more to embed)."""
+def run_sessions_quality(
+    root: Path, beam: Path = DEFAULT_BEAM, chats: int = 2, first: int = 1, batches: int | None = None
+) -> dict[str, Any]:
+    """`chats`: how many BEAM 500K chats, from chat `first` on (in file order; each is ~800 turns, a minute
+    or more to embed). Weights were chosen on chats 1-6: a later `first` gives a check set."""
     from graph.core.settings import default_model_path
     from graph.search.embedder import Embedder
     from graph.sessions.encoder import SessionEncoder
@@ -349,7 +378,7 @@ def run_sessions_quality(root: Path, beam: Path = DEFAULT_BEAM, chats: int = 2) 
         "coding": asyncio.run(_coding(root, encoder)) if CODING.is_file() else {"skipped": "no fixture"}
     }
     if beam.is_dir() and chats > 0:
-        report["beam500k"] = asyncio.run(_beam(root, beam, chats, encoder))
+        report["beam500k"] = asyncio.run(_beam(root, beam, chats, encoder, first, batches))
     else:
         report["beam500k"] = {"skipped": f"no BEAM 500K chats at {beam}" if chats else "chats = 0"}
     return report
@@ -368,9 +397,11 @@ if __name__ == "__main__":  # development: a kept root, so chats are embedded on
     parser.add_argument("root", type=Path)
     parser.add_argument("--beam", type=Path, default=DEFAULT_BEAM)
     parser.add_argument("--chats", type=int, default=2)
+    parser.add_argument("--first", type=int, default=1, help="the first BEAM chat's number")
+    parser.add_argument("--batches", type=int, default=None, help="only each chat's first batches")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
-    out = run_sessions_quality(args.root, args.beam, args.chats)
+    out = run_sessions_quality(args.root, args.beam, args.chats, args.first, args.batches)
     print(json.dumps(out, indent=2))
     for part in ("coding", "beam500k"):
         if "recall" in out[part]:

@@ -341,3 +341,63 @@ def test_replaced_chunks_are_skipped_and_the_index_rebuilt_when_they_outnumber_l
         assert set(lexicon.search(["s"], "draft answer", everything=True)) == {"c0"}  # old drafts skipped
     assert max(sizes) <= 1004 and sizes[-1] < max(sizes)  # rebuilt once dead documents passed 1,000
     assert set(lexicon.search(["s"], "ALPACA_FLAG", everything=True)) == {"c1"}
+
+
+def _row(message_id: str, created_ms: int) -> dict[str, object]:
+    return {"session_key": "s", "message_id": message_id, "chunk_index": 0, "created_ms": created_ms, "text": ""}
+
+
+def test_a_turn_whose_neighbour_also_matches_outranks_an_equal_lone_turn() -> None:
+    from graph.sessions.ranking import fuse
+
+    # "lone" and "answer" match equally; "question", just before "answer", matches too
+    nearest = [("s", "c-lone", 0.6), ("s", "c-answer", 0.6), ("s", "c-question", 0.5)]
+    rows = {"c-lone": _row("lone", 9_000), "c-answer": _row("answer", 2_000), "c-question": _row("question", 1_000)}
+    order = ["question", "answer", "gap", "lone"]
+
+    def beside(key: str, message_id: str) -> tuple[str, ...]:
+        n = order.index(message_id)
+        return tuple(order[i] for i in (n - 1, n + 1) if 0 <= i < len(order))
+
+    alone = fuse(nearest, {}, {}, rows)
+    assert [h.message_id for h in alone][:2] == ["lone", "answer"]  # a tie: the newer first
+    together = fuse(nearest, {}, {}, rows, neighbours=beside)
+    assert [h.message_id for h in together] == ["answer", "question", "lone"]
+    assert all(0 < h.score <= 1 for h in together)
+    assert together[0].vector == 0.6 and together[0].similarity == 0.6  # the lanes' own evidence is unchanged
+
+
+def test_the_turn_order_follows_imports(home: dict[str, Any]) -> None:
+    t = Transcript(home["claude"], home["ws"])
+    first = t.user("The nightly job failed again, can you check the log?")["uuid"]
+    t.assistant("msg_a", {"type": "text", "text": "The ledger lock was busy: E_LEDGER_7712."})
+    index = make(home)
+    info = index.find(t.session_id)[0]
+    index.import_session(info)
+    around = index.order.around({info.key})
+    assert around(info.key, "msg_a") == (first,) and around(info.key, first) == ("msg_a",)
+    assert around(info.key, "nope") == ()
+    later = t.user("And this week?")["uuid"]
+    index.update_session(index.find(t.session_id)[0])
+    assert index.order.around({info.key})(info.key, "msg_a") == (first, later)  # read again: a new import mark
+    assert around(info.key, "msg_a") == (first,)  # a search's own view does not change under it
+    index.close()
+
+
+def test_a_session_that_left_the_bookkeeping_leaves_the_turn_order() -> None:
+    from graph.sessions.turn_order import TurnOrder
+
+    class Turns:
+        marks = {"s": "1"}
+
+        def import_marks(self) -> dict[str, str]:
+            return dict(self.marks)
+
+        def turns(self, key: str) -> list[tuple[str, int, str, int]]:
+            return [("a", 0, "user", 0), ("b", 1, "assistant", 1)] if key in self.marks else []
+
+    store = Turns()
+    order = TurnOrder(store)
+    assert order.around({"s"})("s", "a") == ("b",)
+    store.marks = {}
+    assert order.around(set())("s", "a") == () and order._held == {}
