@@ -69,10 +69,11 @@ def _memory_control(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 @section("sessions_quality")
 def _sessions_quality(root: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Session search on the coding set and BEAM 500K (--beam, --beam-chats), with baselines and abstention."""
+    """Session search on the coding set and BEAM 500K (--beam, --beam-chats, --beam-first, --beam-batches),
+    with baselines and abstention."""
     from tests.bench.sessions_quality import run_sessions_quality
 
-    return run_sessions_quality(root, Path(args.beam), args.beam_chats)
+    return run_sessions_quality(root, Path(args.beam), args.beam_chats, args.beam_first, args.beam_batches)
 
 
 runs("abstention", "tests.bench.abstention:run_abstention", locomo=True)
@@ -171,6 +172,10 @@ def main() -> None:
     parser.add_argument("--beam", default=str(DEFAULT_BEAM), help="BEAM's chats/500K folder (<n>/chat.json)")
     parser.add_argument(
         "--beam-chats", type=int, default=2, help="BEAM 500K chats to embed and ask (each ~800 turns, minutes)"
+    )
+    parser.add_argument("--beam-first", type=int, default=1, help="the first BEAM chat (weights were chosen on 1-6)")
+    parser.add_argument(
+        "--beam-batches", type=int, default=None, help="only the first batches of each chat (2: ~100K length)"
     )
     args = parser.parse_args()
     report: dict[str, Any] = {
