@@ -1189,12 +1189,7 @@ class FlowbabyService:
                         "status": m.status.value,
                         "topic": m.topic,
                         "preview": m.context[:PREVIEW_CHARS],
-                        "agentName": m.agent_name,
-                        "sessionId": m.session_id,
-                        "planId": m.plan_id,
-                        "createdAt": m.created_at,
-                        "updatedAt": m.updated_at,
-                        "stagedAt": m.staged_at,
+                        **provenance_fields(m),
                         "graphState": m.graph_state,
                         "charCount": m.char_count,
                     }
@@ -1711,6 +1706,22 @@ def summary_fields(m: Memory) -> dict[str, Any]:
     }
 
 
+PROVENANCE = {
+    "agentName": "agent_name",
+    "sessionId": "session_id",
+    "planId": "plan_id",
+    "createdAt": "created_at",
+    "updatedAt": "updated_at",
+    "stagedAt": "staged_at",
+}
+"""Who stored a version and when: the wire name of each Memory attribute the memory list and the
+export file both show."""
+
+
+def provenance_fields(m: Memory) -> dict[str, Any]:
+    return {name: getattr(m, attribute) for name, attribute in PROVENANCE.items()}
+
+
 def exported(m: Memory) -> dict[str, Any]:
     """One stored version as a line of the export file."""
     return {
@@ -1720,12 +1731,7 @@ def exported(m: Memory) -> dict[str, Any]:
         "status": m.status.value,
         **summary_fields(m),
         "timeScope": m.time_scope,
-        "agentName": m.agent_name,
-        "sessionId": m.session_id,
-        "planId": m.plan_id,
-        "createdAt": m.created_at,
-        "updatedAt": m.updated_at,
-        "stagedAt": m.staged_at,
+        **provenance_fields(m),
         "supersedes": memory_uuid(m.topic_id, m.version - 1) if m.version > 1 else None,
     }
 

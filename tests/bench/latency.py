@@ -191,6 +191,17 @@ def queries(count: int, rng: random.Random) -> list[str]:
     ]
 
 
+def timed_retrievals(client: BridgeClient, asked: list[str]) -> list[float]:
+    """Milliseconds of each retrieval (`maxResults` 5) through a warm bridge, in order."""
+    latencies = []
+    for query in asked:
+        started = time.perf_counter()
+        reply = client.result("retrieveForAgent", {"query": query, "maxResults": 5})
+        latencies.append((time.perf_counter() - started) * 1000)
+        assert reply["success"], reply
+    return latencies
+
+
 def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
     rng = random.Random(5)
     asked = queries(count, rng)
@@ -198,12 +209,7 @@ def measure(root: Path, embedder: Embedder, count: int = 220) -> dict[str, Any]:
     try:
         client.result("retrieveForAgent", {"query": "warm up"}, timeout=600)
         warm_up = time.perf_counter() - client.started
-        bridge = []
-        for query in asked:
-            started = time.perf_counter()
-            reply = client.result("retrieveForAgent", {"query": query, "maxResults": 5})
-            bridge.append((time.perf_counter() - started) * 1000)
-            assert reply["success"], reply
+        bridge = timed_retrievals(client, asked)
         embed = []
         for query in asked:  # baseline in this process: embedding the query alone
             started = time.perf_counter()

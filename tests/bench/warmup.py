@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.bench.ingest import percentile
-from tests.bench.latency import queries
+from tests.bench.latency import queries, timed_retrievals
 
 
 def _status(pid: int | str) -> dict[str, float]:
@@ -49,12 +49,7 @@ def bridge(root: Path, count: int) -> dict[str, Any]:
             time.sleep(0.2)
         warm_up = time.perf_counter() - client.started
         warm_rss = _status(client.proc.pid)
-        latencies = []
-        for query in asked:
-            started = time.perf_counter()
-            reply = client.result("retrieveForAgent", {"query": query, "maxResults": 5})
-            latencies.append((time.perf_counter() - started) * 1000)
-            assert reply["success"], reply
+        latencies = timed_retrievals(client, asked)
         rss = _status(client.proc.pid)
     finally:
         client.close()

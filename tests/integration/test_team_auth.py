@@ -5,11 +5,13 @@ the token's user in each namespace's audit table, and no data crossing namespace
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,20 @@ def _create_tokens(env: dict[str, str]) -> dict[str, str]:
     return made
 
 
+@contextlib.contextmanager
+def _team_server(tmp_path: Path, env: dict[str, str]) -> Iterator[str]:
+    """A team server on the test's database (it reads no graph): its URL; it must stop cleanly."""
+    workspace = tmp_path / "team-server"
+    workspace.mkdir()
+    server = Server(workspace, env={**env, "FLOWBABY_BUILD_GRAPH": "0"})
+    try:
+        server.wait_ready(120)
+        yield server.url
+    finally:
+        server.stop()
+    assert server.proc.returncode == 0, server.log.read_text(errors="replace")[-3000:]
+
+
 def _bearer(token: str, namespace: str | None = None) -> dict[str, str]:
     headers = {"Authorization": f"Bearer {token}"}
     if namespace is not None:
@@ -91,12 +107,7 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
         t.split("_", 2)[2].encode() in bytes(row[0]) for t in made.values() for row in stored
     )
 
-    workspace = tmp_path / "team-server"
-    workspace.mkdir()
-    server = Server(workspace, env={**env, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
-    try:
-        server.wait_ready(120)
-        api = server.url
+    with _team_server(tmp_path, env) as api:
         alice, bob, ops = made["alice"], made["bob"], made["ops"]
 
         # alice stages in alpha through the path prefix
@@ -162,7 +173,8 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
         assert ("ingestForAgent", "alice", "architect", "success") in alpha_rows
         assert ("retrieveForAgent", "alice", None, "success") in alpha_rows
         assert ("retrieveForAgent", "bob", None, "success") in _audit(url, "beta", 1)
-        assert not (workspace / ".flowbaby" / "namespaces" / "alpha" / ".flowbaby" / "agent_audit.log").exists()
+        alpha_folder = tmp_path / "team-server" / ".flowbaby" / "namespaces" / "alpha"
+        assert not (alpha_folder / ".flowbaby" / "agent_audit.log").exists()
         # MCP over HTTP serves the server's own namespace, and its tool calls are audited with the user too
         assert asyncio.run(_http_session(f"{api}/mcp", ops))["totalResults"] >= 1
         home_rows = _audit(url, "home", 2)
@@ -186,9 +198,6 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
             False,
             False,
         ]
-    finally:
-        server.stop()
-    assert server.proc.returncode == 0, server.log.read_text(errors="replace")[-3000:]
 
 
 def _rpc(api: str, path: str, token: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
@@ -211,12 +220,7 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
     env = _env(url)
     made = _create_tokens(env)
     alice, bob, ops = made["alice"], made["bob"], made["ops"]
-    workspace = tmp_path / "team-server"
-    workspace.mkdir()
-    server = Server(workspace, env={**env, "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
-    try:
-        server.wait_ready(120)
-        api = server.url
+    with _team_server(tmp_path, env) as api:
         # alice stores and retrieves through /api/ns/alpha/mcp
         assert asyncio.run(_http_session(f"{api}/api/ns/alpha/mcp", alice))["totalResults"] >= 1
         query = {"query": "session cache eviction"}
@@ -275,9 +279,6 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
                 for ns in ("alpha", "beta", "home")
             ]
         assert counted == [1, 1, 0]
-    finally:
-        server.stop()
-    assert server.proc.returncode == 0, server.log.read_text(errors="replace")[-3000:]
 
 
 def test_a_team_server_beyond_loopback_still_needs_tls(postgres: PostgresServer, tmp_path: Path) -> None:
