@@ -345,9 +345,11 @@ class SessionIndex:
             return SearchOutcome([], None, [])
         vector = np.asarray(self.encoder.encode([query])[0], dtype=np.float32)
         nearest = self.vectors.nearest(keys, vector, max(VECTOR_CANDIDATES, limit)) if "vector" in lanes else []
+        # one read of the import marks for the lexical lane's sync and the turn order
+        marks = self.store.import_marks() if "lexical" in lanes or neighbours else None
         lexical: dict[str, tuple[str, float]] = {}
         if "lexical" in lanes:
-            self.lexicon.sync(self.store, keys)
+            self.lexicon.sync(self.store, keys, marks)
             lexical = self.lexicon.search(keys, query, everything=set(keys) >= self.lexicon.keys())
         near = {eid for _, eid, _ in nearest}
         wanted: dict[str, list[str]] = {}
@@ -356,7 +358,7 @@ class SessionIndex:
                 wanted.setdefault(key, []).append(eid)
         similarities = self.vectors.similarities(wanted, vector) if wanted else {}
         rows = self.store.chunks_by_id(list(near | set(lexical)))
-        around = self.order.around({str(row["session_key"]) for row in rows.values()}) if neighbours else None
+        around = self.order.around({str(row["session_key"]) for row in rows.values()}, marks) if neighbours else None
         ranked = fuse(nearest, lexical, similarities, rows, lanes, around)
         reason = abstain_reason(ranked, self.lexicon.known_share(query)) if abstain else None
         if reason:

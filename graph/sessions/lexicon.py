@@ -76,15 +76,16 @@ class ChunkLexicon:
             live.discard(eid)
             self._dead += 1
 
-    def sync(self, store: ChunkSource, keys: Iterable[str]) -> None:
+    def sync(self, store: ChunkSource, keys: Iterable[str], marks: dict[str, str] | None = None) -> None:
         """Re-read the sessions among `keys` whose import mark is not the one the index holds
-        (and everything, when dead documents outnumber live ones)."""
+        (and everything, when dead documents outnumber live ones). `marks`: the store's import marks,
+        when the caller has just read them."""
         with self._lock:
             if self._dead > max(1000, len(self._doc)):
                 self._index, self._doc, self._key_of, self._by_key = LexicalIndex(), {}, {}, {}
                 self._marks, self._dead = {}, 0
             held = dict(self._marks)
-        marks = store.import_marks()
+        marks = store.import_marks() if marks is None else marks
         for key in keys:
             mark = marks.get(key)
             if mark is None or held.get(key) == mark:

@@ -32,10 +32,11 @@ class TurnOrder:
         with self._lock:
             self._held.pop(key, None)
 
-    def around(self, keys: set[str]) -> Callable[[str, str], tuple[str, ...]]:
+    def around(self, keys: set[str], marks: dict[str, str] | None = None) -> Callable[[str, str], tuple[str, ...]]:
         """For turns of these sessions: (key, message id) -> the message ids of the turns just before
-        and after it (none for a turn the bookkeeping does not hold)."""
-        marks = self._store.import_marks()
+        and after it (none for a turn the bookkeeping does not hold). `marks`: the store's import marks,
+        when the caller has just read them."""
+        marks = self._store.import_marks() if marks is None else marks
         with self._lock:  # a forgotten session's ids leave with it
             for gone in [key for key in self._held if key not in marks]:
                 del self._held[gone]
