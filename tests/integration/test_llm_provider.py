@@ -353,6 +353,18 @@ def test_offline_provider_never_calls_the_server(spawn, workspace: Path, server:
     _no_remote_connections(tmp_path)
 
 
+def _settled(server: FakeOpenAI, quiet: float = 1.5) -> int:
+    """The server's request count once none has come for `quiet` seconds: a failed batch cancels its
+    other calls, and a retry one of them had just sent may still reach the server after the failure's
+    notice (ci21 counted one in the next batch's window)."""
+    count = server.calls()
+    while True:
+        time.sleep(quiet)
+        if server.calls() == count:
+            return count
+        count = server.calls()
+
+
 FAILURES = [  # (server mode, expected code, a component only this memory mentions)
     ("garbage", "LLM_ERROR", "Postgres"),
     ("slow", "LLM_TIMEOUT", "Kafka"),
@@ -372,7 +384,7 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
     memory_ids = {}
     for mode, code, component in FAILURES:
         server.mode = mode
-        before = server.calls()
+        before = _settled(server)
         payload = summary(
             f"llm-{mode}",
             topic=f"{component} rollout",
@@ -401,7 +413,7 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
     server.mode = "good"
     # A later batch builds only its own memory: the failed ones wait for repair, and are
     # neither re-run (and paid for) behind the ledger's back nor able to fail it.
-    before = server.calls()
+    before = _settled(server)
     reply = client.result("ingestForAgent", summary("llm-later", references=[]))
     assert client.wait_notification(300)["params"]["status"] == "completed"
     later = client.result("backgroundStatus", {"operationId": reply["operationId"]})["metrics"]
