@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from graph.core.jsonwire import loads_stored
 from graph.core.memories import Memory, memory_uuid
 from graph.core.workspace import PRIVATE_FILE_MODE
 
@@ -223,7 +224,7 @@ def load_projection(path: Path) -> nx.MultiDiGraph:
 def parse_projection_bytes(raw: bytes) -> dict[str, Any] | None:
     """Projection JSON from its bytes; None if it is not a projection (see read_projection_json)."""
     try:
-        data = json.loads(raw)
+        data = loads_stored(raw)
     except ValueError:
         return None
     return data if isinstance(data, dict) and isinstance(data.get("nodes", []), list) else None
@@ -306,7 +307,7 @@ def parse_lane(raw: bytes, stamp: object) -> LaneRecords | None:
     None otherwise (missing, stale, damaged: the caller reads the projection itself). Plain JSON,
     checked while it is read: nothing in a workspace is unpickled or trusted to be well formed."""
     try:
-        lane = json.loads(raw)
+        lane = loads_stored(raw)
         if not isinstance(lane, dict) or lane.get("projection") != stamp:
             return None
         memories = lane["memories"]

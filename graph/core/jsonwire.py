@@ -12,6 +12,8 @@ import json
 import math
 from typing import Any
 
+import orjson
+
 MAX_DEPTH = 64
 """Deepest nesting of arrays and objects a message may have; no request needs more than 5."""
 
@@ -45,6 +47,16 @@ def loads(data: bytes | str) -> Any:
     if _depth_exceeds(value, MAX_DEPTH):
         raise JSONInputError(f"nested deeper than {MAX_DEPTH} levels")
     return value
+
+
+def loads_stored(data: bytes | str) -> Any:
+    """JSON this program wrote itself (a store row, a file beside the graph): orjson, about twice
+    json's speed on the 100k rows a warm-up reads; json where orjson refuses what json.dumps may
+    write (a lone surrogate escape from odd unicode). Not for input from outside: see loads."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:

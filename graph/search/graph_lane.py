@@ -51,8 +51,9 @@ UBIQUITY_FRACTION = 0.5
 UBIQUITY_MIN_MEMORIES = 10
 
 
-def _loose_key(name: str) -> str:
-    return " ".join(re.split(r"[-_\s]+", normalise(name)))
+def _loose_key(key: str) -> str:
+    """A normalised name with '-', '_' and runs of spaces as one space."""
+    return " ".join(re.split(r"[-_\s]+", key))
 
 
 class GraphLane:
@@ -101,8 +102,9 @@ class GraphLane:
                 entity_memories[node] = holders
                 names[node] = name
                 types[node] = entity_type
-                by_key[normalise(name)].add(node)
-                loose[_loose_key(name)].add(node)
+                key = normalise(name)
+                by_key[key].add(node)
+                loose[_loose_key(key)].add(node)
                 if entity_type in STRUCTURAL_TYPES:
                     structural.add(node)
             related: dict[str, set[str]] = defaultdict(set)
