@@ -314,21 +314,25 @@ def _describe(error: ErrorDetails) -> str:
     return f'Field "{field}" {message}'
 
 
-def _unencodable_field(value: Any, path: str = "") -> str | None:
-    """The path of the first string that is not valid UTF-8 (a lone surrogate from JSON)."""
+def _unstorable_field(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The path of the first string no store can hold, and why: a lone surrogate from JSON is not
+    UTF-8, and Postgres text cannot hold U+0000 (a memory written with one on the embedded backend
+    could never be migrated to a team namespace)."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
-            return path or "payload"
+            return path or "payload", "must be valid UTF-8 text (no lone surrogates)"
+        if "\x00" in value:
+            return path or "payload", "must not contain NUL (U+0000) characters"
     elif isinstance(value, dict):
         for key, item in value.items():
-            found = _unencodable_field(item, f"{path}.{key}" if path else str(key))
+            found = _unstorable_field(item, f"{path}.{key}" if path else str(key))
             if found:
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _unencodable_field(item, f"{path}.{index}")
+            found = _unstorable_field(item, f"{path}.{index}")
             if found:
                 return found
     return None
@@ -347,13 +351,12 @@ def validate_request(model: type[_Strict], params: Any) -> Any:
             _describe(errors[0]),
             fields=sorted({".".join(str(p) for p in e.get("loc", ())) or "payload" for e in errors}),
         ) from None
-    # Lone surrogates survive json.loads but cannot be stored or embedded; unknown
+    # Lone surrogates and NUL survive json.loads but cannot be stored everywhere; unknown
     # fields are already dropped here, so only fields the contract reads are checked.
-    bad = _unencodable_field(request.model_dump(mode="python"))
-    if bad:
-        raise FlowbabyError(
-            ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" must be valid UTF-8 text (no lone surrogates)', fields=[bad]
-        )
+    unstorable = _unstorable_field(request.model_dump(mode="python"))
+    if unstorable:
+        bad, rule = unstorable
+        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{bad}" {rule}', fields=[bad])
     if isinstance(request, SummaryFields) and request.char_count() > MAX_PAYLOAD_CHARS:
         raise FlowbabyError(
             ErrorCode.INVALID_PAYLOAD,

@@ -65,6 +65,8 @@ def test_status_defaults_to_active() -> None:
         (lambda p: p.update(decisions=["ok", 3]), "decisions.1", "non-empty string"),
         (lambda p: p.update(references="PR #1"), "references", "array of strings"),
         (lambda p: p.update(topic="bad \ud800 surrogate"), "topic", "UTF-8"),
+        (lambda p: p.update(decisions=["ok", "a \x00 nul"]), "decisions.1", "NUL (U+0000)"),
+        (lambda p: p["metadata"].update(topicId="t\x00"), "metadata.topicId", "NUL (U+0000)"),
     ],
 )
 def test_violations_name_the_field(mutate, field: str, phrase: str) -> None:

@@ -4,6 +4,7 @@ recovery of interrupted operations."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import MemoryStatus
+from graph.core.jsonwire import loads_stored
 from graph.core.memories import BacklogFull, memory_uuid, new_operation_id
 from tests.support.fakes import memory
 
@@ -53,6 +55,25 @@ def test_the_store_survives_a_reopen(open_store: Callable[[], MemoryStoreBackend
     again = open_store()
     assert [m.memory_id for m in again.iter_memories()] == [memory_id]
     assert again.operation(op).memoryIds == [memory_id]  # type: ignore[union-attr]
+
+
+def test_every_list_field_reads_back_as_stored_whatever_its_characters(store: MemoryStoreBackend) -> None:
+    """iter_memories (the warm-up's fast read) and get_memories give back each list field's text exactly."""
+    odd = ["emoji \U0001f600 and \u00e9", 'control \x01 \x7f tab \t quote " back \\ slash', "rtl \u202e \u200b", ""]
+    staged = store.stage(
+        memory("", topic_id="odd", decisions=odd, rationale=odd[::-1], next_steps=["\u2028 line sep"]),
+        new_operation_id(),
+    )
+    [read] = [m for m in store.iter_memories() if m.memory_id == staged.memory_id]
+    assert (read.decisions, read.rationale, read.next_steps) == (odd, odd[::-1], ["\u2028 line sep"])
+    assert store.get_memories([staged.memory_id])[0] == read
+
+
+def test_stored_json_reads_what_json_writes() -> None:
+    """loads_stored takes orjson's path and json's where orjson refuses (a lone surrogate escape)."""
+    for value in (["\ud800 lone"], {"a": ["\U0001f600", 1.5, None, True]}, [], "x" * 10_000):
+        text = json.dumps(value)
+        assert loads_stored(text) == loads_stored(text.encode()) == value
 
 
 # -- ledger ------------------------------------------------------------------------------
