@@ -540,3 +540,23 @@ def test_flowbabys_own_tool_calls_are_markers_and_current_honours_source(home: d
             await memory.close()
 
     run(scenario())
+
+
+def test_a_turn_holding_nul_characters_is_imported_and_found(home: dict[str, Path]) -> None:
+    """A tool's binary output in a transcript may hold U+0000, which Postgres text cannot, and its JSON a
+    lone surrogate, which is not UTF-8: the turn is imported, searchable, and shows U+FFFD in their place."""
+    db = OpenCodeDb(home["opencode"])
+    db.session("ses_1", home["ws"])
+    db.turn("ses_1", "user", text("Why is the dump\x00 file unreadable?"))
+    db.turn(
+        "ses_1", "assistant", text("It starts with NUL bytes."), tool("bash", "head -c 8 dump.bin", "\x00\x00ELF\ud800")
+    )
+    index = make_index(home)
+    info, _ = index.find("ses_1")
+    assert index.import_session(info)["messages"] == 2
+    assert index.status(index.find("ses_1")[0])["status"] == "ready"
+    hits = index.search(["opencode:ses_1"], "dump file unreadable", 2).results
+    texts = [hit["chunk_text"] for hit in hits]
+    assert "Why is the dump\ufffd file unreadable?" in texts[0]
+    assert "[result bash] \ufffd\ufffdELF\ufffd" in "".join(texts) and "ELF\ufffd\ufffd" not in "".join(texts)
+    index.close()
