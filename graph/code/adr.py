@@ -226,8 +226,8 @@ def read_adrs(folder: Path, base: Path) -> tuple[list[Adr], list[str]]:
             continue
         relative = relative_path(path, base)
         try:
-            adr = parse_adr(path, path.read_text(encoding="utf-8"), relative)
-        except (AdrError, OSError, UnicodeDecodeError) as exc:
+            adr = parse_adr(path, read_text_file(path), relative)
+        except (AdrError, OSError, ValueError) as exc:
             skipped.append(f"{relative}: {exc}" if not isinstance(exc, AdrError) else str(exc))
             continue
         if adr.number in adrs:
@@ -239,6 +239,15 @@ def read_adrs(folder: Path, base: Path) -> tuple[list[Adr], list[str]]:
             if older in adrs and adrs[older].superseded_by is None:
                 adrs[older].superseded_by = adr.number
     return [adrs[n] for n in sorted(adrs)], skipped
+
+
+def read_text_file(path: Path) -> str:
+    """A markdown file's text; ValueError (UnicodeDecodeError among them) for one that is not UTF-8 text
+    or holds NUL (U+0000), which no memory may hold (contract section 8): skipped, not fatal to an import."""
+    text = path.read_text(encoding="utf-8")
+    if "\x00" in text:
+        raise ValueError("holds NUL (U+0000) characters, not text")
+    return text
 
 
 def relative_path(path: Path, base: Path) -> str:

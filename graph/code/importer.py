@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from graph.code.adr import read_adrs, relative_path
+from graph.code.adr import read_adrs, read_text_file, relative_path
 from graph.code.design_docs import parse_doc
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError, format_timestamp, utc_now
 
@@ -95,8 +95,8 @@ async def import_docs(service: Importer, paths: list[Path], base: Path) -> dict[
     for path in markdown_files(paths):
         relative = relative_path(path, base)
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_text_file(path)
+        except (OSError, ValueError) as exc:
             skipped.append(f"{relative}: {exc}")
             continue
         created = format_timestamp(datetime.fromtimestamp(os.stat(path).st_mtime, UTC))

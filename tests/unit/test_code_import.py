@@ -163,6 +163,24 @@ def test_docs_import_is_idempotent_and_bad_paths_are_refused(tmp_path: Path) -> 
         asyncio.run(import_adrs(store, tmp_path / "no-adrs", tmp_path))
 
 
+def test_files_with_nul_or_bytes_that_are_not_utf8_are_skipped_with_the_reason(tmp_path: Path) -> None:
+    """A hostile repository's binary `.md` files: skipped, and the rest of the import goes on."""
+    folder = tmp_path / "doc/adr"
+    folder.mkdir(parents=True)
+    (folder / "0001-use-postgres.md").write_text(
+        "# 1. Use Postgres\n\n## Status\n\nAccepted\n\n## Decision\n\nPostgres.\n"
+    )
+    (folder / "0002-blob.md").write_text("# 2. Blob\n\n## Status\n\nAccepted\n\x00\x00\n")
+    (folder / "0003-latin1.md").write_bytes(b"# 3. Caf\xe9\n")
+    adrs, skipped = read_adrs(folder, tmp_path)
+    assert [adr.number for adr in adrs] == [1]
+    assert skipped[0] == "doc/adr/0002-blob.md: holds NUL (U+0000) characters, not text"
+    assert skipped[1].startswith("doc/adr/0003-latin1.md: 'utf-8' codec can't decode")
+    alone = asyncio.run(import_docs(Store(), [folder / "0001-use-postgres.md"], tmp_path))
+    result = asyncio.run(import_docs(Store(), [folder], tmp_path))
+    assert result["added"] == alone["added"] > 0 and result["skipped"] == skipped
+
+
 def test_a_backlog_refusal_is_waited_out_and_nothing_is_lost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     slept: list[float] = []
 
