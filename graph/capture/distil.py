@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from graph.core.redaction import redact
 from graph.core.sentences import sentences
+from graph.sessions.chunking import storable
 from graph.sessions.model import Message
 
 EDIT_TOOLS = frozenset(
@@ -71,8 +72,9 @@ class Distilled:
 
 
 def clean(text: str) -> tuple[str, int]:
-    """Private spans dropped, then secrets redacted."""
-    return redact(PRIVATE.sub("", text))
+    """Private spans dropped, then secrets redacted; NUL and lone surrogates, which the contract
+    refuses, as U+FFFD (a captured memory must never fail for a character it did not choose)."""
+    return redact(PRIVATE.sub("", storable(text)))
 
 
 def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agent: str = "agent") -> Distilled:
@@ -84,7 +86,7 @@ def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agen
     for message in messages:
         for block in message.blocks:
             if block.kind == "tool_call" and block.tool.casefold() in EDIT_TOOLS:
-                edited.extend(_edited_paths(block.text, workspace))
+                edited.extend(_edited_paths(storable(block.text), workspace))
             if block.kind != "text" or message.role not in ("user", "assistant"):
                 continue
             text, hits = clean(block.text)

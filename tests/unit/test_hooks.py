@@ -16,7 +16,7 @@ import pytest
 from flowbaby import hook, install
 from flowbaby.hook_install import is_ours
 from graph.capture.distil import distil
-from graph.core.contract import MemoryStatus
+from graph.core.contract import FlowbabyIngestRequest, MemoryStatus, validate_request
 from graph.core.memories import Memory
 from graph.search.briefing import build_briefing, compact_recall, score
 from graph.search.token_budget import count_tokens
@@ -172,6 +172,11 @@ def test_distil_keeps_decisions_and_edited_files_drops_private_and_secrets(tmp_p
     assert "salary" not in everything and token not in everything and got.redactions == 1
     kept = distil([_turn("user", f"We decided to rotate {token} weekly.")], workspace="/")
     assert kept.decisions == ["We decided to rotate [redacted] weekly."]
+    odd = distil(
+        [_turn("user", "We decided to store the dump\x00 header as \ud800 hex.", "Edit", "a\x00.py")], workspace="/"
+    )
+    assert odd.decisions == ["We decided to store the dump\ufffd header as \ufffd hex."]
+    validate_request(FlowbabyIngestRequest, {"topic": odd.topic, "context": odd.context, "decisions": odd.decisions})
 
 
 def test_a_hook_with_no_owner_answers_at_once_with_nothing(
