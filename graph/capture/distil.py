@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from graph.core.redaction import redact
 from graph.core.sentences import sentences
-from graph.sessions.chunking import storable
 from graph.sessions.model import Message
 
 EDIT_TOOLS = frozenset(
@@ -72,9 +71,8 @@ class Distilled:
 
 
 def clean(text: str) -> tuple[str, int]:
-    """Private spans dropped, then secrets redacted; NUL and lone surrogates, which the contract
-    refuses, as U+FFFD (a captured memory must never fail for a character it did not choose)."""
-    return redact(PRIVATE.sub("", storable(text)))
+    """Private spans dropped, then secrets redacted."""
+    return redact(PRIVATE.sub("", text))
 
 
 def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agent: str = "agent") -> Distilled:
@@ -86,7 +84,7 @@ def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agen
     for message in messages:
         for block in message.blocks:
             if block.kind == "tool_call" and block.tool.casefold() in EDIT_TOOLS:
-                edited.extend(_edited_paths(storable(block.text), workspace))
+                edited.extend(_edited_paths(block.text, workspace))
             if block.kind != "text" or message.role not in ("user", "assistant"):
                 continue
             text, hits = clean(block.text)

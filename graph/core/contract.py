@@ -7,6 +7,7 @@ agent can fix its payload without reading a stack trace.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from enum import Enum
@@ -314,27 +315,35 @@ def _describe(error: ErrorDetails) -> str:
     return f'Field "{field}" {message}'
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""What no store can hold: a lone surrogate from JSON is not UTF-8, and Postgres text cannot hold U+0000
+(a memory written with one on the embedded backend could never be migrated to a team namespace)."""
+
+
+def storable(text: str) -> str:
+    """Text from outside that flowbaby keeps anyway (a session's turns and title), with U+FFFD for
+    every character no store can hold; a request holding one is refused instead (validate_request)."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _unstorable_field(value: Any, path: str = "") -> tuple[str, str] | None:
-    """The path of the first string no store can hold, and why: a lone surrogate from JSON is not
-    UTF-8, and Postgres text cannot hold U+0000 (a memory written with one on the embedded backend
-    could never be migrated to a team namespace)."""
+    """The path of the first string holding a character no store can hold, and the rule it breaks."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
+        found = _UNSTORABLE.search(value)
+        if found:
+            if found.group() == "\x00":
+                return path or "payload", "must not contain NUL (U+0000) characters"
             return path or "payload", "must be valid UTF-8 text (no lone surrogates)"
-        if "\x00" in value:
-            return path or "payload", "must not contain NUL (U+0000) characters"
     elif isinstance(value, dict):
         for key, item in value.items():
-            found = _unstorable_field(item, f"{path}.{key}" if path else str(key))
-            if found:
-                return found
+            found_in = _unstorable_field(item, f"{path}.{key}" if path else str(key))
+            if found_in:
+                return found_in
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            found = _unstorable_field(item, f"{path}.{index}")
-            if found:
-                return found
+            found_in = _unstorable_field(item, f"{path}.{index}")
+            if found_in:
+                return found_in
     return None
 
 

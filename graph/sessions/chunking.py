@@ -9,7 +9,6 @@ topic per vector, and attention (quadratic in length) stays cheap.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,15 +87,6 @@ def render(block: Block) -> str:
     return block.text
 
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    """The text with what no store can hold as U+FFFD: NUL (Postgres text refuses it; a tool's
-    binary output has it) and lone surrogates (not UTF-8; a transcript's JSON may escape one)."""
-    return _UNSTORABLE.sub("\ufffd", text)
-
-
 def _pieces(text: str) -> list[str]:
     """Cut a long text at line, then word boundaries into pieces of at most CHUNK_CHARS."""
     out: list[str] = []
@@ -118,7 +108,7 @@ def message_chunks(session_id: str, message: Message, reasoning: bool) -> list[T
     for block in message.blocks:
         if block.kind == "reasoning" and not reasoning:
             continue
-        text, _ = redact(storable(render(block)))
+        text, _ = redact(render(block))
         for piece in _pieces(text):
             if current and len(current) + 1 + len(piece) > CHUNK_CHARS:
                 texts.append(current)

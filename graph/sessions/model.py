@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from graph.core.contract import storable
 from graph.core.redaction import redact
 
 BlockKind = Literal["text", "reasoning", "tool_call", "tool_result"]
@@ -23,6 +24,12 @@ class Block:
     kind: BlockKind
     text: str
     tool: str = ""
+
+    def __post_init__(self) -> None:
+        # A tool's binary output may hold NUL, a transcript's JSON a lone surrogate: every reader of a
+        # turn (chunks on either store, capture's summaries) gets text that can be stored.
+        object.__setattr__(self, "text", storable(self.text))
+        object.__setattr__(self, "tool", storable(self.tool))
 
 
 @dataclass
@@ -51,7 +58,7 @@ class SessionInfo:
     def __post_init__(self) -> None:
         # The title (often the first user line) is served by list, current and import answers, and
         # stored: it is redacted like the chunks, whatever source or stored record it came from.
-        object.__setattr__(self, "title", redact(self.title)[0])
+        object.__setattr__(self, "title", redact(storable(self.title))[0])
 
     @property
     def key(self) -> str:
