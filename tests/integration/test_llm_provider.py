@@ -353,16 +353,9 @@ def test_offline_provider_never_calls_the_server(spawn, workspace: Path, server:
     _no_remote_connections(tmp_path)
 
 
-def _settled(server: FakeOpenAI, quiet: float = 1.5) -> int:
-    """The server's request count once none has come for `quiet` seconds: a failed batch cancels its
-    other calls, and a retry one of them had just sent may still reach the server after the failure's
-    notice (ci21 counted one in the next batch's window)."""
-    count = server.calls()
-    while True:
-        time.sleep(quiet)
-        if server.calls() == count:
-            return count
-        count = server.calls()
+RETRY_BACKOFF_SEC = 2.5
+"""Longer than the first retry back-off (1 s plus up to 1 s of jitter): a call a failed batch left
+asleep in it would reach the server within this time (ci24 counted one the operation did not)."""
 
 
 FAILURES = [  # (server mode, expected code, a component only this memory mentions)
@@ -384,7 +377,7 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
     memory_ids = {}
     for mode, code, component in FAILURES:
         server.mode = mode
-        before = _settled(server)
+        before = server.calls()
         payload = summary(
             f"llm-{mode}",
             topic=f"{component} rollout",
@@ -400,6 +393,7 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
         assert notice["params"] == {"operationId": reply["operationId"], "status": "failed", "errorCode": code}, mode
         status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
         metrics = status["metrics"]
+        time.sleep(RETRY_BACKOFF_SEC)  # nothing reaches the provider after the failure
         assert status["attempts"] == 1 and metrics["llmCalls"] == server.calls() - before > 0, status
         # A garbage answer is a successful HTTP call whose content fails validation.
         assert (metrics["llmFailedCalls"] == 0) == (mode == "garbage"), metrics
@@ -413,7 +407,7 @@ def test_llm_failures_fail_with_a_code_stay_searchable_and_repair(
     server.mode = "good"
     # A later batch builds only its own memory: the failed ones wait for repair, and are
     # neither re-run (and paid for) behind the ledger's back nor able to fail it.
-    before = _settled(server)
+    before = server.calls()
     reply = client.result("ingestForAgent", summary("llm-later", references=[]))
     assert client.wait_notification(300)["params"]["status"] == "completed"
     later = client.result("backgroundStatus", {"operationId": reply["operationId"]})["metrics"]

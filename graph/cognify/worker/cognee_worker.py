@@ -173,11 +173,13 @@ class CogneeWorker:
             started = time.perf_counter()
             # One cognee run per batch, however large: its per-run overhead dominates.
             per_batch = max(20, len(items))
+            running_before = asyncio.all_tasks()
             try:
                 await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
                 added = time.perf_counter()
                 await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
             except Exception:
+                await _cancel_leftovers(running_before)
                 await self._forget([item.data_id for item in items])
                 raise
             cognified = time.perf_counter()
@@ -367,6 +369,26 @@ def _error_code(exc: BaseException) -> BackgroundErrorCode:
     if "Timeout" in type(exc).__name__:
         return BackgroundErrorCode.BRIDGE_TIMEOUT
     return BackgroundErrorCode.COGNIFY_FAILED
+
+
+async def _cancel_leftovers(running_before: set[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks a failed cognee run left behind. cognee extracts a chunk's graph and its
+    summary side by side, and gather() does not cancel the sibling of the one that failed: asleep
+    in its retry back-off, it would call the provider again after the failure was reported (unseen
+    in the operation's metrics, and paid for) and could write to the graph after the batch was
+    forgotten. litellm's logging worker is flushed first and spared, so calls made are counted."""
+    from litellm.litellm_core_utils import logging_worker
+
+    await logging_worker.GLOBAL_LOGGING_WORKER.flush()
+    leftovers = [
+        task
+        for task in asyncio.all_tasks() - running_before
+        if task is not asyncio.current_task()
+        and getattr(getattr(task.get_coro(), "cr_code", None), "co_filename", None) != logging_worker.__file__
+    ]
+    for task in leftovers:
+        task.cancel()
+    await asyncio.gather(*leftovers, return_exceptions=True)
 
 
 def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str]:
