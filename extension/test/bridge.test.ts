@@ -13,7 +13,7 @@ import { flowbabyCommand, ingestPayload, tempWorkspace, waitFor } from "./helper
 const ACTIVITY = /^\[Agent Ingest\] \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z - Agent: unit-test agent - Topic: Redis caching decision - Status: success$/;
 
 describe("bridge client and agent commands (real bridge)", { timeout: 240_000 }, () => {
-  const workspace = tempWorkspace();
+  const workspace = tempWorkspace("fb-ext-", { graph: false });
   const command = flowbabyCommand();
   const bridge = new BridgeClient({ workspace, command, extraArgs: ["--rate-limit-per-minute", "0"], healthTimeoutMs: 60_000 });
   const lines: string[] = [];

@@ -105,7 +105,7 @@ describe("Copilot instructions file", () => {
 });
 
 describe("Copilot instructions from a real bridge's briefing", { timeout: 240_000 }, () => {
-  const workspace = tempWorkspace();
+  const workspace = tempWorkspace("fb-ext-", { graph: false });
   const bridge = new BridgeClient({ workspace, command: flowbabyCommand(), healthTimeoutMs: 60_000 });
   before(async () => {
     await bridge.start();

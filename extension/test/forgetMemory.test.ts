@@ -30,7 +30,7 @@ function scriptedUi(script: Script) {
 }
 
 describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
-  const workspace = tempWorkspace("fb-forget-");
+  const workspace = tempWorkspace("fb-forget-", { graph: false });
   const bridge = new BridgeClient({ workspace, command: flowbabyCommand(), healthTimeoutMs: 60_000 });
   const call = (method: string, params?: JsonObject) => bridge.call(method, params);
   const lines: string[] = [];

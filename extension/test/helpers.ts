@@ -17,8 +17,20 @@ export function flowbabyCommand(): FlowbabyCommand {
   return command;
 }
 
-export function tempWorkspace(prefix = "fb-ext-"): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+const created: string[] = [];
+process.on("exit", () => {
+  for (const folder of created) fs.rmSync(folder, { recursive: true, force: true });
+});
+
+/** A folder removed when the test file's process exits. `graph: false` writes FLOWBABY_BUILD_GRAPH=0
+ * into its .env: a bridge there starts no cognee worker (~10 CPU-s), for tests that never read the graph. */
+export function tempWorkspace(prefix = "fb-ext-", options: { graph?: boolean } = {}): string {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  created.push(folder);
+  if (options.graph === false) {
+    fs.writeFileSync(path.join(folder, ".env"), "FLOWBABY_BUILD_GRAPH=0\n");
+  }
+  return folder;
 }
 
 export function waitFor<T>(emitter: NodeJS.EventEmitter, event: string, timeoutMs: number): Promise<T[]> {
