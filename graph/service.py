@@ -1170,7 +1170,7 @@ class FlowbabyService:
             {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
         ).model_dump(mode="json")
 
-    # -- memory control: list, show (INGEST_CONTRACT.md 16) ---------------------------------
+    # -- memory control: list, show (INGEST_CONTRACT.md 20.1, 20.2) -------------------------
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
         first unless order=oldest; nextCursor continues it, stable while memories are added."""
@@ -1573,7 +1573,7 @@ class FlowbabyService:
     async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
         """The agents' own sessions: list, current, status, search, search_all, context,
         import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
-        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.2)."""
+        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.5)."""
         arguments = params if isinstance(params, dict) else {}
         if op in THROTTLED_SESSION_OPS:
             SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
