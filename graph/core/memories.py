@@ -115,20 +115,23 @@ def _optional(row: Row, key: str) -> Any:
         return None
 
 
+MEMORY_COLUMNS = (
+    "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
+    "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
+    "operation_id, git_branch, git_commit"
+)
+"""The memories table's columns that memory_values fills, in its order (a bulk COPY names them too)."""
+
+
 def insert_memory_sql(mark: str) -> str:
     """The INSERT of a newly staged version (graph state `pending`), with the driver's
     placeholder: `?` for sqlite3, `%s` for psycopg."""
-    columns = (
-        "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
-        "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
-        "graph_state, operation_id, git_branch, git_commit"
-    )
-    marks = ",".join([mark] * 19 + ["'pending'", mark, mark, mark])
-    return f"INSERT INTO memories ({columns}) VALUES ({marks})"
+    marks = ",".join([mark] * len(MEMORY_COLUMNS.split(",")) + ["'pending'"])
+    return f"INSERT INTO memories ({MEMORY_COLUMNS}, graph_state) VALUES ({marks})"
 
 
 def memory_values(memory: Memory, operation_id: str | None) -> tuple[Any, ...]:
-    """The values of insert_memory_sql, in its order; list fields as JSON text."""
+    """The values of MEMORY_COLUMNS (insert_memory_sql's), in its order; list fields as JSON text."""
     return (
         memory.memory_id,
         memory.topic_id,

@@ -3,7 +3,7 @@
 Each size gets an embedded workspace built as the latency bench builds it (memories staged in
 SQLite, MiniLM vectors in LanceDB through its text -> vector cache, the offline extractor's
 projection), and a Postgres namespace loaded with the same rows, the same vectors (COPY, then
-the HNSW index built once; its build time is reported) and a copy of the same projection, so
+the HNSW index built once; its build time is reported) and the same projection (its graph_projection row), so
 both backends answer over identical data. Then, through real bridge processes:
 
 - retrieval p50/p95 at each size, both bridges warm and queried alternately;
@@ -26,7 +26,6 @@ import contextlib
 import math
 import os
 import random
-import shutil
 import statistics
 import threading
 import time
@@ -38,8 +37,10 @@ from psycopg import sql
 
 from bridge.client import BridgeClient, BridgeClosed
 from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.projection import PostgresProjection
 from graph.backends.team.vectors import _literal
-from graph.core.memories import Memory, memory_values
+from graph.core.graph_projection import load_projection
+from graph.core.memories import MEMORY_COLUMNS, Memory, memory_values
 from graph.core.settings import default_model_path
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
@@ -57,11 +58,6 @@ ROUNDS = 2
 QUERIES = 120
 JOIN_CALLS = 40
 """Stage + retrieve pairs measured on the first server, alone and with the second one loaded."""
-MEMORY_COLUMNS = (
-    "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
-    "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
-    "operation_id, graph_state"
-)
 HNSW_DDL = "CREATE INDEX memory_chunks_hnsw ON memory_chunks USING hnsw (embedding vector_ip_ops)"
 """Migration 2's index, built once after the bulk load instead of row by row."""
 
@@ -79,15 +75,19 @@ def _ratio(team: dict[str, float], embedded: dict[str, float]) -> dict[str, floa
 
 
 # -- building ------------------------------------------------------------------------------------------
-def load_namespace(url: str, namespace: str, memories: list[Memory], cache: dict[str, list[float]]) -> dict[str, Any]:
+def load_namespace(
+    url: str, namespace: str, memories: list[Memory], cache: dict[str, list[float]], projection: Path
+) -> dict[str, Any]:
     """The namespace's schema (the store's migrations), its memory rows and chunk vectors by COPY,
-    then the HNSW index built over all of them; the seconds of each step."""
+    then the HNSW index built over all of them, and the embedded workspace's graph projection (the
+    file at `projection`) saved as the namespace's (its memory ids are the same); the seconds of each step."""
     PostgresMemoryStore(url, namespace, owner=False).close()
     literals: dict[str, str] = {}
     with psycopg.connect(url) as conn:
         conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(namespace))))
         began = time.perf_counter()
-        with conn.cursor() as cur, cur.copy(f"COPY memories ({MEMORY_COLUMNS}) FROM STDIN".encode()) as copy:
+        copy_rows = f"COPY memories ({MEMORY_COLUMNS}, graph_state) FROM STDIN".encode()
+        with conn.cursor() as cur, cur.copy(copy_rows) as copy:
             for memory in memories:
                 copy.write_row((*memory_values(memory, memory.operation_id or "bulk-load"), "indexed"))
         conn.commit()
@@ -120,12 +120,20 @@ def load_namespace(url: str, namespace: str, memories: list[Memory], cache: dict
         conn.execute("ANALYZE memories")
         conn.execute("ANALYZE memory_chunks")
         conn.commit()
+    began_graph = time.perf_counter()
+    shared = PostgresProjection(url, namespace)
+    try:
+        shared.save(load_projection(projection), None)
+    finally:
+        shared.close()
+    saved = time.perf_counter()
     return {
         "memories": len(memories),
         "chunks": chunks,
         "copyMemoriesSec": round(rows - began, 1),
         "copyChunksSec": round(copied - rows, 1),
         "hnswBuildSec": round(built - copied, 1),
+        "projectionSaveSec": round(saved - began_graph, 1),
     }
 
 
@@ -144,12 +152,10 @@ def relation_sizes(url: str, namespace: str) -> dict[str, int]:
     return dict(zip(keys, (int(v) for v in row), strict=True))
 
 
-def team_folder(root: Path, name: str, embedded: Path) -> Path:
-    """A serving folder for the team backend, holding a copy of the embedded workspace's projection
-    (projection.json stays per folder on the team backend; same memory ids, so the same graph)."""
+def team_folder(root: Path, name: str) -> Path:
+    """A serving folder for the team backend (its memories, vectors and graph are the namespace's)."""
     folder = root / name
     folder.mkdir()
-    shutil.copyfile(resolve_workspace(embedded).projection, resolve_workspace(folder).projection)
     return folder
 
 
@@ -425,9 +431,9 @@ def run_team_scale(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), *, serv
             embedded = root / f"embedded-{size}"
             embedded.mkdir()
             build, (memories, _, _) = build_workspace(embedded, size, embedder, cache)
-            load = load_namespace(url, f"scale-{size}", memories, cache)
+            load = load_namespace(url, f"scale-{size}", memories, cache, resolve_workspace(embedded).projection)
             loaded[size] = relation_sizes(url, f"scale-{size}")
-            team_folder(root, f"team-{size}", embedded)
+            team_folder(root, f"team-{size}")
             out[str(size)] = {"embeddedBuild": build, "teamLoad": load, "teamSizes": loaded[size]}
         for size in sizes:
             clients[f"embedded-{size}"] = start_bridge(root / f"embedded-{size}", bridge_env())
@@ -458,9 +464,7 @@ def run_team_scale(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), *, serv
         }
         clients.pop(f"embedded-{largest}").close()
         if servers:
-            result |= two_servers(
-                root, url, f"scale-{largest}", root / f"embedded-{largest}", pair["team"], summaries, sizes
-            )
+            result |= two_servers(root, url, f"scale-{largest}", pair["team"], summaries, sizes)
         curves = {
             f"{kind}Retrieval": [(n, retrieval[f"{kind}-{n}"]["p95Ms"]) for n in sizes] for kind in ("embedded", "team")
         }
@@ -476,19 +480,18 @@ def two_servers(
     root: Path,
     url: str,
     namespace: str,
-    embedded: Path,
     a: BridgeClient,
     summaries: Summaries,
     sizes: tuple[int, ...],
 ) -> dict[str, Any]:
     """The shared queue with one server and two, and the second server joining (A = the team bridge)."""
     queue: dict[str, Any] = {"oneServer": shared_queue([a], url, namespace, summaries)}
-    b_folder = team_folder(root, "team-second", embedded)
+    b_folder = team_folder(root, "team-second")
     b, refused = try_second_server(b_folder, bridge_env(url, namespace))
     if b is None:
         queue["twoServers"] = f"refused: one server per namespace ({refused})"
         other = f"scale-{min(sizes)}"
-        b_folder = team_folder(root, "team-other", root / f"embedded-{min(sizes)}")
+        b_folder = team_folder(root, "team-other")
         b_env = bridge_env(url, other)
         label = f"another namespace ({other}, {min(sizes)} memories) of the same database: same namespace refused"
     else:

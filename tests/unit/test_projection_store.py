@@ -4,16 +4,23 @@ refused if another worker saved since; readers (the graph lane) reload when the 
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
+import psycopg
 
 from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.projection import load_graph
+from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.projection import PostgresProjection
+from graph.core.graph_projection import projection_data
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.search.graph_lane import GraphLane
+from tests.support.postgres import PostgresServer
 
 
 def _graph(*entities: str) -> nx.MultiDiGraph:
@@ -64,3 +71,26 @@ def test_the_graph_lane_reloads_when_another_process_saves(
     finally:
         worker.close()
         owner.close()
+
+
+def test_the_team_row_is_compressed_and_a_plain_or_broken_row_still_reads(postgres: PostgresServer) -> None:
+    """Compressed (a projection's JSON past 512 MB could not be read back as text, section 15.12); rows
+    written plain before are read as they are, and a row that is neither reads as no projection."""
+    PostgresMemoryStore(postgres.url(), "rowformat", owner=False).close()  # the schema, migrated
+    graph = _graph(*(f"component-{n}" for n in range(200)))
+    projection = PostgresProjection(postgres.url(), "rowformat")
+    table = f'"{schema_name("rowformat")}".graph_projection'
+    try:
+        assert projection.save(graph, expected=None) == 1
+        with psycopg.connect(postgres.url()) as conn:
+            [stored] = conn.execute(f"SELECT data FROM {table}".encode()).fetchone() or [b""]
+        plain = json.dumps(projection_data(graph)).encode()
+        assert zlib.decompress(stored) == plain and len(stored) < len(plain) / 4
+        assert projection.read() == (1, projection_data(graph))
+
+        for row, expected in ((plain, projection_data(graph)), (b"\x00 not zlib", None)):
+            with psycopg.connect(postgres.url()) as conn:
+                conn.execute(f"UPDATE {table} SET data = %s, version = version + 1".encode(), (row,))
+            assert projection.read()[1] == expected
+    finally:
+        projection.close()
