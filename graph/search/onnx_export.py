@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,12 @@ def cached_dir(model_path: str) -> Path:
         return cache_root() / memo.read_text().strip()
     key = folder_key(model_path)
     memo.parent.mkdir(parents=True, exist_ok=True)
-    partial = memo.with_name(f"{memo.name}.{os.getpid()}")
-    partial.write_text(key)
-    os.replace(partial, memo)  # readers never see a half-written key
+    # A file of this call's own (threads of one process look the folder up at once: an owner's
+    # warm-up and its first embedding), renamed over the memo: readers never see half a key.
+    fd, partial = tempfile.mkstemp(dir=memo.parent, prefix=f"{memo.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    os.replace(partial, memo)
     return cache_root() / key
 
 
