@@ -67,7 +67,7 @@ def rounds(url: str, projection: Path, count: int) -> list[dict[str, Any]]:
             before = {"save": _timed(save_plain), "read": _timed(read_plain), **_row_bytes(url, table)}
             now = {
                 "save": _timed(lambda: shared.save(graph, None)),
-                "read": _timed(lambda: shared.read()[1] or None),
+                "read": _timed(shared.read),
                 **_row_bytes(url, table),
             }
             out.append({"plainJsonReadAsText": before, "zlibReadInBinary": now})

@@ -111,9 +111,13 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
 
 
 def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[str]:
-    """Every table of these schemas with a row whose text (the whole row cast to text) holds needle."""
+    """Every table of these schemas with a row whose text (the whole row cast to text) holds needle,
+    or a bytea value that holds it as stored or once inflated (a bytea casts to hex text, and the
+    graph projection's row is zlib: graph.backends.team.projection.unpack)."""
     import psycopg
     from psycopg import sql
+
+    from graph.backends.team.projection import unpack
 
     found = []
     with psycopg.connect(url) as conn:
@@ -131,7 +135,26 @@ def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[st
                     sql.Identifier(schema), sql.Identifier(table)
                 )
                 row = conn.execute(query, (f"%{needle.lower()}%",)).fetchone()
-                if row and row[0]:
+                columns = [
+                    column
+                    for (column,) in conn.execute(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name = %s AND data_type = 'bytea'",
+                        (schema, table),
+                    )
+                ]
+                values = [
+                    bytes(value)
+                    for column in columns
+                    for (value,) in conn.execute(
+                        sql.SQL("SELECT {} FROM {}.{}").format(
+                            sql.Identifier(column), sql.Identifier(schema), sql.Identifier(table)
+                        ),
+                        binary=True,
+                    )
+                    if value is not None
+                ]
+                if (row and row[0]) or any(needle.encode() in b.lower() for v in values for b in (v, unpack(v))):
                     found.append(f"{schema}.{table}")
     return found
 
@@ -162,6 +185,7 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
     assert any(t.startswith(schema_name(namespace)) for t in held) and any(
         t.startswith(cognee_schema(namespace)) for t in held
     ), held
+    assert f"{schema_name(namespace)}.graph_projection" in held, held  # the check reads inside the zlib row
     reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
     assert reply["success"] and reply["pending"] == [], reply
     after = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
