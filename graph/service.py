@@ -12,6 +12,7 @@ import contextlib
 import functools
 import gc
 import logging
+import math
 import os
 import sys
 import threading
@@ -250,6 +251,11 @@ EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
 FORGET_WAIT_SEC = 45.0
 """How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
+WARM_RETRY_FIRST_SEC = 5.0
+WARM_RETRY_MAX_SEC = 300.0
+"""A warm-up that failed (not a database outage, which it waits out) is started again by the first call
+that needs the indexes WARM_RETRY_FIRST_SEC after the failure, then twice as long after each further
+failure, up to WARM_RETRY_MAX_SEC: a passing fault heals without a restart or repair."""
 FRESHNESS_WAIT_SEC = 10.0
 """How long a retrieval waits for memories staged just before it to be embedded; past that it
 answers from what is indexed and says how many memories it could not search yet."""
@@ -309,6 +315,9 @@ class FlowbabyService:
         self._embed_failures = 0
         self._warm_fault: FlowbabyError | None = None
         """The team database's fault that holds warm-up back, answered to retrievals meanwhile."""
+        self._warm_retry_at: float | None = None
+        """When a failed warm-up may be started again (time.monotonic); None while none failed."""
+        self._warm_retry_wait = WARM_RETRY_FIRST_SEC
         self.session_memory = SessionMemory(
             paths.root,
             paths.data / "sessions",
@@ -508,6 +517,7 @@ class FlowbabyService:
                 await self._warm_up()
             except FlowbabyError as error:
                 if error.code not in DATABASE_FAULTS:
+                    self._schedule_warm_retry(error)
                     raise
                 self._warm_fault = error
                 log.warning("warm-up waits for the team database: %s", error.message)
@@ -515,9 +525,34 @@ class FlowbabyService:
                     self._vectors.close()
                 self._vectors = None
                 await asyncio.sleep(float(error.details.get("retryAfterSec", 5)))
+            except Exception as error:
+                self._schedule_warm_retry(error)
+                raise
             else:
                 self._warm_fault = None
+                self._warm_retry_at, self._warm_retry_wait = None, WARM_RETRY_FIRST_SEC
                 return
+
+    def _schedule_warm_retry(self, error: Exception) -> None:
+        self._warm_retry_at = time.monotonic() + self._warm_retry_wait
+        log.error(
+            "warm-up failed (%s: %s); the first call after %g s tries again",
+            type(error).__name__,
+            error,
+            self._warm_retry_wait,
+        )
+        self._warm_retry_wait = min(self._warm_retry_wait * 2, WARM_RETRY_MAX_SEC)
+
+    def _retry_warm_up_if_due(self) -> None:
+        """Start a failed warm-up again once its wait is over (WARM_RETRY_FIRST_SEC)."""
+        task = self._warm_task
+        if task is None or not task.done() or task.cancelled() or task.exception() is None:
+            return
+        if self._warm_retry_at is None or time.monotonic() < self._warm_retry_at:
+            return
+        log.warning("trying the failed warm-up again")
+        self._warm_retry_at = None
+        self._warm_task = asyncio.create_task(self._warm_up_through_outages(), name="flowbaby-warm")
 
     def _check_projection(self) -> bool:
         """Queue one rebuild of an unreadable projection (an operation with no memories: the
@@ -535,6 +570,7 @@ class FlowbabyService:
 
     async def vectors(self) -> MemoryVectors:
         """The vector index, once warm-up has loaded it (and its backlog) for everyone."""
+        self._retry_warm_up_if_due()
         if self._warm_task is not None:
             await asyncio.shield(self._warm_task)
         assert self._vectors is not None
@@ -881,8 +917,13 @@ class FlowbabyService:
                 RetrievalErrorCode.NOT_INITIALIZED, f"The search index is still loading after {INIT_TIMEOUT_SEC:g}s"
             ) from None
         except Exception as exc:
+            retry = self._warm_retry_at
+            wait = max(1, math.ceil(retry - time.monotonic())) if retry is not None else None
             raise RetrievalError(
-                RetrievalErrorCode.NOT_INITIALIZED, f"The search index could not be loaded: {type(exc).__name__}: {exc}"
+                RetrievalErrorCode.NOT_INITIALIZED,
+                f"The search index could not be loaded: {type(exc).__name__}: {exc}"
+                + (f". The first retrieval after {wait}s loads it again (or run repair)" if wait else ""),
+                **({"retryAfterSec": wait} if wait else {}),
             ) from None
         assert self._retriever is not None
         with contextlib.suppress(TimeoutError):
@@ -1088,7 +1129,8 @@ class FlowbabyService:
         if warm is not None and warm.done() and (warm.exception() is not None or self._embed_failures or lost_writes):
             log.warning("repair: loading the search indexes again")
             self._embed_failures = 0
-            self._warm_task = asyncio.create_task(self._warm_up(), name="flowbaby-warm")
+            self._warm_retry_wait = WARM_RETRY_FIRST_SEC
+            self._warm_task = asyncio.create_task(self._warm_up_through_outages(), name="flowbaby-warm")
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._warm_task), INIT_TIMEOUT_SEC)
         await asyncio.to_thread(self.graph_lane.refresh)

@@ -309,6 +309,7 @@ def test_unloadable_index_is_not_initialized(spawn, workspace: Path, tmp_path: P
     client = spawn(workspace, *UNTHROTTLED, env=env)
     reply = client.result("retrieveForAgent", {"query": "anything"})
     assert reply["errorCode"] == "NOT_INITIALIZED" and reply["error"] == "NOT_INITIALIZED"
+    assert 1 <= reply["retryAfterSec"] <= 5 and "loads it again" in reply["message"]  # tried again, spaced
     assert client.result("ingestForAgent", summary())["staged"]  # staging does not need the model
 
 

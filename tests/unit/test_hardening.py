@@ -26,7 +26,7 @@ from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.projection import FileProjection
 from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.operations import OperationManager
-from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, validate_request
+from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError, validate_request
 from graph.core.graph_projection import load_projection, save_projection
 from graph.core.memories import new_operation_id
 from graph.core.settings import LLMSettings, Settings
@@ -260,6 +260,54 @@ def test_repair_runs_warm_up_again(service: FlowbabyService) -> None:
     reply = run(body)
     assert service._retriever is not None  # loaded again by repair
     assert reply["reembeddedMemories"] == 1
+
+
+class _FailsOnce(HashEmbedder):
+    """The model's first load raises (a passing fault, as the ONNX cache race of d9f1dd0 was)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    def load(self) -> None:
+        self.loads += 1
+        if self.loads == 1:
+            raise FileNotFoundError("onnx/model.key.1234")
+
+
+def test_a_failed_warm_up_is_tried_again_by_a_later_retrieval(service: FlowbabyService) -> None:
+    """Before: every retrieval answered NOT_INITIALIZED until repair or a restart. Now the first one
+    after the wait loads the indexes again and answers; the ones before it say when."""
+    service._warm_retry_wait = 0.3  # WARM_RETRY_FIRST_SEC, 5 s
+    embedder = _FailsOnce()
+    service.embedder = embedder  # type: ignore[assignment]
+    kept = memory("", topic_id="kept", context="Redis holds the session cache")
+    service.store.stage(kept, new_operation_id())
+
+    async def body() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        service._embed_task = asyncio.create_task(service._embed_loop())
+        service._warm_task = asyncio.create_task(service._warm_up_through_outages())
+        try:
+            with pytest.raises(RetrievalError) as refused:
+                await service.retrieve({"query": "session cache"})
+            first = refused.value.to_response()
+            status = await service.index_status()
+            await asyncio.sleep(0.4)
+            second = await service.retrieve({"query": "session cache"})
+        finally:
+            for task in (service._embed_task, service._warm_task):
+                task.cancel()
+            if service._vectors is not None:
+                service._vectors.close()
+        return first, status, second
+
+    first, status, second = run(body)
+    assert first["success"] is False and first["errorCode"] == "NOT_INITIALIZED"
+    assert "FileNotFoundError" in first["message"] and first["retryAfterSec"] == 1
+    assert status["status"] == "missing"
+    assert embedder.loads == 2
+    assert second["success"] is True, second
+    assert [r["topicId"] for r in second["entries"]] == ["kept"]
 
 
 # -- 11: a corrupt store is an error, not a traceback -----------------------------------------
