@@ -16,6 +16,7 @@ project's name) carries no weight, a rare component carries a lot.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -24,10 +25,13 @@ from collections.abc import Collection, Iterator
 from typing import Any
 
 from graph.backends.projection import ProjectionSource
+from graph.core.contract import FlowbabyError
 from graph.core.graph_projection import STRUCTURAL_TYPES
 from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
 from graph.search.supersession import MemoryNames
+
+log = logging.getLogger("flowbaby.graph_lane")
 
 _WORDS = re.compile(r"[\w/.#-]+")
 RELATED_DISCOUNT = 0.5
@@ -74,7 +78,8 @@ class GraphLane:
         self._relations: dict[tuple[str, str], set[str]] = {}
         self._memories = 0
         self.damaged = False
-        """The projection file could not be read: the lane serves an empty graph until it is rebuilt."""
+        """The projection could not be read: the lane serves an empty graph (an unreadable file or value) or
+        the last version it read (a read that raised) until a newer one is saved."""
         self._spellings: dict[str, set[str]] = {}
         """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
         self._links: dict[str, tuple[float, float, Collection[str]] | None] = {}
@@ -84,10 +89,23 @@ class GraphLane:
 
     def refresh(self) -> None:
         """Reload the indexes if a worker has saved a new projection."""
-        if self._source.stamp() in (None, self._mtime):
+        stamp = self._source.stamp()
+        if stamp in (None, self._mtime):
             return
         with self._lock:
-            mtime, records = self._source.read_lane()
+            try:
+                mtime, records = self._source.read_lane()
+            except FlowbabyError:
+                raise  # the team database's faults: the retrieval answers with their code
+            except Exception as exc:  # e.g. a value the database cannot send: search goes on without it
+                log.error(
+                    "graph projection version %s unreadable (%s: %s); kept the last one read",
+                    stamp,
+                    type(exc).__name__,
+                    exc,
+                )
+                self.damaged, self._mtime = True, stamp  # read again only once a newer version is saved
+                return
             if mtime is None or mtime == self._mtime:
                 return
             self.damaged = records is None

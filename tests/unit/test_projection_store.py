@@ -11,13 +11,15 @@ from pathlib import Path
 
 import networkx as nx
 import psycopg
+import pytest
 
 from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
-from graph.backends.projection import load_graph
+from graph.backends.projection import ProjectionSource, load_graph
 from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
 from graph.backends.team.projection import PostgresProjection
-from graph.core.graph_projection import projection_data
+from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.graph_projection import LaneRecords, projection_data
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.search.graph_lane import GraphLane
 from tests.support.postgres import PostgresServer
@@ -68,6 +70,54 @@ def test_the_graph_lane_reloads_when_another_process_saves(
         assert [e["name"] for e in lane.neighbourhood("m1", 1)["entities"]] == ["Redis"]
         assert worker.save(_graph("Redis", "Kafka"), expected=stamp) is not None
         assert sorted(e["name"] for e in lane.neighbourhood("m1", 1)["entities"]) == ["Kafka", "Redis"]
+    finally:
+        worker.close()
+        owner.close()
+
+
+class _Refusing:
+    """The owner's source, whose reads raise while `error` is set (as reading a value over Postgres's 1 GB did)."""
+
+    def __init__(self, inner: ProjectionSource) -> None:
+        self.inner = inner
+        self.error: Exception | None = None
+        self.reads = 0
+
+    def stamp(self) -> object | None:
+        return self.inner.stamp()
+
+    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
+        self.reads += 1
+        if self.error is not None:
+            raise self.error
+        return self.inner.read_lane()
+
+
+def test_a_projection_read_that_raises_keeps_the_last_graph_and_is_not_retried_until_a_new_save(
+    open_store: Callable[[], MemoryStoreBackend], make_backend: Callable[[WorkspacePaths], Backend], tmp_path: Path
+) -> None:
+    """Before, the exception reached every retrieval (FLOWBABY_ERROR) for as long as that version stood."""
+    open_store()
+    paths = resolve_workspace(str(tmp_path))
+    worker, owner = make_backend(paths).projection(), make_backend(paths).projection()
+    source = _Refusing(owner)
+    lane = GraphLane(source)  # type: ignore[arg-type]
+    try:
+        stamp = worker.save(_graph("Redis"), expected=None)
+        assert [e["name"] for e in lane.neighbourhood("m1", 1)["entities"]] == ["Redis"]
+        source.error = psycopg.errors.ProgramLimitExceeded("invalid memory alloc request size 1258291203")
+        stamp = worker.save(_graph("Redis", "Kafka"), expected=stamp)
+        reads = source.reads
+        for _ in range(3):
+            assert [e["name"] for e in lane.neighbourhood("m1", 1)["entities"]] == ["Redis"]  # the last one read
+        assert lane.damaged and source.reads == reads + 1  # that version is not read again at every query
+        source.error = FlowbabyError(ErrorCode.DATABASE_UNAVAILABLE, "The team database does not answer")
+        stamp = worker.save(_graph("Redis", "Kafka", "Postgres"), expected=stamp)
+        with pytest.raises(FlowbabyError):  # an outage still answers with its own code
+            lane.refresh()
+        source.error = None
+        assert sorted(e["name"] for e in lane.neighbourhood("m1", 1)["entities"]) == ["Kafka", "Postgres", "Redis"]
+        assert not lane.damaged
     finally:
         worker.close()
         owner.close()
