@@ -1,6 +1,10 @@
 """Where one retrieval's time goes, in this process, on a workspace built by the latency bench:
 
-  python -m tests.bench.steps WORKSPACE [--queries 200] [--rounds 3]
+  python -m tests.bench.steps WORKSPACE [--queries 200] [--rounds 3] [--team]
+
+`--team`: the same memories, vectors and projection COPYed into a namespace of a throwaway Postgres (as
+`tests/bench/team_scale.py` loads one; the workspace is rebuilt from the latency corpus at its size), and
+the retriever built on the team backend's stores, so its lexical lane and chunk search go to Postgres.
 
 The engine's parts are loaded as warm-up loads them, then a timer is wrapped around each step of
 `Retriever.retrieve` (the query embedding, the chunk search, each lane, the graph's second hop, the final
@@ -12,6 +16,7 @@ hop holds the expansion), so they do not add up to the whole.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import random
@@ -38,28 +43,60 @@ def _timed(samples: dict[str, list[float]], owner: object, method: str, label: s
     setattr(owner, method, timed)
 
 
-def steps(root: Path, count: int, rounds: int) -> list[dict[str, float]]:
-    from graph.backends.embedded.memory_store import MemoryStore
-    from graph.backends.embedded.projection import FileProjection
-    from graph.backends.embedded.vectors import open_vector_index
+def steps(root: Path, count: int, rounds: int, team: bool = False) -> list[dict[str, float]]:
+    from graph.backends.backend import Backend
     from graph.core.contract import FlowbabyContextRequest
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
     from graph.search.embedder import Embedder
     from graph.search.graph_lane import GraphLane
-    from graph.search.lexical import LexicalIndex
     from graph.search.retrieval import Catalog, Retriever
 
-    paths = resolve_workspace(root)
     embedder = Embedder(default_model_path())
     embedder.load()
-    index, _ = open_vector_index(paths.vectors, embedder, None)
-    store = MemoryStore(paths.store_db)
-    indexed = index.indexed_memory_ids()
-    catalog = Catalog([m for m in store.iter_memories() if m.memory_id in indexed], LexicalIndex(), None)
-    lane = GraphLane(FileProjection(paths.projection))
-    lane.refresh()
-    retriever = Retriever(catalog, embedder, lane, lambda: index)
+    with contextlib.ExitStack() as cleanup:
+        backend = _team_backend(root, embedder, cleanup) if team else Backend(resolve_workspace(root))
+        store = backend.memory_store(owner=False)
+        cleanup.callback(store.close)
+        index, _ = backend.vectors(embedder, None)
+        cleanup.callback(index.close)
+        indexed = index.indexed_memory_ids()
+        catalog = Catalog([m for m in store.iter_memories() if m.memory_id in indexed], backend.lexical(), None)
+        lane = GraphLane(backend.projection())
+        lane.refresh()
+        return _timed_rounds(embedder, index, catalog, lane, Retriever, FlowbabyContextRequest, count, rounds)
+
+
+def _team_backend(root: Path, embedder: Any, cleanup: contextlib.ExitStack) -> Any:
+    """A throwaway Postgres holding the latency corpus at the workspace's size, as team_scale loads it."""
+    import tempfile
+
+    from graph.backends.backend import Backend
+    from graph.backends.embedded.memory_store import MemoryStore
+    from graph.core.workspace import resolve_workspace
+    from tests.bench.latency import build_workspace
+    from tests.bench.team_scale import load_namespace
+    from tests.support.postgres import PostgresServer
+
+    counted = MemoryStore(resolve_workspace(root).store_db)
+    size = counted.counts()["memories"]
+    counted.close()
+    scratch = Path(cleanup.enter_context(tempfile.TemporaryDirectory()))
+    (scratch / "embedded").mkdir()
+    (scratch / "team").mkdir()
+    cache: dict[str, list[float]] = {}
+    _, (memories, _, _) = build_workspace(scratch / "embedded", size, embedder, cache)
+    server = PostgresServer.start(durable=True)
+    cleanup.callback(server.stop)
+    projection = resolve_workspace(scratch / "embedded").projection
+    load_namespace(server.url(), "steps", memories, cache, projection)
+    return Backend(resolve_workspace(scratch / "team"), server.url(), "steps")
+
+
+def _timed_rounds(
+    embedder: Any, index: Any, catalog: Any, lane: Any, retriever_type: Any, request: Any, count: int, rounds: int
+) -> list[dict[str, float]]:
+    retriever = retriever_type(catalog, embedder, lane, lambda: index)
     retriever.supersession_pairs(False)
     gc.freeze()  # as warm-up does
     samples: dict[str, list[float]] = defaultdict(list)
@@ -74,21 +111,19 @@ def steps(root: Path, count: int, rounds: int) -> list[dict[str, float]]:
         (retriever, "_second_hop", "second hop (expansion included)"),
         (retriever, "_final_scores", "final scores"),
         (retriever, "_interleave_vector_picks", "vector-pick interleaving"),
+        (retriever, "_unknown_names", "abstention: names no memory holds"),
+        (catalog.lexical, "known_share", "abstention: share of known words"),
         (retriever, "rank", "rank"),
         (retriever, "retrieve", "retrieve"),
     ):
         _timed(samples, owner, method, label)
     asked = queries(count, random.Random(5))
     out = []
-    try:
-        for _ in range(rounds):
-            samples.clear()
-            for query in asked:
-                retriever.retrieve(FlowbabyContextRequest(query=query, maxResults=5))
-            out.append({label: round(statistics.median(values), 2) for label, values in samples.items()})
-    finally:
-        index.close()
-        store.close()
+    for _ in range(rounds):
+        samples.clear()
+        for query in asked:
+            retriever.retrieve(request(query=query, maxResults=5))
+        out.append({label: round(statistics.median(values), 2) for label, values in samples.items()})
     return out
 
 
@@ -97,11 +132,13 @@ def main() -> None:
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--team", action="store_true")
     args = parser.parse_args()
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(
         json.dumps(
-            {"load_before": load, "median_ms_per_round": steps(args.workspace, args.queries, args.rounds)}, indent=1
+            {"load_before": load, "median_ms_per_round": steps(args.workspace, args.queries, args.rounds, args.team)},
+            indent=1,
         )
     )
 
