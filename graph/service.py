@@ -544,7 +544,7 @@ class FlowbabyService:
         self._warm_retry_wait = min(self._warm_retry_wait * 2, WARM_RETRY_MAX_SEC)
 
     def _retry_warm_up_if_due(self) -> None:
-        """Start a failed warm-up again once its wait is over (WARM_RETRY_FIRST_SEC)."""
+        """Start a failed warm-up again once its wait (_warm_retry_at, set by _schedule_warm_retry) is over."""
         task = self._warm_task
         if task is None or not task.done() or task.cancelled() or task.exception() is None:
             return

@@ -25,9 +25,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tests.bench.latency import queries
+
+if TYPE_CHECKING:
+    from graph.search.retrieval import Retriever
 
 
 def _timed(samples: dict[str, list[float]], owner: object, method: str, label: str) -> None:
@@ -64,7 +67,18 @@ def steps(root: Path, count: int, rounds: int, team: bool = False) -> list[dict[
         catalog = Catalog([m for m in store.iter_memories() if m.memory_id in indexed], backend.lexical(), None)
         lane = GraphLane(backend.projection())
         lane.refresh()
-        return _timed_rounds(embedder, index, catalog, lane, Retriever, FlowbabyContextRequest, count, rounds)
+        retriever = Retriever(catalog, embedder, lane, lambda: index)
+        retriever.supersession_pairs(False)
+        gc.freeze()  # as warm-up does
+        samples = _timers(retriever)
+        asked = queries(count, random.Random(5))
+        out = []
+        for _ in range(rounds):
+            samples.clear()
+            for query in asked:
+                retriever.retrieve(FlowbabyContextRequest(query=query, maxResults=5))
+            out.append({label: round(statistics.median(values), 2) for label, values in samples.items()})
+        return out
 
 
 def _team_backend(root: Path, embedder: Any, cleanup: contextlib.ExitStack) -> Any:
@@ -93,38 +107,27 @@ def _team_backend(root: Path, embedder: Any, cleanup: contextlib.ExitStack) -> A
     return Backend(resolve_workspace(scratch / "team"), server.url(), "steps")
 
 
-def _timed_rounds(
-    embedder: Any, index: Any, catalog: Any, lane: Any, retriever_type: Any, request: Any, count: int, rounds: int
-) -> list[dict[str, float]]:
-    retriever = retriever_type(catalog, embedder, lane, lambda: index)
-    retriever.supersession_pairs(False)
-    gc.freeze()  # as warm-up does
+def _timers(retriever: Retriever) -> dict[str, list[float]]:
+    """A timer around each step of the retriever's search; the milliseconds it records, by step."""
     samples: dict[str, list[float]] = defaultdict(list)
     for owner, method, label in (
-        (embedder, "encode", "query embedding"),
-        (index, "search", "chunk search"),
+        (retriever.embedder, "encode", "query embedding"),
+        (retriever._vectors(), "search", "chunk search"),
         (retriever, "_vector_lane", "vector lane (embedding and search included)"),
-        (catalog.lexical, "search", "lexical lane"),
-        (lane, "query_entities", "query entities"),
-        (lane, "seed", "graph seed"),
-        (lane, "expand", "graph expansion"),
+        (retriever.catalog.lexical, "search", "lexical lane"),
+        (retriever.graph, "query_entities", "query entities"),
+        (retriever.graph, "seed", "graph seed"),
+        (retriever.graph, "expand", "graph expansion"),
         (retriever, "_second_hop", "second hop (expansion included)"),
         (retriever, "_final_scores", "final scores"),
         (retriever, "_interleave_vector_picks", "vector-pick interleaving"),
         (retriever, "_unknown_names", "abstention: names no memory holds"),
-        (catalog.lexical, "known_share", "abstention: share of known words"),
+        (retriever.catalog.lexical, "known_share", "abstention: share of known words"),
         (retriever, "rank", "rank"),
         (retriever, "retrieve", "retrieve"),
     ):
         _timed(samples, owner, method, label)
-    asked = queries(count, random.Random(5))
-    out = []
-    for _ in range(rounds):
-        samples.clear()
-        for query in asked:
-            retriever.retrieve(request(query=query, maxResults=5))
-        out.append({label: round(statistics.median(values), 2) for label, values in samples.items()})
-    return out
+    return samples
 
 
 def main() -> None:

@@ -120,6 +120,7 @@ def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[st
     from graph.backends.team.projection import unpack
 
     found = []
+    wanted = needle.lower().encode()  # as the row text is searched: case-blind
     with psycopg.connect(url) as conn:
         for schema in schemas:
             tables = [
@@ -154,7 +155,7 @@ def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[st
                     )
                     if value is not None
                 ]
-                if (row and row[0]) or any(needle.encode() in b.lower() for v in values for b in (v, unpack(v))):
+                if (row and row[0]) or any(wanted in b.lower() for v in values for b in (v, unpack(v))):
                     found.append(f"{schema}.{table}")
     return found
 
