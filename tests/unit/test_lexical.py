@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from graph.backends.team import lexical as team_lexical
 from graph.backends.team.lexical import PgLexicalIndex
 from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.core.memories import new_operation_id
@@ -135,6 +136,50 @@ def test_the_team_backend_scores_as_the_in_memory_index_does(postgres: PostgresS
             a, b = here.search(query), there.search(query)
             assert set(a) == set(b) and max(a, key=a.__getitem__) == max(b, key=b.__getitem__), query
             assert all(abs(a[k] - b[k]) < 0.05 for k in a), (query, a, b)
+    finally:
+        there.close()
+
+
+def test_the_team_lane_reads_its_statistics_again_once_a_memory_is_catalogued(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Word counts are kept between searches until the process catalogues a memory (or they age):
+    a memory staged but not yet catalogued here is not yet a known word, as on the embedded lane."""
+    there = Memories(postgres)
+    try:
+        there.add("a", "Redis session cache with a 15 minute TTL")
+        assert not there.lane.knows("GDPR") and there.lane.known_share("GDPR cache") < 1
+        there.add("b", "GDPR export of every invoice")
+        assert not there.lane.knows("GDPR") and there.search("GDPR") == {}
+        assert there.index is not None
+        there.index.add(next(m for m, label in there.labels.items() if label == "b"), "")
+        assert there.lane.knows("GDPR") and there.lane.known_share("GDPR cache") == 1.0
+        assert list(there.search("GDPR")) == ["b"]
+        there.add("c", "Kafka consumer lag alerts")
+        monkeypatch.setattr(team_lexical, "STATISTICS_TTL_SEC", 0.0)
+        assert there.lane.knows("Kafka") and list(there.search("kafka lag")) == ["c"]
+    finally:
+        there.close()
+
+
+def test_a_word_most_memories_hold_reads_only_its_newest_postings_and_scores_stay_exact(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past POSTINGS_BREADTH holders, a word picks candidates from its newest postings only; a rarer
+    word's holders are all candidates however old, and every score is the exact BM25."""
+    there = Memories(postgres)
+    try:
+        for i in range(12):
+            there.add(
+                f"m{i}", f"Billing note {i} on the billing service" + (" and its ledger lock" if i in (0, 5) else "")
+            )
+        exact = there.search("billing ledger", 5)
+        monkeypatch.setattr(team_lexical, "POSTINGS_BREADTH", 3)
+        wide = there.search("billing ledger", 5)
+        assert set(list(exact)[:2]) == set(list(wide)[:2]) == {"m0", "m5"}
+        assert list(wide.values()) == pytest.approx(list(exact.values()), abs=1e-12)
+        assert set(list(wide)[2:]) <= {"m9", "m10", "m11"} and set(list(exact)[2:]) == {"m1", "m2", "m3"}
+        assert len(there.search("billing ledger")) == 12  # no limit: every posting
     finally:
         there.close()
 

@@ -9,57 +9,112 @@ lock; `billing/reconcile.py` -> billing, reconcile, py, as graph.search.text spl
 Postgres' `english` configuration (its stopwords, the Snowball stemmer).
 
 The score is the in-memory lane's: BM25 (k1 1.2, b 0.75) self-normalised by what the query could
-reach, computed in one SQL statement over the postings, so fusion weights, match floors and
+reach, summed in SQL over the postings of the query's words, so fusion weights, match floors and
 abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over the tsvector alone
 (unnesting every matching memory's tsvector for its counts) was 5-7x slower than over postings
-(INGEST_CONTRACT.md 15). The GIN index answers whether words are known (knows, known_share).
+(INGEST_CONTRACT.md 15.15). The corpus statistics BM25 and abstention read (the memory count, the
+mean length, each word's document frequency) cost a scan of every memory or of a word's postings, so
+they are kept (_Statistics) until this process catalogues a memory or STATISTICS_TTL_SEC passes.
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
 from graph.search.lexical import K1, B
 
-_TERMS = """
-    SELECT q.lexeme, array_length(q.positions, 1)::float8 AS qtf,
-        (SELECT count(*) FROM memory_lexemes m WHERE m.lexemes @@ ('''' || q.lexeme || '''')::tsquery)::float8 AS df
-    FROM unnest(lexical_vector(%(query)s)) AS q
-"""
-"""Each distinct word of the query, how often the query writes it, and how many memories hold it
-(lexemes are letters and digits only, so quoting them as a tsquery needs no escaping)."""
+STATISTICS_TTL_SEC = 60.0
+"""How long the memory count, mean length and document frequencies are reused while this process
+catalogues nothing (each memory it catalogues drops them): how stale they can be after a memory
+another server staged is still uncatalogued here, or after a forget."""
+POSTINGS_BREADTH = 5_000
+"""A word more memories hold than this picks candidates from only its newest this many postings
+(_SEARCH_WIDE); below it, and for a search without a limit, every posting is read."""
+SHORTLIST_PER_RESULT = 2
+"""_SEARCH_WIDE scores exactly the best `limit` times this many candidates by their picked postings."""
+STATISTICS_WORDS = 50_000
+"""At most this many words' document frequencies are kept; past it they are dropped and counted again."""
 
-_SEARCH = """
-    WITH totals AS MATERIALIZED (
-        SELECT count(*)::float8 AS n, coalesce(sum(length)::float8 / nullif(count(*), 0), 1) AS average
-        FROM memory_lexemes
-    ),
-    terms AS MATERIALIZED (
-        SELECT q.lexeme, array_length(q.positions, 1)::float8 AS qtf,
-            ln(1 + (totals.n - d.df + 0.5) / (d.df + 0.5)) AS idf
-        FROM unnest(lexical_vector(%(query)s)) AS q, totals,
-            LATERAL (SELECT count(*)::float8 AS df FROM memory_terms p WHERE p.lexeme = q.lexeme) AS d
-        WHERE d.df > 0
-    ),
+_WORDS = "SELECT lexeme, array_length(positions, 1)::float8 AS qtf FROM unnest(lexical_vector(%(text)s))"
+"""Each distinct word of a text, split as the trigger splits a memory's, and how often the text writes it."""
+
+_TOTALS = "SELECT count(*)::float8 AS n, coalesce(avg(length)::float8, 1) AS average FROM memory_lexemes"
+
+_FREQUENCIES = """
+    SELECT w.lexeme, (SELECT count(*) FROM memory_terms p WHERE p.lexeme = w.lexeme)::float8 AS df
+    FROM unnest(%(words)s::text[]) AS w(lexeme)
+"""
+"""How many memories hold each word: an index-only range of the postings' primary key each."""
+
+_SCORE = "terms.weight * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s))"
+"""One posting's share of a memory's BM25 (`terms.weight`: the word's count in the query times its idf)."""
+
+_SEARCH = f"""
+    WITH terms AS (SELECT * FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)),
     best AS (
-        SELECT p.doc, sum(
-            terms.qtf * terms.idf * p.tf * (%(k1)s + 1)
-            / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / totals.average))
-        ) AS bm25
-        FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme CROSS JOIN totals
+        SELECT p.doc, sum({_SCORE}) AS bm25
+        FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme
         GROUP BY p.doc
         ORDER BY bm25 DESC, p.doc
         LIMIT %(limit)s
     )
-    SELECT m.memory_id, best.bm25 / (SELECT sum(qtf * idf * (%(k1)s + 1)) FROM terms) AS score
+    SELECT m.memory_id, best.bm25
     FROM best JOIN memory_lexemes m ON m.doc = best.doc
     ORDER BY best.bm25 DESC, best.doc
 """
-"""BM25 over the postings of the query's words (an index range each), summed per memory by its
-integer `doc` (staging order, which also breaks ties, as LexicalIndex's position does)."""
+"""BM25 over the postings of the query's words (an index range each), each word weighed by its
+count in the query times its idf, summed per memory by its integer `doc` (staging order, which also
+breaks ties, as LexicalIndex's position does)."""
+
+_SEARCH_WIDE = f"""
+    WITH terms AS (SELECT * FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)),
+    picked AS (
+        SELECT p.doc, sum({_SCORE}) AS partial
+        FROM terms, LATERAL (
+            SELECT doc, tf, length FROM memory_terms p WHERE p.lexeme = terms.lexeme
+            ORDER BY p.doc DESC LIMIT %(breadth)s
+        ) AS p
+        GROUP BY p.doc
+        ORDER BY partial DESC, p.doc
+        LIMIT %(shortlist)s
+    ),
+    best AS (
+        SELECT picked.doc, sum({_SCORE}) AS bm25
+        FROM picked CROSS JOIN terms JOIN memory_terms p ON p.lexeme = terms.lexeme AND p.doc = picked.doc
+        GROUP BY picked.doc
+        ORDER BY bm25 DESC, picked.doc
+        LIMIT %(limit)s
+    )
+    SELECT m.memory_id, best.bm25
+    FROM best JOIN memory_lexemes m ON m.doc = best.doc
+    ORDER BY best.bm25 DESC, best.doc
+"""
+"""_SEARCH when some query word is in more than POSTINGS_BREADTH memories, whose full postings would
+cost time linear in the namespace: candidates are every holder of a rarer word and the newest
+POSTINGS_BREADTH holders of a commoner one; the best `limit` * SHORTLIST_PER_RESULT of them by those
+postings are scored exactly over all the query's words (a primary-key probe each). A memory only
+common words match, older than their newest POSTINGS_BREADTH holders, is not a candidate."""
+
+
+@dataclass
+class _Statistics:
+    """The namespace's corpus statistics, read at `taken` (time.monotonic); words' frequencies are
+    added as queries first write them."""
+
+    taken: float
+    n: float
+    average: float
+    frequencies: dict[str, float] = field(default_factory=dict)
+
+
+def _idf(n: float, df: float) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
 class PgLexicalIndex:
@@ -71,6 +126,10 @@ class PgLexicalIndex:
         with connect(url) as conn:
             migrate(conn, namespace)
         self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
+        self._lock = threading.Lock()
+        self._statistics: _Statistics | None = None
+        self._generation = 0
+        """Memories catalogued so far: statistics read across an add are not kept."""
 
     def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self._pool.connection() as conn:
@@ -80,28 +139,70 @@ class PgLexicalIndex:
         release_pool(self._url, self.namespace)
 
     def add(self, memory_id: str, text: str) -> None:
-        """Nothing to do: the database indexed the memory when it was staged."""
+        """The database indexed the memory when it was staged; the statistics it changes are read again."""
+        with self._lock:
+            self._statistics = None
+            self._generation += 1
+
+    def _current(self) -> _Statistics:
+        with self._lock:
+            stats, generation = self._statistics, self._generation
+        if stats is not None and time.monotonic() - stats.taken <= STATISTICS_TTL_SEC:
+            return stats
+        totals = self._rows(_TOTALS, {})[0]
+        stats = _Statistics(time.monotonic(), totals["n"], totals["average"])
+        with self._lock:
+            if generation == self._generation:
+                self._statistics = stats
+        return stats
+
+    def _terms(self, text: str) -> tuple[_Statistics, list[tuple[str, float, float]]]:
+        """The statistics, and (word, count in the text, memories holding it) for each distinct word."""
+        words = self._rows(_WORDS, {"text": text})
+        stats = self._current()
+        with self._lock:
+            frequencies = {row["lexeme"]: stats.frequencies.get(row["lexeme"]) for row in words}
+        missing = [word for word, df in frequencies.items() if df is None]
+        if missing:
+            counted = {row["lexeme"]: row["df"] for row in self._rows(_FREQUENCIES, {"words": missing})}
+            frequencies.update(counted)
+            with self._lock:
+                if len(stats.frequencies) + len(counted) > STATISTICS_WORDS:
+                    stats.frequencies.clear()
+                stats.frequencies.update(counted)
+        return stats, [(row["lexeme"], row["qtf"], frequencies[row["lexeme"]] or 0.0) for row in words]
 
     def search(self, query: str, limit: int | None = None) -> dict[str, float]:
-        """memory_id -> normalised BM25 in [0, 1], best first (ties by memory id)."""
-        rows = self._rows(_SEARCH, {"query": query, "limit": limit, "k1": K1, "b": B})
-        return {row["memory_id"]: float(row["score"]) for row in rows}
-
-    def _terms(self, text: str) -> tuple[float, list[dict[str, Any]]]:
-        rows = self._rows(
-            f"SELECT (SELECT count(*) FROM memory_lexemes)::float8 AS n, t.* FROM ({_TERMS}) AS t", {"query": text}
-        )
-        return (rows[0]["n"] if rows else 0.0), rows
+        """memory_id -> normalised BM25 in [0, 1], best first (ties by staging order)."""
+        stats, terms = self._terms(query)
+        weighted = [(word, qtf * _idf(stats.n, df)) for word, qtf, df in terms if df > 0]
+        if not weighted:
+            return {}
+        attainable = sum(weight for _, weight in weighted) * (K1 + 1)
+        params = {
+            "words": [word for word, _ in weighted],
+            "weights": [weight for _, weight in weighted],
+            "average": stats.average,
+            "limit": limit,
+            "k1": K1,
+            "b": B,
+        }
+        statement = _SEARCH
+        if limit is not None and any(df > POSTINGS_BREADTH for _, _, df in terms):
+            statement = _SEARCH_WIDE
+            params |= {"breadth": POSTINGS_BREADTH, "shortlist": SHORTLIST_PER_RESULT * limit}
+        rows = self._rows(statement, params)
+        return {row["memory_id"]: float(row["bm25"]) / attainable for row in rows}
 
     def knows(self, text: str) -> bool:
         """Whether every word of the text is in some memory."""
-        return all(row["df"] > 0 for row in self._terms(text)[1])
+        return all(df > 0 for _, _, df in self._terms(text)[1])
 
     def known_share(self, query: str) -> float:
         """The share of the query's term weight on words some memory holds (LexicalIndex.known_share)."""
-        n, rows = self._terms(query)
-        if not n or not rows:
+        stats, terms = self._terms(query)
+        if not stats.n or not terms:
             return 1.0
-        weights = [(row["qtf"] * math.log(1 + (n - row["df"] + 0.5) / (row["df"] + 0.5)), row["df"]) for row in rows]
+        weights = [(qtf * _idf(stats.n, df), df) for _, qtf, df in terms]
         total = sum(w for w, _ in weights)
         return sum(w for w, df in weights if df) / total if total > 0 else 1.0
