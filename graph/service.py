@@ -1174,7 +1174,9 @@ class FlowbabyService:
         around = await asyncio.to_thread(self.graph_lane.neighbourhood, current["memoryId"], hops)
         related = await asyncio.to_thread(self.store.get_memories, [item["memoryId"] for item in around["memories"]])
         by_id = {m.memory_id: m for m in related}
-        relevance = self._retriever.catalog.lexical.search(query) if query and self._retriever else {}
+        relevance = (
+            await asyncio.to_thread(self._retriever.catalog.lexical.search, query) if query and self._retriever else {}
+        )
         memories = [
             {
                 **item,
