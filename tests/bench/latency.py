@@ -87,14 +87,23 @@ def synthetic_memory(i: int, rng: random.Random) -> Memory:
     )
 
 
-def _cognee_shaped(memories: list[Memory]) -> tuple[list[tuple[str, dict]], list[tuple[str, str, str, dict]]]:
-    """The offline extractor's graphs in the node/edge shape cognee's get_graph_data returns."""
+def _cognee_shaped(
+    memories: list[Memory], extracted: dict[str, dict] | None = None
+) -> tuple[list[tuple[str, dict]], list[tuple[str, str, str, dict]]]:
+    """The offline extractor's graphs in the node/edge shape cognee's get_graph_data returns.
+    `extracted`: graphs kept by document without its topic id line (the extractor does not read it),
+    so a corpus that repeats its texts under new topic ids is extracted once per text."""
     nodes: dict[str, dict] = {}
     edges: list[tuple[str, str, str, dict]] = []
     for memory in memories:
         chunk = f"chunk-{memory.memory_id}"
         nodes[chunk] = {"type": "DocumentChunk", "document_id": memory.memory_id}
-        graph = extract_graph(render_document(memory))
+        document = render_document(memory)
+        if extracted is None:
+            graph = extract_graph(document)
+        else:
+            text = document.replace(f"Topic ID: {memory.topic_id}\n", "", 1)
+            graph = extracted.get(text) or extracted.setdefault(text, extract_graph(document))
         for node in graph["nodes"]:
             entity, kind = f"entity:{node['id']}", f"type:{node['type']}"
             nodes.setdefault(

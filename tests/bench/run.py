@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
-OPT_IN = {"latency100k", "postgres100k"}
+OPT_IN = {"latency100k", "postgres100k", "postgres1m"}
 """Sections too long for a default `make bench` (about half an hour here); run with --only."""
 
 
@@ -142,6 +142,14 @@ def _postgres100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from tests.bench.team_scale import run_team_scale
 
     return run_team_scale(root, sizes=(1_000, 10_000, 100_000), servers=False)
+
+
+@section("postgres1m")
+def _postgres1m(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Opt-in: team bridges over 100k and 1M memories, loaded without an embedded twin (tests/bench/team_million.py)."""
+    from tests.bench.team_million import run_team_million
+
+    return run_team_million(root)
 
 
 def devset_table(scores: dict[str, dict[str, float]]) -> str:

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import psycopg
 from psycopg import sql
 
@@ -76,11 +77,15 @@ def _ratio(team: dict[str, float], embedded: dict[str, float]) -> dict[str, floa
 
 # -- building ------------------------------------------------------------------------------------------
 def load_namespace(
-    url: str, namespace: str, memories: list[Memory], cache: dict[str, list[float]], projection: Path
+    url: str,
+    namespace: str,
+    memories: list[Memory],
+    cache: dict[str, list[float]],
+    projection: Path | nx.MultiDiGraph,
 ) -> dict[str, Any]:
     """The namespace's schema (the store's migrations), its memory rows and chunk vectors by COPY,
-    then the HNSW index built over all of them, and the embedded workspace's graph projection (the
-    file at `projection`) saved as the namespace's (its memory ids are the same); the seconds of each step."""
+    then the HNSW index built over all of them, and the graph projection (an embedded workspace's
+    file, or one built in memory over the same memory ids) saved as the namespace's; the seconds of each step."""
     PostgresMemoryStore(url, namespace, owner=False).close()
     literals: dict[str, str] = {}
     with psycopg.connect(url) as conn:
@@ -123,7 +128,7 @@ def load_namespace(
     began_graph = time.perf_counter()
     shared = PostgresProjection(url, namespace)
     try:
-        shared.save(load_projection(projection), None)
+        shared.save(load_projection(projection) if isinstance(projection, Path) else projection, None)
     finally:
         shared.close()
     saved = time.perf_counter()
