@@ -103,7 +103,9 @@ def _cognee_shaped(
             graph = extract_graph(document)
         else:
             text = document.replace(f"Topic ID: {memory.topic_id}\n", "", 1)
-            graph = extracted.get(text) or extracted.setdefault(text, extract_graph(document))
+            graph = extracted.get(text)
+            if graph is None:
+                graph = extracted[text] = extract_graph(document)
         for node in graph["nodes"]:
             entity, kind = f"entity:{node['id']}", f"type:{node['type']}"
             nodes.setdefault(

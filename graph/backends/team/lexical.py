@@ -55,8 +55,16 @@ _FREQUENCIES = """
 _SCORE = "terms.weight * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s))"
 """One posting's share of a memory's BM25 (`terms.weight`: the word's count in the query times its idf)."""
 
+_TERMS = "WITH terms AS (SELECT * FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)),"
+"""The query's words with their weights, as both searches take them."""
+_NAMED = (
+    "SELECT m.memory_id, best.bm25 FROM best JOIN memory_lexemes m ON m.doc = best.doc"
+    " ORDER BY best.bm25 DESC, best.doc"
+)
+"""Both searches' best memories by id, best first (ties in staging order)."""
+
 _SEARCH = f"""
-    WITH terms AS (SELECT * FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)),
+    {_TERMS}
     best AS (
         SELECT p.doc, sum({_SCORE}) AS bm25
         FROM terms JOIN memory_terms p ON p.lexeme = terms.lexeme
@@ -64,16 +72,14 @@ _SEARCH = f"""
         ORDER BY bm25 DESC, p.doc
         LIMIT %(limit)s
     )
-    SELECT m.memory_id, best.bm25
-    FROM best JOIN memory_lexemes m ON m.doc = best.doc
-    ORDER BY best.bm25 DESC, best.doc
+    {_NAMED}
 """
 """BM25 over the postings of the query's words (an index range each), each word weighed by its
 count in the query times its idf, summed per memory by its integer `doc` (staging order, which also
 breaks ties, as LexicalIndex's position does)."""
 
 _SEARCH_WIDE = f"""
-    WITH terms AS (SELECT * FROM unnest(%(words)s::text[], %(weights)s::float8[]) AS t(lexeme, weight)),
+    {_TERMS}
     picked AS (
         SELECT p.doc, sum({_SCORE}) AS partial
         FROM terms, LATERAL (
@@ -91,9 +97,7 @@ _SEARCH_WIDE = f"""
         ORDER BY bm25 DESC, picked.doc
         LIMIT %(limit)s
     )
-    SELECT m.memory_id, best.bm25
-    FROM best JOIN memory_lexemes m ON m.doc = best.doc
-    ORDER BY best.bm25 DESC, best.doc
+    {_NAMED}
 """
 """_SEARCH when some query word is in more than POSTINGS_BREADTH memories, whose full postings would
 cost time linear in the namespace: candidates are every holder of a rarer word and the newest
