@@ -1,10 +1,12 @@
 """Where one retrieval's time goes, in this process, on a workspace built by the latency bench:
 
   python -m tests.bench.steps WORKSPACE [--queries 200] [--rounds 3] [--team]
+  python -m tests.bench.steps FOLDER --url POSTGRES_URL --namespace NAME   (a namespace already loaded)
 
 `--team`: the same memories, vectors and projection COPYed into a namespace of a throwaway Postgres (as
 `tests/bench/team_scale.py` loads one; the workspace is rebuilt from the latency corpus at its size), and
 the retriever built on the team backend's stores, so its lexical lane and chunk search go to Postgres.
+`--url`/`--namespace`: a team namespace that is already loaded (the 1M bench's, kept), served from FOLDER.
 
 The engine's parts are loaded as warm-up loads them, then a timer is wrapped around each step of
 `Retriever.retrieve` (the query embedding, the chunk search, each lane, the graph's second hop, the final
@@ -46,7 +48,9 @@ def _timed(samples: dict[str, list[float]], owner: object, method: str, label: s
     setattr(owner, method, timed)
 
 
-def steps(root: Path, count: int, rounds: int, team: bool = False) -> list[dict[str, float]]:
+def steps(
+    root: Path, count: int, rounds: int, team: bool = False, loaded: tuple[str, str] | None = None
+) -> list[dict[str, float]]:
     from graph.backends.backend import Backend
     from graph.core.contract import FlowbabyContextRequest
     from graph.core.settings import default_model_path
@@ -58,7 +62,12 @@ def steps(root: Path, count: int, rounds: int, team: bool = False) -> list[dict[
     embedder = Embedder(default_model_path())
     embedder.load()
     with contextlib.ExitStack() as cleanup:
-        backend = _team_backend(root, embedder, cleanup) if team else Backend(resolve_workspace(root))
+        if loaded:
+            backend = Backend(resolve_workspace(root), *loaded)
+        elif team:
+            backend = _team_backend(root, embedder, cleanup)
+        else:
+            backend = Backend(resolve_workspace(root))
         store = backend.memory_store(owner=False)
         cleanup.callback(store.close)
         index, _ = backend.vectors(embedder, None)
@@ -136,11 +145,24 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--team", action="store_true")
+    parser.add_argument("--url", help="a team database whose namespace is already loaded")
+    parser.add_argument("--namespace")
     args = parser.parse_args()
+    if bool(args.url) != bool(args.namespace):
+        parser.error("--url and --namespace go together")
     load = Path("/proc/loadavg").read_text().split()[:3]
     print(
         json.dumps(
-            {"load_before": load, "median_ms_per_round": steps(args.workspace, args.queries, args.rounds, args.team)},
+            {
+                "load_before": load,
+                "median_ms_per_round": steps(
+                    args.workspace,
+                    args.queries,
+                    args.rounds,
+                    args.team,
+                    (args.url, args.namespace) if args.url else None,
+                ),
+            },
             indent=1,
         )
     )
