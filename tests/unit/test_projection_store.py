@@ -144,3 +144,50 @@ def test_the_team_row_is_compressed_and_a_plain_or_broken_row_still_reads(postgr
             assert projection.read()[1] == expected
     finally:
         projection.close()
+
+
+def test_the_team_lane_is_read_from_its_column_and_a_save_that_does_not_write_it_clears_it(
+    postgres: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 10: an owner reads the lane's records, not the projection (whose parse peaked at 13 GB at
+    1M memories), and sees the same graph; a write of the projection alone (a flowbaby from before the
+    migration) clears the lane, so the next read is the projection's, never a lane of another save."""
+    from tests.unit.test_projection import _lane_state, _saved_workspace
+
+    file_source, memories = _saved_workspace(tmp_path)
+    file_source.lane_path.unlink()  # the embedded lane, read from the projection itself: the expected state
+    expected_lane = GraphLane(file_source)
+    expected_lane.refresh()
+    expected = _lane_state(expected_lane, memories)
+    assert expected[0] and expected[2] and expected[3][0]  # entities, hops and relations to compare
+    PostgresMemoryStore(postgres.url(), "lanecolumn", owner=False).close()  # the schema, migrated
+    table = f'"{schema_name("lanecolumn")}".graph_projection'
+    team = PostgresProjection(postgres.url(), "lanecolumn")
+    try:
+        stamp = team.save(load_graph(file_source), expected=None)
+        assert stamp == 1 and team.save(load_graph(file_source), expected=stamp) == 2
+        with psycopg.connect(postgres.url()) as conn:
+            row = conn.execute(f"SELECT version, lane_version, lane, data FROM {table}".encode()).fetchone()
+        assert row is not None and row[0] == row[1] == 2 and 0 < len(row[2]) < len(row[3])
+
+        def unread(raw: bytes) -> None:
+            raise AssertionError("the projection itself was parsed")
+
+        with monkeypatch.context() as patched:
+            patched.setattr("graph.backends.team.projection.parse_projection_bytes", unread)
+            lane = GraphLane(team)
+            lane.refresh()
+            assert _lane_state(lane, memories) == expected
+
+        graph = load_graph(file_source)
+        graph.remove_nodes_from([n for n, d in graph.nodes(data=True) if d.get("name") == "redis"])
+        with psycopg.connect(postgres.url()) as conn:  # as migration 7's save wrote it: no lane
+            conn.execute(
+                f"UPDATE {table} SET version = version + 1, data = %s".encode(),
+                (zlib.compress(json.dumps(projection_data(graph)).encode()),),
+            )
+            assert conn.execute(f"SELECT lane, lane_version FROM {table}".encode()).fetchone() == (None, None)
+        lane.refresh()
+        assert lane.query_entities("redis") == {} and lane.query_entities("postgres kafka grpc")
+    finally:
+        team.close()

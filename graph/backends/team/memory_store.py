@@ -275,6 +275,23 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         + "created_at TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);\n"
         + "ALTER TABLE audit_log ADD COLUMN redacted INTEGER;",
     ),
+    (
+        10,
+        "the graph lane's records beside the projection, cleared by any save that does not write them",
+        """
+        ALTER TABLE graph_projection ADD COLUMN lane BYTEA, ADD COLUMN lane_version BIGINT;
+        CREATE FUNCTION graph_projection_lane_guard() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.lane_version IS DISTINCT FROM NEW.version THEN
+                NEW.lane := NULL;
+                NEW.lane_version := NULL;
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE TRIGGER graph_projection_lane_guard BEFORE INSERT OR UPDATE ON graph_projection
+            FOR EACH ROW EXECUTE FUNCTION graph_projection_lane_guard();
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 

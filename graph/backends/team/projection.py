@@ -1,5 +1,6 @@
 """The graph projection in the namespace's schema (`flowbaby_<namespace>.graph_projection`,
-migration 7): one row holding the serialized projection and a version that counts saves.
+migration 7): one row holding the serialized projection and a version that counts saves, and
+(migration 10) the graph lane's records of it, as the embedded backend keeps lane.json beside its file.
 
 Any server's worker saves it; every owner on the namespace reloads it when the version moves
 (a one-row primary-key read per check), so a graph built on one machine serves retrieval on all.
@@ -10,10 +11,18 @@ The row holds the projection's JSON zlib-compressed (level 1, ~6x) and is read i
 refuses a value over 1 GB, and a bytea sent as text doubles into hex, so plain JSON read as text
 failed from 512 MB (about 140k-230k memories); compressed and binary, the 1 GB bound is ~6 GB of
 JSON. A row written plain (before compression) is still read.
+
+The lane column is what an owner's graph lane reads (graph.core.graph_projection.dump_lane, zlib too):
+at 1M memories the whole projection's parse peaked at 13 GB in the serving process. A save writes both
+columns in one statement, with `lane_version` set to the row's new version; the row's trigger clears
+the lane whenever a write leaves `lane_version` behind `version` (a flowbaby from before migration 10
+saving on the same namespace), so a lane never describes another projection than the one beside it,
+nor outlives a forget's rewrite.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import zlib
@@ -23,7 +32,14 @@ from psycopg import sql
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.core.graph_projection import LaneRecords, dump_projection, lane_records, parse_projection_bytes
+from graph.core.graph_projection import (
+    LaneRecords,
+    dump_lane,
+    lane_records,
+    parse_lane,
+    parse_projection_bytes,
+    projection_data,
+)
 
 if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.core.graph_projection)
     import networkx as nx
@@ -32,6 +48,9 @@ if TYPE_CHECKING:  # networkx only where a graph is built or inspected (graph.co
 COMPRESSION_LEVEL = 1
 """zlib level of the stored row: at 100k memories 209 MB of JSON -> 35 MB in 1.6 CPU-s (level 6: 31 MB
 in 4.2 CPU-s), inflated in 0.8 s against 2.2 s to parse the JSON."""
+
+LANE_STAMP = "row"
+"""dump_lane's stamp in the lane column: the row's trigger, not the JSON, ties the lane to its version."""
 
 
 def unpack(stored: bytes) -> bytes:
@@ -69,26 +88,42 @@ class PostgresProjection:
         return int(found["version"]), parse_projection_bytes(unpack(bytes(found["data"])))
 
     def read_lane(self) -> tuple[int | None, LaneRecords | None]:
+        """The lane column when the row has one for its version, else the lane's records of the projection
+        itself (a row saved before migration 10, or by a flowbaby from before it, or a damaged lane)."""
+        with self._pool.connection() as conn:
+            query = sql.SQL(
+                "SELECT version, CASE WHEN lane_version = version THEN lane END AS lane FROM {} WHERE id = 1"
+            ).format(self._table)
+            found = conn.execute(query, binary=True).fetchone()
+        if found is None:
+            return None, lane_records({})
+        if found["lane"] is not None:
+            records = parse_lane(unpack(bytes(found["lane"])), LANE_STAMP)
+            if records is not None:
+                return int(found["version"]), records
         stamp, data = self.read()
         return stamp, lane_records(data)
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> int | None:
-        data = zlib.compress(dump_projection(graph), COMPRESSION_LEVEL)
+        projection = projection_data(graph)
+        data = zlib.compress(json.dumps(projection).encode("utf-8"), COMPRESSION_LEVEL)
+        records = lane_records(projection)
+        lane = None if records is None else zlib.compress(dump_lane(LANE_STAMP, records), COMPRESSION_LEVEL)
         by = f"{socket.gethostname()} pid {os.getpid()}"
         upsert = sql.SQL(
-            "INSERT INTO {table} AS p (id, version, saved_by, data) VALUES (1, 1, %s, %s) "
-            "ON CONFLICT (id) DO UPDATE SET version = p.version + 1, saved_at = now(), saved_by = EXCLUDED.saved_by, "
-            "data = EXCLUDED.data RETURNING version"
+            "INSERT INTO {table} AS p (id, version, saved_by, data, lane, lane_version) VALUES (1, 1, %s, %s, %s, 1) "
+            "ON CONFLICT (id) DO UPDATE SET version = p.version + 1, lane_version = p.version + 1, saved_at = now(), "
+            "saved_by = EXCLUDED.saved_by, data = EXCLUDED.data, lane = EXCLUDED.lane RETURNING version"
         )
         with self._pool.connection() as conn:
             if expected is None:
-                row = conn.execute(upsert.format(table=self._table), (by, data)).fetchone()
+                row = conn.execute(upsert.format(table=self._table), (by, data, lane)).fetchone()
             else:
                 query = sql.SQL(
-                    "UPDATE {} SET version = version + 1, saved_at = now(), saved_by = %s, data = %s "
-                    "WHERE id = 1 AND version = %s RETURNING version"
+                    "UPDATE {} SET version = version + 1, lane_version = version + 1, saved_at = now(), saved_by = %s, "
+                    "data = %s, lane = %s WHERE id = 1 AND version = %s RETURNING version"
                 ).format(self._table)
-                row = conn.execute(query, (by, data, expected)).fetchone()
+                row = conn.execute(query, (by, data, lane, expected)).fetchone()
         return int(row["version"]) if row else None
 
     def close(self) -> None:
