@@ -24,6 +24,8 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator
 from typing import Any
 
+import numpy as np
+
 from graph.backends.projection import ProjectionSource
 from graph.core.contract import FlowbabyError
 from graph.core.graph_projection import STRUCTURAL_TYPES
@@ -82,10 +84,15 @@ class GraphLane:
         the last version it read (a read that raised) until a newer one is saved."""
         self._spellings: dict[str, set[str]] = {}
         """Entities spelled apart only by '-', '_' or spaces ("owner-portal", "owner portal")."""
-        self._links: dict[str, tuple[float, float, Collection[str]] | None] = {}
+        self._links: dict[str, tuple[float, float, np.ndarray] | None] = {}
         """expand's per-entity (join strength, rarity, holders), None for an entity that links nothing:
         filled as queries reach entities, emptied with every reload."""
         self._supersession_view: tuple[object | None, list[tuple[str, str, str]], MemoryNames] | None = None
+        self._positions: dict[str, int] = {}
+        self._ids: list[str] = []
+        """seed's numbering of the memories it has reached since the last reload."""
+        self._held: dict[str, np.ndarray] = {}
+        """seed's holders of an entity as positions, filled as queries reach entities, emptied with every reload."""
 
     def refresh(self) -> None:
         """Reload the indexes if a worker has saved a new projection."""
@@ -138,7 +145,7 @@ class GraphLane:
             self._memories = len(memory_entities)
             self._spellings = {e: group for group in loose.values() if len(group) > 1 for e in group}
             self._ubiquitous = self._find_ubiquitous()
-            self._links = {}
+            self._links, self._held, self._positions, self._ids = {}, {}, {}, []
             self._mtime = mtime
 
     def _rare_limit(self) -> float:
@@ -159,36 +166,74 @@ class GraphLane:
             found = {e for key in keys for e in self._by_key.get(key, ()) if e not in self._structural}
             return {e: w for e in sorted(found) if (w := self._weight(e)) > 0}
 
-    def seed(self, entities: dict[str, float]) -> dict[str, float]:
-        """memory_id -> share of the query's entity weight the memory covers, in [0, 1]."""
+    def seed(self, entities: dict[str, float], limit: int) -> dict[str, float]:
+        """memory_id -> share of the query's entity weight the memory covers, in [0, 1], for the best
+        `limit` memories (best first; among equal shares the one reached first), or for every memory
+        reached, in the order reached, when there are no more. In arrays: at 1M memories a common
+        entity reaches a hundred thousand of them, one dict entry each in plain Python."""
         total = sum(entities.values())
         if total <= 0:
             return {}
-        scores: dict[str, float] = defaultdict(float)
         with self._lock:
-            limit = self._rare_limit()
+            rare, reach = self._rare_limit(), []
             for entity, weight in entities.items():
-                reached: dict[str, float] = {m: weight for m in self._entity_memories.get(entity, ())}
+                own = self._holders(entity)
+                parts = [own]
                 for neighbour in self._related.get(entity, ()):
                     # A relation to a hub (an entity in many memories) says nothing specific.
-                    if neighbour in self._structural or len(self._entity_memories.get(neighbour, ())) > limit:
+                    if neighbour in self._structural or len(self._entity_memories.get(neighbour, ())) > rare:
                         continue
-                    for memory_id in self._entity_memories.get(neighbour, ()):
-                        reached.setdefault(memory_id, weight * RELATED_DISCOUNT)
-                for memory_id, value in reached.items():
-                    scores[memory_id] += value
-        return {m: min(1.0, s / total) for m, s in scores.items()}
+                    parts.append(self._holders(neighbour))
+                reach.append((weight, len(own), parts))
+            scores = np.zeros(len(self._ids))
+            first = np.full(len(self._ids), -1, dtype=np.int64)
+            reached = 0
+            for weight, owned, parts in reach:
+                # Each memory once, in the order first reached: the entity's own holders get its weight,
+                # those only a related entity reaches get the discounted weight.
+                memories, at = np.unique(np.concatenate(parts), return_index=True)
+                order = np.argsort(at, kind="stable")
+                memories, at = memories[order], at[order]
+                new = memories[first[memories] < 0]
+                first[new] = np.arange(reached, reached + len(new))
+                reached += len(new)
+                scores[memories] += np.where(at < owned, weight, weight * RELATED_DISCOUNT)
+            found = np.flatnonzero(first >= 0)
+            shares = np.minimum(1.0, scores[found] / total)
+            if len(found) <= limit:
+                picked = np.argsort(first[found], kind="stable")
+            else:
+                picked = np.lexsort((first[found], -shares))[:limit]
+            ids = self._ids
+            return {ids[i]: share for i, share in zip(found[picked].tolist(), shares[picked].tolist(), strict=True)}
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]:
+    def _holders(self, entity: str) -> np.ndarray:
+        """The entity's memories as seed's positions (a memory gets one the first time any query reaches it)."""
+        held = self._held.get(entity)
+        if held is None:
+            positions, ids = self._positions, self._ids
+            for memory_id in self._entity_memories.get(entity, ()):
+                if memory_id not in positions:
+                    positions[memory_id] = len(ids)
+                    ids.append(memory_id)
+            held = self._held[entity] = np.fromiter(
+                map(positions.__getitem__, self._entity_memories.get(entity, ())), dtype=np.int32
+            )
+        return held
+
+    def expand(
+        self, seeds: dict[str, float], exclude: set[str], near: Collection[str] = (), strong: float = 0.0
+    ) -> dict[str, Hop]:
         """memory_id -> how it is reached two hops from a seed (seed -> rare entity -> memory): the
         seed's relative strength times the link, which is the entity's join strength for its type
-        (a ticket or a file is a join key, a shared date hardly is) times its rarity."""
-        hops: dict[str, Hop] = {}
+        (a ticket or a file is a join key, a shared date hardly is) times its rarity. Only hops of at
+        least `strong` or to a memory in `near` are returned (what the retriever can place: at 1M
+        memories a rare entity still has thousands of holders). In arrays, as seed."""
         top_seed = max(seeds.values(), default=0.0)
         if top_seed <= 0:
             return {}
         with self._lock:
-            links, seed_strength, reached_hop = self._links, seeds.get, hops.get
+            links, reach = self._links, []
             for seed, strength in seeds.items():
                 for entity in self._memory_entities.get(seed, ()):
                     if entity in exclude:
@@ -200,21 +245,35 @@ class GraphLane:
                         continue
                     join, rarity, holders = link
                     value = strength / top_seed * join * rarity
-                    hop = Hop(value, seed, (self._names[entity],))  # one per entity: its holders share it
-                    for memory_id in holders:
-                        # a weaker seed can itself be reached from a stronger one
-                        reached = reached_hop(memory_id)
-                        if value > (reached.score if reached else 0.0) and seed_strength(memory_id, 0.0) < strength:
-                            hops[memory_id] = hop
-        return hops
+                    # one per entity: its holders share it
+                    reach.append((value, strength, Hop(value, seed, (self._names[entity],)), holders))
+            if not reach:
+                return {}
+            positions, size = self._positions, len(self._ids)
+            seed_strength = np.zeros(size)
+            for seed, strength in seeds.items():
+                if seed in positions:
+                    seed_strength[positions[seed]] = strength
+            best = np.zeros(size)
+            chosen = np.full(size, -1, dtype=np.int32)
+            for k, (value, strength, _, holders) in enumerate(reach):
+                # a weaker seed can itself be reached from a stronger one
+                taken = holders[(value > best[holders]) & (seed_strength[holders] < strength)]
+                best[taken] = value
+                chosen[taken] = k
+            keep = (chosen >= 0) & (best >= strong)
+            near_positions = [positions[m] for m in near if m in positions]
+            keep[near_positions] |= chosen[near_positions] >= 0
+            ids = self._ids
+            return {ids[i]: reach[chosen[i]][2] for i in np.flatnonzero(keep).tolist()}
 
-    def _link(self, entity: str) -> tuple[float, float, Collection[str]] | None:
-        """The entity's join strength, rarity and holders (with its other spellings'), or None when it
-        links nothing: no join strength, held by one memory, or too common. Query-independent."""
+    def _link(self, entity: str) -> tuple[float, float, np.ndarray] | None:
+        """The entity's join strength, rarity and holders (with its other spellings', as seed's positions),
+        or None when it links nothing: no join strength, held by one memory, or too common. Query-independent."""
         join = JOIN_STRENGTH.get(self._types.get(entity, ""), 0.0)
-        holders: Collection[str] = self._entity_memories[entity]
+        holders = self._holders(entity)
         if entity in self._spellings:
-            holders = set(holders).union(*(self._entity_memories[e] for e in self._spellings[entity]))
+            holders = np.unique(np.concatenate([holders, *(self._holders(e) for e in self._spellings[entity])]))
         if not join or len(holders) > self._rare_limit() or len(holders) < 2:
             return None
         scale = math.log(max(self._memories, 3))

@@ -15,7 +15,7 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from operator import attrgetter, itemgetter
@@ -289,9 +289,11 @@ class GraphSearch(Protocol):
 
     def query_entities(self, text: str) -> dict[str, float]: ...
 
-    def seed(self, entities: dict[str, float]) -> dict[str, float]: ...
+    def seed(self, entities: dict[str, float], limit: int) -> dict[str, float]: ...
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]: ...
+    def expand(
+        self, seeds: dict[str, float], exclude: set[str], near: Collection[str] = (), strong: float = 0.0
+    ) -> dict[str, Hop]: ...
 
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], Mapping[str, dict[str, str]]]: ...
 
@@ -407,7 +409,7 @@ class Retriever:
             entities = self.graph.query_entities(request.query)
             for entity, weight in self.graph.query_entities(hints).items() if hints else ():
                 entities.setdefault(entity, weight * 0.5)
-            lane("graph_seed", self.graph.seed(entities))
+            lane("graph_seed", self.graph.seed(entities, LANE_CANDIDATES))
 
         total_weight = (
             LEXICAL_WEIGHT
@@ -518,7 +520,9 @@ class Retriever:
         first_pass = heapq.nsmallest(EXPANSION_SEEDS, matches, key=lambda s: (-s.fused, s.memory.memory_id))
         top = first_pass[0].fused
         seeds = {s.memory.memory_id: s.fused / total_weight for s in first_pass if s.fused >= SEED_SHARE * top}
-        hops = self.graph.expand(seeds, exclude=set(entities))
+        # Only what can be placed below: a strong link, or a memory close to the question.
+        close = [m for m, cosine in best_chunk.items() if cosine >= EXPANSION_GATE] if has_vector else []
+        hops = self.graph.expand(seeds, set(entities), close, STRONG_LINK if has_vector else 0.0)
         strongest = max(seeds.values())
         for seed, strength in seeds.items():
             for other, (link, name) in self.catalog.links.linked(seed).items():

@@ -9,7 +9,7 @@ import hashlib
 import math
 import re
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,14 +132,16 @@ class FakeGraph:
     def query_entities(self, text: str) -> dict[str, float]:
         return dict(self.entities.get(text, {}))
 
-    def seed(self, entities: dict[str, float]) -> dict[str, float]:
+    def seed(self, entities: dict[str, float], limit: int) -> dict[str, float]:
         scores: dict[str, float] = {}
         for entity, weight in entities.items():
             for memory_id, score in self.mentions.get(entity, {}).items():
                 scores[memory_id] = max(scores.get(memory_id, 0.0), weight * score)
-        return scores
+        return scores if len(scores) <= limit else dict(sorted(scores.items(), key=lambda kv: -kv[1])[:limit])
 
-    def expand(self, seeds: dict[str, float], exclude: set[str]) -> dict[str, Hop]:
+    def expand(
+        self, seeds: dict[str, float], exclude: set[str], near: Collection[str] = (), strong: float = 0.0
+    ) -> dict[str, Hop]:
         """Every expansion memory is reached from the strongest seed through one entity, "e_link"."""
         self.expand_calls.append((dict(seeds), set(exclude)))
         source = max(seeds, key=lambda m: seeds[m])

@@ -175,7 +175,7 @@ def _saved_workspace(tmp_path: Path) -> tuple[FileProjection, list[Memory]]:
 def _lane_state(lane: GraphLane, memories: list[Memory]) -> list[Any]:
     """Everything a ranking or an inspection reads of the lane."""
     entities = lane.query_entities("billing auth search ledger Redis Postgres Kafka gRPC PLAT-105 PLAT-110")
-    seeds = lane.seed(entities)
+    seeds = lane.seed(entities, 300)
     return [
         entities,
         seeds,
