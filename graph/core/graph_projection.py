@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+import numpy as np
+
 from graph.core.jsonwire import loads_stored
 from graph.core.memories import Memory, memory_uuid
 from graph.core.workspace import PRIVATE_FILE_MODE
@@ -250,6 +252,9 @@ class LaneRecords(NamedTuple):
     entities: list[tuple[str, str, str, tuple[str, ...]]]
     relations: list[tuple[str, str, str]]
     memory_entities: dict[str, tuple[str, ...]]
+    positions: tuple[list[str], list[np.ndarray]] | None = None
+    """Read from a saved lane: its memories in order, and each entity's memories as positions into them
+    (what the graph lane's seed and expansion compute on, with no id looked up at query time)."""
 
 
 def lane_records(data: dict[str, Any] | None) -> LaneRecords | None:
@@ -315,10 +320,15 @@ def parse_lane(raw: bytes, stamp: object) -> LaneRecords | None:
             return None
         memory = memories.__getitem__
         entities: list[tuple[str, str, str, tuple[str, ...]]] = []
+        positions: list[np.ndarray] = []
         for entity_id, name, kind, held in lane["entities"]:
             if not (type(entity_id) is type(name) is type(kind) is str and type(held) is list):
                 return None
-            entities.append((entity_id, name, kind, tuple(map(memory, held))))
+            entities.append((entity_id, name, kind, tuple(map(memory, held))))  # an index out of range raises
+            at = np.array(held, dtype=np.int32)
+            if at.size and at.min() < 0:  # Python would read it from the end
+                return None
+            positions.append(at)
         relations: list[tuple[str, str, str]] = []
         for src, dst, key in lane["relations"]:
             if not type(src) is type(dst) is type(key) is str:
@@ -329,6 +339,6 @@ def parse_lane(raw: bytes, stamp: object) -> LaneRecords | None:
         if not isinstance(joined, list) or not all(type(held) is list for held in joined):
             return None
         memory_entities = dict(zip(memories, (tuple(map(entity, held)) for held in joined), strict=True))
-    except (ValueError, KeyError, TypeError, IndexError):
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError):
         return None
-    return LaneRecords(entities, relations, memory_entities)
+    return LaneRecords(entities, relations, memory_entities, (memories, positions))

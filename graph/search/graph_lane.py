@@ -28,7 +28,7 @@ import numpy as np
 
 from graph.backends.projection import ProjectionSource
 from graph.core.contract import FlowbabyError
-from graph.core.graph_projection import STRUCTURAL_TYPES
+from graph.core.graph_projection import STRUCTURAL_TYPES, LaneRecords
 from graph.extract.extractor import normalise, query_names
 from graph.search.links import Hop
 from graph.search.supersession import MemoryNames
@@ -116,7 +116,7 @@ class GraphLane:
             if mtime is None or mtime == self._mtime:
                 return
             self.damaged = records is None
-            entities, edges, memory_entities = records or ([], [], {})
+            entities, edges, memory_entities, _ = records or LaneRecords([], [], {})
             entity_memories: dict[str, tuple[str, ...]] = {}
             by_key: dict[str, set[str]] = defaultdict(set)
             loose: dict[str, set[str]] = defaultdict(set)
@@ -146,6 +146,10 @@ class GraphLane:
             self._spellings = {e: group for group in loose.values() if len(group) > 1 for e in group}
             self._ubiquitous = self._find_ubiquitous()
             self._links, self._held, self._positions, self._ids = {}, {}, {}, []
+            if records is not None and records.positions is not None:  # a saved lane: positions as read
+                self._ids = list(records.positions[0])
+                self._positions = {m: i for i, m in enumerate(self._ids)}
+                self._held = {entity[0]: at for entity, at in zip(entities, records.positions[1], strict=True)}
             self._mtime = mtime
 
     def _rare_limit(self) -> float:

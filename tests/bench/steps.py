@@ -10,7 +10,7 @@ the retriever built on the team backend's stores, so its lexical lane and chunk 
 
 The engine's parts are loaded as warm-up loads them, then a timer is wrapped around each step of
 `Retriever.retrieve` (the query embedding, the chunk search, each lane, the graph's second hop, the final
-scores, the vector-pick interleaving) and the medians of each round are printed. The timers add a few
+scores, the vector-pick interleaving) and the median and p95 of each round are printed. The timers add a few
 microseconds per step; the steps nest (the vector lane holds the embedding and the search; the second
 hop holds the expansion), so they do not add up to the whole.
 """
@@ -50,7 +50,7 @@ def _timed(samples: dict[str, list[float]], owner: object, method: str, label: s
 
 def steps(
     root: Path, count: int, rounds: int, team: bool = False, loaded: tuple[str, str] | None = None
-) -> list[dict[str, float]]:
+) -> list[dict[str, list[float]]]:
     from graph.backends.backend import Backend
     from graph.core.contract import FlowbabyContextRequest
     from graph.core.settings import default_model_path
@@ -86,7 +86,13 @@ def steps(
             samples.clear()
             for query in asked:
                 retriever.retrieve(FlowbabyContextRequest(query=query, maxResults=5))
-            out.append({label: round(statistics.median(values), 2) for label, values in samples.items()})
+            out.append(
+                {
+                    label: [round(statistics.median(values), 2), round(statistics.quantiles(values, n=20)[-1], 2)]
+                    for label, values in samples.items()
+                    if len(values) > 1
+                }
+            )
         return out
 
 
@@ -155,7 +161,7 @@ def main() -> None:
         json.dumps(
             {
                 "load_before": load,
-                "median_ms_per_round": steps(
+                "median_and_p95_ms_per_round": steps(
                     args.workspace,
                     args.queries,
                     args.rounds,

@@ -12,7 +12,7 @@ from operator import itemgetter
 
 import pytest
 
-from graph.core.graph_projection import LaneRecords
+from graph.core.graph_projection import LaneRecords, dump_lane, parse_lane
 from graph.search.graph_lane import JOIN_STRENGTH, RELATED_DISCOUNT, GraphLane
 from graph.search.links import Hop
 
@@ -69,12 +69,23 @@ def _plain_seed(records: LaneRecords, lane: GraphLane, entities: dict[str, float
     return shares if len(shares) <= limit else dict(heapq.nlargest(limit, shares.items(), key=itemgetter(1)))
 
 
-@pytest.mark.parametrize("trial", range(40))
-def test_seed_in_arrays_is_the_plain_loop_capped_to_its_best(trial: int) -> None:
-    rng = random.Random(trial)
-    records = _graph(rng)
+def _lane(records: LaneRecords, saved: bool) -> GraphLane:
+    """`saved`: the records as read back from a saved lane (positions as read) instead of as built."""
+    if saved:
+        read = parse_lane(dump_lane("stamp", records), "stamp")
+        assert read is not None and read.positions is not None
+        records = read
     lane = GraphLane(_Records(records))  # type: ignore[arg-type]
     lane.refresh()
+    return lane
+
+
+@pytest.mark.parametrize("saved", [False, True])
+@pytest.mark.parametrize("trial", range(40))
+def test_seed_in_arrays_is_the_plain_loop_capped_to_its_best(trial: int, saved: bool) -> None:
+    rng = random.Random(trial)
+    records = _graph(rng)
+    lane = _lane(records, saved)
     for _ in range(8):
         picked = rng.sample([e for e, _, kind, _ in records.entities if kind != "topic"], rng.randint(1, 5))
         entities = {e: rng.choice([0.3, 1.0, 2.5, rng.random() * 3]) for e in sorted(picked)}
@@ -108,12 +119,12 @@ def _plain_expand(
     return {m: h for m, h in hops.items() if h.score >= strong or m in near}
 
 
+@pytest.mark.parametrize("saved", [False, True])
 @pytest.mark.parametrize("trial", range(40))
-def test_expand_in_arrays_is_the_plain_loop_filtered_to_what_can_be_placed(trial: int) -> None:
+def test_expand_in_arrays_is_the_plain_loop_filtered_to_what_can_be_placed(trial: int, saved: bool) -> None:
     rng = random.Random(1000 + trial)
     records = _graph(rng, spelled=True)
-    lane = GraphLane(_Records(records))  # type: ignore[arg-type]
-    lane.refresh()
+    lane = _lane(records, saved)
     memories = sorted(records.memory_entities)
     reached = 0
     for _ in range(8):

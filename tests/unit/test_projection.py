@@ -222,6 +222,8 @@ def test_the_lane_reads_lane_json_saved_with_the_projection_and_sees_the_same_gr
         b'{"projection": "STAMP", "memories": [], "entities": [], "relations": [["a", ["b"], "c"]],'
         b' "memoryEntities": []}',
         b'{"projection": [1, 2, 3], "memories": [], "entities": [], "relations": [], "memoryEntities": []}',
+        b'{"projection": "STAMP", "memories": ["m"], "entities": [["e", "n", "t", [-1]]], "relations": [],'
+        b' "memoryEntities": [[0]]}',
     ],
 )
 def test_a_damaged_or_stale_lane_json_is_ignored_for_the_projection(tmp_path: Path, content: bytes) -> None:
