@@ -95,6 +95,7 @@ def load_namespace(
         with conn.cursor() as cur, cur.copy(copy_rows) as copy:
             for memory in memories:
                 copy.write_row((*memory_values(memory, memory.operation_id or "bulk-load"), "indexed"))
+        conn.execute("SELECT lexical_fold(true)")  # as an import ends: its words counted (migration 11)
         conn.commit()
         rows = time.perf_counter()
         conn.execute("DROP INDEX memory_chunks_hnsw")
@@ -126,7 +127,9 @@ def load_namespace(
     # tables' visibility map (index-only scans of the postings) and statistics.
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema_name(namespace))))
-        conn.execute("VACUUM (ANALYZE) memories, memory_lexemes, memory_terms, memory_chunks")
+        conn.execute(
+            "VACUUM (ANALYZE) memories, memory_lexemes, memory_terms, lexical_counts, lexical_changes, memory_chunks"
+        )
     vacuumed = time.perf_counter()
     shared = PostgresProjection(url, namespace)
     try:

@@ -3,6 +3,7 @@ the team backend's Postgres full-text (a real server), which must score as the i
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 
@@ -10,7 +11,7 @@ import pytest
 
 from graph.backends.team import lexical as team_lexical
 from graph.backends.team.lexical import PgLexicalIndex
-from graph.backends.team.memory_store import PostgresMemoryStore
+from graph.backends.team.memory_store import FOLD_EVERY, PostgresMemoryStore
 from graph.core.memories import new_operation_id
 from graph.search.lexical import LexicalIndex
 from graph.search.text import light_stem, tokenize
@@ -140,25 +141,81 @@ def test_the_team_backend_scores_as_the_in_memory_index_does(postgres: PostgresS
         there.close()
 
 
-def test_the_team_lane_reads_its_statistics_again_once_a_memory_is_catalogued(
-    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+def _kept_and_counted(store: PostgresMemoryStore) -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
+    """(word -> (memories, total length)) as the database keeps it (counts plus unfolded changes,
+    the empty word holding the totals), and as a full count of the postings gives it."""
+    with store._cursor() as cur:
+        kept = cur.execute(
+            "SELECT lexeme, sum(df)::int AS df, sum(length)::int AS length FROM (SELECT * FROM lexical_counts "
+            "UNION ALL SELECT * FROM lexical_changes) AS k GROUP BY lexeme HAVING sum(df) != 0"
+        ).fetchall()
+        counted = cur.execute(
+            "SELECT lexeme, count(*)::int AS df, 0 AS length FROM memory_terms GROUP BY lexeme UNION ALL "
+            "SELECT '', count(*)::int, sum(length)::int FROM memory_lexemes HAVING count(*) > 0"
+        ).fetchall()
+    return {r["lexeme"]: (r["df"], r["length"]) for r in kept}, {r["lexeme"]: (r["df"], r["length"]) for r in counted}
+
+
+def test_the_team_lane_reads_word_counts_the_database_keeps_exact_through_folds_forgets_and_two_writers(
+    postgres: PostgresServer,
 ) -> None:
-    """Word counts are kept between searches until the process catalogues a memory (or they age):
-    a memory staged but not yet catalogued here is not yet a known word, as on the embedded lane."""
-    there = Memories(postgres)
+    """Every search reads the counts current (a memory another server staged is counted at once);
+    they equal a full count of the postings across a fold (every FOLD_EVERY staged memories), two
+    servers staging at once and a forget, after which no row names a word only forgotten memories
+    held."""
+    there, other = Memories(postgres), Memories(postgres)
+    assert there.store is not None and there.index is not None
+    other.store = PostgresMemoryStore(postgres.url(), there.index.namespace, owner=False)
     try:
         there.add("a", "Redis session cache with a 15 minute TTL")
         assert not there.lane.knows("GDPR") and there.lane.known_share("GDPR cache") < 1
-        there.add("b", "GDPR export of every invoice")
-        assert not there.lane.knows("GDPR") and there.search("GDPR") == {}
-        assert there.index is not None
-        there.index.add(next(m for m, label in there.labels.items() if label == "b"), "")
+        other.add("b", "GDPR export of every invoice")
         assert there.lane.knows("GDPR") and there.lane.known_share("GDPR cache") == 1.0
+        there.labels |= other.labels
         assert list(there.search("GDPR")) == ["b"]
-        there.add("c", "Kafka consumer lag alerts")
-        monkeypatch.setattr(team_lexical, "STATISTICS_TTL_SEC", 0.0)
-        assert there.lane.knows("Kafka") and list(there.search("kafka lag")) == ["c"]
+
+        def stage(memories: Memories, prefix: str) -> None:
+            for i in range(FOLD_EVERY // 2 + 20):
+                memories.add(f"{prefix}{i}", f"Billing ledger note {i} {prefix}only on invoices")
+
+        writers = [threading.Thread(target=stage, args=(m, p)) for m, p in ((there, "x"), (other, "y"))]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join()
+        kept, counted = _kept_and_counted(there.store)
+        assert kept == counted and kept["ledger"][0] == 2 * (FOLD_EVERY // 2 + 20)
+        with there.store._cursor() as cur:
+            waiting = cur.execute("SELECT count(*) AS n FROM lexical_changes").fetchone()
+        assert waiting is not None and waiting["n"] < 20 * (FOLD_EVERY // 2)  # folded at least once
+
+        forgotten = [m for m, label in {**there.labels, **other.labels}.items() if label.startswith("y")]
+        there.store.forget("f1", forgotten)
+        kept, counted = _kept_and_counted(there.store)
+        with there.store._cursor() as cur:
+            x, y = (
+                cur.execute("SELECT lexeme FROM unnest(lexical_vector(%s))", (word,)).fetchone()["lexeme"]
+                for word in ("xonly", "yonly")
+            )  # type: ignore[index]
+            named = cur.execute(
+                "SELECT count(*) AS n FROM (SELECT lexeme FROM lexical_counts UNION ALL "
+                "SELECT lexeme FROM lexical_changes) AS k WHERE lexeme = %s",
+                (y,),
+            ).fetchone()
+        assert kept == counted and y not in kept and x in kept
+        assert named is not None and named["n"] == 0
+        assert not there.lane.knows("yonly") and there.lane.knows("xonly")
+
+        there.store.import_memories(
+            [memory(f"z{i}", context=f"Imported note {i} zonly") for i in range(FOLD_EVERY + 9)]
+        )
+        kept, counted = _kept_and_counted(there.store)
+        assert kept == counted and kept[""][0] == FOLD_EVERY // 2 + 22 + FOLD_EVERY + 9
+        with there.store._cursor() as cur:
+            waiting = cur.execute("SELECT count(*) AS n FROM lexical_changes").fetchone()
+        assert waiting is not None and waiting["n"] == 0  # an import folds as it ends
     finally:
+        other.store.close()
         there.close()
 
 

@@ -13,44 +13,46 @@ reach, summed in SQL over the postings of the query's words, so fusion weights, 
 abstention cuts keep their meaning. ts_rank_cd ranks much worse, and BM25 over the tsvector alone
 (unnesting every matching memory's tsvector for its counts) was 5-7x slower than over postings
 (INGEST_CONTRACT.md 15.15). The corpus statistics BM25 and abstention read (the memory count, the
-mean length, each word's document frequency) cost a scan of every memory or of a word's postings, so
-they are kept (_Statistics) until this process catalogues a memory or STATISTICS_TTL_SEC passes.
+mean length, each word's document frequency) would cost a scan of every memory or of a word's
+postings (185 ms for a common word at 1M memories); the database keeps them instead (migration 11:
+`lexical_counts`, folded from the staging trigger's `lexical_changes`), so every search reads them
+current, with the query's words, in one statement.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
 from graph.search.lexical import K1, B
 
-STATISTICS_TTL_SEC = 60.0
-"""How long the memory count, mean length and document frequencies are reused while this process
-catalogues nothing (each memory it catalogues drops them): how stale they can be after a memory
-another server staged is still uncatalogued here, or after a forget."""
 POSTINGS_BREADTH = 5_000
 """A word more memories hold than this picks candidates from only its newest this many postings
 (_SEARCH_WIDE); below it, and for a search without a limit, every posting is read."""
 SHORTLIST_PER_RESULT = 2
 """_SEARCH_WIDE scores exactly the best `limit` times this many candidates by their picked postings."""
-STATISTICS_WORDS = 50_000
-"""At most this many words' document frequencies are kept; past it they are dropped and counted again."""
 
-_WORDS = "SELECT lexeme, array_length(positions, 1)::float8 AS qtf FROM unnest(lexical_vector(%(text)s))"
-"""Each distinct word of a text, split as the trigger splits a memory's, and how often the text writes it."""
-
-_TOTALS = "SELECT count(*)::float8 AS n, coalesce(avg(length)::float8, 1) AS average FROM memory_lexemes"
-
-_FREQUENCIES = """
-    SELECT w.lexeme, (SELECT count(*) FROM memory_terms p WHERE p.lexeme = w.lexeme)::float8 AS df
-    FROM unnest(%(words)s::text[]) AS w(lexeme)
+_WORDS = """
+    WITH words AS (
+        SELECT lexeme, array_length(positions, 1)::float8 AS qtf FROM unnest(lexical_vector(%(text)s))
+        UNION ALL SELECT '', 0
+    ),
+    kept AS (
+        SELECT lexeme, df, length FROM lexical_counts WHERE lexeme IN (SELECT lexeme FROM words)
+        UNION ALL
+        SELECT lexeme, df, length FROM lexical_changes WHERE lexeme IN (SELECT lexeme FROM words)
+    )
+    SELECT w.lexeme, w.qtf, coalesce(sum(k.df), 0)::float8 AS df, coalesce(sum(k.length), 0)::float8 AS length
+    FROM words w LEFT JOIN kept k USING (lexeme)
+    GROUP BY w.lexeme, w.qtf
 """
-"""How many memories hold each word: an index-only range of the postings' primary key each."""
+"""Each distinct word of a text, split as the trigger splits a memory's, how often the text writes it
+and how many memories hold it, and under the empty word (which no text splits into) the namespace's
+memory count and their total length: a kept count plus the changes not folded yet (migration 11),
+an index probe each."""
 
 _SCORE = "terms.weight * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.length / %(average)s))"
 """One posting's share of a memory's BM25 (`terms.weight`: the word's count in the query times its idf)."""
@@ -106,15 +108,12 @@ postings are scored exactly over all the query's words (a primary-key probe each
 common words match, older than their newest POSTINGS_BREADTH holders, is not a candidate."""
 
 
-@dataclass
-class _Statistics:
-    """The namespace's corpus statistics, read at `taken` (time.monotonic); words' frequencies are
-    added as queries first write them."""
+@dataclass(frozen=True)
+class _Totals:
+    """The namespace's memory count and their mean length (in words), as a search read them."""
 
-    taken: float
     n: float
     average: float
-    frequencies: dict[str, float] = field(default_factory=dict)
 
 
 def _idf(n: float, df: float) -> float:
@@ -130,10 +129,6 @@ class PgLexicalIndex:
         with connect(url) as conn:
             migrate(conn, namespace)
         self._pool = acquire_pool(url, namespace, describe_url(url)[0], configure_connection(namespace), connect)
-        self._lock = threading.Lock()
-        self._statistics: _Statistics | None = None
-        self._generation = 0
-        """Memories catalogued so far: statistics read across an add are not kept."""
 
     def _rows(self, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         with self._pool.connection() as conn:
@@ -143,38 +138,15 @@ class PgLexicalIndex:
         release_pool(self._url, self.namespace)
 
     def add(self, memory_id: str, text: str) -> None:
-        """The database indexed the memory when it was staged; the statistics it changes are read again."""
-        with self._lock:
-            self._statistics = None
-            self._generation += 1
+        """Nothing to do: the database indexed and counted the memory when it was staged."""
 
-    def _current(self) -> _Statistics:
-        with self._lock:
-            stats, generation = self._statistics, self._generation
-        if stats is not None and time.monotonic() - stats.taken <= STATISTICS_TTL_SEC:
-            return stats
-        totals = self._rows(_TOTALS, {})[0]
-        stats = _Statistics(time.monotonic(), totals["n"], totals["average"])
-        with self._lock:
-            if generation == self._generation:
-                self._statistics = stats
-        return stats
-
-    def _terms(self, text: str) -> tuple[_Statistics, list[tuple[str, float, float]]]:
-        """The statistics, and (word, count in the text, memories holding it) for each distinct word."""
-        words = self._rows(_WORDS, {"text": text})
-        stats = self._current()
-        with self._lock:
-            frequencies = {row["lexeme"]: stats.frequencies.get(row["lexeme"]) for row in words}
-        missing = [word for word, df in frequencies.items() if df is None]
-        if missing:
-            counted = {row["lexeme"]: row["df"] for row in self._rows(_FREQUENCIES, {"words": missing})}
-            frequencies.update(counted)
-            with self._lock:
-                if len(stats.frequencies) + len(counted) > STATISTICS_WORDS:
-                    stats.frequencies.clear()
-                stats.frequencies.update(counted)
-        return stats, [(row["lexeme"], row["qtf"], frequencies[row["lexeme"]] or 0.0) for row in words]
+    def _terms(self, text: str) -> tuple[_Totals, list[tuple[str, float, float]]]:
+        """The namespace's totals, and (word, count in the text, memories holding it) for each distinct word."""
+        rows = self._rows(_WORDS, {"text": text})
+        totals = next(row for row in rows if row["lexeme"] == "")
+        n = totals["df"]
+        stats = _Totals(n, totals["length"] / n if n else 1.0)
+        return stats, [(row["lexeme"], row["qtf"], row["df"]) for row in rows if row["lexeme"] != ""]
 
     def search(self, query: str, limit: int | None = None) -> dict[str, float]:
         """memory_id -> normalised BM25 in [0, 1], best first (ties by staging order)."""

@@ -60,6 +60,13 @@ MIGRATION_LOCK = 0x466C6F77  # "Flow": one database-wide key; migrations take mi
 BACKLOG_LOCK = 0x62616279  # "baby", with hashtext(namespace): the backlog check and insert of staging
 CLAIM_LOCK = 0x636C6D73  # "clms", with hashtext(namespace): the running-limit check and claim
 TOPIC_LOCK = 0x746F7063  # "topc", with hashtext(topic id): staging a topic, per transaction
+FOLD_LOCK = 0x666F6C64  # "fold", with hashtext(schema): one fold of lexical_changes at a time (migration 11)
+FOLD_EVERY = 256
+"""Every this many staged memories, the staging transaction folds the namespace's lexical_changes into
+lexical_counts (unless another fold holds the lock), so a lexical search sums about this many
+memories' change rows at most beside a word's kept count. A transaction folds this way once: the rows
+it deleted stay in the table until it ends, and a second fold would scan them again. One that stages
+many memories (an import, a bulk load) folds again as it ends (`SELECT lexical_fold(true)`)."""
 CONNECT_TIMEOUT_SEC = 5
 MAX_CLAIMS = 3
 """An operation whose lease ran out this many times (every server that took it died) fails with
@@ -292,6 +299,53 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             FOR EACH ROW EXECUTE FUNCTION graph_projection_lane_guard();
         """,
     ),
+    (
+        11,
+        "the lexical lane's corpus statistics kept by the database: each word's memory count, and the totals",
+        f"""
+        CREATE TABLE lexical_counts (lexeme TEXT PRIMARY KEY, df BIGINT NOT NULL, length BIGINT NOT NULL);
+        CREATE TABLE lexical_changes (lexeme TEXT NOT NULL, df INTEGER NOT NULL, length BIGINT NOT NULL);
+        CREATE INDEX lexical_changes_lexeme ON lexical_changes (lexeme);
+        CREATE FUNCTION lexical_fold(wait BOOLEAN) RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        DECLARE
+            emptied TEXT[];
+        BEGIN
+            IF wait THEN
+                PERFORM pg_advisory_xact_lock({FOLD_LOCK}, hashtext(current_schema()));
+            ELSIF NOT pg_try_advisory_xact_lock({FOLD_LOCK}, hashtext(current_schema())) THEN
+                RETURN;
+            END IF;
+            WITH moved AS (DELETE FROM lexical_changes RETURNING lexeme, df, length),
+            kept AS (
+                INSERT INTO lexical_counts AS c SELECT lexeme, sum(df), sum(length) FROM moved GROUP BY lexeme
+                ON CONFLICT (lexeme) DO UPDATE SET df = c.df + EXCLUDED.df, length = c.length + EXCLUDED.length
+                RETURNING c.lexeme, c.df
+            )
+            SELECT array_agg(lexeme) INTO emptied FROM kept WHERE df = 0;
+            DELETE FROM lexical_counts WHERE lexeme = ANY(emptied);
+            PERFORM set_config('flowbaby.lexical_folded', txid_current()::text, true);
+        END $$;
+        CREATE FUNCTION lexical_counts_change() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                INSERT INTO lexical_changes SELECT lexeme, 1, 0 FROM unnest(NEW.lexemes)
+                    UNION ALL SELECT '', 1, NEW.length;
+                IF NEW.doc % {FOLD_EVERY} = 0
+                    AND current_setting('flowbaby.lexical_folded', true) IS DISTINCT FROM txid_current()::text THEN
+                    PERFORM lexical_fold(false);
+                END IF;
+            ELSE
+                INSERT INTO lexical_changes SELECT lexeme, -1, 0 FROM unnest(OLD.lexemes)
+                    UNION ALL SELECT '', -1, -OLD.length;
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER lexical_counts_change AFTER INSERT OR DELETE ON memory_lexemes
+            FOR EACH ROW EXECUTE FUNCTION lexical_counts_change();
+        INSERT INTO lexical_counts SELECT lexeme, count(*), 0 FROM memory_terms GROUP BY lexeme;
+        INSERT INTO lexical_counts SELECT '', count(*), sum(length) FROM memory_lexemes HAVING count(*) > 0;
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
@@ -517,7 +571,8 @@ class PostgresMemoryStore:
 
     def forget(self, forget_id: str, memory_ids: list[str], steps: tuple[str, ...] = FORGET_STEPS) -> None:
         """As MemoryStore.forget, in one transaction under the topics' staging locks (so a version
-        staged meanwhile waits); lexical rows go with the memories (ON DELETE CASCADE). Other
+        staged meanwhile waits); lexical rows go with the memories (ON DELETE CASCADE), and the word
+        counts are folded at once, so no count row names a word only forgotten memories held. Other
         servers hear `forgotten` on the namespace's channel."""
         forgotten = set(memory_ids)
         with self._cursor(transaction=True) as cur:
@@ -534,6 +589,7 @@ class PostgresMemoryStore:
                 cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TOPIC_LOCK, topic))
             revive = revived_versions(topics, forgotten)
             cur.execute("DELETE FROM memories WHERE memory_id = ANY(%s)", (memory_ids,))
+            cur.execute("SELECT lexical_fold(true)")
             if revive:
                 cur.execute(
                     "UPDATE memories SET status = %s WHERE memory_id = ANY(%s)", (MemoryStatus.ACTIVE.value, revive)
@@ -825,6 +881,7 @@ class PostgresMemoryStore:
             for memory in memories:
                 cur.execute(insert_memory_sql("%s") + " ON CONFLICT DO NOTHING", memory_values(memory, None))
                 (inserted if cur.rowcount else present).append(memory.memory_id)
+            cur.execute("SELECT lexical_fold(true)")
         return inserted, present
 
     def supersede_older(self, topic_ids: list[str]) -> None:
