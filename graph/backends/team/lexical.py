@@ -63,7 +63,8 @@ _NAMED = (
     "SELECT m.memory_id, best.bm25 FROM best JOIN memory_lexemes m ON m.doc = best.doc"
     " ORDER BY best.bm25 DESC, best.doc"
 )
-"""Both searches' best memories by id, best first (ties in staging order)."""
+"""Both searches' best memories by id, best first (ties in staging order); the ids come from the
+index on (doc) INCLUDE (memory_id) alone (migration 11), not from the wide tsvector rows."""
 
 _SEARCH = f"""
     {_TERMS}
@@ -94,7 +95,9 @@ _SEARCH_WIDE = f"""
     ),
     best AS (
         SELECT picked.doc, sum({_SCORE}) AS bm25
-        FROM picked CROSS JOIN terms JOIN memory_terms p ON p.lexeme = terms.lexeme AND p.doc = picked.doc
+        FROM picked CROSS JOIN terms, LATERAL (
+            SELECT tf, length FROM memory_terms p WHERE p.lexeme = terms.lexeme AND p.doc = picked.doc LIMIT 1
+        ) AS p
         GROUP BY picked.doc
         ORDER BY bm25 DESC, picked.doc
         LIMIT %(limit)s
@@ -104,8 +107,9 @@ _SEARCH_WIDE = f"""
 """_SEARCH when some query word is in more than POSTINGS_BREADTH memories, whose full postings would
 cost time linear in the namespace: candidates are every holder of a rarer word and the newest
 POSTINGS_BREADTH holders of a commoner one; the best `limit` * SHORTLIST_PER_RESULT of them by those
-postings are scored exactly over all the query's words (a primary-key probe each). A memory only
-common words match, older than their newest POSTINGS_BREADTH holders, is not a candidate."""
+postings are scored exactly over all the query's words, a primary-key probe each (the LATERAL's LIMIT
+keeps the planner from hash-joining a common word's every posting instead). A memory only common
+words match, older than their newest POSTINGS_BREADTH holders, is not a candidate."""
 
 
 @dataclass(frozen=True)

@@ -301,11 +301,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     (
         11,
-        "the lexical lane's corpus statistics kept by the database: each word's memory count, and the totals",
+        "the lexical lane's corpus statistics kept by the database: each word's memory count, and the totals; "
+        "memory ids by lexical number from the index alone",
         f"""
         CREATE TABLE lexical_counts (lexeme TEXT PRIMARY KEY, df BIGINT NOT NULL, length BIGINT NOT NULL);
         CREATE TABLE lexical_changes (lexeme TEXT NOT NULL, df INTEGER NOT NULL, length BIGINT NOT NULL);
         CREATE INDEX lexical_changes_lexeme ON lexical_changes (lexeme);
+        CREATE UNIQUE INDEX memory_lexemes_doc_id ON memory_lexemes (doc) INCLUDE (memory_id);
         CREATE FUNCTION lexical_fold(wait BOOLEAN) RETURNS void LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
         DECLARE
             emptied TEXT[];
