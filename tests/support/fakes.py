@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from graph.core.contract import MemoryStatus
+from graph.core.graph_projection import LaneRecords
 from graph.core.memories import Memory
 from graph.search.links import Hop
 
@@ -195,3 +196,16 @@ class HashEmbedder:
             vector = np.random.default_rng(seed).standard_normal(self.dimensions).astype(np.float32)
             out.append((vector / np.linalg.norm(vector)).tolist())
         return out
+
+
+class FixedLaneRecords:
+    """A projection source serving fixed lane records (graph.backends.projection.ProjectionSource)."""
+
+    def __init__(self, records: LaneRecords) -> None:
+        self.records = records
+
+    def stamp(self) -> object | None:
+        return 1.0
+
+    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
+        return 1.0, self.records

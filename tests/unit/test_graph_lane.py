@@ -15,19 +15,7 @@ import pytest
 from graph.core.graph_projection import LaneRecords, dump_lane, parse_lane
 from graph.search.graph_lane import JOIN_STRENGTH, RELATED_DISCOUNT, GraphLane
 from graph.search.links import Hop
-
-
-class _Records:
-    """A projection source serving fixed lane records (graph.backends.projection.ProjectionSource)."""
-
-    def __init__(self, records: LaneRecords) -> None:
-        self.records = records
-
-    def stamp(self) -> object | None:
-        return 1.0
-
-    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
-        return 1.0, self.records
+from tests.support.fakes import FixedLaneRecords
 
 
 def _graph(rng: random.Random, spelled: bool = False) -> LaneRecords:
@@ -75,7 +63,7 @@ def _lane(records: LaneRecords, saved: bool) -> GraphLane:
         read = parse_lane(dump_lane("stamp", records), "stamp")
         assert read is not None and read.positions is not None
         records = read
-    lane = GraphLane(_Records(records))  # type: ignore[arg-type]
+    lane = GraphLane(FixedLaneRecords(records))  # type: ignore[arg-type]
     lane.refresh()
     return lane
 

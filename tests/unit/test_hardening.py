@@ -28,7 +28,7 @@ from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.operations import OperationManager
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError, validate_request
 from graph.core.graph_projection import load_projection, save_projection
-from graph.core.memories import new_operation_id
+from graph.core.memories import Memory, new_operation_id
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import WorkspaceGraph
@@ -143,25 +143,31 @@ def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
     ]
 
 
+async def _serve_only(service: FlowbabyService, indexed: Memory) -> None:
+    """The service warmed with `indexed` alone embedded and catalogued (a fake graph)."""
+    from tests.support.fakes import FakeGraph
+
+    index = VectorIndex(service.paths.vectors, service.embedder)  # type: ignore[arg-type]
+    index.add_memories([indexed])
+    service._vectors = index
+    service._warm_task = asyncio.create_task(asyncio.sleep(0))
+    await service._warm_task
+    service._retriever = Retriever(Catalog([indexed]), service.embedder, FakeGraph(), lambda: index)
+
+
 def test_search_answers_from_what_is_indexed_and_says_so(
     service: FlowbabyService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backlog that is still being embedded (the embed loop never runs here) no longer makes a
     retrieval wait out NOT_INITIALIZED: it answers and names how much it could not search."""
     monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.5)
-    from tests.support.fakes import FakeGraph
 
     async def body() -> dict[str, Any]:
         indexed = memory("", topic_id="indexed", context="Redis session cache decision")
         service.store.stage(indexed, new_operation_id())
         backlog = memory("", topic_id="late", context="Redis session cache again")
         service.store.stage(backlog, new_operation_id())
-        index = VectorIndex(service.paths.vectors, service.embedder)  # type: ignore[arg-type]
-        index.add_memories([indexed])
-        service._vectors = index
-        service._warm_task = asyncio.create_task(asyncio.sleep(0))
-        await service._warm_task
-        service._retriever = Retriever(Catalog([indexed]), service.embedder, FakeGraph(), lambda: index)
+        await _serve_only(service, indexed)
         service._embed_queue.put_nowait(backlog)  # queued, never embedded
         started = time.monotonic()
         reply = await service.retrieve({"query": "Redis session cache"})
@@ -183,17 +189,11 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
     monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.2)
     monkeypatch.setattr("graph.service.STORED_COUNT_SEC", 3600.0)
     from tests.conftest import summary
-    from tests.support.fakes import FakeGraph
 
     async def body() -> list[int]:
         indexed = memory("", topic_id="indexed", context="Redis session cache decision")
         service.store.stage(indexed, new_operation_id())
-        index = VectorIndex(service.paths.vectors, service.embedder)  # type: ignore[arg-type]
-        index.add_memories([indexed])
-        service._vectors = index
-        service._warm_task = asyncio.create_task(asyncio.sleep(0))
-        await service._warm_task
-        service._retriever = Retriever(Catalog([indexed]), service.embedder, FakeGraph(), lambda: index)
+        await _serve_only(service, indexed)
 
         async def unsearched() -> int:
             reply = await service.retrieve({"query": "Redis session cache"})

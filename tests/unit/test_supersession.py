@@ -8,7 +8,7 @@ from graph.core.graph_projection import STRUCTURAL_TYPES, LaneRecords
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Catalog, Retriever
 from graph.search.supersession import NamesDict, find_pairs, is_historic
-from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, FixedLaneRecords, chunk_vector, memory
 
 JAN, JUN = "2025-01-08T10:00:00Z", "2025-06-12T10:00:00Z"
 REALM = memory(
@@ -151,19 +151,6 @@ def test_memories_without_a_retiring_or_moving_word_are_not_read_for_names(monke
     assert len(read) == 1 and "from Realm to SQLite" in read[0]  # the one memory that moved something
 
 
-class _Records:
-    """A projection source serving fixed lane records (graph.backends.projection.ProjectionSource)."""
-
-    def __init__(self, records: LaneRecords) -> None:
-        self.records = records
-
-    def stamp(self) -> object | None:
-        return 1.0
-
-    def read_lane(self) -> tuple[object | None, LaneRecords | None]:
-        return 1.0, self.records
-
-
 def test_the_lanes_names_read_on_demand_are_what_every_memorys_dict_gave() -> None:
     """The graph lane answers names_of and the holders of a name from its indexes: the same dicts, the
     same holders in the same order, and so the same pairs as the fully built dicts (the old way)."""
@@ -180,7 +167,7 @@ def test_the_lanes_names_read_on_demand_are_what_every_memorys_dict_gave() -> No
         "standup": ("e_realm",),
         "video": ("e_realm2",),
     }
-    lane = GraphLane(_Records(LaneRecords(entities, [("e_realm", "e_sqlite", "moved_to")], memory_entities)))  # type: ignore[arg-type]
+    lane = GraphLane(FixedLaneRecords(LaneRecords(entities, [("e_realm", "e_sqlite", "moved_to")], memory_entities)))  # type: ignore[arg-type]
     lane.refresh()
     _, relations, names_of = lane.supersession_inputs()
     kinds = {e: (name, kind) for e, name, kind, _ in entities}
