@@ -21,6 +21,7 @@ from graph.core.graph_projection import (
     fold_projection,
     load_projection,
     memory_node,
+    parse_lane,
     save_projection,
 )
 from graph.core.memories import Memory, new_operation_id
@@ -193,8 +194,9 @@ def test_the_lane_reads_lane_json_saved_with_the_projection_and_sees_the_same_gr
     source, memories = _saved_workspace(tmp_path)
     assert source.lane_path.is_file() and oct(source.lane_path.stat().st_mode & 0o777) == "0o600"
     assert source.lane_path.stat().st_size < source.path.stat().st_size
-    from_projection = GraphLane(FileProjection(source.path.with_name("elsewhere.json")))
-    (tmp_path / "graph" / "elsewhere.json").write_bytes(source.path.read_bytes())  # no lane.json for this one
+    (tmp_path / "elsewhere").mkdir()
+    from_projection = GraphLane(FileProjection(tmp_path / "elsewhere" / "projection.json"))
+    (tmp_path / "elsewhere" / "projection.json").write_bytes(source.path.read_bytes())  # no lane.json for this one
     from_projection.refresh()
 
     def unread(raw: bytes) -> None:
@@ -279,3 +281,50 @@ def test_a_save_replaces_lane_json_and_never_leaves_the_old_one_beside_a_new_pro
     assert not source.lane_path.exists()  # removed before the projection was replaced
     assert source.save(graph, expected=source.stamp()) is not None
     assert b'"kafka"' not in source.lane_path.read_bytes() and source.lane_path.read_bytes().count(b'"redis"') == 1
+
+
+def test_a_projection_read_without_its_lane_json_writes_one_so_the_next_start_reads_that(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workspace from before lane.json (or a save cut between the two files) would parse the whole
+    projection at every start (4.6 s and a 1.9 GB peak at 100k memories): the first read writes it."""
+    source, memories = _saved_workspace(tmp_path)
+    source.lane_path.unlink()
+    first = GraphLane(source)
+    first.refresh()
+    stamp = source.stamp()
+    assert stamp is not None and parse_lane(source.lane_path.read_bytes(), list(stamp)) is not None
+    assert oct(source.lane_path.stat().st_mode & 0o777) == "0o600"
+
+    def unread(raw: bytes) -> None:
+        raise AssertionError("the projection itself was parsed")
+
+    monkeypatch.setattr(projection_module, "parse_projection_bytes", unread)
+    again = GraphLane(source)
+    again.refresh()
+    assert _lane_state(again, memories) == _lane_state(first, memories)
+
+
+def test_a_lane_json_written_by_a_reader_never_lands_beside_a_projection_saved_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker saves (a forget, say) while an owner parses the projection it replaces: the owner's
+    lane.json for the old projection is not written, and the worker's for the new one stays."""
+    source, _ = _saved_workspace(tmp_path)
+    source.lane_path.unlink()
+    graph = load_projection(source.path)
+    graph.remove_nodes_from([n for n, d in graph.nodes(data=True) if d.get("name") == "kafka"])
+    original = projection_module.lane_records
+    saved: list[tuple[int, int, int] | None] = []
+
+    def save_meanwhile(data: dict[str, Any] | None) -> Any:
+        if not saved:  # the owner's parse; the save's own call goes straight through
+            saved.append(None)
+            saved[0] = source.save(graph, expected=None)
+        return original(data)
+
+    monkeypatch.setattr(projection_module, "lane_records", save_meanwhile)
+    old_stamp, records = source.read_lane()
+    assert records is not None and saved[0] is not None and saved[0] != old_stamp
+    assert parse_lane(source.lane_path.read_bytes(), list(saved[0])) is not None  # the worker's, for its save
+    assert b'"kafka"' not in source.lane_path.read_bytes()

@@ -8,6 +8,7 @@ import json
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import psycopg
@@ -16,6 +17,7 @@ import pytest
 from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.projection import ProjectionSource, load_graph
+from graph.backends.team import projection as team_projection
 from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
 from graph.backends.team.projection import PostgresProjection
 from graph.core.contract import ErrorCode, FlowbabyError
@@ -189,5 +191,33 @@ def test_the_team_lane_is_read_from_its_column_and_a_save_that_does_not_write_it
             assert conn.execute(f"SELECT lane, lane_version FROM {table}".encode()).fetchone() == (None, None)
         lane.refresh()
         assert lane.query_entities("redis") == {} and lane.query_entities("postgres kafka grpc")
+        with psycopg.connect(postgres.url()) as conn:  # that read wrote the lane for the row's version
+            row = conn.execute(f"SELECT version, lane_version, lane FROM {table}".encode()).fetchone()
+        assert row is not None and row[0] == row[1] == 3 and row[2]
+        with monkeypatch.context() as patched:
+            patched.setattr("graph.backends.team.projection.parse_projection_bytes", unread)
+            again = GraphLane(team)
+            again.refresh()
+            assert _lane_state(again, memories) == _lane_state(lane, memories)
+
+        # A save between a server's parse and its write of the lane: the row keeps the save's lane.
+        with psycopg.connect(postgres.url()) as conn:
+            conn.execute(f"UPDATE {table} SET version = version + 1, lane = NULL".encode())
+        graph.remove_nodes_from([n for n, d in graph.nodes(data=True) if d.get("name") == "kafka"])
+        original, saved = team_projection.lane_records, list[int | None]()
+
+        def save_meanwhile(data: dict[str, Any] | None) -> Any:
+            if not saved:
+                saved.append(None)
+                saved[0] = team.save(graph, expected=None)
+            return original(data)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(team_projection, "lane_records", save_meanwhile)
+            version, _ = team.read_lane()
+        with psycopg.connect(postgres.url()) as conn:
+            row = conn.execute(f"SELECT version, lane_version, lane FROM {table}".encode()).fetchone()
+        assert version == 4 and saved == [5] and row is not None and row[0] == row[1] == 5
+        assert b'"kafka"' not in zlib.decompress(row[2])
     finally:
         team.close()

@@ -5,6 +5,9 @@ graph.backends.team.projection), and beside it `lane.json`, what the graph lane 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +21,13 @@ from graph.core.graph_projection import (
     save_projection,
     write_durably,
 )
+from graph.core.workspace import PRIVATE_FILE_MODE
 
 if TYPE_CHECKING:
     import networkx as nx
 
 LANE_FILE = "lane.json"
+LANE_LOCK = "lane.lock"
 
 
 class FileProjection:
@@ -33,6 +38,18 @@ class FileProjection:
         self.lane_path = path.with_name(LANE_FILE)
         """The graph lane's records of the projection (entities, their memories, their relations), saved
         with it: at 100k memories the owner reads 22 MB instead of parsing 219 MB of JSON (a 1.6 GB peak)."""
+        self.lock_path = path.with_name(LANE_LOCK)
+
+    @contextlib.contextmanager
+    def _writing_lane(self) -> Iterator[None]:
+        """Held by a save from deleting the old lane.json to writing the new one, and by a reader
+        writing a missing one, so that no lane.json is written for a projection already replaced."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     def stamp(self) -> tuple[int, int, int] | None:
         """Each save is a new file renamed over the old one: its inode and size tell two saves apart
@@ -49,7 +66,8 @@ class FileProjection:
     def read_lane(self) -> tuple[tuple[int, int, int] | None, LaneRecords | None]:
         """The lane's records: from lane.json when it was saved for the projection there now (its stamp
         inside), else from the projection itself (a workspace saved before lane.json existed, a save
-        cut between the two files, a damaged lane.json). Only the worker writes either file."""
+        cut between the two files, a damaged lane.json), which then writes lane.json for it. Only the
+        worker writes the projection."""
         stamp = self.stamp()
         if stamp is None:
             return None, lane_records({})
@@ -64,19 +82,33 @@ class FileProjection:
         except OSError:
             return stamp, None
         # The stamp before the read: a save in between reads as a change at the next refresh.
-        return stamp, lane_records(parse_projection_bytes(raw))
+        records = lane_records(parse_projection_bytes(raw))
+        if records is not None:
+            self._write_missing_lane(stamp, records)
+        return stamp, records
+
+    def _write_missing_lane(self, stamp: tuple[int, int, int], records: LaneRecords) -> None:
+        """lane.json for the projection just parsed, so the next start reads 22 MB instead of parsing
+        it again (a workspace from before lane.json, a save cut between the two files): written only if
+        that projection is still the one there, under the lock a save holds, so a forget's save never
+        finds a lane.json of the projection it replaces. A read-only workspace stays as it is."""
+        with contextlib.suppress(OSError), self._writing_lane():
+            if self.stamp() == stamp:
+                write_durably(self.lane_path, dump_lane(list(stamp), records))
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> tuple[int, int, int] | None:
         """The old lane.json is deleted first (none outlives the projection it describes: forget rewrites
         both), and the new one written once the new projection's stamp is known."""
         if expected is not None and self.stamp() != expected:
             return None
-        self.lane_path.unlink(missing_ok=True)
-        data = save_projection(graph, self.path)
-        stamp = self.stamp()
-        records = lane_records(data)
-        if stamp is not None and records is not None:
-            write_durably(self.lane_path, dump_lane(list(stamp), records))
+        with self._writing_lane():
+            self.lane_path.unlink(missing_ok=True)
+            self.lane_path.with_suffix(".tmp").unlink(missing_ok=True)  # a lane write cut short
+            data = save_projection(graph, self.path)
+            stamp = self.stamp()
+            records = lane_records(data)
+            if stamp is not None and records is not None:
+                write_durably(self.lane_path, dump_lane(list(stamp), records))
         return stamp
 
     def close(self) -> None:

@@ -22,16 +22,19 @@ nor outlives a forget's rewrite.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import zlib
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from psycopg import sql
 
 from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
 from graph.backends.team.pool import acquire_pool, release_pool
+from graph.core.contract import FlowbabyError
 from graph.core.graph_projection import (
     LaneRecords,
     dump_lane,
@@ -89,7 +92,8 @@ class PostgresProjection:
 
     def read_lane(self) -> tuple[int | None, LaneRecords | None]:
         """The lane column when the row has one for its version, else the lane's records of the projection
-        itself (a row saved before migration 10, or by a flowbaby from before it, or a damaged lane)."""
+        itself (a row saved before migration 10, or by a flowbaby from before it, or a damaged lane), which
+        is then written into the row for that version."""
         with self._pool.connection() as conn:
             query = sql.SQL(
                 "SELECT version, CASE WHEN lane_version = version THEN lane END AS lane FROM {} WHERE id = 1"
@@ -102,7 +106,21 @@ class PostgresProjection:
             if records is not None:
                 return int(found["version"]), records
         stamp, data = self.read()
-        return stamp, lane_records(data)
+        records = lane_records(data)
+        if stamp is not None and records is not None:
+            self._write_missing_lane(stamp, records)
+        return stamp, records
+
+    def _write_missing_lane(self, version: int, records: LaneRecords) -> None:
+        """The lane column for the version just parsed, so that no server parses that projection again;
+        written only while the row is still at that version (one statement), so never beside another
+        save's projection. A failure leaves the row as it was: the next read parses it again."""
+        lane = zlib.compress(dump_lane(LANE_STAMP, records), COMPRESSION_LEVEL)
+        query = sql.SQL("UPDATE {} SET lane = %s, lane_version = version WHERE id = 1 AND version = %s").format(
+            self._table
+        )
+        with contextlib.suppress(psycopg.Error, FlowbabyError), self._pool.connection() as conn:
+            conn.execute(query, (lane, version))
 
     def save(self, graph: nx.MultiDiGraph, expected: object | None) -> int | None:
         projection = projection_data(graph)
