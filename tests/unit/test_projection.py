@@ -3,8 +3,11 @@ lane.json, saved with it, gives the lane exactly what the projection gives."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import random
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -328,3 +331,24 @@ def test_a_lane_json_written_by_a_reader_never_lands_beside_a_projection_saved_m
     assert records is not None and saved[0] is not None and saved[0] != old_stamp
     assert parse_lane(source.lane_path.read_bytes(), list(saved[0])) is not None  # the worker's, for its save
     assert b'"kafka"' not in source.lane_path.read_bytes()
+
+
+def test_a_reader_does_not_wait_for_a_save_in_progress_and_leaves_lane_json_to_it(tmp_path: Path) -> None:
+    """A retrieval refreshing the lane while the worker saves (the save holds lane.lock from its delete
+    to its write) is not held up, and writes nothing: the save writes the lane.json of its projection."""
+    source, _ = _saved_workspace(tmp_path)
+    source.lane_path.unlink()
+    fd = os.open(source.lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the worker's save, mid-way
+        read: list[Any] = []
+        reader = threading.Thread(target=lambda: read.append(source.read_lane()), daemon=True)
+        reader.start()
+        reader.join(timeout=10)
+        assert read, "the read waited for the save's lock"
+        stamp, records = read[0]
+        assert stamp == source.stamp() and records is not None and not source.lane_path.exists()
+    finally:
+        os.close(fd)
+    source.read_lane()
+    assert source.lane_path.exists()  # once the save is over, the next parse writes it

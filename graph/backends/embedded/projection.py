@@ -41,12 +41,13 @@ class FileProjection:
         self.lock_path = path.with_name(LANE_LOCK)
 
     @contextlib.contextmanager
-    def _writing_lane(self) -> Iterator[None]:
+    def _writing_lane(self, wait: bool = True) -> Iterator[None]:
         """Held by a save from deleting the old lane.json to writing the new one, and by a reader
-        writing a missing one, so that no lane.json is written for a projection already replaced."""
+        writing a missing one, so that no lane.json is written for a projection already replaced.
+        `wait=False` raises BlockingIOError (an OSError) while another holds it."""
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             yield
         finally:
             os.close(fd)
@@ -91,8 +92,9 @@ class FileProjection:
         """lane.json for the projection just parsed, so the next start reads 22 MB instead of parsing
         it again (a workspace from before lane.json, a save cut between the two files): written only if
         that projection is still the one there, under the lock a save holds, so a forget's save never
-        finds a lane.json of the projection it replaces. A read-only workspace stays as it is."""
-        with contextlib.suppress(OSError), self._writing_lane():
+        finds a lane.json of the projection it replaces. Not while a save holds the lock (it writes its
+        own; a retrieval refreshing the lane does not wait for it), nor in a read-only workspace."""
+        with contextlib.suppress(OSError), self._writing_lane(wait=False):
             if self.stamp() == stamp:
                 write_durably(self.lane_path, dump_lane(list(stamp), records))
 
