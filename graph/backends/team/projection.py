@@ -68,6 +68,11 @@ def unpack(stored: bytes) -> bytes:
         return b""
 
 
+def _packed_lane(records: LaneRecords) -> bytes:
+    """The lane column's bytes: lane.json's JSON, compressed as the projection is."""
+    return zlib.compress(dump_lane(LANE_STAMP, records), COMPRESSION_LEVEL)
+
+
 class PostgresProjection:
     """The projection's row, through the process's connection pool for the namespace (graph.backends.team.pool):
     a database that went away is DATABASE_UNAVAILABLE here too, and a restart is recovered from."""
@@ -115,7 +120,7 @@ class PostgresProjection:
         """The lane column for the version just parsed, so that no server parses that projection again;
         written only while the row is still at that version (one statement), so never beside another
         save's projection. A failure leaves the row as it was: the next read parses it again."""
-        lane = zlib.compress(dump_lane(LANE_STAMP, records), COMPRESSION_LEVEL)
+        lane = _packed_lane(records)
         query = sql.SQL("UPDATE {} SET lane = %s, lane_version = version WHERE id = 1 AND version = %s").format(
             self._table
         )
@@ -126,7 +131,7 @@ class PostgresProjection:
         projection = projection_data(graph)
         data = zlib.compress(json.dumps(projection).encode("utf-8"), COMPRESSION_LEVEL)
         records = lane_records(projection)
-        lane = None if records is None else zlib.compress(dump_lane(LANE_STAMP, records), COMPRESSION_LEVEL)
+        lane = None if records is None else _packed_lane(records)
         by = f"{socket.gethostname()} pid {os.getpid()}"
         upsert = sql.SQL(
             "INSERT INTO {table} AS p (id, version, saved_by, data, lane, lane_version) VALUES (1, 1, %s, %s, %s, 1) "
