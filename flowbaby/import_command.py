@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from flowbaby.memories_command import add_import_file_command, run_transfer_command
-from graph.core.contract import ContractFailure, FlowbabyError
+from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
 
 ADR_FOLDERS = ("doc/adr", "docs/adr", "docs/decisions", "docs/architecture/decisions", "adr", "decisions")
@@ -41,17 +41,31 @@ def add_import_command(commands: Any) -> None:
 
 
 def adr_folder(workspace: Path, given: str | None) -> Path | None:
+    """DIR, else the folder `.adr-dir` names (adr-tools), else the first usual folder that exists.
+    A committed `.adr-dir` that leads outside the repository is refused (INVALID_WORKSPACE_PATH)."""
     if given:
         return Path(given)
     marker = workspace / ".adr-dir"
     if marker.is_file():
-        return workspace / marker.read_text(encoding="utf-8").strip()
+        if marker.is_symlink():
+            raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{marker}: refused: it is a symlink")
+        folder = workspace / marker.read_text(encoding="utf-8", errors="replace").strip()
+        if not folder.resolve().is_relative_to(workspace):
+            raise FlowbabyError(
+                ErrorCode.INVALID_WORKSPACE_PATH,
+                f"{marker}: refused: it names {folder.resolve()}, outside the repository {workspace}",
+            )
+        return folder
     return next((workspace / f for f in ADR_FOLDERS if (workspace / f).is_dir()), None)
 
 
 async def _run(args: argparse.Namespace) -> int:
-    workspace = Path(args.workspace).expanduser()
-    folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
+    workspace = Path(args.workspace).expanduser().resolve()  # the repository: nothing outside it is read
+    try:
+        folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
+    except FlowbabyError as error:
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
     if args.import_command == "adr" and folder is None:
         print(f"flowbaby import adr: no ADR folder found under {workspace}; give one", file=sys.stderr)
         return 2
@@ -59,11 +73,11 @@ async def _run(args: argparse.Namespace) -> int:
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
-        root = service.paths.root
+        base = service.paths.root
         if folder is not None:
-            reply = await import_adrs(service, folder, root)
+            reply = await import_adrs(service, folder, base, root=workspace)
         else:
-            reply = await import_docs(service, [Path(p) for p in args.paths], root)
+            reply = await import_docs(service, [Path(p) for p in args.paths], base, root=workspace)
     except ContractFailure as error:
         print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
         return 1

@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+import graph.core.jsonwire as jsonwire
 from graph.core.contract import (
     FILTER_CONDITIONS,
     MAX_IMPORT_BATCH,
@@ -25,7 +25,7 @@ from graph.core.contract import (
     FlowbabyError,
     validate_request,
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, open_service
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, atomic_writer, open_service
 
 
 def filter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -199,17 +199,23 @@ async def export_to(service: MemoryService, out: IO[str]) -> int:
 
 def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     """The file's versions with their line numbers, and every fault as `line N: CODE: message`
-    (the ingest validation's codes and messages): the import goes ahead only without faults."""
+    (the ingest validation's codes and messages): the import goes ahead only without faults. A
+    line that is not UTF-8, not strict JSON or nested deeper than the wire allows is a fault like
+    any other, never a traceback."""
     errors: list[str] = []
     records: list[tuple[int, dict[str, Any]]] = []
-    with path.open(encoding="utf-8") as handle:
-        lines = [(number, line) for number, line in enumerate(handle, 1) if line.strip()]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return [], [f"{path}: INVALID_WORKSPACE_PATH: cannot read the file: {exc.strerror or exc}"]
+    lines = [(number, line) for number, line in enumerate(data.splitlines(), 1) if line.strip()]
     if not lines:
         return [], ["line 1: INVALID_PAYLOAD: the file is empty; it needs the header line"]
+    header: Any = None
     for number, line in lines:
         try:
-            value = json.loads(line)
-        except ValueError as exc:
+            value = jsonwire.loads(line)
+        except jsonwire.JSONInputError as exc:
             errors.append(f"line {number}: INVALID_PAYLOAD: not JSON ({exc})")
             continue
         model: type[Any] = ExportHeader if number == lines[0][0] else ExportedMemory
@@ -220,13 +226,13 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
             continue
         if model is ExportedMemory:
             records.append((number, value))
-    if not errors:
-        header = json.loads(lines[0][1])
-        if header["memories"] != len(records):
-            errors.append(
-                f'line {lines[0][0]}: INVALID_PAYLOAD: Field "memories" says {header["memories"]} versions; '
-                f"the file holds {len(records)} (cut short?)"
-            )
+        else:
+            header = value
+    if not errors and header["memories"] != len(records):
+        errors.append(
+            f'line {lines[0][0]}: INVALID_PAYLOAD: Field "memories" says {header["memories"]} versions; '
+            f"the file holds {len(records)} (cut short?)"
+        )
     return records, errors
 
 
@@ -295,13 +301,10 @@ async def _transfer(args: argparse.Namespace) -> int:
 
 
 async def _export_file(service: MemoryService, out: Path) -> int:
-    """Written next to its place, private (it holds every memory's text), then renamed."""
-    partial = out.with_name(f".{out.name}.partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        count = await export_to(service, handle)
-    os.replace(partial, out)
-    return count
+    """Written beside its place under a fresh name, private (it holds every memory's text), then
+    renamed over it: a link already at `out` or at any temporary name is never written through."""
+    with atomic_writer(out) as handle:
+        return await export_to(service, handle)
 
 
 def run_transfer_command(args: argparse.Namespace) -> int:

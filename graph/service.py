@@ -105,6 +105,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.files import atomic_writer, write_atomic
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
@@ -159,6 +160,9 @@ __all__ = [
     "open_service",
     "agent_forget_enabled",
     "take_stdout",
+    # every file written whole (graph.core.files)
+    "atomic_writer",
+    "write_atomic",
     # flowbaby import adr|docs (flowbaby/import_command.py), flowbaby link (flowbaby/link_command.py)
     "import_adrs",
     "import_docs",

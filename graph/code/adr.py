@@ -10,7 +10,9 @@ in the new one, makes the old record Superseded.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -216,17 +218,24 @@ def parse_adr(path: Path, text: str, relative: str) -> Adr:
     )
 
 
-def read_adrs(folder: Path, base: Path) -> tuple[list[Adr], list[str]]:
+def read_adrs(folder: Path, base: Path, root: Path | None = None) -> tuple[list[Adr], list[str]]:
     """Every `*.md` ADR under `folder` (not README/index/template), links resolved both ways.
-    Returns the records by number and the files skipped, each with why."""
+    Returns the records by number and the files skipped, each with why (one that resolves outside
+    the repository `root`, default `base`, among them: never read)."""
+    root = root or base
     adrs: dict[int, Adr] = {}
     skipped: list[str] = []
     for path in sorted(folder.rglob("*.md")):
         if path.stem.lower() in {"readme", "index", "template", "adr-template"}:
             continue
-        relative = relative_path(path, base)
         try:
-            adr = parse_adr(path, read_text_file(path), relative)
+            real = inside(path, root)
+        except OutsideRepository as exc:
+            skipped.append(str(exc))
+            continue
+        relative = relative_path(real, base)
+        try:
+            adr = parse_adr(path, read_text_file(real), relative)
         except (AdrError, OSError, ValueError) as exc:
             skipped.append(f"{relative}: {exc}" if not isinstance(exc, AdrError) else str(exc))
             continue
@@ -241,10 +250,30 @@ def read_adrs(folder: Path, base: Path) -> tuple[list[Adr], list[str]]:
     return [adrs[n] for n in sorted(adrs)], skipped
 
 
+class OutsideRepository(ValueError):
+    """A file or folder that resolves, through `..` or a symlink, outside the repository being imported:
+    a cloned repository may commit `.adr-dir` = `../..` or a link to `~/.netrc`."""
+
+
+def inside(path: Path, root: Path) -> Path:
+    """`path` with every link and `..` resolved, if that is inside `root` (resolved); else OutsideRepository
+    naming the file as given and where it leads."""
+    real, top = path.resolve(), root.resolve()
+    if not real.is_relative_to(top):
+        shown = path.relative_to(top) if path.is_relative_to(top) else path
+        raise OutsideRepository(f"{shown}: refused: it resolves to {real}, outside the repository {top}")
+    return real
+
+
 def read_text_file(path: Path) -> str:
     """A markdown file's text; ValueError (UnicodeDecodeError among them) for one that is not UTF-8 text
-    or holds NUL (U+0000), which no memory may hold (contract section 8): skipped, not fatal to an import."""
-    text = path.read_text(encoding="utf-8")
+    or holds NUL (U+0000), which no memory may hold (contract section 8): skipped, not fatal to an import.
+    `path` is resolved already (inside): a link put there since is not followed (ELOOP, an OSError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        text = handle.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as text mode reads
     if "\x00" in text:
         raise ValueError("holds NUL (U+0000) characters, not text")
     return text

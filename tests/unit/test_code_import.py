@@ -190,9 +190,9 @@ def test_a_backlog_refusal_is_waited_out_and_nothing_is_lost(tmp_path: Path, mon
     monkeypatch.setattr(importer.asyncio, "sleep", sleep)
     monkeypatch.setattr(importer, "BACKLOG_WAIT_SEC", 0.5)
     store = Store(refusals=3)
-    reply = asyncio.run(import_adrs(store, FIXTURES / "madr", tmp_path))
+    reply = asyncio.run(import_adrs(store, FIXTURES / "madr", tmp_path, root=FIXTURES))
     assert (reply["added"], store.ingested, slept) == (7, 7, [0.5, 0.5, 0.5])
     monkeypatch.setattr(importer, "BACKLOG_RETRIES", 2)
     with pytest.raises(FlowbabyError) as refused:
-        asyncio.run(import_adrs(Store(refusals=5), FIXTURES / "madr", tmp_path))
+        asyncio.run(import_adrs(Store(refusals=5), FIXTURES / "madr", tmp_path, root=FIXTURES))
     assert refused.value.code is ErrorCode.BACKLOG
