@@ -21,7 +21,6 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +28,7 @@ from typing import Any, Literal
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
 from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
 from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
+from graph.service import write_atomic
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -322,20 +322,7 @@ def apply(changes: list[Change]) -> None:
 def _write(path: Path, text: str, mode: int | None) -> None:
     """Replace `path` atomically (never a half-written config) through a temp file that mkstemp
     creates exclusively in the same folder, so no file or link already there is written through."""
-    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".flowbaby-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            if mode is None:  # a new file: the mode the umask gives any file the user creates
-                umask = os.umask(0)
-                os.umask(umask)
-                mode = 0o666 & ~umask
-            os.fchmod(handle.fileno(), mode)
-            handle.write(text)
-        os.replace(staging, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(staging)
-        raise
+    write_atomic(path, text, mode=mode)  # mode None (a new file): what the umask gives any file the user creates
 
 
 def run(

@@ -20,6 +20,7 @@ from typing import Any
 
 from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal
 from graph.core.contract import CaptureRequest, MemoryStatus, utc_now
+from graph.core.files import write_atomic
 from graph.core.memories import Memory
 from graph.sessions.model import Message, SessionInfo, SourceError, within
 from graph.sessions.sources.claude_code import ClaudeCodeSource
@@ -77,9 +78,7 @@ class CaptureLog:
     def save(self, key: str, record: dict[str, Any]) -> None:
         data = self.load()
         data[key] = record
-        staging = self.path.with_suffix(".tmp")
-        staging.write_text(json.dumps(data, indent=1), encoding="utf-8")
-        os.replace(staging, self.path)
+        write_atomic(self.path, json.dumps(data, indent=1))
 
 
 def plan_capture(

@@ -103,7 +103,7 @@ class WorkerClient:
 
     async def _scrub(self, timeout_sec: float) -> dict[str, Any]:
         env = child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
-        with open(self._log_file, "ab") as log_handle:
+        with open(self._log_file, "ab", opener=open_no_follow) as log_handle:
             proc = await asyncio.create_subprocess_exec(
                 *module_command("graph.cognify.worker.graph_scrub", "--workspace", str(self._workspace)),
                 stdout=asyncio.subprocess.PIPE,

@@ -65,3 +65,12 @@ def write_atomic(
     """`data` as the whole new content of `path` (see atomic_writer)."""
     with atomic_writer(path, binary=isinstance(data, bytes), mode=mode, durable=durable) as handle:
         handle.write(data)
+
+
+def remove_leftovers(path: str | os.PathLike[str]) -> None:
+    """The temporary files a write of `path` cut short (a kill, a full disk) left beside it. Only
+    where the caller holds the lock that orders the writes of `path` (another's may be in flight)."""
+    target = Path(path)
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            stale.unlink()

@@ -13,7 +13,6 @@ process may hold locked. It keeps what a reader needs and drops cognee's plumbin
 from __future__ import annotations
 
 import json
-import os
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,9 +20,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from graph.core.files import write_atomic
 from graph.core.jsonwire import loads_stored
 from graph.core.memories import Memory, memory_uuid
-from graph.core.workspace import PRIVATE_FILE_MODE
 
 if TYPE_CHECKING:  # imported where a graph is built or loaded: the owner's search reads the JSON only (~20 MB less)
     import networkx as nx
@@ -189,21 +188,7 @@ def dump_projection(graph: nx.MultiDiGraph) -> bytes:
 
 
 def write_durably(path: Path, data: bytes) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    write_atomic(path, data, durable=True)
 
 
 def read_projection_json(path: Path) -> dict[str, Any] | None:

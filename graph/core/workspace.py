@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.files import write_atomic
 
 DATA_DIR = ".flowbaby"
 LINK_FILE = "link.json"
@@ -248,13 +249,7 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
     if final == here:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{here} cannot be linked to itself")
     path.parent.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump({"workspace": str(final)}, handle)
-    os.replace(temporary, path)
+    write_atomic(path, json.dumps({"workspace": str(final)}))
     return {"workspace": str(here), "linkedTo": str(final)}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import networkx as nx
 
+from graph.core.files import atomic_writer
 from graph.inspection.layout import positions
 from graph.inspection.style import TYPE_COLOURS, node_category, node_colour, node_label
 
@@ -100,5 +101,6 @@ def draw_graph(graph: nx.MultiDiGraph, out: Path | None = None, title: str = "",
     fig.tight_layout()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=110)
+        with atomic_writer(out, binary=True) as handle:
+            fig.savefig(handle, dpi=110, format="png")
     return fig

@@ -20,6 +20,7 @@ import networkx as nx
 
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.core.contract import OperationStatus
+from graph.core.files import atomic_writer
 from graph.core.graph_projection import STRUCTURAL_TYPES, load_projection, memory_attributes, memory_node
 from graph.core.memories import Memory
 from graph.core.workspace import WorkspacePaths, resolve_workspace
@@ -231,14 +232,15 @@ class WorkspaceGraph:
         """Write the graph (or one topic's neighbourhood) as GraphML, node-link JSON or HTML."""
         graph = self.graph if topic_id is None else self.neighbourhood(topic_id, hops)
         out.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "graphml":
-            nx.write_graphml(_graphml_safe(graph), out)
-        elif fmt == "json":
-            out.write_text(json.dumps(nx.node_link_data(graph, edges="edges"), ensure_ascii=False), encoding="utf-8")
-        elif fmt == "html":
-            out.write_text(render_html(graph), encoding="utf-8")
-        else:
+        if fmt not in EXPORT_FORMATS:
             raise ValueError(f"unknown export format {fmt!r}; use one of {', '.join(EXPORT_FORMATS)}")
+        with atomic_writer(out, binary=True) as handle:  # private: the graph holds the memories' names
+            if fmt == "graphml":
+                nx.write_graphml(_graphml_safe(graph), handle)
+            elif fmt == "json":
+                handle.write(json.dumps(nx.node_link_data(graph, edges="edges"), ensure_ascii=False).encode())
+            else:
+                handle.write(render_html(graph).encode())
         return out
 
     def draw(self, topic_id: str, hops: int, out: Path) -> nx.MultiDiGraph:

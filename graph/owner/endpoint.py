@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from graph.core.contract import ContractFailure, OperationStatus
+from graph.core.files import write_atomic
 from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
 from graph.owner.wire import (
@@ -55,13 +56,7 @@ class OwnerEndpoint:
         finally:
             os.umask(previous)
         record = endpoint_file(self._paths)
-        staging = record.with_suffix(".tmp")
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()  # a link left there (or committed) is removed, never written through
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps({"pid": os.getpid(), "socket": str(self._socket)}))
-        os.replace(staging, record)
+        write_atomic(record, json.dumps({"pid": os.getpid(), "socket": str(self._socket)}))
         self._service.add_operation_listener(self._broadcast)
         log.info("owner endpoint on %s", self._socket)
 

@@ -13,7 +13,6 @@ RFC 6750), so a setting pointed at another private file (`~/.git-credentials`, a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -23,9 +22,10 @@ from urllib.parse import urlsplit
 
 from graph.backends.backend import namespace_for
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.files import write_atomic
 from graph.core.net import is_loopback
 from graph.core.trust import read_private_file
-from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
+from graph.core.workspace import WorkspacePaths
 
 SERVER_URL_ENV = "FLOWBABY_SERVER_URL"
 SERVER_TOKEN_ENV = "FLOWBABY_SERVER_TOKEN"
@@ -125,13 +125,7 @@ def write_server_file(paths: WorkspacePaths, url: str, token_file: str, namespac
     )
     record = {"url": settings.url, "tokenFile": token_path, "namespace": settings.namespace}
     target = server_file(paths)
-    staging = target.with_suffix(".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        staging.unlink()
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, indent=2) + "\n")
-    os.replace(staging, target)
+    write_atomic(target, json.dumps(record, indent=2) + "\n")
     return settings
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.contract import Freshness, MemoryStatus
+from graph.core.files import write_atomic
 from graph.core.memories import Memory
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
@@ -210,6 +210,4 @@ class RecallCounts:
             counts = self.load()
             for topic_id in topic_ids:
                 counts[topic_id] = counts.get(topic_id, 0) + 1
-            staging = self.path.with_suffix(".tmp")
-            staging.write_text(json.dumps(counts), encoding="utf-8")
-            os.replace(staging, self.path)
+            write_atomic(self.path, json.dumps(counts))

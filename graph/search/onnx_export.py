@@ -15,11 +15,11 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from graph.core.child_python import run_module
+from graph.core.files import write_atomic
 
 EXPORT_VERSION = "2"
 """Bump when the exported files change (inputs, outputs, opset, layout)."""
@@ -65,10 +65,7 @@ def cached_dir(model_path: str) -> Path:
     memo.parent.mkdir(parents=True, exist_ok=True)
     # A file of this call's own (threads of one process look the folder up at once: an owner's
     # warm-up and its first embedding), renamed over the memo: readers never see half a key.
-    fd, partial = tempfile.mkstemp(dir=memo.parent, prefix=f"{memo.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
-    os.replace(partial, memo)
+    write_atomic(memo, key)
     return cache_root() / key
 
 
@@ -132,8 +129,7 @@ def export(model_path: str, target: Path) -> None:
         "dimensions": int(model.get_sentence_embedding_dimension() or 0),
         "export_version": EXPORT_VERSION,
     }
-    (target / "meta.tmp").write_text(json.dumps(meta, indent=2))
-    os.replace(target / "meta.tmp", target / "meta.json")
+    write_atomic(target / "meta.json", json.dumps(meta, indent=2))
 
 
 def main() -> None:

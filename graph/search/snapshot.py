@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graph.core.files import atomic_writer, remove_leftovers
 from graph.core.memories import Memory
 from graph.search.lexical import LexicalIndex, LexicalState
 from graph.search.links import NameLinks
@@ -99,21 +100,12 @@ def save(path: Path, lexical: LexicalIndex, links: NameLinks, memories: dict[str
         "name_offsets": name_offsets,
         "name_ids": np.array([number[key] for _, keys in names for key in keys], dtype=np.int64),
     }
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # a write cut short by a crash
-        with contextlib.suppress(OSError):
-            stale.unlink()
+    remove_leftovers(path)  # a write cut short by a crash
     try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "wb") as handle:
+        with atomic_writer(path, binary=True, durable=True) as handle:
             np.savez(handle, **arrays)  # type: ignore[arg-type]
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
     except OSError as error:
         log.warning("catalog snapshot not written: %s", error)
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         return False
     return True
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from graph.core.child_python import run_module
+from graph.core.files import write_atomic
 from graph.search.embedder import Embedder
 from graph.search.onnx_export import ensure_exported
 
@@ -174,9 +175,7 @@ def derive(model_path: str) -> dict[str, object]:
         "min_probe_cosine": round(cosine, 5),
         "fp32_kept": keep_fp32,
     }
-    tmp = folder / f"{META_FILE}.tmp"
-    tmp.write_text(json.dumps(meta, indent=2))
-    os.replace(tmp, folder / META_FILE)
+    write_atomic(folder / META_FILE, json.dumps(meta, indent=2))
     return meta
 
 

@@ -49,7 +49,7 @@ def test_a_committed_temp_file_link_is_never_written_through(dirs: tuple[Path, P
     assert (repo / ".mcp.json.flowbaby-tmp").is_symlink()
     config = repo / ".mcp.json"
     assert not config.is_symlink() and "flowbaby" in json.loads(config.read_text())["mcpServers"]
-    assert not [p for p in repo.rglob("*.flowbaby-tmp") if not p.is_symlink()]  # no temp file left
+    assert not [p for p in repo.rglob("*tmp") if not p.is_symlink()]  # no temp file left
 
 
 @pytest.mark.parametrize("link", [".mcp.json", ".claude", ".claude/skills/flowbaby-memory/SKILL.md"])

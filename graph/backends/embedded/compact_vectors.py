@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from graph.backends.embedded.chunk_table import Chunk
+from graph.core.files import atomic_writer, write_atomic
+from graph.core.workspace import open_no_follow
 
 FORMAT = 1
 EXACT_ROWS = 150_000
@@ -281,7 +283,7 @@ class CompactFiles:
             if header.sketch:
                 parts["sketch.f32"] = np.ascontiguousarray(block @ self.basis()).data
             for name, data in parts.items():
-                with open(self.path / name, "ab") as out:
+                with open(self.path / name, "ab", opener=open_no_follow) as out:
                     out.write(data)
                     out.flush()
                     os.fsync(out.fileno())
@@ -294,10 +296,7 @@ class CompactFiles:
     def write_basis(self, basis: np.ndarray) -> None:
         """Set the sketch's basis (before any row is written with it: `add_sketch` projects the rows
         already there); committed with the next header."""
-        with open(self.path / "basis.f32", "wb") as out:
-            out.write(np.ascontiguousarray(basis, dtype=np.float32).data)
-            out.flush()
-            os.fsync(out.fileno())
+        write_atomic(self.path / "basis.f32", np.ascontiguousarray(basis, dtype=np.float32).tobytes(), durable=True)
         self.header.sketch = basis.shape[1]
 
     def add_sketch(self) -> None:
@@ -307,11 +306,9 @@ class CompactFiles:
         shape = (header.rows, header.dimensions)
         vectors = np.memmap(self.path / "vectors.f32", dtype=np.float32, mode="r", shape=shape)
         basis = principal_basis(vectors, SKETCH_DIMENSIONS)
-        with open(self.path / "sketch.f32", "wb") as out:
+        with atomic_writer(self.path / "sketch.f32", binary=True, durable=True) as out:
             for start in range(0, header.rows, 65_536):
                 out.write(np.ascontiguousarray(vectors[start : start + 65_536] @ basis).data)
-            out.flush()
-            os.fsync(out.fileno())
         del vectors
         self.write_basis(basis)
         self.commit(header.table_version)
@@ -320,13 +317,7 @@ class CompactFiles:
         """Name the table version the committed rows mirror (after an append, or a compaction,
         which changes the version but not the rows)."""
         self.header.table_version = table_version
-        temporary = self.path / "header.json.tmp"
-        with open(temporary, "w") as out:
-            json.dump(self.header.to_json(), out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self.path / "header.json")
-        _fsync_dir(self.path)
+        write_atomic(self.path / "header.json", json.dumps(self.header.to_json()), durable=True)
 
 
 class MappedRows:

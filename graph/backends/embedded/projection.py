@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graph.core.files import remove_leftovers
 from graph.core.graph_projection import (
     LaneRecords,
     dump_lane,
@@ -45,7 +46,7 @@ class FileProjection:
         """Held by a save from deleting the old lane.json to writing the new one, and by a reader
         writing a missing one, so that no lane.json is written for a projection already replaced.
         `wait=False` raises BlockingIOError (an OSError) while another holds it."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
             yield
@@ -105,7 +106,7 @@ class FileProjection:
             return None
         with self._writing_lane():
             self.lane_path.unlink(missing_ok=True)
-            self.lane_path.with_suffix(".tmp").unlink(missing_ok=True)  # a lane write cut short
+            remove_leftovers(self.lane_path)  # a lane write cut short
             data = save_projection(graph, self.path)
             stamp = self.stamp()
             records = lane_records(data)

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from graph.backends.embedded.session_table import ChildSessionTable, SessionTable
+from graph.core.files import write_atomic
 
 
 class SessionRows(Protocol):
@@ -57,7 +58,7 @@ class SessionVectors:
             return
         if self.total():
             self.clear()
-        marker.write_text(variant)
+        write_atomic(marker, variant)
 
     def count(self, key: str) -> int:
         entry = self._sessions.get(key)
