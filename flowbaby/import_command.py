@@ -13,7 +13,7 @@ from typing import Any
 
 from flowbaby.memories_command import add_import_file_command, run_transfer_command
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
+from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service, within_repository
 
 ADR_FOLDERS = ("doc/adr", "docs/adr", "docs/decisions", "docs/architecture/decisions", "adr", "decisions")
 """Where `import adr` looks without DIR, after adr-tools' `.adr-dir` file: adr-tools, MADR, others."""
@@ -61,8 +61,11 @@ def adr_folder(workspace: Path, given: str | None) -> Path | None:
 
 async def _run(args: argparse.Namespace) -> int:
     workspace = Path(args.workspace).expanduser().resolve()  # the repository: nothing outside it is read
-    try:
+    try:  # before the workspace is opened: a path outside the repository changes nothing
         folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
+        for given in [folder] if folder is not None else [Path(p) for p in getattr(args, "paths", [])]:
+            if given.exists():
+                within_repository(given, workspace)
     except FlowbabyError as error:
         print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
         return 1

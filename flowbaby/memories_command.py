@@ -218,6 +218,9 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
         except jsonwire.JSONInputError as exc:
             errors.append(f"line {number}: INVALID_PAYLOAD: not JSON ({exc})")
             continue
+        if not isinstance(value, dict):
+            errors.append(f"line {number}: INVALID_PAYLOAD: not a JSON object")
+            continue
         model: type[Any] = ExportHeader if number == lines[0][0] else ExportedMemory
         try:
             validate_request(model, value)

@@ -42,7 +42,7 @@ from graph.capture.llm_distil import distil_session
 from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
 from graph.code.branches import Ancestry, checkout
 from graph.code.freshness import FreshnessChecker
-from graph.code.importer import import_adrs, import_docs
+from graph.code.importer import import_adrs, import_docs, within_repository
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
@@ -166,6 +166,7 @@ __all__ = [
     # flowbaby import adr|docs (flowbaby/import_command.py), flowbaby link (flowbaby/link_command.py)
     "import_adrs",
     "import_docs",
+    "within_repository",
     "link_workspace",
     # the team server (api/tenancy.py, flowbaby/tokens_command.py)
     "NAMESPACES_DIR",

@@ -91,7 +91,7 @@ def _summary(rows: list[dict[str, str]], skipped: list[str], secrets: int) -> di
     return {"success": True, **counts, "redacted": secrets, "skipped": skipped, "records": rows}
 
 
-def _within(path: Path, root: Path) -> Path:
+def within_repository(path: Path, root: Path) -> Path:
     """A folder or file the user or `.adr-dir` named: inside the repository, or INVALID_WORKSPACE_PATH."""
     try:
         return inside(path, root)
@@ -108,7 +108,7 @@ async def import_adrs(
     if not folder.is_dir():
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Not a folder of ADRs: {folder}")
     redactor = redactor or workspace_redactor(base)
-    adrs, skipped = read_adrs(_within(folder, root), base, root)
+    adrs, skipped = read_adrs(within_repository(folder, root), base, root)
     now = utc_now()
     rows = []
     secrets = 0
@@ -130,7 +130,7 @@ def markdown_files(paths: list[Path], root: Path) -> tuple[list[Path], list[str]
     for given in paths:
         if not given.exists():
             raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"No such file or folder: {given}")
-        path = _within(given, root)
+        path = within_repository(given, root)
         if path.is_file():
             found[path] = None
             continue
