@@ -50,10 +50,17 @@ def adr_folder(workspace: Path, given: str | None) -> Path | None:
         if marker.is_symlink():
             raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{marker}: refused: it is a symlink")
         folder = workspace / marker.read_text(encoding="utf-8", errors="replace").strip()
-        if not folder.resolve().is_relative_to(workspace):
+        try:
+            real = folder.resolve()
+            real.is_dir()  # raises for a name too long (a missing folder is refused later, by name)
+        except (OSError, ValueError) as exc:  # a NUL, a name too long
+            reason = exc.strerror if isinstance(exc, OSError) else str(exc)
+            message = f"{marker}: refused: not a folder name ({reason})"
+            raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, message) from None
+        if not real.is_relative_to(workspace):
             raise FlowbabyError(
                 ErrorCode.INVALID_WORKSPACE_PATH,
-                f"{marker}: refused: it names {folder.resolve()}, outside the repository {workspace}",
+                f"{marker}: refused: it names {real}, outside the repository {workspace}",
             )
         return folder
     return next((workspace / f for f in ADR_FOLDERS if (workspace / f).is_dir()), None)
@@ -66,6 +73,10 @@ async def _run(args: argparse.Namespace) -> int:
         for given in [folder] if folder is not None else [Path(p) for p in getattr(args, "paths", [])]:
             if given.exists():
                 within_repository(given, workspace)
+    except OSError as exc:  # a path given that is too long, or cannot be looked at
+        error = FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Cannot use the path: {exc.strerror}")
+        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+        return 1
     except FlowbabyError as error:
         print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
         return 1
