@@ -118,7 +118,12 @@ def _private_session(folder: Path, workspace: Path, sid: str) -> tuple[OpenCodeD
     db.session(sid, workspace, f"Canary placement <private>{PRIVATE}</private>")
     db.turn(sid, "user", text(f"Which region should the payments canary run in? <private>{PRIVATE}</private>"))
     db.turn(sid, "assistant", text("Put the canary in eu-west-3: it has the lowest card-network latency."))
-    db.turn(sid, "assistant", text("Checked."), tool("bash", f"cat notes.md  # <private>{PRIVATE}</private>", f"notes: <private>{PRIVATE}</private> done"))
+    db.turn(
+        sid,
+        "assistant",
+        text("Checked."),
+        tool("bash", f"cat notes.md  # <private>{PRIVATE}</private>", f"notes: <private>{PRIVATE}</private> done"),
+    )
     db.turn(sid, "user", text(f"Keep this to yourself: <PRIVATE>{PRIVATE}"))  # unclosed: dropped to the end
     return db, {
         "FLOWBABY_SESSIONS_OPENCODE_DIR": str(folder),
