@@ -28,14 +28,15 @@ _TOOL_FLAGS = [
     (("mysql", "mariadb"), re.compile(r"\b(?:mysql\w*|mariadb[\w-]*)\b" + _COMMAND + r"-p(?=\S)" + _VALUE)),
     (("sshpass",), re.compile(r"\bsshpass\b" + _COMMAND + r"-p[ \t]*" + _VALUE)),
     (("redis-cli",), re.compile(r"\bredis-cli\b" + _COMMAND + r"-a[ \t]+" + _VALUE)),
-    (("login",), re.compile(r"\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b" + _COMMAND + r"-p[ \t]+" + _VALUE)),
+    (
+        ("login",),
+        re.compile(r"\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b" + _COMMAND + r"-p[ \t]+" + _VALUE),
+    ),
     (("curl",), re.compile(r"\bcurl\b" + _COMMAND + r"(?:-b|--cookie)[ \t]+(?P<q>[\"'])?(?P<s>[^\s\"'=]+=[^\s\"']*)")),
 ]
 """Short flags that are a password only for that command: `mysql -pX` (attached; `-p` alone
 prompts), `sshpass -p X`, `redis-cli -a X`, `docker login -p X`; curl's cookie `-b name=value`."""
-_NETRC = re.compile(
-    r"\b(?:machine[ \t]+\S+|default)\s+login\s+\S+(?:\s+account\s+\S+)?\s+password\s+(?P<s>\S+)"
-)
+_NETRC = re.compile(r"\b(?:machine[ \t]+\S+|default)\s+login\s+\S+(?:\s+account\s+\S+)?\s+password\s+(?P<s>\S+)")
 """`machine host login user password X` (one line or several), and `default login … password X`."""
 _PGPASS = re.compile(
     r"(?m)^[ \t]*+(?P<host>[\w.\-*\[\]]{1,253}+):(?:\d{1,5}|\*):[^:\s]++:[^:\s]++:(?P<s>[^:\s]++)[ \t]*$"
@@ -46,9 +47,7 @@ _COOKIE = re.compile(
     r"(?P<s>[\w.\-]+=[^\r\n\"'\\]*)"
 )
 """A `Cookie:` or `Set-Cookie:` header (a line's start, or quoted in JSON or code) with name=value pairs."""
-_COOKIE_JAR = re.compile(
-    r"(?m)^(?:#HttpOnly_)?\S+\t(?:TRUE|FALSE)\t\S+\t(?:TRUE|FALSE)\t\d+\t\S+\t(?P<s>\S+)[ \t]*$"
-)
+_COOKIE_JAR = re.compile(r"(?m)^(?:#HttpOnly_)?\S+\t(?:TRUE|FALSE)\t\S+\t(?:TRUE|FALSE)\t\d+\t\S+\t(?P<s>\S+)[ \t]*$")
 """A line of a Netscape cookie jar (curl's `-c`): domain, flags, path, secure, expiry, name, value."""
 _DOCKER_AUTH = re.compile(r"\\?\"auth\\?\"[ \t]*:[ \t]*\\?\"(?P<s>[A-Za-z0-9+/]{8,}={0,2})\\?\"")
 """`"auth": "<base64 of user:password>"` in a Docker (or Podman, Helm) registry config."""

@@ -1,9 +1,9 @@
 """Turns become chunks with Vapor's ids, `turn:<session>:<message>:<n>`.
 
 A message's blocks (text, tool calls, tool results and, when enabled, reasoning) are rendered
-as short lines, `<private>` spans dropped and secrets redacted, and packed into chunks of at most CHUNK_CHARS: about 120 word pieces of
-English, the length all-MiniLM-L6-v2 was trained at (128), so each chunk is read whole, one
-topic per vector, and attention (quadratic in length) stays cheap.
+as short lines, `<private>` spans dropped and secrets redacted, and packed into chunks of at most
+CHUNK_CHARS: about 120 word pieces of English, the length all-MiniLM-L6-v2 was trained at (128),
+so each chunk is read whole, one topic per vector, and attention (quadratic in length) stays cheap.
 """
 
 from __future__ import annotations
