@@ -46,7 +46,7 @@ from graph.code.importer import import_adrs, import_docs, within_repository
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
-from graph.core.audit import AUDIT_USER
+from graph.core.audit import AUDIT_USER, forgotten_key
 from graph.core.contract import (
     DATABASE_FAULTS,
     EXPORT_FORMAT,
@@ -709,10 +709,18 @@ class FlowbabyService:
         ).model_dump(mode="json")
 
     def _audited(
-        self, command: str, params: Any, started: float, error: FlowbabyError | None, redacted: int | None = None
+        self,
+        command: str,
+        params: Any,
+        started: float,
+        error: FlowbabyError | None,
+        redacted: int | None = None,
+        stored_topic: str | None = None,
     ) -> None:
+        """`stored_topic`: the topic as stored (redacted), digested instead of the sent one, so that a
+        forget finds the line again (graph.core.audit.forgotten_key)."""
         params = params if isinstance(params, dict) else {}
-        topic = params.get("topic") if isinstance(params.get("topic"), str) else None
+        topic = stored_topic or (params.get("topic") if isinstance(params.get("topic"), str) else None)
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None, redacted)
 
@@ -835,7 +843,7 @@ class FlowbabyService:
                 "graph": "pending",
             },
         )
-        self._audited("ingestForAgent", params, started, None, redacted)
+        self._audited("ingestForAgent", params, started, None, redacted, request.topic)
         return response.model_dump(mode="json")
 
     async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
@@ -848,7 +856,7 @@ class FlowbabyService:
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
-        self._audited("storeMemory", params, started, None, redacted)
+        self._audited("storeMemory", params, started, None, redacted, full.topic)
         return StoreMemoryResponse(
             summary_id=memory.topic_id,
             operationId=memory.operation_id or "",
@@ -1328,7 +1336,8 @@ class FlowbabyService:
         from every store: the store's rows (one transaction with the journal entry), the chunk
         vectors, the lexical index, then the graph (the worker, between builds). The reply waits
         up to FORGET_WAIT_SEC for the graph; what is still running is listed in `pending` and the
-        journal finishes it, also after a restart. An audit tombstone per topic: its digest only."""
+        journal finishes it, also after a restart. An audit tombstone per topic: its digest only; the
+        audit lines that staged the forgotten versions lose their agent name and topic digest."""
         started = time.perf_counter()
         try:
             request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
@@ -1343,7 +1352,8 @@ class FlowbabyService:
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message, fields=["filter"])
             if request.version is not None and request.topicId is None:
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "version" needs "topicId"', fields=["version"])
-            topics, memory_ids = await asyncio.to_thread(self._forget_targets, request)
+            topics, versions = await asyncio.to_thread(self._forget_targets, request)
+            memory_ids = [m.memory_id for m in versions]
         except FlowbabyError as error:
             self._record("forgetMemory", agent_name, None, started, error.code.value)
             raise
@@ -1361,6 +1371,8 @@ class FlowbabyService:
         async with self._forget_lock:
             self._forgotten_ids.update(memory_ids)
             await asyncio.to_thread(self._drop_snapshot)
+            # Before the store's transaction: once the memory is gone, nothing could say which lines were its.
+            await asyncio.to_thread(self.audit.forget, {forgotten_key(m.topic, m.agent_name) for m in versions})
             await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
             self._stored = None
             for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
@@ -1463,8 +1475,8 @@ class FlowbabyService:
         answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
         return answer.model_dump(mode="json"), self.store.get_memories(inserted)
 
-    def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[str]]:
-        """(topic ids, memory ids) the request names; NOT_FOUND for an unknown topic or version."""
+    def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[Memory]]:
+        """(topic ids, versions) the request names; NOT_FOUND for an unknown topic or version."""
         if request.topicId is not None:
             versions = self.store.topic_versions(request.topicId)
             if not versions:
@@ -1475,10 +1487,10 @@ class FlowbabyService:
                     raise FlowbabyError(
                         ErrorCode.NOT_FOUND, f'Memory "{request.topicId}" has no version {request.version}'
                     )
-            return [request.topicId], [m.memory_id for m in versions]
+            return [request.topicId], versions
         assert request.filter is not None
         topics = self.store.matching_topics(request.filter)
-        return topics, [m.memory_id for topic in topics for m in self.store.topic_versions(topic)]
+        return topics, [m for topic in topics for m in self.store.topic_versions(topic)]
 
     def _finish_vector_forgets(self, index: MemoryVectors) -> None:
         """The journal's vector steps: at warm-up (a forget the last process did not finish) and

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from graph.core.redaction import redact
+from graph.core.redaction import clean
 from graph.core.sentences import sentences
 from graph.sessions.model import Message
 
@@ -27,7 +27,6 @@ MAX_ITEMS = 8
 MAX_REFERENCES = 40
 SENTENCE_CHARS = (12, 400)
 
-PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.S | re.I)
 DECISION_CUES = re.compile(
     r"\b(?:decid(?:e|ed|ing)|decision|let'?s \w+|let us \w+|we(?:'ll| will| are going to| should| must| shall) \w+"
     r"|(?:go|going|went) with|settled on|agreed|(?:we|i) chose|chosen|from now on|going forward"
@@ -68,11 +67,6 @@ class Distilled:
     @property
     def references(self) -> list[str]:
         return _unique([*self.edited, *self.mentioned])[:MAX_REFERENCES]
-
-
-def clean(text: str) -> tuple[str, int]:
-    """Private spans dropped, then secrets redacted."""
-    return redact(PRIVATE.sub("", text))
 
 
 def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agent: str = "agent") -> Distilled:

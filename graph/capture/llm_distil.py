@@ -22,9 +22,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graph.capture.distil import MAX_DECISIONS, MAX_ITEMS, Distilled, clean, distil
+from graph.capture.distil import MAX_DECISIONS, MAX_ITEMS, Distilled, distil
 from graph.core.contract import SummaryFields
 from graph.core.llm_routes import llm_environment
+from graph.core.redaction import clean
 from graph.core.settings import LLMSettings
 from graph.sessions.model import Message
 

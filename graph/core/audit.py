@@ -1,7 +1,8 @@
 """The per-workspace audit trail: one JSON line per agent command in agent_audit.log.
 
 It records who asked for what and how it ended, never the summary text itself:
-the topic appears only as the first 8 hex digits of its sha256. On a team server the user of
+the topic appears only as the first 8 hex digits of its sha256, and a forget takes even that and the
+agent name out of the lines that staged the forgotten memory (`scrub`). On a team server the user of
 the request's token is recorded too (`AUDIT_USER`, set by the HTTP front per request), and with
 FLOWBABY_DATABASE_URL the entries go to the namespace's `audit_log` table instead of the file
 (graph.backends.team.audit). This module holds what both share: the entry's shape and the sink's
@@ -63,7 +64,34 @@ def audit_entry(command: str, **fields: Unpack[AuditFields]) -> dict[str, Any]:
     return entry
 
 
+FORGOTTEN = "[forgotten]"
+"""The agent name of an audit line whose memory was forgotten."""
+STAGING_COMMANDS = ("ingestForAgent", "storeMemory")
+ForgottenKey = tuple[str | None, str | None]
+"""(topic digest, agent name) of a forgotten version, as the line that staged it holds them."""
+
+
+def forgotten_key(topic: str, agent_name: str | None) -> ForgottenKey:
+    """How a forgotten version's staging lines are found: its stored topic's digest and its agent name."""
+    return topic_digest(topic), agent_name[:256] if agent_name else agent_name
+
+
+def scrub(entry: dict[str, Any], keys: set[ForgottenKey]) -> bool:
+    """Take the agent name and topic digest out of a line that staged a forgotten version (both are
+    the memory's own text, or derived from it); True when the entry was changed."""
+    if entry.get("command") not in STAGING_COMMANDS or entry.get("result") != "success":
+        return False
+    if (entry.get("topicDigest"), entry.get("agentName")) not in keys:
+        return False
+    entry["agentName"], entry["topicDigest"] = FORGOTTEN, None
+    return True
+
+
 class AuditSink(Protocol):
     def record(self, command: str, **fields: Unpack[AuditFields]) -> None: ...
     def tail(self, limit: int) -> list[dict[str, Any]]: ...
+    def forget(self, keys: set[ForgottenKey]) -> None:
+        """Scrub (`scrub`) every written line that staged a forgotten version, before the store forgets it."""
+        ...
+
     def close(self) -> None: ...

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from graph.core.redaction_context import CONTEXT_RULES, Check
+
 MARK = "[redacted]"
 
 _SHAPES = [
@@ -69,15 +71,17 @@ _SHAPES = [
 ]
 
 _SECRET_NAME = re.compile(
-    r"(?i)[\w.\-]{0,60}?(?:password|passwd|passphrase|secret|token|credentials?|apikey"
+    r"(?i)[\w.\-]{0,60}?(?:password|pass[_\-]word|passwd|passphrase|secret|token|credentials?|apikey"
     r"|(?:api|access|secret|private|client|auth|account|signing|encryption|master|session|license|consumer|webhook)"
-    r"[_\-]?key)|(?:[\w.\-]{0,60}?[_.\-])?(?:pass|pwd)|(?-i:[A-Z0-9_]{0,60}_KEY)"
+    r"[_\-]?key|private[_\-]?key[_\-]?id|client-key-data|x-(?:amz|goog)-signature)"
+    r"|(?:[\w.\-]{0,60}?[_.\-])?(?:pass|pwd|pw)|(?-i:[A-Z0-9_]{0,60}_KEY)"
 )
 """A name that says its value is a secret (matched whole): DB_PASSWORD, client_secret, X-Auth-Token,
-apiKey, aws_secret_access_key, STRIPE_KEY; not max_tokens, PASSWORD_MIN_LENGTH or bypass."""
+apiKey, aws_secret_access_key, STRIPE_KEY, pass_word, pw, private_key_id, client-key-data (kubeconfig),
+X-Amz-Signature; not max_tokens, PASSWORD_MIN_LENGTH, bypass or client-certificate-data."""
 _NAME_END = re.compile(
-    r"(?i)(?:password|passwd|passphrase|secret|token|credentials?|key|pass|pwd)"
-    r"(?P<sep>\\?[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*)"
+    r"(?i)(?:password|pass[_\-]word|passwd|passphrase|secret|token|credentials?|key|key[_\-]id|key-data|signature"
+    r"|pass|pwd|pw)(?P<sep>\\?[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*)"
 )
 """Where such a name ends and its value begins; found first, as it is rare, then the name is read back."""
 _VALUE = re.compile(
@@ -148,11 +152,11 @@ def _named(text: str) -> tuple[str, int]:
 
 
 def _rule(
-    pattern: re.Pattern[str], group: str | int = "s", word_start: bool = False
+    pattern: re.Pattern[str], group: str | int = "s", word_start: bool = False, check: Check | None = None
 ) -> Callable[[str], tuple[str, int]]:
     """Replace `group` of every match with MARK (the rest of the match stays), unless it already holds
-    it. `word_start`: only a match that starts a word (checked here rather than with a leading `\\b`,
-    which would cost the pattern its fast literal-prefix search)."""
+    it or `check` refuses the match. `word_start`: only a match that starts a word (checked here rather
+    than with a leading `\\b`, which would cost the pattern its fast literal-prefix search)."""
 
     def apply(text: str) -> tuple[str, int]:
         hits = 0
@@ -161,6 +165,8 @@ def _rule(
             nonlocal hits
             before = text[match.start() - 1] if match.start() else " "
             if MARK in match.group(group) or (word_start and (before.isalnum() or before == "_")):
+                return match.group(0)
+            if check is not None and not check(match):
                 return match.group(0)
             hits += 1
             start, end = match.span(group)
@@ -180,8 +186,19 @@ _RULES = [
     (("://",), _rule(_URL_PASSWORD)),
     (("-u", "--user"), _rule(_CURL_USER)),
     (("authorization",), _rule(_AUTHORIZATION)),
-    (("pass", "pwd", "secret", "token", "credential", "key"), _named),
+    *((keys, _rule(pattern, check=check)) for keys, pattern, check in CONTEXT_RULES),
+    (("pass", "pw", "secret", "token", "credential", "key", "signature"), _named),
 ]
+
+
+PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.S | re.I)
+"""Text a user marked private in an agent session: dropped to the span's end, or the text's if unclosed."""
+
+
+def clean(text: str) -> tuple[str, int]:
+    """A session's text as flowbaby may keep it: `<private>` spans dropped, then secrets redacted
+    (session chunks and titles, capture's summaries and its LLM request)."""
+    return redact(PRIVATE.sub("", text) if "<private" in text.lower() else text)
 
 
 def redact(text: str) -> tuple[str, int]:

@@ -5,12 +5,17 @@ next steps of recent memories, and what other agents stored since this agent's l
 one line per memory with its topicId, ranked by a documented score and cut at a hard token
 budget. Per-prompt recall turns a retrieval's entries into the same compact lines. Both count
 tokens with the retrieval budget's counter (cl100k_base).
+
+What they print goes into the agent's context unasked (Claude Code wraps it in `<system-reminder>`;
+the VS Code extension writes it to Copilot's instructions file), so every field a memory or a caller
+wrote passes through `inline` first: it can neither start a line of its own nor open or close a tag.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -35,6 +40,20 @@ STALE_WINDOW = 40
 """The decisions (best ranked first) whose code references are checked for staleness: more than the
 budget ever shows, so the check costs a bounded number of path look-ups."""
 STALE_STATES = ("changed", "moved", "missing")
+
+
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\s]+")
+"""Control characters (newlines, CR, tab, NUL, C1), U+2028/U+2029, zero-width and bidi marks, any space."""
+_CLOSED_TAG = re.compile(r"<(\s*[/?!]?\s*[A-Za-z!][^<>]{0,200})>")
+_TAG_START = re.compile(r"<(?=\s*[/?!]?\s*[A-Za-z!])")
+
+
+def inline(text: str) -> str:
+    """One line of plain text: every run of control characters, line or paragraph separators and
+    spaces becomes one space, and tag-like text (`<system-reminder>`, `</x`, `<!--`) gets ‹ › for
+    its angle brackets; `a < b` and `->` stay."""
+    flat = _BREAKS.sub(" ", text).strip()
+    return _TAG_START.sub("‹", _CLOSED_TAG.sub(r"‹\1›", flat))
 
 
 def score(memory: Memory, now: datetime, recalls: int) -> float:
@@ -101,8 +120,8 @@ def build_briefing(
                 continue  # already listed above, marked as new
             tag = f" (new, by {fresh[memory.topic_id]})" if kind != "others" and memory.topic_id in fresh else ""
             mark = stale.get(memory.topic_id, "") if kind == "decisions" else ""
-            suffix = f"{mark}{tag} [topicId {memory.topic_id}]"  # never cut: the mark and the id stay
-            line = truncate_to_tokens(f"- {text}", max(10, LINE_TOKENS - count_tokens(suffix))) + suffix
+            suffix = " " + inline(f"{mark}{tag} [topicId {memory.topic_id}]")  # never cut: the mark and the id stay
+            line = truncate_to_tokens(f"- {inline(text)}", max(10, LINE_TOKENS - count_tokens(suffix))) + suffix
             cost = count_tokens(line) + 1
             extra = 0 if wrote_title else title_cost
             if used + cost + extra > max_tokens:
@@ -140,7 +159,9 @@ def compact_recall(
             continue
         gist = "; ".join(entry.get("decisions") or []) or str(entry.get("context") or "")
         date = str(entry.get("updatedAt") or "")[:10]
-        line = truncate_to_tokens(f"- {entry.get('topic')}: {gist} [topicId {topic_id}, {date}]", LINE_TOKENS * 2)
+        line = truncate_to_tokens(
+            inline(f"- {entry.get('topic')}: {gist} [topicId {topic_id}, {date}]"), LINE_TOKENS * 2
+        )
         cost = count_tokens(line) + 1
         if used + cost > max_tokens:
             continue

@@ -1,9 +1,9 @@
 """Turns become chunks with Vapor's ids, `turn:<session>:<message>:<n>`.
 
 A message's blocks (text, tool calls, tool results and, when enabled, reasoning) are rendered
-as short lines, redacted, and packed into chunks of at most CHUNK_CHARS: about 120 word pieces of
-English, the length all-MiniLM-L6-v2 was trained at (128), so each chunk is read whole, one
-topic per vector, and attention (quadratic in length) stays cheap.
+as short lines, `<private>` spans dropped and secrets redacted, and packed into chunks of at most
+CHUNK_CHARS: about 120 word pieces of English, the length all-MiniLM-L6-v2 was trained at (128),
+so each chunk is read whole, one topic per vector, and attention (quadratic in length) stays cheap.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from graph.core.redaction import MARK, redact
+from graph.core.redaction import MARK, clean
 from graph.sessions.model import Block, Message
 
 CHUNK_CHARS = 480
@@ -108,7 +108,7 @@ def message_chunks(session_id: str, message: Message, reasoning: bool) -> list[T
     for block in message.blocks:
         if block.kind == "reasoning" and not reasoning:
             continue
-        text, _ = redact(render(block))
+        text, _ = clean(render(block))
         for piece in _pieces(text):
             if current and len(current) + 1 + len(piece) > CHUNK_CHARS:
                 texts.append(current)

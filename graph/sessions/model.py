@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from graph.core.contract import storable
-from graph.core.redaction import redact
+from graph.core.redaction import clean
 
 BlockKind = Literal["text", "reasoning", "tool_call", "tool_result"]
 Role = Literal["user", "assistant", "tool", "system"]
@@ -57,8 +57,8 @@ class SessionInfo:
 
     def __post_init__(self) -> None:
         # The title (often the first user line) is served by list, current and import answers, and
-        # stored: it is redacted like the chunks, whatever source or stored record it came from.
-        object.__setattr__(self, "title", redact(storable(self.title))[0])
+        # stored: it is cleaned like the chunks (private spans, secrets), whatever source or record it came from.
+        object.__setattr__(self, "title", clean(storable(self.title))[0])
 
     @property
     def key(self) -> str:

@@ -1,7 +1,8 @@
 """The canary test (issue 28): a memory whose context and decisions hold a unique canary is staged,
 built into the graph by the real cognee worker, retrieved, then forgotten through the real bridge.
 Afterwards the canary is in no retrieval answer, no graphSnapshot, and no byte of any file under
-.flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, the catalog snapshot, logs);
+.flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, the catalog snapshot, logs,
+the audit log, which held it as the memory's agent name);
 memories that shared entities with it answer as before."""
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 CANARY = "zqxcanary4417"
 """One word (the offline extractor and BM25 read words), found in no other text."""
+AGENT = f"release bot of {CANARY}"
+"""The memory's free-text agent name holds the canary too: the audit lines that staged it must lose it."""
 
 
 def files_holding(root: Path, needle: bytes) -> list[str]:
@@ -55,6 +58,7 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
         topic="Redis credential rotation",
         context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
         decisions=[f"Store {CANARY} in the vault, never in Redis"],
+        agentName=AGENT,
     )
     neighbour = summary("redis-cache")  # shares Redis and billing/reconcile.py with the secret
     other = summary(
@@ -83,7 +87,7 @@ def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> Non
     data = workspace / ".flowbaby"
     held = files_holding(data, CANARY.encode())
     # The byte scan can see it where it was written: SQLite, LanceDB's fragments and cognee's files.
-    for where in ("memories.sqlite", "vectors.lance/", "cognee/", "catalog.npz"):
+    for where in ("memories.sqlite", "vectors.lance/", "cognee/", "catalog.npz", "agent_audit.log"):
         assert any(where in path for path in held), (where, held)
 
     exported = json.dumps(export_all(client))
@@ -177,6 +181,7 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
         topic="Redis credential rotation",
         context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
         decisions=[f"Store {CANARY} in the vault, never in Redis"],
+        agentName=AGENT,
     )
     for payload in (summary("redis-cache"), secret):
         assert client.result("ingestForAgent", payload)["success"]
@@ -187,6 +192,7 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
         t.startswith(cognee_schema(namespace)) for t in held
     ), held
     assert f"{schema_name(namespace)}.graph_projection" in held, held  # the check reads inside the zlib row
+    assert f"{schema_name(namespace)}.audit_log" in held, held  # the agent name of the line that staged it
     reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
     assert reply["success"] and reply["pending"] == [], reply
     after = client.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})

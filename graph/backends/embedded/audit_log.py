@@ -1,6 +1,6 @@
 """The embedded backend's audit trail: `.flowbaby/agent_audit.log`, one JSON line per agent
-command (graph.core.audit.audit_entry), appended and never rewritten; the team backend's
-counterpart is graph.backends.team.audit."""
+command (graph.core.audit.audit_entry), appended; rewritten only by a forget, which scrubs the lines
+that staged the forgotten memory. The team backend's counterpart is graph.backends.team.audit."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Unpack
 
-from graph.core.audit import WARN_EVERY_SEC, AuditFields, audit_entry
+from graph.core.audit import WARN_EVERY_SEC, AuditFields, ForgottenKey, audit_entry, scrub
 from graph.core.workspace import PRIVATE_FILE_MODE
 
 log = logging.getLogger("flowbaby.audit")
@@ -78,5 +78,48 @@ class AuditLog:
     def tail(self, limit: int) -> list[dict[str, Any]]:
         return read_tail(self._path, limit)
 
+    def forget(self, keys: set[ForgottenKey]) -> None:
+        """Rewrite the file with the forgotten memory's lines scrubbed: a copy beside it (0600, not
+        through a link), line by line, put in place by rename under the lock every append takes (the
+        owner is the file's only writer). Left as it is when no line changes."""
+        if not keys:
+            return
+        staging = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
+        with self._lock:
+            try:
+                source = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                return
+            except OSError as exc:  # a link (never written through) or unreadable: the forget goes on
+                log.warning("audit log not scrubbed (%s)", exc)
+                return
+            try:
+                if _scrubbed_copy(source, staging, keys):
+                    os.replace(staging, self._path)
+            except OSError as exc:  # a full disk: the file stays as it was, the forget goes on
+                log.warning("audit log not scrubbed (%s)", exc)
+            finally:
+                staging.unlink(missing_ok=True)
+
     def close(self) -> None:
         """Each line is written and closed at once: nothing to flush."""
+
+
+def _scrubbed_copy(source: int, staging: Path, keys: set[ForgottenKey]) -> int:
+    """Copy the open file to `staging` with its forgotten lines scrubbed (graph.core.audit.scrub);
+    how many were."""
+    changed = 0
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    with os.fdopen(source, "rb") as lines, os.fdopen(os.open(staging, flags, PRIVATE_FILE_MODE), "wb") as out:
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = None
+            if isinstance(entry, dict) and scrub(entry, keys):
+                line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+                changed += 1
+            out.write(line)
+        out.flush()
+        os.fsync(out.fileno())
+    return changed

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from graph.core.redaction import redact
+from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
 
@@ -111,7 +111,7 @@ class ClaudeCodeSource:
                     last = max(last, _ms(record.get("timestamp")))
                     if not title and record.get("type") == "user" and number < HEADER_LINES:
                         first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
-                        title = redact(first)[0][:80]  # before the cut, which could leave a secret unmatched
+                        title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
         if not cwd:
             return None
         header = _Header(stamp, os.path.normpath(cwd), title.strip(), len(keys), last)
