@@ -110,9 +110,10 @@ from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
+from graph.core.seal import read_private_file, read_sealed_file, write_seal
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.trust import configured_token, read_private_file
+from graph.core.trust import configured_token
 from graph.core.workspace import (
     DATA_DIR,
     WorkspaceLock,
@@ -152,6 +153,8 @@ __all__ = [
     "check_data_folder",
     "configured_token",
     "read_private_file",
+    "read_sealed_file",
+    "write_seal",
     "resolve_workspace",
     "connect_workspace",
     "is_loopback",

@@ -102,9 +102,9 @@ class Backend:
         once per start). `owner`: the serving process, which holds the namespace; the graph worker
         child does not."""
         if not self.team:
-            from graph.backends.embedded.memory_store import MemoryStore
+            from graph.backends.embedded.memory_store import open_sealed_store
 
-            return MemoryStore(self.paths.store_db, check=check)
+            return open_sealed_store(self.paths, check=check)
         from graph.backends.team.memory_store import PostgresMemoryStore
 
         return PostgresMemoryStore(self.url, self.namespace, owner=owner)
@@ -203,3 +203,18 @@ class Backend:
 def open_backend(paths: WorkspacePaths) -> Backend:
     """The workspace's backend, as the process environment chooses it."""
     return Backend(paths, team_database_url())
+
+
+def adopt_store(paths: WorkspacePaths) -> int | None:
+    """`flowbaby adopt`: seal the workspace's embedded memory store as the user's (graph.core.seal) and
+    return how many memory versions it holds; None when it has no store."""
+    from graph.backends.embedded.memory_store import MemoryStore, seal_store
+
+    if not paths.store_db.is_file() or paths.store_db.stat().st_size == 0:
+        return None
+    seal_store(paths)
+    store = MemoryStore(paths.store_db, readonly=True)
+    try:
+        return store.counts()["memories"]
+    finally:
+        store.close()

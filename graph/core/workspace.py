@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.seal import read_sealed_file, seal_path, write_sealed_file
 
 DATA_DIR = ".flowbaby"
 LINK_FILE = "link.json"
 """`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
+LINK_PURPOSE = "link"
 
 
 @dataclass(frozen=True)
@@ -215,18 +217,25 @@ def main_checkout(root: Path) -> Path | None:
 
 
 def read_link(root: Path) -> Path | None:
-    """The workspace `flowbaby link` pointed `root` at. The file counts only if it is this user's,
-    not a symlink and mode 0600, as `flowbaby link` writes it: a link.json that arrived with a
-    cloned repository (git writes 0644) cannot send a folder's memories elsewhere."""
+    """The workspace `flowbaby link` pointed `root` at, or None when `root` has no link.json. The file
+    counts only if `flowbaby link` wrote it here (graph.core.seal): a link.json that arrived with a
+    cloned repository or an archive, whatever its mode, is refused (INVALID_WORKSPACE_PATH)."""
     path = root / DATA_DIR / LINK_FILE
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return None
-        target = Path(json.loads(path.read_text(encoding="utf-8"))["workspace"])
-    except (OSError, ValueError, KeyError, TypeError):
+    if not os.path.lexists(path):
         return None
-    return target.resolve() if target.is_absolute() and target.is_dir() else None
+    remedy = f"remove it, or run `flowbaby link TARGET --workspace {root}` again"
+    try:
+        text = read_sealed_file(path, LINK_PURPOSE, root, "link file", remedy)
+        target = Path(json.loads(text)["workspace"])
+    except FlowbabyError as error:
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, error.message) from None
+    except (ValueError, KeyError, TypeError):
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{path} is not a flowbaby link file; {remedy}") from None
+    if not target.is_absolute() or not target.is_dir():
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH, f"{path} links to {target}, which is not a folder; {remedy}"
+        )
+    return target.resolve()
 
 
 def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str] | None) -> dict[str, str | None]:
@@ -236,8 +245,9 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Not a folder: {here}")
     path = here / DATA_DIR / LINK_FILE
     if target is None:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        for stale in (path, seal_path(path)):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
         return {"workspace": str(here), "linkedTo": None}
     there = Path(target).expanduser()
     if not there.is_dir():
@@ -248,13 +258,7 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
     if final == here:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{here} cannot be linked to itself")
     path.parent.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-    temporary = path.with_suffix(".tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump({"workspace": str(final)}, handle)
-    os.replace(temporary, path)
+    write_sealed_file(path, LINK_PURPOSE, here, json.dumps({"workspace": str(final)}))
     return {"workspace": str(here), "linkedTo": str(final)}
 
 
