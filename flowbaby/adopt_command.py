@@ -1,9 +1,10 @@
 """`flowbaby adopt [FOLDER]`: the user says the files flowbaby reads in this folder's `.flowbaby/` are theirs.
 
-Flowbaby trusts `link.json`, `server.json`, `api_token` and the memory store only when it wrote them
-in that folder (their seals, graph.core.seal); a repository or an archive can supply them with any
-mode. A workspace made before seals, or moved or copied elsewhere, is refused with a message that
-names this command: it seals those files as they are, and never runs by itself (INGEST_CONTRACT.md 9.1).
+Flowbaby trusts `link.json`, `server.json`, `api_token`, the memory store and the session index
+only when it wrote them in that folder (their seals, graph.core.seal); a repository or an archive
+can supply them with any mode. A workspace made before seals, or moved or copied elsewhere, is
+refused with a message that names this command: it seals those files as they are, and never runs by
+itself (INGEST_CONTRACT.md 9.1).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from api.auth import TOKEN_FILE, TOKEN_PURPOSE
-from graph.backends.backend import adopt_store
+from graph.backends.backend import adopt_stores
 from graph.core.contract import FlowbabyError
 from graph.core.seal import adopt_file
 from graph.core.workspace import DATA_DIR, LINK_FILE, LINK_PURPOSE, resolve_workspace
@@ -33,7 +34,7 @@ def add_adopt_command(commands: Any) -> None:
 
 def adopt(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """Seal what flowbaby reads for `folder`: its link.json, then the workspace it names (or its own):
-    server.json, api_token and the memory store, each only if present."""
+    server.json, api_token, the session index and the memory store, each only if present."""
     here = Path(folder).expanduser().resolve()
     sealed: list[str] = []
     link = here / DATA_DIR / LINK_FILE
@@ -48,10 +49,8 @@ def adopt(folder: str | os.PathLike[str]) -> dict[str, Any]:
         if os.path.lexists(path):
             adopt_file(path, purpose, paths.root, what)
             sealed.append(str(path))
-    memories = adopt_store(paths)
-    if memories is not None:
-        sealed.append(str(paths.store_db))
-    return {"workspace": str(paths.root), "sealed": sealed, "memories": memories}
+    stores, memories = adopt_stores(paths)
+    return {"workspace": str(paths.root), "sealed": [*sealed, *stores], "memories": memories}
 
 
 def run_adopt_command(args: argparse.Namespace) -> int:

@@ -165,9 +165,9 @@ class Backend:
     def session_store(self, folder: Path) -> SessionChunkStore:
         """The session index's bookkeeping and chunk texts (`folder`: `.flowbaby/sessions/`)."""
         if not self.team:
-            from graph.backends.embedded.session_store import SessionStore
+            from graph.backends.embedded.session_store import open_sealed_session_store
 
-            return SessionStore(folder / "index.sqlite")
+            return open_sealed_session_store(folder, self.paths.root)
         from graph.backends.team.sessions import PgSessionStore
 
         return PgSessionStore(self.url, self.namespace)
@@ -205,16 +205,25 @@ def open_backend(paths: WorkspacePaths) -> Backend:
     return Backend(paths, team_database_url())
 
 
-def adopt_store(paths: WorkspacePaths) -> int | None:
-    """`flowbaby adopt`: seal the workspace's embedded memory store as the user's (graph.core.seal) and
-    return how many memory versions it holds; None when it has no store."""
-    from graph.backends.embedded.memory_store import MemoryStore, seal_store
+def adopt_stores(paths: WorkspacePaths) -> tuple[list[str], int | None]:
+    """`flowbaby adopt`: seal the workspace's embedded memory store and session index as the user's
+    (graph.core.seal); the files sealed, and how many memory versions the store holds (None: no store)."""
+    from graph.backends.embedded.memory_store import STORE_PURPOSE, MemoryStore
+    from graph.backends.embedded.sealed_db import seal_db
+    from graph.backends.embedded.session_store import SESSIONS_PURPOSE
 
-    if not paths.store_db.is_file() or paths.store_db.stat().st_size == 0:
-        return None
-    seal_store(paths)
+    sealed = []
+    for path, purpose in (
+        (paths.data / "sessions" / "index.sqlite", SESSIONS_PURPOSE),
+        (paths.store_db, STORE_PURPOSE),
+    ):
+        if path.is_file() and path.stat().st_size > 0:
+            seal_db(path, purpose, paths.root)
+            sealed.append(str(path))
+    if str(paths.store_db) not in sealed:
+        return sealed, None
     store = MemoryStore(paths.store_db, readonly=True)
     try:
-        return store.counts()["memories"]
+        return sealed, store.counts()["memories"]
     finally:
         store.close()

@@ -12,15 +12,14 @@ from __future__ import annotations
 import contextlib
 import json
 import operator
-import os
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import ErrorCode, FlowbabyError, MemoryFilter, MemoryStatus, OperationStatus, utc_now
+from graph.backends.embedded.sealed_db import check_sealed_db, new_sealed_db, seal_db
+from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus, utc_now
 from graph.core.jsonwire import loads_stored
 from graph.core.memories import (
     FORGET_STEPS,
@@ -40,7 +39,6 @@ from graph.core.memories import (
     usage_summary,
 )
 from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
-from graph.core.seal import is_sealed, unsealed_message, write_seal
 from graph.core.workspace import WorkspacePaths, create_private
 
 _FAST_MEMORIES = (
@@ -551,68 +549,23 @@ class _Tx:
 
 
 STORE_PURPOSE = "store"
-_IDENTITY = "CREATE TABLE IF NOT EXISTS store_identity (id TEXT NOT NULL)"
-"""One row: the store's random id, which its seal (graph.core.seal) binds to the workspace folder."""
-
-
-def _stored_id(path: Path) -> str | None:
-    """The store's id, read without writing to it; None when it has none. StoreDamaged when SQLite
-    cannot read it: the owner's message for a damaged store, and nothing of it is read either way."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
-        try:
-            conn.execute("PRAGMA trusted_schema=OFF")
-            kind = conn.execute("SELECT type FROM sqlite_master WHERE name = 'store_identity'").fetchone()
-            row = conn.execute("SELECT id FROM store_identity LIMIT 1").fetchone() if kind == ("table",) else None
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise StoreDamaged(f"{path.name} is damaged ({exc})") from exc
-    return row[0] if row and isinstance(row[0], str) and row[0] else None
 
 
 def check_store_sealed(paths: WorkspacePaths) -> None:
     """Raise INVALID_WORKSPACE_PATH, before one memory is read, unless flowbaby created the existing
     store in this workspace folder (or the user adopted it): a repository that commits
     `.flowbaby/memories.sqlite` must not have its memories briefed as the user's own."""
-    stored = _stored_id(paths.store_db)
-    if stored is None or not is_sealed(paths.store_db, STORE_PURPOSE, paths.root, stored.encode()):
-        remedy = (
-            "none of its memories are read; move it away (with its -wal and -shm files) to start with an empty memory"
-        )
-        message = unsealed_message("memory store", paths.store_db, paths.root, remedy)
-        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, message)
+    check_sealed_db(paths.store_db, STORE_PURPOSE, paths.root, "memory store", "none of its memories are read")
 
 
 def seal_store(paths: WorkspacePaths) -> str:
-    """Give the store an id if it has none and seal it for this folder: at creation, and by `flowbaby adopt`."""
-    conn = sqlite3.connect(paths.store_db, isolation_level=None)
-    try:
-        conn.execute("PRAGMA busy_timeout=5000")
-        conn.execute(_IDENTITY)
-        conn.execute("BEGIN IMMEDIATE")
-        row = conn.execute("SELECT id FROM store_identity LIMIT 1").fetchone()
-        if row is None:
-            row = (secrets.token_hex(16),)
-            conn.execute("INSERT INTO store_identity (id) VALUES (?)", row)
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-    write_seal(paths.store_db, STORE_PURPOSE, paths.root, str(row[0]).encode())
-    return str(row[0])
+    """Seal the store for this folder (giving it an id if it has none): at creation, and by `flowbaby adopt`."""
+    return seal_db(paths.store_db, STORE_PURPOSE, paths.root)
 
 
 def open_sealed_store(paths: WorkspacePaths, *, check: bool = False) -> MemoryStore:
-    """The workspace's store: an existing one only if sealed (check_store_sealed); a new one is
-    sealed before anything is stored in it (as is an empty file: a first start cut short). SQLite
-    files left beside a missing store (a committed
-    `-wal` would be replayed into the new one) are removed first."""
-    if os.path.lexists(paths.store_db) and os.stat(paths.store_db).st_size > 0:
+    """The workspace's store: an existing one only if sealed (check_store_sealed); a new one (or an
+    empty file: a first start cut short) is sealed before anything is stored in it."""
+    if not new_sealed_db(paths.store_db, STORE_PURPOSE, paths.root):
         check_store_sealed(paths)
-        return MemoryStore(paths.store_db, check=check)
-    for suffix in ("-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{paths.store_db}{suffix}")
-    create_private(paths.store_db)
-    seal_store(paths)
     return MemoryStore(paths.store_db, check=check)
