@@ -13,10 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from graph.service import WorkspacePaths, configured_token, read_sealed_file, write_seal
-
-TOKEN_FILE = "api_token"
-TOKEN_PURPOSE = "api-token"
+from graph.service import API_TOKEN_PURPOSE, WorkspacePaths, configured_token, read_sealed_file, write_seal
 
 
 def resolve_token(paths: WorkspacePaths) -> tuple[str, str]:
@@ -25,21 +22,21 @@ def resolve_token(paths: WorkspacePaths) -> tuple[str, str]:
     configured, source = configured_token(paths)
     if configured is not None:
         return configured.strip(), source
-    path = paths.data / TOKEN_FILE
+    path = paths.api_token
     if os.path.lexists(path):
         return read_token_file(path, paths.root), str(path)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(token + "\n")
-    write_seal(path, TOKEN_PURPOSE, paths.root, (token + "\n").encode())
+    write_seal(path, API_TOKEN_PURPOSE, paths.root, (token + "\n").encode())
     return token, str(path)
 
 
 def read_token_file(path: Path, root: Path) -> str:
     """The token in `path`, which flowbaby generated for the workspace `root` (sealed, 0600, this user's)."""
     remedy = "delete it and a new one is generated"
-    return read_sealed_file(path, TOKEN_PURPOSE, root, "API token file", remedy).strip()
+    return read_sealed_file(path, API_TOKEN_PURPOSE, root, "API token file", remedy).strip()
 
 
 def token_matches(expected: str, header: str | None) -> bool:

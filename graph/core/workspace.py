@@ -24,6 +24,8 @@ DATA_DIR = ".flowbaby"
 LINK_FILE = "link.json"
 """`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
 LINK_PURPOSE = "link"
+API_TOKEN_PURPOSE = "api-token"
+"""The seal purposes of the files this module names (graph.core.seal)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ class WorkspacePaths:
     @property
     def lock_file(self) -> Path:
         return self.data / "owner.lock"
+
+    @property
+    def api_token(self) -> Path:
+        """The HTTP API's generated token (api/auth.py), sealed (graph.core.seal, API_TOKEN_PURPOSE)."""
+        return self.data / "api_token"
 
     @property
     def env_file(self) -> Path:

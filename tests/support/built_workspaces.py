@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import BridgeClient
-from flowbaby.adopt_command import adopt
+from graph.service import adopt_workspace
 from tests.support.retrieval_fixtures import MULTI_HOP_SET
 
 MULTI_HOP_REVISED = {
@@ -60,5 +60,5 @@ def built_copy(factory: pytest.TempPathFactory, name: str, target: Path) -> Path
             BUILDS[name](source)
             done.touch()
     shutil.copytree(source, target)
-    adopt(target)  # the seals bind the folder: a copy elsewhere is the user's by `flowbaby adopt`
+    adopt_workspace(target)  # the seals bind the folder: a copy elsewhere is the user's by `flowbaby adopt`
     return target
