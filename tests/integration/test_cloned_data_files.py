@@ -224,3 +224,29 @@ def test_a_store_from_before_seals_is_kept_by_adopt(spawn, workspace: Path) -> N
     client = spawn(workspace, env=_env())
     found = client.result("retrieveForAgent", {"query": "Redis session cache"})
     assert [entry["topicId"] for entry in found["entries"]] == ["kept-decision"], found
+
+
+def test_a_committed_owner_json_never_briefs_another_workspaces_memories(spawn, tmp_path: Path) -> None:
+    """owner.json is not sealed (it names a socket, which no repository can ship), but the hook takes a
+    socket in the runtime folder only under this workspace's own name: not another project's owner."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = _env(XDG_RUNTIME_DIR=str(runtime))
+    other = tmp_path / ("another-project-of-the-users-with-a-long-folder-name-" + "x" * 40)
+    other.mkdir()
+    owner = spawn(other, env=env)  # its socket path is too long for .flowbaby/: it listens in the runtime folder
+    owner.result("ingestForAgent", summary("other-secret", topic="Other project", decisions=["Use vault path OTHER-9"]))
+    published = json.loads((other / ".flowbaby" / "owner.json").read_text())["socket"]
+    assert Path(published).parent == runtime / f"flowbaby-{os.getuid()}", published
+    clone = clone_with(tmp_path, {".flowbaby/owner.json": json.dumps({"pid": 1, "socket": published}).encode()})
+    payload = json.dumps({"session_id": "s1", "cwd": str(clone)})
+    done = run_flowbaby("hook", "SessionStart", "--workspace", str(clone), input=payload, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "OTHER-9" not in done.stdout, done.stdout
+    assert "not a socket of this workspace" in (clone / ".flowbaby" / "logs" / "hooks.log").read_text()
+    assert (
+        "OTHER-9"
+        in run_flowbaby(  # the same hook in the other project does brief it
+            "hook", "SessionStart", "--workspace", str(other), input=payload, env=env, timeout=60
+        ).stdout
+    )
