@@ -1,5 +1,6 @@
 """The `flowbaby` command line: `bridge`, `serve`, `ui`, `mcp`, `install`, `uninstall`, `demo`, `graph`,
-`sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook` and `link`."""
+`sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook`, `link`
+and `adopt`."""
 
 from __future__ import annotations
 
@@ -241,6 +242,7 @@ def build_parser() -> FlowbabyParser:
     add_sessions_command(commands)
     add_tokens_command(commands)
     add_team_commands(commands)
+    from flowbaby.adopt_command import add_adopt_command
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
     from flowbaby.memories_command import add_export_command, add_memories_command
@@ -251,6 +253,7 @@ def build_parser() -> FlowbabyParser:
     add_export_command(commands)
     add_status_commands(commands)
     add_link_command(commands)
+    add_adopt_command(commands)
     return parser
 
 
@@ -279,6 +282,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(run_team_command(args))
     if args.command == "link":
         sys.exit(run_link_command(args))
+    if args.command == "adopt":
+        from flowbaby.adopt_command import run_adopt_command
+
+        sys.exit(run_adopt_command(args))
     use_database_url(args)
     private = ("serve", "mcp", "sessions", "import", "export", "memories", "status", "repair")
     if args.command in private:  # run_bridge sets it for the bridge

@@ -113,11 +113,19 @@ def _private(info: os.stat_result) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
+def _runtime_name(root: str) -> str:
+    """This workspace's socket name in the runtime folder (graph.owner.wire._runtime_name): not another
+    workspace's, whose owner would answer with that workspace's memories."""
+    import hashlib
+
+    return f"{hashlib.sha256(root.encode()).hexdigest()[:16]}.sock"
+
+
 def _owner_socket(data: str) -> str:
     """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
     repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
-    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or sits
-    in a private `flowbaby-<uid>` folder of this user."""
+    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or this
+    workspace's name in a private `flowbaby-<uid>` folder of this user."""
     try:
         with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
             info = os.fstat(handle.fileno())
@@ -127,6 +135,7 @@ def _owner_socket(data: str) -> str:
         folder = os.path.dirname(address)
         allowed = address == os.path.join(data, "owner.sock") or (
             os.path.basename(folder) == f"flowbaby-{os.getuid()}"
+            and os.path.basename(address) == _runtime_name(os.path.dirname(data))
             and stat.S_ISDIR((inside := os.lstat(folder)).st_mode)
             and _private(inside)
         )

@@ -27,6 +27,7 @@ from graph.backends.backend import DATABASE_URL_ENV as DATABASE_URL_ENV  # for t
 from graph.backends.backend import (
     NAMESPACES_DIR,
     Backend,
+    adopt_stores,
     namespace_for,
     namespace_problem,
     open_backend,
@@ -111,11 +112,15 @@ from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
+from graph.core.seal import read_private_file, read_sealed_file, write_seal
 from graph.core.settings import Settings, load_settings
 from graph.core.stdio import take_stdout
-from graph.core.trust import configured_token, read_private_file
+from graph.core.trust import configured_token
 from graph.core.workspace import (
+    API_TOKEN_PURPOSE,
     DATA_DIR,
+    LINK_FILE,
+    LINK_PURPOSE,
     WorkspaceLock,
     WorkspacePaths,
     check_data_folder,
@@ -153,6 +158,10 @@ __all__ = [
     "check_data_folder",
     "configured_token",
     "read_private_file",
+    "API_TOKEN_PURPOSE",
+    "adopt_workspace",
+    "read_sealed_file",
+    "write_seal",
     "resolve_workspace",
     "connect_workspace",
     "is_loopback",
@@ -1965,6 +1974,31 @@ def audit_shown(entry: dict[str, Any]) -> dict[str, Any] | None:
         return AuditTailEntry.model_validate({k: v for k, v in entry.items() if k in fields}).model_dump(mode="json")
     except ValueError:
         return None
+
+
+def adopt_workspace(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """`flowbaby adopt`: seal, as they are, what flowbaby reads for `folder` (graph.core.seal): its
+    link.json, then in the workspace it resolves to server.json, api_token, the session index and the
+    memory store, each only if present. The user's word that they made them; never run for them."""
+    from graph.core.seal import adopt_file
+    from graph.remote.settings import SERVER_PURPOSE, server_file
+
+    here = Path(folder).expanduser().resolve()
+    sealed: list[str] = []
+    link = here / DATA_DIR / LINK_FILE
+    if os.path.lexists(link):
+        adopt_file(link, LINK_PURPOSE, here, "link file")
+        sealed.append(str(link))
+    paths = resolve_workspace(here)
+    for path, purpose, what in (
+        (server_file(paths), SERVER_PURPOSE, "server settings"),
+        (paths.api_token, API_TOKEN_PURPOSE, "API token file"),
+    ):
+        if os.path.lexists(path):
+            adopt_file(path, purpose, paths.root, what)
+            sealed.append(str(path))
+    stores, memories = adopt_stores(paths)
+    return {"workspace": str(paths.root), "sealed": [*sealed, *stores], "memories": memories}
 
 
 def agent_forget_enabled(paths: object) -> bool:

@@ -102,9 +102,9 @@ class Backend:
         once per start). `owner`: the serving process, which holds the namespace; the graph worker
         child does not."""
         if not self.team:
-            from graph.backends.embedded.memory_store import MemoryStore
+            from graph.backends.embedded.memory_store import open_sealed_store
 
-            return MemoryStore(self.paths.store_db, check=check)
+            return open_sealed_store(self.paths, check=check)
         from graph.backends.team.memory_store import PostgresMemoryStore
 
         return PostgresMemoryStore(self.url, self.namespace, owner=owner)
@@ -165,9 +165,9 @@ class Backend:
     def session_store(self, folder: Path) -> SessionChunkStore:
         """The session index's bookkeeping and chunk texts (`folder`: `.flowbaby/sessions/`)."""
         if not self.team:
-            from graph.backends.embedded.session_store import SessionStore
+            from graph.backends.embedded.session_store import open_sealed_session_store
 
-            return SessionStore(folder / "index.sqlite")
+            return open_sealed_session_store(folder, self.paths.root)
         from graph.backends.team.sessions import PgSessionStore
 
         return PgSessionStore(self.url, self.namespace)
@@ -203,3 +203,27 @@ class Backend:
 def open_backend(paths: WorkspacePaths) -> Backend:
     """The workspace's backend, as the process environment chooses it."""
     return Backend(paths, team_database_url())
+
+
+def adopt_stores(paths: WorkspacePaths) -> tuple[list[str], int | None]:
+    """`flowbaby adopt`: seal the workspace's embedded memory store and session index as the user's
+    (graph.core.seal); the files sealed, and how many memory versions the store holds (None: no store)."""
+    from graph.backends.embedded.memory_store import STORE_PURPOSE, MemoryStore
+    from graph.backends.embedded.sealed_db import seal_db
+    from graph.backends.embedded.session_store import SESSIONS_PURPOSE
+
+    sealed = []
+    for path, purpose in (
+        (paths.data / "sessions" / "index.sqlite", SESSIONS_PURPOSE),
+        (paths.store_db, STORE_PURPOSE),
+    ):
+        if path.is_file() and path.stat().st_size > 0:
+            seal_db(path, purpose, paths.root)
+            sealed.append(str(path))
+    if str(paths.store_db) not in sealed:
+        return sealed, None
+    store = MemoryStore(paths.store_db, readonly=True)
+    try:
+        return sealed, store.counts()["memories"]
+    finally:
+        store.close()

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.memory_store import MemoryStore, check_store_sealed
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.memories import Memory, StoreDamaged
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
@@ -67,6 +67,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
     lock = WorkspaceLock(paths)
     lock.acquire()  # WORKSPACE_BUSY while a front serves it
     try:
+        check_store_sealed(paths)  # a store that came with the repository is not sent to the team's server
         try:
             source = MemoryStore(paths.store_db, check=True)
         except StoreDamaged as exc:

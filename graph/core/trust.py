@@ -12,7 +12,6 @@ come as one unit from one source, never merged key by key: a repository that com
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import stat
@@ -21,8 +20,7 @@ from typing import Literal
 
 from dotenv import dotenv_values
 
-from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.workspace import PRIVATE_FILE_MODE, WorkspacePaths
+from graph.core.workspace import WorkspacePaths
 
 log = logging.getLogger("flowbaby.settings")
 
@@ -119,27 +117,3 @@ def configured_token(paths: WorkspacePaths) -> tuple[str | None, str]:
     values, _ = workspace_env(paths)
     token = values.get("FLOWBABY_API_TOKEN")
     return token, "FLOWBABY_API_TOKEN (trusted workspace .env)"
-
-
-def read_private_file(path: Path, what: str, remedy: str = "chmod 600 it") -> str:
-    """The text of `path`, which must be a regular file of this user's, mode 0600, not a symlink:
-    one that anyone else could read or have written (a committed file, after a clone) is refused."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        reason = "is a symlink" if exc.errno == errno.ELOOP else f"cannot be read: {exc.strerror}"
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {reason}") from None
-    with os.fdopen(fd, "r", encoding="utf-8") as handle:
-        info = os.fstat(handle.fileno())
-        problem = (
-            "is not a regular file"
-            if not stat.S_ISREG(info.st_mode)
-            else "is not owned by this user"
-            if info.st_uid != os.getuid()
-            else f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0600"
-            if stat.S_IMODE(info.st_mode) != PRIVATE_FILE_MODE
-            else None
-        )
-        if problem:
-            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Refusing the {what} {path}: it {problem}; {remedy}")
-        return handle.read()

@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.files import write_atomic
+from graph.core.seal import read_sealed_file, seal_path, write_sealed_file
 
 DATA_DIR = ".flowbaby"
 LINK_FILE = "link.json"
 """`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
+LINK_PURPOSE = "link"
+API_TOKEN_PURPOSE = "api-token"
+"""The seal purposes of the files this module names (graph.core.seal)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,11 @@ class WorkspacePaths:
     @property
     def lock_file(self) -> Path:
         return self.data / "owner.lock"
+
+    @property
+    def api_token(self) -> Path:
+        """The HTTP API's generated token (api/auth.py), sealed (graph.core.seal, API_TOKEN_PURPOSE)."""
+        return self.data / "api_token"
 
     @property
     def env_file(self) -> Path:
@@ -216,18 +224,25 @@ def main_checkout(root: Path) -> Path | None:
 
 
 def read_link(root: Path) -> Path | None:
-    """The workspace `flowbaby link` pointed `root` at. The file counts only if it is this user's,
-    not a symlink and mode 0600, as `flowbaby link` writes it: a link.json that arrived with a
-    cloned repository (git writes 0644) cannot send a folder's memories elsewhere."""
+    """The workspace `flowbaby link` pointed `root` at, or None when `root` has no link.json. The file
+    counts only if `flowbaby link` wrote it here (graph.core.seal): a link.json that arrived with a
+    cloned repository or an archive, whatever its mode, is refused (INVALID_WORKSPACE_PATH)."""
     path = root / DATA_DIR / LINK_FILE
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-            return None
-        target = Path(json.loads(path.read_text(encoding="utf-8"))["workspace"])
-    except (OSError, ValueError, KeyError, TypeError):
+    if not os.path.lexists(path):
         return None
-    return target.resolve() if target.is_absolute() and target.is_dir() else None
+    remedy = f"remove it, or run `flowbaby link TARGET --workspace {root}` again"
+    try:
+        text = read_sealed_file(path, LINK_PURPOSE, root, "link file", remedy)
+        target = Path(json.loads(text)["workspace"])
+    except FlowbabyError as error:
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, error.message) from None
+    except (ValueError, KeyError, TypeError):
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{path} is not a flowbaby link file; {remedy}") from None
+    if not target.is_absolute() or not target.is_dir():
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH, f"{path} links to {target}, which is not a folder; {remedy}"
+        )
+    return target.resolve()
 
 
 def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str] | None) -> dict[str, str | None]:
@@ -237,8 +252,9 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"Not a folder: {here}")
     path = here / DATA_DIR / LINK_FILE
     if target is None:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        for stale in (path, seal_path(path)):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
         return {"workspace": str(here), "linkedTo": None}
     there = Path(target).expanduser()
     if not there.is_dir():
@@ -249,7 +265,7 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
     if final == here:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{here} cannot be linked to itself")
     path.parent.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
-    write_atomic(path, json.dumps({"workspace": str(final)}))
+    write_sealed_file(path, LINK_PURPOSE, here, json.dumps({"workspace": str(final)}))
     return {"workspace": str(here), "linkedTo": str(final)}
 
 

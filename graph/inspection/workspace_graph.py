@@ -18,7 +18,7 @@ from typing import Any
 
 import networkx as nx
 
-from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.memory_store import MemoryStore, check_store_sealed
 from graph.core.contract import OperationStatus
 from graph.core.files import atomic_writer
 from graph.core.graph_projection import STRUCTURAL_TYPES, load_projection, memory_attributes, memory_node
@@ -57,6 +57,7 @@ class WorkspaceGraph:
         paths = workspace if isinstance(workspace, WorkspacePaths) else resolve_workspace(workspace, create=False)
         if not paths.store_db.is_file():
             return cls(load_projection(paths.projection), [])
+        check_store_sealed(paths)  # a store that came with the repository is not shown as the user's
         store = MemoryStore(paths.store_db, readonly=True)  # writes nothing: no folder, no schema
         try:
             return cls(load_projection(paths.projection), list(store.iter_memories()), store.operations(("failed",)))

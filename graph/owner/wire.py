@@ -98,7 +98,7 @@ def published_socket(paths: WorkspacePaths) -> Path:
     (mode 0600, not a link: a committed one is 0644), and the socket is `.flowbaby/owner.sock`
     or this workspace's name in a private runtime folder of this user, itself a socket of this
     user's. Raises FlowbabyError (INVALID_WORKSPACE_PATH) or OSError otherwise."""
-    from graph.core.trust import read_private_file
+    from graph.core.seal import read_private_file
 
     record = json.loads(read_private_file(endpoint_file(paths), "owner endpoint file", "its owner writes it at start"))
     named = record.get("socket") if isinstance(record, dict) else None

@@ -4,15 +4,17 @@ A workspace points at a server by the process environment (FLOWBABY_SERVER_URL w
 FLOWBABY_SERVER_TOKEN or FLOWBABY_SERVER_TOKEN_FILE, as the VS Code extension passes them) or by
 `.flowbaby/server.json`, written by `flowbaby connect`. In the spirit of graph.core.trust, nothing a
 cloned repository could have written decides where memories go or which token is sent: the
-server URL and token are never read from the workspace `.env`, and `server.json` and the token
-file count only as regular files of this user's with mode 0600 (a committed file is readable by
-anyone after a clone) that are not symlinks. `server.json` names the token file; it holds no token,
+server URL and token are never read from the workspace `.env`; `server.json` counts only if
+`flowbaby connect` wrote it in this folder (its seal, graph.core.seal: a committed one has none,
+whatever mode git gave it), and it and the token file only as regular files of this user's with
+mode 0600 that are not symlinks. `server.json` names the token file; it holds no token,
 and the token file must hold one token and nothing else (one line in the bearer-token alphabet of
 RFC 6750), so a setting pointed at another private file (`~/.git-credentials`, a key) sends nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,9 +24,8 @@ from urllib.parse import urlsplit
 
 from graph.backends.backend import namespace_for
 from graph.core.contract import ErrorCode, FlowbabyError
-from graph.core.files import write_atomic
 from graph.core.net import is_loopback
-from graph.core.trust import read_private_file
+from graph.core.seal import read_private_file, read_sealed_file, seal_path, write_sealed_file
 from graph.core.workspace import WorkspacePaths
 
 SERVER_URL_ENV = "FLOWBABY_SERVER_URL"
@@ -32,6 +33,7 @@ SERVER_TOKEN_ENV = "FLOWBABY_SERVER_TOKEN"
 SERVER_TOKEN_FILE_ENV = "FLOWBABY_SERVER_TOKEN_FILE"
 SERVER_NAMESPACE_ENV = "FLOWBABY_SERVER_NAMESPACE"
 SERVER_FILE = "server.json"
+SERVER_PURPOSE = "server-settings"
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
 _TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]{1,4096}=*")
 """A bearer token as RFC 6750 spells one (b64token): `fbt_<id>_<secret>`, or a shared API token."""
@@ -105,7 +107,8 @@ def server_settings(paths: WorkspacePaths) -> ServerSettings | None:
     if not os.path.lexists(path):
         return None
     try:
-        record = json.loads(read_private_file(path, "server settings"))
+        remedy = "remove it, or run `flowbaby connect` again"
+        record = json.loads(read_sealed_file(path, SERVER_PURPOSE, paths.root, "server settings", remedy))
         url, token_file, namespace = record["url"], record["tokenFile"], record["namespace"]
     except (ValueError, KeyError, TypeError):
         raise FlowbabyError(
@@ -124,13 +127,14 @@ def write_server_file(paths: WorkspacePaths, url: str, token_file: str, namespac
         str(server_file(paths)),
     )
     record = {"url": settings.url, "tokenFile": token_path, "namespace": settings.namespace}
-    target = server_file(paths)
-    write_atomic(target, json.dumps(record, indent=2) + "\n")
+    write_sealed_file(server_file(paths), SERVER_PURPOSE, paths.root, json.dumps(record, indent=2) + "\n")
     return settings
 
 
 def forget_server(paths: WorkspacePaths) -> bool:
     """`flowbaby connect --local`: serve the workspace from its own folder again."""
+    with contextlib.suppress(FileNotFoundError):
+        seal_path(server_file(paths)).unlink()
     try:
         server_file(paths).unlink()
     except FileNotFoundError:

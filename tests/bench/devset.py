@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.memory_store import MemoryStore, open_sealed_store
 from graph.backends.embedded.projection import FileProjection
 from graph.backends.embedded.vectors import VectorIndex
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
@@ -61,7 +61,7 @@ def to_memory(request: dict[str, Any]) -> Memory:
 def build_offline_workspace(root: Path, requests: list[dict[str, Any]], embedder: Embedder) -> Retriever:
     """The workspace's store, vectors and projection from the engine's parts, and a Retriever over them."""
     paths = resolve_workspace(root)
-    store = MemoryStore(paths.store_db)
+    store = open_sealed_store(paths)  # made as the owner makes it: sealed, so a bridge may open it
     for request in requests:
         operation = new_operation_id()
         store.stage(to_memory(request), operation)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from bridge.client import BridgeClient
-from graph.backends.embedded.memory_store import MemoryStore
+from graph.backends.embedded.memory_store import open_sealed_store
 from graph.backends.embedded.vectors import VectorIndex
 from graph.cognify.worker.document import render_document
 from graph.core.contract import MemoryStatus
@@ -158,7 +158,7 @@ def build_workspace(
 ) -> tuple[dict[str, float], GraphInput]:
     """The workspace's files, and what its projection was built from (for projection_cost)."""
     paths = resolve_workspace(root)
-    store = MemoryStore(paths.store_db)
+    store = open_sealed_store(paths)  # made as the owner makes it: sealed, so a bridge may open it
     store._conn.execute("PRAGMA synchronous=OFF")  # building the bench workspace only, not measured
     started = time.perf_counter()
     memories = []

@@ -200,7 +200,7 @@ def _seed(root: Path, count: int) -> None:
     import numpy as np
 
     from graph.backends.embedded.chunk_table import LanceChunkTable
-    from graph.backends.embedded.memory_store import MemoryStore
+    from graph.backends.embedded.memory_store import open_sealed_store
     from graph.core.contract import MemoryStatus
     from graph.core.memories import insert_memory_sql, memory_uuid, memory_values
     from graph.core.settings import load_settings
@@ -210,7 +210,7 @@ def _seed(root: Path, count: int) -> None:
 
     paths = WorkspacePaths(root)
     paths.data.mkdir(mode=0o700, parents=True)
-    store = MemoryStore(paths.store_db)
+    store = open_sealed_store(paths)  # made as the owner makes it: sealed, so the owner may open it
     rows = []
     chunks = []
     for i in range(count):

@@ -21,6 +21,7 @@ from graph.core.contract import MemoryStatus, OperationStatus
 from graph.core.graph_projection import memory_node
 from graph.core.memories import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
+from graph.service import adopt_workspace
 from tests.support.built_workspaces import built_copy
 from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory as fake_memory
@@ -147,6 +148,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("inspect")
     workspace = built_copy(tmp_path_factory, "multi-hop-revised", folder / "ws")
     shutil.copytree(workspace, folder / "settled")  # the graph built, nothing waiting
+    adopt_workspace(folder / "settled")  # the seals bind the folder: a copy elsewhere is the user's by `flowbaby adopt`
     env = {**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"}
     client = BridgeClient(workspace, env=env, stderr=subprocess.DEVNULL)
     try:

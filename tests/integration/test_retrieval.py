@@ -12,6 +12,7 @@ import pytest
 
 from bridge.client import BridgeClient
 from graph.search.token_budget import count_tokens
+from graph.service import adopt_workspace
 from tests.conftest import summary
 from tests.support.retrieval_fixtures import (
     MULTI_HOP_FIRST,
@@ -75,6 +76,7 @@ def built(built_workspace: Path) -> Iterator[BridgeClient]:
     original is not answered by this one as the owner)."""
     copy = built_workspace.parent / "shared-copy"
     shutil.copytree(built_workspace, copy)
+    adopt_workspace(copy)  # the seals bind the folder: a copy elsewhere is the user's by `flowbaby adopt`
     client = BridgeClient(copy, env=_env(), extra_args=UNTHROTTLED)
     yield client
     client.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import BridgeClient
+from graph.service import adopt_workspace
 from tests.support.retrieval_fixtures import MULTI_HOP_SET
 
 MULTI_HOP_REVISED = {
@@ -59,4 +60,5 @@ def built_copy(factory: pytest.TempPathFactory, name: str, target: Path) -> Path
             BUILDS[name](source)
             done.touch()
     shutil.copytree(source, target)
+    adopt_workspace(target)  # the seals bind the folder: a copy elsewhere is the user's by `flowbaby adopt`
     return target

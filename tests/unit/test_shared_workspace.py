@@ -53,7 +53,7 @@ def test_a_worktree_with_its_own_store_keeps_it_and_a_bare_repository_has_no_mai
     assert resolve_workspace(tree).root == tree
 
 
-def test_link_points_a_clone_at_another_workspace_and_only_a_private_link_counts(tmp_path: Path) -> None:
+def test_link_points_a_clone_at_another_workspace_and_only_a_sealed_link_counts(tmp_path: Path) -> None:
     main, worktree = repository(tmp_path)
     clone = tmp_path / "clone"
     clone.mkdir()
@@ -64,8 +64,14 @@ def test_link_points_a_clone_at_another_workspace_and_only_a_private_link_counts
     assert link.stat().st_mode & 0o777 == 0o600
     assert resolve_workspace(clone).root == main
     os.chmod(link, 0o644)  # as a link.json committed to a repository arrives with a clone
-    assert resolve_workspace(clone).root == clone
+    with pytest.raises(FlowbabyError, match="has mode 0644") as shared:
+        resolve_workspace(clone)
+    assert shared.value.code is ErrorCode.INVALID_WORKSPACE_PATH
     os.chmod(link, 0o600)
+    link.write_text(json.dumps({"workspace": str(tmp_path)}))  # as git writes one under umask 077: unsealed
+    with pytest.raises(FlowbabyError, match="no valid seal") as unsealed:
+        resolve_workspace(clone)
+    assert unsealed.value.code is ErrorCode.INVALID_WORKSPACE_PATH
     assert link_workspace(clone, None) == {"workspace": str(clone), "linkedTo": None}
     assert resolve_workspace(clone).root == clone
     with pytest.raises(FlowbabyError) as itself:

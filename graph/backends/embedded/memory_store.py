@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.sealed_db import check_sealed_db, new_sealed_db, seal_db
 from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus, utc_now
 from graph.core.jsonwire import loads_stored
 from graph.core.memories import (
@@ -38,7 +39,7 @@ from graph.core.memories import (
     usage_summary,
 )
 from graph.core.memory_query import LIST_INDEXES, Page, page_sql, topics_sql
-from graph.core.workspace import create_private
+from graph.core.workspace import WorkspacePaths, create_private
 
 _FAST_MEMORIES = (
     "SELECT memory_id, topic_id, version, status, topic, context, "
@@ -545,3 +546,26 @@ class _Tx:
             self._cur.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
             self._store._lock.release()
+
+
+STORE_PURPOSE = "store"
+
+
+def check_store_sealed(paths: WorkspacePaths) -> None:
+    """Raise INVALID_WORKSPACE_PATH, before one memory is read, unless flowbaby created the existing
+    store in this workspace folder (or the user adopted it): a repository that commits
+    `.flowbaby/memories.sqlite` must not have its memories briefed as the user's own."""
+    check_sealed_db(paths.store_db, STORE_PURPOSE, paths.root, "memory store", "none of its memories are read")
+
+
+def seal_store(paths: WorkspacePaths) -> str:
+    """Seal the store for this folder (giving it an id if it has none): at creation, and by `flowbaby adopt`."""
+    return seal_db(paths.store_db, STORE_PURPOSE, paths.root)
+
+
+def open_sealed_store(paths: WorkspacePaths, *, check: bool = False) -> MemoryStore:
+    """The workspace's store: an existing one only if sealed (check_store_sealed); a new one (or an
+    empty file: a first start cut short) is sealed before anything is stored in it."""
+    if not new_sealed_db(paths.store_db, STORE_PURPOSE, paths.root):
+        check_store_sealed(paths)
+    return MemoryStore(paths.store_db, check=check)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graph.backends.embedded.sealed_db import check_sealed_db, new_sealed_db
 from graph.sessions.chunking import TurnChunk
 
 SCHEMA = """
@@ -190,3 +191,17 @@ class SessionStore:
     def keys_for(self, session_id: str) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT key FROM sessions WHERE session_id = ?", (session_id,))]
+
+
+SESSIONS_PURPOSE = "session-index"
+
+
+def open_sealed_session_store(folder: Path, root: Path) -> SessionStore:
+    """The session index of the workspace `root`: an existing one only if flowbaby made it in this
+    folder (graph.backends.embedded.sealed_db), so a repository that commits
+    `.flowbaby/sessions/index.sqlite` cannot have its text searched as the user's own sessions."""
+    path = folder / "index.sqlite"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not new_sealed_db(path, SESSIONS_PURPOSE, root):
+        check_sealed_db(path, SESSIONS_PURPOSE, root, "session index", "none of its sessions are searched")
+    return SessionStore(path)
