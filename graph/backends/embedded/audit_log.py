@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from graph.core.audit import WARN_EVERY_SEC, AuditFields, ForgottenKey, audit_entry, scrub
+from graph.core.files import write_atomic
 from graph.core.workspace import PRIVATE_FILE_MODE
 
 log = logging.getLogger("flowbaby.audit")
@@ -79,12 +80,11 @@ class AuditLog:
         return read_tail(self._path, limit)
 
     def forget(self, keys: set[ForgottenKey]) -> None:
-        """Rewrite the file with the forgotten memory's lines scrubbed: a copy beside it (0600, not
-        through a link), line by line, put in place by rename under the lock every append takes (the
+        """Rewrite the file with the forgotten memory's lines scrubbed, whole through
+        graph.core.files (a new 0600 file renamed over it), under the lock every append takes (the
         owner is the file's only writer). Left as it is when no line changes."""
         if not keys:
             return
-        staging = self._path.with_name(f".{self._path.name}.{os.getpid()}.tmp")
         with self._lock:
             try:
                 source = os.open(self._path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -93,24 +93,22 @@ class AuditLog:
             except OSError as exc:  # a link (never written through) or unreadable: the forget goes on
                 log.warning("audit log not scrubbed (%s)", exc)
                 return
+            lines, changed = _scrubbed(source, keys)
             try:
-                if _scrubbed_copy(source, staging, keys):
-                    os.replace(staging, self._path)
+                if changed:
+                    write_atomic(self._path, b"".join(lines), durable=True)
             except OSError as exc:  # a full disk: the file stays as it was, the forget goes on
                 log.warning("audit log not scrubbed (%s)", exc)
-            finally:
-                staging.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Each line is written and closed at once: nothing to flush."""
 
 
-def _scrubbed_copy(source: int, staging: Path, keys: set[ForgottenKey]) -> int:
-    """Copy the open file to `staging` with its forgotten lines scrubbed (graph.core.audit.scrub);
-    how many were."""
+def _scrubbed(source: int, keys: set[ForgottenKey]) -> tuple[list[bytes], int]:
+    """The open file's lines with its forgotten lines scrubbed (graph.core.audit.scrub), and how many were."""
     changed = 0
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    with os.fdopen(source, "rb") as lines, os.fdopen(os.open(staging, flags, PRIVATE_FILE_MODE), "wb") as out:
+    out: list[bytes] = []
+    with os.fdopen(source, "rb") as lines:
         for line in lines:
             try:
                 entry = json.loads(line)
@@ -119,7 +117,5 @@ def _scrubbed_copy(source: int, staging: Path, keys: set[ForgottenKey]) -> int:
             if isinstance(entry, dict) and scrub(entry, keys):
                 line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
                 changed += 1
-            out.write(line)
-        out.flush()
-        os.fsync(out.fileno())
-    return changed
+            out.append(line)
+    return out, changed
