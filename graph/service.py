@@ -122,6 +122,7 @@ from graph.core.workspace import (
     resolve_workspace,
 )
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
+from graph.owner import service_record
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
@@ -153,6 +154,7 @@ __all__ = [
     "configured_token",
     "read_private_file",
     "resolve_workspace",
+    "service_record",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",
@@ -682,6 +684,11 @@ class FlowbabyService:
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
+
+    def front_activity(self) -> tuple[int, float]:
+        """(fronts connected through this owner, time.monotonic() of their last call): what keeps a
+        started service from leaving when idle (api/server.py)."""
+        return self._endpoint.fronts, self._endpoint.last_call
 
     # -- commands --------------------------------------------------------------------
     async def health(self) -> dict[str, Any]:

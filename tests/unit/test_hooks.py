@@ -182,7 +182,9 @@ def test_distil_keeps_decisions_and_edited_files_drops_private_and_secrets(tmp_p
 def test_a_hook_with_no_owner_answers_at_once_with_nothing(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With FLOWBABY_HOOK_START_SEC=0 (the hooks start no service; tests/integration starts one)."""
     _, workspace = dirs
+    monkeypatch.setenv("FLOWBABY_HOOK_START_SEC", "0")
     (workspace / ".flowbaby").mkdir()
     for event, payload in (
         ("SessionStart", {"session_id": "s", "source": "startup"}),
