@@ -163,6 +163,8 @@ async def serve(
         # Every namespace at once: each may take its grace period to park a running batch.
         closing = [service.close(STOP_GRACE_SEC, hand_on=True), *([team.close()] if team is not None else [])]
         await asyncio.gather(*closing)
+        if claim is not None:
+            service_record.release(claim)
     return 0
 
 

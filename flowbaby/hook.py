@@ -296,6 +296,9 @@ def _service_starting(data: str) -> bool:
             pid = int(handle.read(32).strip() or 0)
         if pid <= 0:
             return False
+        if os.path.isdir("/proc/self"):  # Linux: a zombie (never reaped in some containers) has no cmdline
+            with open(f"/proc/{pid}/cmdline", "rb") as proc:
+                return bool(proc.read(1))
         os.kill(pid, 0)
     except (OSError, ValueError):
         return False

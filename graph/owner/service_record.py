@@ -77,6 +77,12 @@ def claim(paths: WorkspacePaths) -> int | None:
     return fd
 
 
+def release(fd: int) -> None:
+    """Empty the service lock (no pid left for a hook to wait on) and let it go."""
+    os.ftruncate(fd, 0)
+    os.close(fd)
+
+
 def publish(paths: WorkspacePaths, record: dict[str, Any]) -> None:
     """Write service.json (0600) through a new file made exclusively, then rename it into place."""
     target = record_file(paths)

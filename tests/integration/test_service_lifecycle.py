@@ -120,7 +120,9 @@ def test_concurrent_starts_make_one_service_that_leaves_when_idle(staged: Path) 
     assert all(f"pid {pid} " in r.stdout for r in results), [r.stdout for r in results]
     assert _serves(staged) == [pid]
     # A recall through the owner is activity; then 3 s without any: it leaves by itself.
-    assert "Flowbaby recalled" in _hook(staged, "UserPromptSubmit", {"session_id": "s", "prompt": "card charge retries"})
+    assert "Flowbaby recalled" in _hook(
+        staged, "UserPromptSubmit", {"session_id": "s", "prompt": "card charge retries"}
+    )
     _until(lambda: not _serves(staged), "the idle service exits", timeout=30)
     assert not (staged / ".flowbaby" / "service.json").exists()
     assert _flowbaby(staged, "stop").returncode == 1  # nothing to stop
