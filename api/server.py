@@ -42,10 +42,11 @@ TLS = tuple[str, str]
 
 EXIT_ADDRESS_UNAVAILABLE = 4
 """`serve` could not listen on --host/--port (most often: another server has the port)."""
-STOP_GRACE_SEC = 1.5
-"""What a running graph batch gets at a stop before it is parked (re-run by the next owner): the whole
-exit stays within 5 s of SIGTERM (systemd waits 90 s, Docker 10 s)."""
-HTTP_GRACE_SEC = 2
+STOP_GRACE_SEC = 0.5
+"""What a running graph batch gets at a stop before it is parked (re-run by the next owner; a batch
+takes seconds, so waiting longer rarely saves one): the whole exit stays within 5 s of SIGTERM, the
+queued vector writes included (systemd waits 90 s, Docker 10 s)."""
+HTTP_GRACE_SEC = 1
 """What requests in flight get at a stop before uvicorn cancels them."""
 
 

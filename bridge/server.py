@@ -53,9 +53,9 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 INTERNAL_ERROR = -32603
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
-SIGNAL_WAIT_SEC = 2.0
+SIGNAL_WAIT_SEC = 1.0
 """After SIGTERM/SIGINT: what requests in flight get before the workspace is closed."""
-SIGNAL_GRACE_SEC = 1.5
+SIGNAL_GRACE_SEC = 0.5
 """After SIGTERM/SIGINT: what a running graph batch gets before it is parked (the next owner re-runs it)."""
 MAX_BATCH = 100
 """A batch with more calls is answered with one INVALID_REQUEST, none of them run (85,000 calls
