@@ -12,6 +12,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -289,3 +290,75 @@ def test_the_hook_started_service_is_isolated_from_the_workspace(staged: Path, t
     assert os.getsid(pid) == pid  # a session of its own
     stdin = os.readlink(f"/proc/{pid}/fd/0")
     assert stdin == "/dev/null", stdin
+
+
+def test_a_kill_loop_over_start_and_stop_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    """Memories staged while the service is started (by `start` or a hook) and stopped (`flowbaby stop`,
+    SIGTERM, kill -9) again and again: every acknowledged memory is stored once, every stored memory was
+    sent and has one version, and each sits in exactly one graph operation, none left running."""
+    import random
+
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    env = _env(FLOWBABY_FINISH_SEC="0", FLOWBABY_MAX_QUEUED="1000")  # no 429 for the burst
+    rng = random.Random(46)
+    sent: set[str] = set()
+    acked: set[str] = set()
+    actions = {"stop": 0, "sigterm": 0, "kill9": 0}
+    for round_ in range(6):
+        if round_ % 2:
+            _hook(workspace, "SessionStart", {"session_id": f"k{round_}"}, env=env)
+            record = _until(lambda: _running_record(workspace), "the hook's service publishes its record")
+        else:
+            assert _flowbaby(workspace, "start", env=env).returncode == 0
+            record = _record(workspace)
+        url = f"http://127.0.0.1:{record['port']}/api/agent/ingest"
+        auth = {"Authorization": f"Bearer {(workspace / '.flowbaby' / 'api_token').read_text().strip()}"}
+        stop = threading.Event()
+
+        def burst(round_: int, url: str, auth: dict[str, str], stop: threading.Event) -> None:
+            for i in range(40):
+                if stop.is_set():
+                    return
+                topic = f"kill-loop-{round_}-{i}"
+                sent.add(topic)
+                try:
+                    reply = httpx.post(url, json=summary(topic), headers=auth, timeout=10)
+                except httpx.HTTPError:
+                    return
+                if reply.status_code == 202:
+                    acked.add(topic)
+
+        sender = threading.Thread(target=burst, args=(round_, url, auth, stop))
+        sender.start()
+        time.sleep(rng.uniform(1.0, 3.0))  # mid-burst
+        action = rng.choice(list(actions))
+        actions[action] += 1
+        if action == "stop":
+            assert _flowbaby(workspace, "stop", env=env).returncode == 0
+        else:
+            os.kill(record["pid"], signal.SIGTERM if action == "sigterm" else signal.SIGKILL)
+        stop.set()
+        sender.join(timeout=30)
+        _until(lambda: not _serves(workspace), "the service is gone", timeout=30)
+    with BridgeClient(workspace, env=_env(FLOWBABY_BUILD_GRAPH="0")) as bridge:  # the next owner recovers
+        assert bridge.result("health")["status"] == "ready"
+    db = sqlite3.connect(workspace / ".flowbaby" / "memories.sqlite")
+    rows = db.execute("SELECT topic_id, COUNT(*), MIN(memory_id) FROM memories GROUP BY topic_id").fetchall()
+    operations = db.execute("SELECT state, memory_ids FROM operations").fetchall()
+    db.close()
+    stored = {topic: count for topic, count, _ in rows}
+    assert acked and acked <= set(stored), f"lost: {sorted(acked - set(stored))}"
+    assert set(stored) <= sent and all(count == 1 for count in stored.values()), stored
+    in_operations = [memory for _, ids in operations for memory in json.loads(ids)]
+    assert sorted(in_operations) == sorted(memory for _, _, memory in rows)  # one operation each
+    assert {state for state, _ in operations} <= {"pending", "completed"}, operations
+    print(f"kill loop: {len(acked)} acknowledged, {len(stored)} stored, actions {actions}")
+
+
+def _running_record(workspace: Path) -> dict[str, Any] | None:
+    try:
+        record = _record(workspace)
+    except (OSError, ValueError):
+        return None
+    return record if record["pid"] in _serves(workspace) else None
