@@ -245,8 +245,13 @@ async def serve(
     await start_watching(service, "bridge")
     loop = asyncio.get_running_loop()
     signalled = asyncio.Event()
+
+    def on_signal() -> None:
+        signalled.set()
+        bridge.stopping.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: (signalled.set(), bridge.stopping.set()))
+        loop.add_signal_handler(sig, on_signal)
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
     threading.Thread(target=_read_lines, args=(loop, lines), daemon=True, name="stdin").start()
     in_flight: set[asyncio.Task[None]] = set()

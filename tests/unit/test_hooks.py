@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -207,3 +208,23 @@ def test_a_hook_on_a_broken_payload_or_outside_a_workspace_is_silent(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"{not json")))
     assert hook.main(["UserPromptSubmit", "--workspace", str(workspace)]) == 0
     assert capsys.readouterr().out == "" and not (workspace / ".flowbaby").exists()
+
+
+def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One service command line: the hook (stdlib only) builds what graph.owner.service_record runs."""
+    from graph.owner import service_record
+    from graph.service import WorkspacePaths
+
+    _, workspace = dirs
+    (workspace / ".flowbaby").mkdir()
+    started: list[list[str]] = []
+    monkeypatch.setattr(hook, "_detached", lambda root, args, log: started.append(args))
+    monkeypatch.setenv("FLOWBABY_IDLE_EXIT_SEC", "42")
+    hook._start_service(str(workspace))
+    expected = service_record.command(WorkspacePaths(workspace).root, service_record.idle_exit_sec())
+    assert started and [sys.executable, "-P", *started[0]] == expected
+    (workspace / ".flowbaby" / "service.lock").write_text(str(os.getpid()))  # a live service is starting
+    hook._start_service(str(workspace))
+    assert len(started) == 1
