@@ -112,20 +112,22 @@ async def serve(
         print(f"flowbaby serve: {refusal}", file=sys.stderr)
         return 2
     try:
-        paths = resolve_workspace(workspace)
-        claim = service_record.claim(paths)
-    except (FlowbabyError, OSError) as exc:
-        print(f"flowbaby serve: {getattr(exc, 'message', exc)}", file=sys.stderr)
-        return EXIT_WORKSPACE_UNAVAILABLE
-    if claim is None and idle_exit is not None:
-        print(f"flowbaby serve: {paths.root} already has a service running; leaving it to that one", file=sys.stderr)
-        return 0
-    try:
-        sock = listen(host, port)
+        sock = listen(host, port)  # a taken port is refused before the workspace is touched
     except AddressUnavailable as error:
         print(f"flowbaby serve: {error}", file=sys.stderr)
         return EXIT_ADDRESS_UNAVAILABLE
     port = sock.getsockname()[1]  # --port 0: the free port the system chose
+    try:
+        paths = resolve_workspace(workspace)
+        claim = service_record.claim(paths)
+    except (FlowbabyError, OSError) as exc:
+        sock.close()
+        print(f"flowbaby serve: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return EXIT_WORKSPACE_UNAVAILABLE
+    if claim is None and idle_exit is not None:
+        sock.close()
+        print(f"flowbaby serve: {paths.root} already has a service running; leaving it to that one", file=sys.stderr)
+        return 0
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
         sock.close()

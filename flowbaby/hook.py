@@ -277,13 +277,17 @@ def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: floa
         return call_owner(data, method, params, timeout)
     deadline = time.monotonic() + bound
     started = False
+    service: Any = None
     while True:
         try:
             return call_owner(data, method, params, timeout, cold=max(0.01, deadline - time.monotonic()))
         except NoOwner as exc:
             if not started:
-                _start_service(workspace)
-                started = True
+                service, started = _start_service(workspace), True
+            if service is not None and service.poll() not in (None, 0):  # 0: another service runs
+                raise OwnerUnavailable(
+                    f"{exc}; the service exited with {service.returncode}: see service.log"
+                ) from None
             if time.monotonic() >= deadline:
                 raise OwnerUnavailable(f"{exc}; no owner answered within {bound:g} s") from None
             time.sleep(0.05)
@@ -305,15 +309,17 @@ def _service_starting(data: str) -> bool:
     return True
 
 
-def _start_service(workspace: str) -> None:
+def _start_service(workspace: str) -> Any:
     """Start the workspace's service (graph/owner/service_record.py's command: `flowbaby serve --port 0
-    --idle-exit SEC`), unless one is starting; a second one started at the same moment leaves at once."""
+    --idle-exit SEC`), unless one is starting (None then); a second one started at the same moment
+    leaves at once. The process started, to see whether it failed."""
     if _service_starting(os.path.join(workspace, ".flowbaby")):
-        return
+        return None
     idle = _float_env(IDLE_EXIT_ENV, DEFAULT_IDLE_EXIT_SEC)
     args = ["-m", "flowbaby", "serve", "--workspace", workspace, "--port", "0", "--idle-exit", str(idle)]
-    _detached(workspace, args, "logs/service.log")
+    child = _detached(workspace, args, "logs/service.log")
     _log(workspace, "no owner: started the workspace's service")
+    return child
 
 
 def _remember(state: HookState, session_id: str, topic_ids: list[str]) -> None:
@@ -329,7 +335,7 @@ def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
     _detached(workspace, ["-m", "flowbaby.capture_command", workspace, json.dumps(params)], "logs/capture.log")
 
 
-def _detached(workspace: str, args: list[str], log_name: str) -> None:
+def _detached(workspace: str, args: list[str], log_name: str) -> Any:
     """`python -P args` in a session of its own, its output appended to .flowbaby/`log_name`, nothing else
     inherited. -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts
     every child (this module imports nothing of flowbaby's): the workspace's own files are never imported."""
@@ -339,7 +345,7 @@ def _detached(workspace: str, args: list[str], log_name: str) -> None:
     inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
     with open(_append(os.path.join(workspace, ".flowbaby"), log_name), "ab") as log:
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-P", *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
