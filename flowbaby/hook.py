@@ -294,15 +294,18 @@ def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: floa
 
 
 def _service_starting(data: str) -> bool:
-    """Whether a service holds or is taking the workspace: service.lock names a live process."""
+    """Whether a service holds or is taking the workspace: service.lock, a private file of this user (a
+    committed one is not), names a live `flowbaby serve`."""
     try:
         with open(_open_file(data, "service.lock", os.O_RDONLY), encoding="ascii") as handle:
+            if not _private(os.fstat(handle.fileno())):
+                return False
             pid = int(handle.read(32).strip() or 0)
         if pid <= 0:
             return False
-        if os.path.isdir("/proc/self"):  # Linux: a zombie (never reaped in some containers) has no cmdline
+        if os.path.isdir("/proc/self"):  # Linux; a zombie (never reaped in some containers) has no cmdline
             with open(f"/proc/{pid}/cmdline", "rb") as proc:
-                return bool(proc.read(1))
+                return b"serve" in proc.read().split(b"\0")
         os.kill(pid, 0)
     except (OSError, ValueError):
         return False

@@ -225,6 +225,8 @@ def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
     hook._start_service(str(workspace))
     expected = service_record.command(WorkspacePaths(workspace).root, service_record.idle_exit_sec())
     assert started and [sys.executable, "-P", *started[0]] == expected
-    (workspace / ".flowbaby" / "service.lock").write_text(str(os.getpid()))  # a live service is starting
+    lock = workspace / ".flowbaby" / "service.lock"
+    lock.write_text(str(os.getpid()))  # a live process, but not a `flowbaby serve`: not a service starting
+    os.chmod(lock, 0o600)
     hook._start_service(str(workspace))
-    assert len(started) == 1
+    assert len(started) == 2
