@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -55,7 +55,7 @@ from graph.core.contract import (
     RetrievalErrorCode,
     StoreMemoryResponse,
 )
-from graph.service import MemoryService, WorkspacePaths, namespace_for
+from graph.service import MemoryService, WorkspacePaths, namespace_for, service_record
 
 log = logging.getLogger("flowbaby.api")
 
@@ -237,11 +237,16 @@ def create_app(
         return _failure(FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
 
     @app.get("/api/health", response_model=HealthResponse | PublicHealthResponse)
-    async def health(request: Request) -> dict[str, Any]:
-        """Without the token: only that it is up, and its version (no path, no pid)."""
+    async def health(
+        request: Request, challenge: str | None = Query(None, pattern="^[0-9a-f]{32,128}$")
+    ) -> dict[str, Any] | JSONResponse:
+        """Without the token: only that it is up, and its version (no path, no pid); with a
+        `challenge`, the proof that it holds this workspace's token (`flowbaby ui` asks before it sends it)."""
         if AUTHORIZED.get():
             return await service.health()
-        return PublicHealthResponse(version=__version__).model_dump(mode="json")
+        port = int((request.scope.get("server") or ("", 0))[1] or 0)
+        proof = service_record.server_proof(token, port, challenge) if challenge else None
+        return JSONResponse(PublicHealthResponse(version=__version__, proof=proof).model_dump(exclude_none=True))
 
     @app.post("/api/agent/ingest", status_code=202, response_model=FlowbabyIngestResponse)
     async def ingest(request: Request) -> Any:

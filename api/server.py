@@ -9,7 +9,9 @@ import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Iterator
+from typing import Any
 
 import uvicorn
 
@@ -21,12 +23,15 @@ from graph.core.contract import ErrorCode, FlowbabyError
 from graph.service import (
     EXIT_WORKSPACE_UNAVAILABLE,
     Backend,
+    FlowbabyService,
     MemoryService,
     TokenStore,
     is_loopback,
     open_backend,
     open_service,
     open_token_store,
+    resolve_workspace,
+    service_record,
     start_watching,
 )
 
@@ -37,6 +42,12 @@ TLS = tuple[str, str]
 
 EXIT_ADDRESS_UNAVAILABLE = 4
 """`serve` could not listen on --host/--port (most often: another server has the port)."""
+STOP_GRACE_SEC = 0.5
+"""What a running graph batch gets at a stop before it is parked (re-run by the next owner; a batch
+takes seconds, so waiting longer rarely saves one): the whole exit stays within 5 s of SIGTERM, the
+queued vector writes included (systemd waits 90 s, Docker 10 s)."""
+HTTP_GRACE_SEC = 1
+"""What requests in flight get at a stop before uvicorn cancels them."""
 
 
 class AddressUnavailable(Exception):
@@ -92,16 +103,31 @@ async def serve(
     rate_limit_per_minute: int | None,
     tls: TLS | None = None,
     docs: bool = False,
+    idle_exit: float | None = None,
 ) -> int:
+    """`idle_exit` (a service `flowbaby start` or a hook started): leave at once if the workspace
+    already has a service, and after that many seconds idle (0: never)."""
     refusal = bind_refusal(host, allow_remote, tls)
     if refusal:
         print(f"flowbaby serve: {refusal}", file=sys.stderr)
         return 2
     try:
-        sock = listen(host, port)
+        sock = listen(host, port)  # a taken port is refused before the workspace is touched
     except AddressUnavailable as error:
         print(f"flowbaby serve: {error}", file=sys.stderr)
         return EXIT_ADDRESS_UNAVAILABLE
+    port = sock.getsockname()[1]  # --port 0: the free port the system chose
+    try:
+        paths = resolve_workspace(workspace)
+        claim = service_record.claim(paths)
+    except (FlowbabyError, OSError) as exc:
+        sock.close()
+        print(f"flowbaby serve: {getattr(exc, 'message', exc)}", file=sys.stderr)
+        return EXIT_WORKSPACE_UNAVAILABLE
+    if claim is None and idle_exit is not None:
+        sock.close()
+        print(f"flowbaby serve: {paths.root} already has a service running; leaving it to that one", file=sys.stderr)
+        return 0
     service = await open_service("serve", workspace, rate_limit_per_minute)
     if isinstance(service, FlowbabyError):
         sock.close()
@@ -126,15 +152,68 @@ async def serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+    record = {"port": port, "host": host, "since": _now(), "idleExitSec": idle_exit or 0}
+    lifetime = asyncio.create_task(_lifetime(server, service, paths, record if claim is not None else None, idle_exit))
     try:
         await start_watching(service, "serve")
         await server.serve()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):  # a second signal must not cut the close short
             loop.add_signal_handler(sig, lambda: None)
+        lifetime.cancel()
+        if claim is not None:
+            service_record.withdraw(paths)
         # Every namespace at once: each may take its grace period to park a running batch.
-        await asyncio.gather(service.close(hand_on=True), *([team.close()] if team is not None else []))
+        closing = [service.close(STOP_GRACE_SEC, hand_on=True), *([team.close()] if team is not None else [])]
+        await asyncio.gather(*closing)
+        if claim is not None:
+            service_record.release(claim)
     return 0
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+async def _lifetime(
+    server: uvicorn.Server,
+    service: MemoryService,
+    paths: Any,
+    record: dict[str, Any] | None,
+    idle_exit: float | None,
+) -> None:
+    """Publish the service record once the port answers; with `idle_exit`, stop the server after that
+    long without an HTTP request, a front's call or connection, or graph work (INGEST_CONTRACT.md 9.2).
+    The record's lastActivity is rewritten when activity was seen (at most once a tick)."""
+    while not server.started:
+        await asyncio.sleep(0.02)
+    if record is not None:
+        record["lastActivity"] = _now()
+        await asyncio.to_thread(service_record.publish, paths, record)
+    if not idle_exit:
+        return
+    tick = min(5.0, max(0.2, idle_exit / 4))
+    seen: tuple[int, float] | None = None
+    quiet_since = time.monotonic()
+    while not server.should_exit:
+        await asyncio.sleep(tick)
+        state = server.server_state
+        fronts, last_call = service.front_activity() if isinstance(service, FlowbabyService) else (0, 0.0)
+        try:
+            health = await service.health()  # through an owner that left, this call takes the workspace over
+            pending = health["pendingOperations"] if health.get("graphBuilding", True) else 0
+        except Exception:  # noqa: BLE001 - an owner in trouble: stay, the next tick asks again
+            pending = 1
+        now = (state.total_requests, last_call)
+        if now != seen or fronts or pending or len(state.connections):
+            if now != seen and record is not None and seen is not None:
+                record["lastActivity"] = _now()
+                await asyncio.to_thread(service_record.publish, paths, record)
+            seen, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= idle_exit:
+            log.info("idle for %.0f s with no graph work left: the service leaves", idle_exit)
+            print(f"flowbaby serve: idle for {idle_exit:g} s; exiting", file=sys.stderr, flush=True)
+            server.should_exit = True
 
 
 class TeamServer:
@@ -198,6 +277,7 @@ def http_server(
         log_config=None,
         http=GuardedH11Protocol,  # request-head deadline and connection cap (api/guard.py)
         timeout_keep_alive=5,
+        timeout_graceful_shutdown=HTTP_GRACE_SEC,
         ssl_certfile=tls[0] if tls else None,
         ssl_keyfile=tls[1] if tls else None,
     )

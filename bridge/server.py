@@ -53,6 +53,10 @@ PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600,
 INTERNAL_ERROR = -32603
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """A line longer than this is answered with INVALID_REQUEST without being parsed."""
+SIGNAL_WAIT_SEC = 1.0
+"""After SIGTERM/SIGINT: what requests in flight get before the workspace is closed."""
+SIGNAL_GRACE_SEC = 0.5
+"""After SIGTERM/SIGINT: what a running graph batch gets before it is parked (the next owner re-runs it)."""
 MAX_BATCH = 100
 """A batch with more calls is answered with one INVALID_REQUEST, none of them run (85,000 calls
 once held the event loop for 9.8 s)."""
@@ -240,8 +244,14 @@ async def serve(
     bridge = Bridge(service, writer, request_timeout_sec)
     await start_watching(service, "bridge")
     loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+
+    def on_signal() -> None:
+        signalled.set()
+        bridge.stopping.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, bridge.stopping.set)
+        loop.add_signal_handler(sig, on_signal)
     lines: asyncio.Queue[bytes | None] = asyncio.Queue()
     threading.Thread(target=_read_lines, args=(loop, lines), daemon=True, name="stdin").start()
     in_flight: set[asyncio.Task[None]] = set()
@@ -266,10 +276,14 @@ async def serve(
         http_task.add_done_callback(lambda _: bridge.stopping.set())  # a port clash stops the bridge too
     await bridge.stopping.wait()
     pump_task.cancel()
+    # A signal (systemd, Docker, an editor's kill) gets the exit within 5 s: requests in flight get
+    # SIGNAL_WAIT_SEC, a running graph batch SIGNAL_GRACE_SEC, then it is parked for the next owner.
+    wait = min(request_timeout_sec, SIGNAL_WAIT_SEC) if signalled.is_set() else request_timeout_sec
+    grace = min(shutdown_grace_sec, SIGNAL_GRACE_SEC) if signalled.is_set() else shutdown_grace_sec
     if http_server is not None and http_task is not None:
         http_server.should_exit = True
-        await asyncio.wait([http_task], timeout=request_timeout_sec)
+        await asyncio.wait([http_task], timeout=wait)
     if in_flight:
-        await asyncio.wait(in_flight, timeout=request_timeout_sec)
-    await service.close(shutdown_grace_sec, hand_on=True)
+        await asyncio.wait(in_flight, timeout=wait)
+    await service.close(grace, hand_on=True)
     return 0

@@ -1,6 +1,6 @@
-"""The `flowbaby` command line: `bridge`, `serve`, `ui`, `mcp`, `install`, `uninstall`, `demo`, `graph`,
-`sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook`, `link`
-and `adopt`."""
+"""The `flowbaby` command line: `bridge`, `serve`, `start`, `stop`, `ui`, `mcp`, `install`, `uninstall`, `demo`,
+`graph`, `sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook`,
+`link` and `adopt`."""
 
 from __future__ import annotations
 
@@ -163,6 +163,13 @@ def build_parser() -> FlowbabyParser:
     tls_arguments(serve)
     serve.add_argument("--docs", action="store_true", help="serve /docs, Swagger UI (its files served locally)")
     serve.add_argument(
+        "--idle-exit",
+        type=float,
+        metavar="SEC",
+        help="run as the workspace's service (what `flowbaby start` runs): leave at once if one runs already, "
+        "and exit after SEC seconds without a request, a connected front or graph work (0: never)",
+    )
+    serve.add_argument(
         "--rate-limit-per-minute",
         type=_non_negative,
         default=None,
@@ -246,8 +253,10 @@ def build_parser() -> FlowbabyParser:
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
     from flowbaby.memories_command import add_export_command, add_memories_command
+    from flowbaby.service_command import add_service_commands
     from flowbaby.status_command import add_status_commands
 
+    add_service_commands(commands)
     add_import_command(commands)
     add_memories_command(commands)
     add_export_command(commands)
@@ -269,6 +278,7 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.import_command import run_import_command
     from flowbaby.link_command import run_link_command
     from flowbaby.memories_command import run_memories_command, run_transfer_command
+    from flowbaby.service_command import run_service_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.status_command import run_status_command
     from flowbaby.team_command import run_team_command
@@ -286,6 +296,8 @@ def main(argv: list[str] | None = None) -> None:
         from flowbaby.adopt_command import run_adopt_command
 
         sys.exit(run_adopt_command(args))
+    if args.command in ("start", "stop"):
+        sys.exit(run_service_command(args))
     use_database_url(args)
     private = ("serve", "mcp", "sessions", "import", "export", "memories", "status", "repair")
     if args.command in private:  # run_bridge sets it for the bridge
@@ -333,7 +345,14 @@ def main(argv: list[str] | None = None) -> None:
 
         tls = tls_pair(args.tls_cert, args.tls_key)
         server = serve(
-            args.workspace, args.host, args.port, args.allow_remote, args.rate_limit_per_minute, tls, args.docs
+            args.workspace,
+            args.host,
+            args.port,
+            args.allow_remote,
+            args.rate_limit_per_minute,
+            tls,
+            args.docs,
+            args.idle_exit,
         )
         sys.exit(asyncio.run(server))
     from flowbaby.demo import run_demo

@@ -4,8 +4,9 @@ It reads the client's hook JSON on stdin and prints what the agent should see: t
 at SessionStart, recalled memories at UserPromptSubmit, nothing at Stop, PreCompact and
 SessionEnd (which capture the session). The path is latency-critical, so this module imports
 only the standard library: it talks to the workspace's running owner over its unix socket
-(graph/owner/wire.py's line protocol) and never opens the workspace itself. With no owner it
-answers at once with nothing, and a capture is handed to a detached process. Whatever fails,
+(graph/owner/wire.py's line protocol) and never opens the workspace itself. With no owner, the
+briefing and the recall start the workspace's service (`flowbaby start`'s command, detached) and
+wait for its answer up to FLOWBABY_HOOK_START_SEC; a capture is handed to a detached process. Whatever fails,
 the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log: the client's session
 is never blocked or broken.
 """
@@ -28,7 +29,16 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"
 CAPTURE_EVENTS = ("Stop", "PreCompact", "SessionEnd")
 TIMEOUT_ENV = "FLOWBABY_HOOK_TIMEOUT_SEC"
 DEFAULT_TIMEOUT_SEC = 1.5
-"""The longest a briefing or recall waits for the owner; past it the hook prints nothing."""
+"""The longest a briefing or recall waits for a warm owner; past it the hook prints nothing."""
+START_ENV = "FLOWBABY_HOOK_START_SEC"
+DEFAULT_START_SEC = 20.0
+"""With no owner, or one started less than COLD_OWNER_SEC ago: how long a briefing or recall waits for it
+(a cold owner answered a briefing 1.9-3.4 s after its start here; Claude Code's hooks get 30 s)."""
+COLD_OWNER_SEC = 60.0
+"""An owner whose endpoint is younger than this may still be loading its model: recall waits longer."""
+IDLE_EXIT_ENV = "FLOWBABY_IDLE_EXIT_SEC"
+DEFAULT_IDLE_EXIT_SEC = 1800.0
+"""The idle time of a service a hook starts (graph/owner/service_record.py's default)."""
 CAPTURE_WAIT_SEC = 0.3
 """A capture is the owner's work: the hook waits this long for the reply, then leaves it running."""
 STOP_DEBOUNCE_ENV = "FLOWBABY_CAPTURE_DEBOUNCE_SEC"
@@ -77,14 +87,22 @@ class OwnerUnavailable(Exception):
     """No owner answers on the workspace's socket (none running, or too slow)."""
 
 
-def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -> Any:
-    """One call on the owner's socket: {"id","method","args"} out, the line with our id back."""
-    deadline = time.monotonic() + timeout
-    address = _owner_socket(data)
+class NoOwner(OwnerUnavailable):
+    """No owner runs: no endpoint published, or nothing listens on it."""
+
+
+def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, cold: float | None = None) -> Any:
+    """One call on the owner's socket: {"id","method","args"} out, the line with our id back. `cold`: the
+    wait allowed instead of `timeout` when the owner started less than COLD_OWNER_SEC ago."""
+    address, age = _owner_socket(data)
+    deadline = time.monotonic() + (max(timeout, cold) if cold is not None and age < COLD_OWNER_SEC else timeout)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
-            conn.connect(address)
+            try:
+                conn.connect(address)
+            except (FileNotFoundError, ConnectionRefusedError) as exc:
+                raise NoOwner(f"no owner endpoint: {address}: {exc.strerror}") from None
             if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
                 creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
                 if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
@@ -95,7 +113,7 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -
                 conn.settimeout(max(0.01, deadline - time.monotonic()))
                 chunk = conn.recv(1 << 16)
                 if not chunk:
-                    raise OwnerUnavailable("the owner closed the connection")
+                    raise NoOwner("the owner closed the connection")  # it was leaving: start another
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
@@ -121,16 +139,16 @@ def _runtime_name(root: str) -> str:
     return f"{hashlib.sha256(root.encode()).hexdigest()[:16]}.sock"
 
 
-def _owner_socket(data: str) -> str:
-    """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
-    repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
-    owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or this
-    workspace's name in a private `flowbaby-<uid>` folder of this user."""
+def _owner_socket(data: str) -> tuple[str, float]:
+    """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1), and the
+    seconds since the owner wrote it: a repository can commit owner.json (git writes it 0644) to send
+    prompts to another user's socket. owner.json is a private regular file of this user; the socket
+    is `.flowbaby/owner.sock` or this workspace's name in a private `flowbaby-<uid>` folder of this user."""
     try:
         with open(_open_file(data, "owner.json", os.O_RDONLY), encoding="utf-8") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode) or not _private(info):
-                raise OwnerUnavailable("no owner endpoint: owner.json is not a private file of this user")
+                raise NoOwner("no owner endpoint: owner.json is not a private file of this user")
             address = str(json.load(handle)["socket"])
         folder = os.path.dirname(address)
         allowed = address == os.path.join(data, "owner.sock") or (
@@ -140,10 +158,10 @@ def _owner_socket(data: str) -> str:
             and _private(inside)
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise OwnerUnavailable(f"no owner endpoint: {exc}") from None
+        raise NoOwner(f"no owner endpoint: {exc}") from None
     if not allowed:
-        raise OwnerUnavailable(f"no owner endpoint: owner.json names {address}, not a socket of this workspace")
-    return address
+        raise NoOwner(f"no owner endpoint: owner.json names {address}, not a socket of this workspace")
+    return address, time.time() - info.st_mtime
 
 
 class HookState:
@@ -227,7 +245,7 @@ def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> 
         params: dict[str, Any] = {"agentName": client, "maxTokens": _budget("briefing")}
         if since:
             params["since"] = since
-        reply = call_owner(data, "briefing", params, timeout)
+        reply = ask_owner(workspace, "briefing", params, timeout)
         _remember(state, session_id, [item["topicId"] for item in reply.get("items", [])])
         return str(reply.get("text") or "")
     if event == "UserPromptSubmit":
@@ -236,7 +254,7 @@ def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> 
             return ""
         seen = state.session(session_id).get("injected", []) if session_id else []
         query = {"query": prompt[:4000], "exclude": seen, "maxTokens": _budget("recall"), "agentName": client}
-        reply = call_owner(data, "recall", query, timeout)
+        reply = ask_owner(workspace, "recall", query, timeout)
         _remember(state, session_id, list(reply.get("topicIds") or []))
         return str(reply.get("text") or "")
     if event in CAPTURE_EVENTS and session_id and capture_enabled():
@@ -252,10 +270,68 @@ def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> 
             params["transcriptPath"] = str(payload["transcript_path"])
         try:
             call_owner(data, "capture", params, CAPTURE_WAIT_SEC)
-        except OwnerUnavailable as exc:
-            if "did not answer" not in str(exc):  # no owner at all: a detached process captures
-                _capture_detached(workspace, params)
+        except NoOwner:  # no owner at all: a detached process captures
+            _capture_detached(workspace, params)
+        except OwnerUnavailable:
+            pass  # an owner too slow to reply within CAPTURE_WAIT_SEC still captures
     return ""
+
+
+def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: float) -> Any:
+    """call_owner, starting the workspace's service when no owner runs and waiting for it (and for an
+    owner that started less than COLD_OWNER_SEC ago) up to FLOWBABY_HOOK_START_SEC."""
+    data = os.path.join(workspace, ".flowbaby")
+    bound = _float_env(START_ENV, DEFAULT_START_SEC)
+    if bound <= 0:  # FLOWBABY_HOOK_START_SEC=0: only a running owner answers, nothing is started
+        return call_owner(data, method, params, timeout)
+    deadline = time.monotonic() + bound
+    started = False
+    service: Any = None
+    while True:
+        try:
+            return call_owner(data, method, params, timeout, cold=max(0.01, deadline - time.monotonic()))
+        except NoOwner as exc:
+            if not started:
+                service, started = _start_service(workspace), True
+            if service is not None and service.poll() not in (None, 0):  # 0: another service runs
+                raise OwnerUnavailable(
+                    f"{exc}; the service exited with {service.returncode}: see service.log"
+                ) from None
+            if time.monotonic() >= deadline:
+                raise OwnerUnavailable(f"{exc}; no owner answered within {bound:g} s") from None
+            time.sleep(0.05)
+
+
+def _service_starting(data: str) -> bool:
+    """Whether a service holds or is taking the workspace: service.lock, a private file of this user (a
+    committed one is not), names a live `flowbaby serve`."""
+    try:
+        with open(_open_file(data, "service.lock", os.O_RDONLY), encoding="ascii") as handle:
+            if not _private(os.fstat(handle.fileno())):
+                return False
+            pid = int(handle.read(32).strip() or 0)
+        if pid <= 0:
+            return False
+        if os.path.isdir("/proc/self"):  # Linux; a zombie (never reaped in some containers) has no cmdline
+            with open(f"/proc/{pid}/cmdline", "rb") as proc:
+                return b"serve" in proc.read().split(b"\0")
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _start_service(workspace: str) -> Any:
+    """Start the workspace's service (graph/owner/service_record.py's command: `flowbaby serve --port 0
+    --idle-exit SEC`), unless one is starting (None then); a second one started at the same moment
+    leaves at once. The process started, to see whether it failed."""
+    if _service_starting(os.path.join(workspace, ".flowbaby")):
+        return None
+    idle = _float_env(IDLE_EXIT_ENV, DEFAULT_IDLE_EXIT_SEC)
+    args = ["-m", "flowbaby", "serve", "--workspace", workspace, "--port", "0", "--idle-exit", str(idle)]
+    child = _detached(workspace, args, "logs/service.log")
+    _log(workspace, "no owner: started the workspace's service")
+    return child
 
 
 def _remember(state: HookState, session_id: str, topic_ids: list[str]) -> None:
@@ -268,16 +344,21 @@ def _remember(state: HookState, session_id: str, topic_ids: list[str]) -> None:
 
 def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
     """Open the workspace in a process of its own (it may take seconds to load) and capture there."""
+    _detached(workspace, ["-m", "flowbaby.capture_command", workspace, json.dumps(params)], "logs/capture.log")
+
+
+def _detached(workspace: str, args: list[str], log_name: str) -> Any:
+    """`python -P args` in a session of its own, its output appended to .flowbaby/`log_name`, nothing else
+    inherited. -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts
+    every child (this module imports nothing of flowbaby's): the workspace's own files are never imported."""
     import subprocess
 
-    # -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts every
-    # child (this module imports nothing of flowbaby's): the workspace's own files are never imported.
     source_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
-    with open(_append(os.path.join(workspace, ".flowbaby"), "logs/capture.log"), "ab") as log:
-        subprocess.Popen(
-            [sys.executable, "-P", "-m", "flowbaby.capture_command", workspace, json.dumps(params)],
+    with open(_append(os.path.join(workspace, ".flowbaby"), log_name), "ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-P", *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -13,9 +13,12 @@ from typing import Any
 from flowbaby import hook
 from flowbaby.agent_files import MARKER
 
-CLAUDE_EVENTS = {"SessionStart": 10, "UserPromptSubmit": 10, "Stop": 15, "PreCompact": 15, "SessionEnd": 15}
+CLAUDE_EVENTS = {"SessionStart": 30, "UserPromptSubmit": 30, "Stop": 15, "PreCompact": 15, "SessionEnd": 15}
 """Each Claude Code hook event flowbaby handles, with the client's own timeout for it in seconds
-(a backstop: the hook itself answers within FLOWBABY_HOOK_TIMEOUT_SEC)."""
+(a backstop: the hook itself answers within FLOWBABY_HOOK_TIMEOUT_SEC, or FLOWBABY_HOOK_START_SEC (20 s)
+when it had to start the workspace's service)."""
+PLUGIN_DEADLINE_MS = {"SessionStart": 30000, "UserPromptSubmit": 30000}
+"""The OpenCode plugin's deadline per event, as CLAUDE_EVENTS (5 s for the captures)."""
 
 
 def hook_command(event: str, workspace: Path, client: str) -> str:
@@ -85,6 +88,7 @@ import {{ spawn }} from "node:child_process";
 
 const COMMAND = {json.dumps(command)};
 const WORKSPACE = {json.dumps(str(workspace))};
+const DEADLINE_MS = {json.dumps(PLUGIN_DEADLINE_MS)};
 
 function run(event, payload) {{
   return new Promise((resolve) => {{
@@ -97,7 +101,8 @@ function run(event, payload) {{
       resolve("");
       return;
     }}
-    const timer = setTimeout(() => {{ try {{ child.kill(); }} catch (e) {{}} resolve(""); }}, 5000);
+    const deadline = DEADLINE_MS[event] || 5000;
+    const timer = setTimeout(() => {{ try {{ child.kill(); }} catch (e) {{}} resolve(""); }}, deadline);
     child.stdout.on("data", (chunk) => {{ out += chunk; }});
     child.on("error", () => {{ clearTimeout(timer); resolve(""); }});
     child.on("close", () => {{ clearTimeout(timer); resolve(out.trim()); }});

@@ -10,14 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import calendar
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from graph.core.contract import ContractFailure, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, FlowbabyService, MemoryService, WorkspacePaths, open_service
+from graph.service import (
+    EXIT_WORKSPACE_UNAVAILABLE,
+    FlowbabyService,
+    MemoryService,
+    WorkspacePaths,
+    open_service,
+    service_record,
+)
 
 WARM_UP_SEC = 45.0
 """How long `status` waits for an index it had to load itself, so its vector count is true."""
@@ -55,6 +64,27 @@ def _queue_text(background: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _service(paths: WorkspacePaths) -> dict[str, Any] | None:
+    """The workspace's service (flowbaby start, a hook or ui started it) with its idle seconds."""
+    record = service_record.running(paths)
+    if record is not None:
+        with contextlib.suppress(ValueError, TypeError):
+            last = calendar.timegm(time.strptime(str(record.get("lastActivity")), "%Y-%m-%dT%H:%M:%SZ"))
+            record["idleSec"] = max(0, round(time.time() - last))
+    return record
+
+
+def _service_text(record: dict[str, Any] | None) -> str:
+    if record is None:
+        return "service: none running (the hooks and `flowbaby ui` start it; `flowbaby start` by hand)"
+    limit = record.get("idleExitSec") or 0
+    leaves = f", exits after {limit:g} s idle" if limit else ", never exits for idleness"
+    return (
+        f"service: pid {record['pid']} on http://{record.get('host')}:{record['port']} since {record.get('since')}, "
+        f"idle {record.get('idleSec', '?')} s{leaves}"
+    )
+
+
 def _index_text(index: dict[str, Any]) -> str:
     counts = index.get("counts", {})
     return (
@@ -81,8 +111,11 @@ async def _run(args: argparse.Namespace) -> int:
                 + f", re-embedding {reply['reembeddedMemories']}\n{_index_text(reply['index'])}"
             )
         else:
-            reply = await _status(service)
-            text = f"workspace: {root}\n{_index_text(reply['index'])}\n{_queue_text(reply['background'])}"
+            reply = {"service": _service(WorkspacePaths(root)), **await _status(service)}
+            text = (
+                f"workspace: {root}\n{_service_text(reply['service'])}\n{_index_text(reply['index'])}\n"
+                f"{_queue_text(reply['background'])}"
+            )
     except ContractFailure as error:
         print(json.dumps(error.to_response(), indent=2) if args.json else error.message)
         return 1

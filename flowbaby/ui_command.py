@@ -1,91 +1,93 @@
 """`flowbaby ui`: open the memory browser of a workspace, signed in by a one-time link.
 
-It reuses the workspace's `flowbaby serve` on --port when one answers there (its authorized
-health names this workspace), else starts one in the background (it keeps running after this
-command ends; its output goes to .flowbaby/logs/ui-serve.log). It then asks the server, with the
-workspace's token, for a one-time code, prints the link and opens the browser on it.
+It reuses the workspace's service (`.flowbaby/service.json`: its pid and port) or starts it as
+`flowbaby start` does (a free port, detached through the safe launcher, leaving when idle), so each
+project gets its own port and no --port is needed. Before it sends the workspace's token anywhere it
+asks the server at that port to prove it holds the token (`/api/health?challenge=`: an HMAC bound to
+that port): a process squatting on the port gets nothing and its link is never handed out. It then
+asks for a one-time code, prints the link and opens the browser on it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
-import os
-import subprocess
+import secrets
 import sys
-import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import webbrowser
 from pathlib import Path
 from typing import Any
 
-START_TIMEOUT_SEC = 120.0
-"""A cold start loads the embedding model and cognee; a first start may take this long."""
-
 
 def add_ui_command(commands: Any) -> None:
-    ui = commands.add_parser("ui", help="open the memory browser (starts or reuses the workspace's serve)")
+    ui = commands.add_parser("ui", help="open the memory browser (starts or reuses the workspace's service)")
     ui.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
-    ui.add_argument("--port", type=int, default=8766, help="port of the workspace's serve (started there if none)")
     ui.add_argument("--no-open", action="store_true", help="print the sign-in link without opening a browser")
 
 
-def _call(url: str, token: str, method: str = "GET", timeout: float = 5.0) -> dict[str, Any]:
-    request = urllib.request.Request(url, method=method, headers={"Authorization": f"Bearer {token}"})
+def _call(url: str, token: str | None, method: str = "GET", timeout: float = 5.0) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, method=method, headers=headers)
     with urllib.request.urlopen(request, timeout=timeout) as reply:  # noqa: S310 - loopback URL we built
         return dict(json.loads(reply.read()))
 
 
-def _serves(base: str, token: str, root: Path) -> bool | None:
-    """True: this workspace's server answers at base; False: another server does; None: nothing."""
+def proves_identity(base: str, port: int, token: str) -> bool:
+    """Whether the server at `base` holds this workspace's token; nothing secret is sent to ask."""
+    from graph.service import service_record
+
+    challenge = secrets.token_hex(32)
     try:
-        health = _call(f"{base}/api/health", token, timeout=3.0)
-    except urllib.error.HTTPError:
-        return False
+        reply = _call(f"{base}/api/health?{urllib.parse.urlencode({'challenge': challenge})}", None, timeout=5.0)
     except (OSError, ValueError):
-        return None
-    return bool(health.get("workspace")) and Path(str(health["workspace"])).resolve() == root
+        return False
+    expected = service_record.server_proof(token, port, challenge)
+    return hmac.compare_digest(str(reply.get("proof") or ""), expected)
 
 
-def _start(root: Path, port: int) -> subprocess.Popen[bytes]:
-    logs = root / ".flowbaby" / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log = open(logs / "ui-serve.log", "ab")  # noqa: SIM115 - handed to the child
-    command = [sys.executable, "-m", "flowbaby", "serve", "--workspace", str(root), "--port", str(port)]
-    return subprocess.Popen(
-        command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, env=dict(os.environ)
-    )
+def open_in_browser(link: str) -> None:
+    """Open the sign-in link (the browser helper may replace how)."""
+    webbrowser.open(link)
 
 
 def run_ui_command(args: argparse.Namespace) -> int:
     from api.auth import resolve_token
-    from graph.service import WorkspacePaths
+    from graph.core.contract import FlowbabyError
+    from graph.service import resolve_workspace, service_record
 
-    root = Path(args.workspace).resolve()
-    base = f"http://127.0.0.1:{args.port}"
-    paths = WorkspacePaths(root)
-    paths.data.mkdir(mode=0o700, parents=True, exist_ok=True)
-    token, _ = resolve_token(paths)
-    found = _serves(base, token, root)
-    if found is False:
+    try:
+        paths = resolve_workspace(Path(args.workspace).expanduser().resolve())
+        token, _ = resolve_token(paths)
+    except FlowbabyError as error:
+        print(f"flowbaby ui: {error.message}", file=sys.stderr)
+        return 3
+    record, started = service_record.ensure(paths, service_record.idle_exit_sec())
+    if record is None:
+        print(f"flowbaby ui: the service did not start; see {paths.logs / 'service.log'}", file=sys.stderr)
+        return 1
+    port = int(record["port"])
+    base = f"http://127.0.0.1:{port}"
+    if started:
+        print(f"flowbaby ui: started the workspace's service (pid {record['pid']}) on {base}", file=sys.stderr)
+    if not proves_identity(base, port, token):
         print(
-            f"flowbaby ui: {base} is another workspace's server (or refuses this token); pass --port", file=sys.stderr
+            f"flowbaby ui: the server on {base} did not prove it is this workspace's service; nothing was sent "
+            "to it (`flowbaby stop`, then try again)",
+            file=sys.stderr,
         )
-        return 2
-    if found is None:
-        child = _start(root, args.port)
-        print(f"flowbaby ui: started flowbaby serve (pid {child.pid}) on {base}", file=sys.stderr)
-        deadline = time.monotonic() + START_TIMEOUT_SEC
-        while not _serves(base, token, root):
-            if child.poll() is not None or time.monotonic() > deadline:
-                print(f"flowbaby ui: the server did not start; see {paths.logs / 'ui-serve.log'}", file=sys.stderr)
-                return 1
-            time.sleep(0.3)
-    code = _call(f"{base}/api/ui/codes", token, method="POST")
+        return 1
+    try:
+        code = _call(f"{base}/api/ui/codes", token, method="POST")
+    except (OSError, ValueError) as exc:
+        print(f"flowbaby ui: {base} gave no sign-in code: {exc}", file=sys.stderr)
+        return 1
     link = f"{base}{code['path']}"
     print(link, flush=True)
     print(f"flowbaby ui: a one-time link, valid {code['expiresInSec']} s", file=sys.stderr)
     if not args.no_open:
-        webbrowser.open(link)
+        open_in_browser(link)
     return 0

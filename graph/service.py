@@ -128,6 +128,7 @@ from graph.core.workspace import (
     resolve_workspace,
 )
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
+from graph.owner import service_record
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
@@ -163,6 +164,7 @@ __all__ = [
     "read_sealed_file",
     "write_seal",
     "resolve_workspace",
+    "service_record",
     "connect_workspace",
     "is_loopback",
     "migrate_workspace",
@@ -696,6 +698,11 @@ class FlowbabyService:
 
     def add_operation_listener(self, listener: OperationListener) -> None:
         self.operations.add_listener(listener)
+
+    def front_activity(self) -> tuple[int, float]:
+        """(fronts connected through this owner, time.monotonic() of their last call): what keeps a
+        started service from leaving when idle (api/server.py)."""
+        return self._endpoint.fronts, self._endpoint.last_call
 
     # -- commands --------------------------------------------------------------------
     async def health(self) -> dict[str, Any]:

@@ -221,16 +221,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
       showUnavailable("no workspace folder or flowbaby executable");
       return;
     }
-    const port = Math.trunc(vscode.workspace.getConfiguration("flowbaby").get<number>("memoryBrowserPort", 8766));
-    const started = await run(command, ["ui", "--workspace", workspace, "--port", String(port), "--no-open"], workspace);
+    // `flowbaby ui` reuses or starts the workspace's service on a port of its own: the link names it.
+    const started = await run(command, ["ui", "--workspace", workspace, "--no-open"], workspace);
     const link = started.out.split("\n").find((line) => line.includes("/ui/signin?code="));
     if (started.code !== 0 || !link) {
       logs.error(started.out);
       showUnavailable(`the memory browser did not start: ${started.out.split("\n").pop() ?? ""}`);
       return;
     }
-    const code = new URL(link.trim()).searchParams.get("code") ?? "";
-    const external = await vscode.env.asExternalUri(vscode.Uri.parse(`http://127.0.0.1:${port}/`));
+    const signin = new URL(link.trim());
+    const code = signin.searchParams.get("code") ?? "";
+    const external = await vscode.env.asExternalUri(vscode.Uri.parse(`http://127.0.0.1:${signin.port}/`));
     const base = external.toString(true).replace(/\/?$/, "/");
     const origin = new URL(base).origin;
     if (!browserPanel) {

@@ -604,11 +604,13 @@ class HealthResponse(_Reply):
 
 
 class PublicHealthResponse(_Reply):
-    """What /api/health tells a caller without the bearer token: no path, no pid."""
+    """What /api/health tells a caller without the bearer token: no path, no pid; asked with a
+    `challenge`, the proof that this server holds the workspace's token (never the token)."""
 
     success: Literal[True] = True
     status: Literal["ready"] = "ready"
     version: str
+    proof: str | None = None
 
 
 IndexState = Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]

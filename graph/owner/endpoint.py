@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,13 @@ class OwnerEndpoint:
         self._server: asyncio.Server | None = None
         self._peers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self.last_call = 0.0
+        """time.monotonic() of the last call a front made (a started service's idle clock)."""
+
+    @property
+    def fronts(self) -> int:
+        """Fronts connected now (a bridge or MCP server working through this owner)."""
+        return len(self._peers)
 
     async def start(self) -> None:
         """Listen, then publish the endpoint. The caller holds the workspace lock, so a
@@ -97,6 +105,7 @@ class OwnerEndpoint:
             writer.close()
 
     async def _answer(self, line: bytes, writer: asyncio.StreamWriter) -> None:
+        self.last_call = time.monotonic()
         reply: dict[str, Any]
         try:
             request = json.loads(line)

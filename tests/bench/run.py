@@ -52,6 +52,7 @@ def _locomo(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 runs("hooks", "tests.bench.hooks:run_hooks")
+runs("service", "tests.bench.service:run_service")
 runs("latency", "tests.bench.latency:run_latency")
 runs("onnx", "tests.bench.onnx:run_onnx_benchmarks", locomo=True)
 runs("mcp", "tests.bench.mcp:run_mcp_latency")

@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -92,9 +91,9 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
             if found.status_code == 200 and found.json()["count"]:
                 break
             time.sleep(0.5)
-        # `flowbaby ui` reuses the running server (its health names this workspace) for the link.
+        # `flowbaby ui` reuses the running server (the workspace's service record names it) for the link.
         ui = subprocess.run(
-            [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--port", str(server.port), "--no-open"],
+            [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -250,14 +249,13 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
     root = tmp_path / "list"
     root.mkdir()
     _seed(root, LIST_COUNT)
-    port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_SESSIONS_WATCH": "0"}
-    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--port", str(port), "--no-open"]
+    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"]
     ui = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     try:
         assert ui.returncode == 0, ui.stderr
-        assert "started flowbaby serve" in ui.stderr
-        base = f"http://127.0.0.1:{port}"
+        assert "started the workspace's service" in ui.stderr
+        base = ui.stdout.strip().splitlines()[-1].split("/ui/")[0]
         headers = {"Authorization": f"Bearer {(root / '.flowbaby' / 'api_token').read_text().strip()}"}
         if httpx.get(f"{base}/api/agent/memories", headers=headers, timeout=60).status_code != 200:
             pytest.skip("this server has no listMemories (GET /api/agent/memories) yet")
@@ -303,12 +301,6 @@ def _drive(config: dict[str, object], folder: Path, timeout: float) -> dict[str,
     seen: dict[str, Any] = json.loads(out.read_text())
     assert done.returncode == 0, seen.get("error") or done.stderr
     return seen
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _stop_serve(root: Path) -> None:

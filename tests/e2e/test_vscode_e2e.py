@@ -109,7 +109,6 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     node_bin = code_server_home / "node_modules" / "node" / "bin"
     code_server = code_server_home / "node_modules" / ".bin" / "code-server"
     extensions, user_data = tmp_path / "extensions", tmp_path / "user-data"
-    browser_port = _free_port()
     (user_data / "User").mkdir(parents=True)
     (user_data / "User" / "settings.json").write_text(
         json.dumps(
@@ -117,7 +116,6 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
                 "security.workspace.trust.enabled": False,
                 "workbench.startupEditor": "none",
                 "workbench.secondarySideBar.defaultVisibility": "hidden",
-                "flowbaby.memoryBrowserPort": browser_port,
             }
         )
     )
@@ -184,6 +182,8 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
             os.killpg(server.pid, 9)
             server.wait()
         log.close()
+        record = workspace / ".flowbaby" / "service.json"  # the port `flowbaby ui` gave the workspace's service
+        browser_port = json.loads(record.read_text())["port"] if record.exists() else 0
         _stop_serve(workspace)  # the memory browser's `flowbaby serve` (started by `flowbaby ui`) outlives VS Code
     # Closing VS Code stops the bridge: no flowbaby process for this workspace is left behind.
     assert _wait_no_process(str(workspace), 60), f"a flowbaby process for {workspace} outlived code-server"

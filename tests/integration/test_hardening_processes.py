@@ -46,7 +46,7 @@ def test_serve_shuts_down_gracefully_on_a_signal(workspace: Path, signum: int) -
         + ["--port", str(port), "--rate-limit-per-minute", "0"],
         stdout=subprocess.DEVNULL,
         stderr=log.open("wb"),
-        env=_env(FLOWBABY_API_TOKEN="t"),
+        env=_env(FLOWBABY_API_TOKEN="t", FLOWBABY_FINISH_SEC="0"),  # no finisher takes the lock after it
     )
     url, auth = f"http://127.0.0.1:{port}", {"Authorization": "Bearer t"}
     deadline = time.monotonic() + 90

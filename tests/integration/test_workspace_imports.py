@@ -107,3 +107,44 @@ def test_no_flowbaby_process_imports_from_the_workspace(workspace: Path, tmp_pat
     worker_log = workspace / ".flowbaby" / "logs" / "worker.log"
     assert worker_log.is_file()  # the cognee worker did run
     assert sorted(p.name for p in marks.iterdir()) == [], [p.read_text() for p in marks.iterdir()]
+
+
+def test_ui_start_and_the_hooks_service_import_nothing_from_the_workspace(tmp_path: Path) -> None:
+    """Issue 45.1: `flowbaby ui` started `python -m flowbaby serve` without -P in the repository, so a
+    committed `flowbaby/` package replaced the real one. ui, start, status, stop and the service a hook
+    starts, each run in a workspace that plants json.py, graph/, api/ and flowbaby/: no marker."""
+    workspace, marks = tmp_path / "repo", tmp_path / "marks"
+    workspace.mkdir()
+    marks.mkdir()
+    _plant(workspace, marks)
+    body = (workspace / "json.py").read_text()
+    (workspace / "flowbaby").mkdir()
+    (workspace / "flowbaby" / "__init__.py").write_text(body)
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "FLOWBABY_"))}
+    env |= {"PYTHONPATH": str(PROJECT_ROOT), "LLM_PROVIDER": "offline"}
+    script = str(Path(sys.executable).parent / "flowbaby")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([script, *args], cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+
+    try:
+        ui = run("ui", "--no-open")
+        assert ui.returncode == 0 and "/ui/signin?code=" in ui.stdout, ui.stderr
+        assert run("stop").returncode == 0
+        hook = [sys.executable, "-S", str(PROJECT_ROOT / "flowbaby" / "hook.py"), "SessionStart"]
+        done = subprocess.run(
+            hook, cwd=workspace, env=env, input=b'{"session_id": "s"}', capture_output=True, timeout=60
+        )
+        assert done.returncode == 0
+        deadline = time.monotonic() + 20  # the hook started the service; it publishes once its port answers
+        while not (workspace / ".flowbaby" / "service.json").is_file():
+            assert time.monotonic() < deadline, "no service.json"
+            time.sleep(0.1)
+        assert "service: pid" in run("status").stdout
+        assert run("stop").returncode == 0
+        started = run("start")
+        assert started.returncode == 0, started.stderr
+    finally:
+        run("stop")
+    assert sorted(p.name for p in marks.iterdir()) == [], [p.read_text() for p in marks.iterdir()]

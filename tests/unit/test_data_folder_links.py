@@ -97,7 +97,9 @@ def test_the_audit_log_never_follows_a_link(tmp_path: Path, target: Path) -> Non
 def test_a_hook_sends_no_prompt_to_a_socket_a_repository_names(
     tmp_path: Path, planted: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before: the hook connected to whatever owner.json named and sent the user's prompt there."""
+    """Before: the hook connected to whatever owner.json named and sent the user's prompt there.
+    (FLOWBABY_HOOK_START_SEC=0: no service is started; the unit tier starts no process.)"""
+    monkeypatch.setenv("FLOWBABY_HOOK_START_SEC", "0")
     root = _workspace(tmp_path)
     data = root / ".flowbaby"
     listening = data / "owner.sock" if "0644" in planted else tmp_path / "elsewhere.sock"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -182,7 +183,9 @@ def test_distil_keeps_decisions_and_edited_files_drops_private_and_secrets(tmp_p
 def test_a_hook_with_no_owner_answers_at_once_with_nothing(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """With FLOWBABY_HOOK_START_SEC=0 (the hooks start no service; tests/integration starts one)."""
     _, workspace = dirs
+    monkeypatch.setenv("FLOWBABY_HOOK_START_SEC", "0")
     (workspace / ".flowbaby").mkdir()
     for event, payload in (
         ("SessionStart", {"session_id": "s", "source": "startup"}),
@@ -205,3 +208,25 @@ def test_a_hook_on_a_broken_payload_or_outside_a_workspace_is_silent(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"{not json")))
     assert hook.main(["UserPromptSubmit", "--workspace", str(workspace)]) == 0
     assert capsys.readouterr().out == "" and not (workspace / ".flowbaby").exists()
+
+
+def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
+    dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One service command line: the hook (stdlib only) builds what graph.owner.service_record runs."""
+    from graph.owner import service_record
+    from graph.service import WorkspacePaths
+
+    _, workspace = dirs
+    (workspace / ".flowbaby").mkdir()
+    started: list[list[str]] = []
+    monkeypatch.setattr(hook, "_detached", lambda root, args, log: started.append(args))
+    monkeypatch.setenv("FLOWBABY_IDLE_EXIT_SEC", "42")
+    hook._start_service(str(workspace))
+    expected = service_record.command(WorkspacePaths(workspace).root, service_record.idle_exit_sec())
+    assert started and [sys.executable, "-P", *started[0]] == expected
+    lock = workspace / ".flowbaby" / "service.lock"
+    lock.write_text(str(os.getpid()))  # a live process, but not a `flowbaby serve`: not a service starting
+    os.chmod(lock, 0o600)
+    hook._start_service(str(workspace))
+    assert len(started) == 2
