@@ -16,7 +16,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -87,5 +86,7 @@ def run_ui_command(args: argparse.Namespace) -> int:
     print(link, flush=True)
     print(f"flowbaby ui: a one-time link, valid {code['expiresInSec']} s", file=sys.stderr)
     if not args.no_open:
-        webbrowser.open(link)
+        from flowbaby.browser_handoff import open_link
+
+        open_link(link)  # through a private file: a browser's command line is readable by every user
     return 0
