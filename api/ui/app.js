@@ -120,7 +120,7 @@ let current = null;
 let routed = false;
 async function route() {
   const { view, args, params } = parseHash();
-  if (view === "signin") return showSignin(params.get("expired") ? "That sign-in link is used up or expired." : "");
+  if (view === "signin") return showSignin("");
   if (!state.who) return;
   const render = views[view] || views.search;
   for (const a of document.querySelectorAll("#nav a")) {
