@@ -27,7 +27,6 @@ from typing import Any, Protocol
 from api.auth import token_matches
 from api.browser_auth import KEY_HEADER, BrowserSessions, cookie_name, cookie_value, same_origin_problem
 from api.guard import ASGIApp, Receive, Scope, Send, is_public, refuse
-from graph.core.api_tokens import Grant, token_id_of
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import (
     AUDIT_USER,
@@ -38,6 +37,7 @@ from graph.service import (
     TokenStore,
     digest,
     namespace_problem,
+    token_id_of,
     verify,
 )
 
@@ -150,15 +150,11 @@ class TeamTokens:
         token_id, key = caller.credential
         found, grant = self._cache.get(key)
         if not found:
-            grant = await asyncio.to_thread(self._grant_of, token_id, key)
+            record = await asyncio.to_thread(self._store.find, token_id)
+            live = record is not None and record.revoked_at is None and secrets.compare_digest(key, record.token_hash)
+            grant = record.grant() if live and record is not None else None
             self._cache.put(key, grant)
         return None if grant is None else Caller(grant.user, grant.namespaces, caller.credential)
-
-    def _grant_of(self, token_id: str, key: bytes) -> Grant | None:
-        record = self._store.find(token_id)
-        if record is None or record.revoked_at is not None or not secrets.compare_digest(key, record.token_hash):
-            return None
-        return record.grant()
 
 
 class NamespaceServices:
