@@ -1,5 +1,5 @@
 """The memory browser: its page and assets (api/ui/, plain files, no build step) and its sign-in
-routes (INGEST_CONTRACT.md 11.8). The page calls the same /api routes as every other client,
+routes (INGEST_CONTRACT.md 11.2). The page calls the same /api routes as every other client,
 with a browser session instead of the bearer token (api/browser_auth.py, api/tenancy.py).
 """
 
@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 import graph.core.jsonwire as jsonwire
 from api.browser_auth import CSRF_HEADER, SESSION_TTL_SEC, cookie_name, same_origin_problem
-from api.tenancy import Tenancy, bearer, browser_session
-from graph.core.contract import ErrorCode, FlowbabyError
+from api.tenancy import CurrentService, Tenancy, bearer, session_caller
+from graph.core.contract import ErrorCode, FlowbabyError, GetMemoryResponse, MemoryContextResponse
 
 UI = Path(__file__).with_name("ui")
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
@@ -22,14 +23,17 @@ ASSETS: dict[str, tuple[bytes, str]] = {
     path.name: (path.read_bytes(), TYPES[path.suffix]) for path in sorted(UI.iterdir()) if path.suffix in TYPES
 }
 """Every asset, read once at import: the page never reads the disk per request."""
-CSP = (
+POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "form-action 'self'; base-uri 'none'; "
-    "frame-ancestors 'self' vscode-webview: http://127.0.0.1:* http://localhost:* https://127.0.0.1:* "
-    "https://localhost:*"
 )
-"""Nothing but this server's own files and routes; framed only by itself, a VS Code webview or
-another loopback page (code-server serves its webviews from loopback)."""
+CSP = POLICY + "frame-ancestors 'none'"
+"""Nothing but this server's own files and routes, and no frame: no other page (another loopback
+port's included) can put this one under its own to trick a click."""
+EMBEDDED_CSP = POLICY + "frame-ancestors 'self' vscode-webview: vscode-file://vscode-app"
+"""The page the VS Code extension frames (`/?embedded=1`): VS Code's webview and workbench (desktop)
+and 'self', which is code-server when it frames the page through its own /proxy/<port>/ (the
+page's origin is then code-server's). Never another loopback port."""
 PAGE_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -42,12 +46,12 @@ def _refusal(status: int, message: str, code: ErrorCode = ErrorCode.UNAUTHORIZED
     return JSONResponse(FlowbabyError(code, message).to_response(), status_code=status, headers=PAGE_HEADERS)
 
 
-def _asset(name: str) -> Response:
+def _asset(name: str, policy: str = CSP) -> Response:
     found = ASSETS.get(name)
     if found is None:
         return _refusal(404, f'No page asset "{name[:100]}"', ErrorCode.NOT_FOUND)
     body, media = found
-    return Response(body, media_type=media, headers=PAGE_HEADERS)
+    return Response(body, media_type=media, headers={**PAGE_HEADERS, "Content-Security-Policy": policy})
 
 
 def _with_cookie(response: Response, request: Request, session: str) -> Response:
@@ -67,12 +71,27 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
     """`/` and `/ui/*`: public (they hold no memory); the sign-in routes check what they are given."""
 
     @app.get("/", include_in_schema=False)
-    async def page() -> Response:
-        return _asset("index.html")
+    async def page(embedded: str = "") -> Response:
+        return _asset("index.html", EMBEDDED_CSP if embedded == "1" else CSP)
 
     @app.get("/ui/assets/{name}", include_in_schema=False)
     async def asset(name: str) -> Response:
         return _asset(name)
+
+    service = CurrentService(tenancy.services.default)
+
+    @app.get("/api/agent/memory", response_model=GetMemoryResponse)
+    async def memory(topicId: str) -> dict[str, Any]:
+        """getMemory with the topicId as a query parameter: a path segment cannot carry every
+        topicId (`/` splits it, a browser resolves `..` away)."""
+        return dict(await service.get_memory({"topicId": topicId}))
+
+    @app.get("/api/agent/memory/context", response_model=MemoryContextResponse)
+    async def memory_context(
+        topicId: str, q: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        """`/api/agent/memories/{topicId}/context` with the topicId as a query parameter."""
+        return dict(await service.memory_context(topicId, q, hops, version))
 
     @app.post("/api/ui/codes", status_code=201)
     async def mint_code(request: Request) -> dict[str, Any]:
@@ -84,19 +103,18 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
         return {"success": True, "code": code, "path": f"/ui/signin?code={code}", "expiresInSec": 120}
 
     @app.get("/ui/signin", include_in_schema=False)
-    async def signin_link(request: Request, code: str = "") -> Response:
-        """The one-time link: a live code becomes a session cookie, then the page."""
-        session = tenancy.browser.redeem(code) if code else None
-        if session is None:
-            return RedirectResponse("../#/signin?expired=1", status_code=303, headers=PAGE_HEADERS)
-        response = RedirectResponse("../#/search", status_code=303, headers=PAGE_HEADERS)
-        return _with_cookie(response, request, session)
+    async def signin_link(code: str = "") -> Response:
+        """The one-time link: to the page, which redeems the code by POST (a GET uses nothing up,
+        so a link preview cannot spend it, and the page receives the session's key)."""
+        target = f"../#/signin?code={quote(code[:100], safe='')}" if code else "../#/signin"
+        return RedirectResponse(target, status_code=303, headers=PAGE_HEADERS)
 
     @app.post("/ui/signin", include_in_schema=False)
     async def signin(request: Request) -> Response:
-        """{"code"} (a one-time code) or {"token"} (a user's own token, team servers); with
-        {"embedded": true} the session id is in the reply too (the VS Code webview sends it as
-        a header: a framed page's SameSite=Strict cookie is never sent)."""
+        """{"code"} (a one-time code) or {"token"} (a user's own token, team servers). The reply
+        holds the session's key (the page sends it with the cookie); with {"embedded": true} the
+        session id too (the VS Code webview sends both as headers: a framed page's SameSite=Strict
+        cookie is never sent)."""
         problem = same_origin_problem(request.headers.raw, request.url.scheme)
         if problem:
             return _refusal(403, f"Cross-site request refused: {problem}")
@@ -107,22 +125,23 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
         if not isinstance(body, dict) or not isinstance(body.get("code", body.get("token")), str):
             return _refusal(400, 'Send {"code": "..."} or {"token": "..."}', ErrorCode.INVALID_PAYLOAD)
         if "code" in body:
-            session = tenancy.browser.redeem(body["code"])
+            caller = tenancy.browser.redeem(body["code"])
+            caller = None if caller is None else await tenancy.auth.recheck(caller)
         else:
             caller = await tenancy.auth.authenticate(f"Bearer {body['token']}")
-            session = None if caller is None else tenancy.browser.open(caller)
-        if session is None:
+        if caller is None:
             return _refusal(401, "The code is used up or expired, or the token is wrong")
-        reply: dict[str, Any] = {"success": True, **_who(tenancy, tenancy.browser.caller(session))}
+        session, key = tenancy.browser.open(caller)
+        reply: dict[str, Any] = {"success": True, **_who(tenancy, caller), "sessionKey": key}
         if body.get("embedded") is True:
             reply["session"] = session
         return _with_cookie(JSONResponse(reply, headers=PAGE_HEADERS), request, session)
 
     @app.get("/ui/session", include_in_schema=False)
     async def whoami(request: Request) -> Response:
-        """Whether this browser is signed in, as whom, and which namespaces it may use."""
-        session = browser_session(request.scope)
-        caller = tenancy.browser.caller(session) if session else None
+        """Whether this browser is signed in (session and its key, or the bearer token), as whom,
+        and which namespaces it may use."""
+        _, caller = await session_caller(tenancy, request.scope)
         if caller is None and bearer(request.headers.get("authorization")):
             caller = await tenancy.auth.authenticate(request.headers.get("authorization"))
         return JSONResponse({"signedIn": caller is not None, **_who(tenancy, caller)}, headers=PAGE_HEADERS)
@@ -132,8 +151,8 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
         problem = same_origin_problem(request.headers.raw, request.url.scheme)
         if problem:
             return _refusal(403, f"Cross-site request refused: {problem}")
-        session = browser_session(request.scope)
-        if session:
+        session, caller = await session_caller(tenancy, request.scope)
+        if session and caller is not None:  # the cookie alone (another listener may hold it) ends nothing
             tenancy.browser.close(session)
         response = JSONResponse({"success": True, "signedIn": False}, headers=PAGE_HEADERS)
         response.delete_cookie(cookie_name(request.scope.get("server", (None, None))[1]), path="/")

@@ -18,13 +18,14 @@ namespaces, and opens one engine service per namespace on first use, in
 from __future__ import annotations
 
 import asyncio
+import secrets
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from api.auth import token_matches
-from api.browser_auth import BrowserSessions, cookie_name, cookie_value, same_origin_problem
+from api.browser_auth import KEY_HEADER, BrowserSessions, cookie_name, cookie_value, same_origin_problem
 from api.guard import ASGIApp, Receive, Scope, Send, is_public, refuse
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.service import (
@@ -36,6 +37,7 @@ from graph.service import (
     TokenStore,
     digest,
     namespace_problem,
+    token_id_of,
     verify,
 )
 
@@ -59,12 +61,31 @@ def browser_session(scope: Scope) -> str | None:
     return _header(scope, SESSION_HEADER) or cookie_value(scope.get("headers", ()), cookie_name(server[1]))
 
 
+async def session_caller(tenancy: Tenancy, scope: Scope) -> tuple[str | None, Caller | None]:
+    """(the session a request carries, who it stands for now). None for the caller when the
+    session's key is missing or wrong, the session is unknown or expired, or the token that opened
+    it no longer authenticates (revoked: the session is then closed)."""
+    session = browser_session(scope)
+    if session is None:
+        return None, None
+    caller = tenancy.browser.caller(session, _header(scope, KEY_HEADER))
+    if caller is None:
+        return session, None
+    live = await tenancy.auth.recheck(caller)
+    if live is None:
+        tenancy.browser.close(session)
+    return session, live
+
+
 @dataclass(frozen=True)
 class Caller:
-    """A request's bearer: `user` None is the workspace's own token; `namespaces` None is any."""
+    """A request's bearer: `user` None is the workspace's own token; `namespaces` None is any.
+    `credential`: a per-user token's (id, sha256), so a browser session it opened can be checked
+    against the token's row again (revocation)."""
 
     user: str | None
     namespaces: frozenset[str] | None
+    credential: tuple[str, bytes] | None = field(default=None, repr=False, compare=False)
 
     def allows(self, namespace: str) -> bool:
         return self.namespaces is None or namespace in self.namespaces
@@ -72,6 +93,10 @@ class Caller:
 
 class Authenticator(Protocol):
     async def authenticate(self, header: str | None) -> Caller | None: ...
+
+    async def recheck(self, caller: Caller) -> Caller | None:
+        """`caller` as its token stands now (a browser session's), or None if it no longer does."""
+        ...
 
 
 def bearer(header: str | None) -> str | None:
@@ -90,6 +115,9 @@ class WorkspaceToken:
 
     async def authenticate(self, header: str | None) -> Caller | None:
         return self._caller if token_matches(self._token, header) else None
+
+    async def recheck(self, caller: Caller) -> Caller | None:
+        return caller  # the workspace's token is the same for the whole life of the server
 
 
 class TeamTokens:
@@ -111,7 +139,22 @@ class TeamTokens:
         if not found:
             grant = await asyncio.to_thread(verify, self._store, token)
             self._cache.put(key, grant)
-        return None if grant is None else Caller(grant.user, grant.namespaces)
+        token_id = token_id_of(token)
+        credential = None if token_id is None else (token_id, key)
+        return None if grant is None else Caller(grant.user, grant.namespaces, credential)
+
+    async def recheck(self, caller: Caller) -> Caller | None:
+        """A per-user token's row again (cached like `authenticate`): revoked, the answer is None."""
+        if caller.credential is None:
+            return await self._workspace.recheck(caller)
+        token_id, key = caller.credential
+        found, grant = self._cache.get(key)
+        if not found:
+            record = await asyncio.to_thread(self._store.find, token_id)
+            live = record is not None and record.revoked_at is None and secrets.compare_digest(key, record.token_hash)
+            grant = record.grant() if live and record is not None else None
+            self._cache.put(key, grant)
+        return None if grant is None else Caller(grant.user, grant.namespaces, caller.credential)
 
 
 class NamespaceServices:
@@ -227,7 +270,11 @@ class NamespaceRouter:
             if forged:
                 failure = FlowbabyError(ErrorCode.UNAUTHORIZED, f"Cross-site request refused: {forged}")
                 return await refuse(send, 403, failure.to_response())
-            caller = self.tenancy.browser.caller(session)
+            try:
+                session, caller = await session_caller(self.tenancy, scope)
+            except Exception as exc:  # the token database is unreachable
+                message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
+                return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
         if caller is None:
             if not public:
                 text = "Browser session expired; sign in again" if session else "Missing or wrong bearer token"

@@ -5,7 +5,8 @@ It reuses the workspace's service (`.flowbaby/service.json`: its pid and port) o
 project gets its own port and no --port is needed. Before it sends the workspace's token anywhere it
 asks the server at that port to prove it holds the token (`/api/health?challenge=`: an HMAC bound to
 that port): a process squatting on the port gets nothing and its link is never handed out. It then
-asks for a one-time code, prints the link and opens the browser on it.
+asks for a one-time code, prints the link and hands it to the browser through a private file
+(flowbaby/browser_handoff.py), never on the browser's command line.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-import webbrowser
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +47,6 @@ def proves_identity(base: str, port: int, token: str) -> bool:
         return False
     expected = service_record.server_proof(token, port, challenge)
     return hmac.compare_digest(str(reply.get("proof") or ""), expected)
-
-
-def open_in_browser(link: str) -> None:
-    """Open the sign-in link (the browser helper may replace how)."""
-    webbrowser.open(link)
 
 
 def run_ui_command(args: argparse.Namespace) -> int:
@@ -89,5 +84,7 @@ def run_ui_command(args: argparse.Namespace) -> int:
     print(link, flush=True)
     print(f"flowbaby ui: a one-time link, valid {code['expiresInSec']} s", file=sys.stderr)
     if not args.no_open:
-        open_in_browser(link)
+        from flowbaby.browser_handoff import open_link
+
+        open_link(link)  # through a private file: a browser's command line is readable by every user
     return 0

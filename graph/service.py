@@ -46,7 +46,7 @@ from graph.code.freshness import FreshnessChecker
 from graph.code.importer import import_adrs, import_docs, within_repository
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
-from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, verify
+from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, token_id_of, verify
 from graph.core.audit import AUDIT_USER, forgotten_key
 from graph.core.contract import (
     DATABASE_FAULTS,
@@ -191,6 +191,7 @@ __all__ = [
     "namespace_for",
     "namespace_problem",
     "open_token_store",
+    "token_id_of",
     "verify",
 ]
 """What the fronts (bridge/, api/) may use besides graph.core.contract; a test holds them to it."""

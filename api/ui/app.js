@@ -1,7 +1,19 @@
 // Flowbaby memory browser: the router, the API client and sign-in. Plain ES modules, no build step.
 import { views } from "./views.js";
 
-const state = { session: null, namespace: null, own: null, who: null };
+const state = { session: null, key: null, namespace: null, own: null, who: null };
+// The session's key goes with every request besides the cookie (cookies reach every port of this
+// host; the key stays in this origin's storage). Inside VS Code the page keeps both in memory only.
+const KEY_ITEM = `flowbaby.sessionKey:${new URL(".", document.baseURI).pathname}`;
+
+function keepKey(key) {
+  state.key = key || null;
+  if (state.embedded) return;
+  try {
+    if (key) localStorage.setItem(KEY_ITEM, key);
+    else localStorage.removeItem(KEY_ITEM);
+  } catch { /* storage refused: the key lives as long as this page */ }
+}
 export const timings = (window.__flowbabyTimings = window.__flowbabyTimings || {});
 
 export class ApiError extends Error {
@@ -20,6 +32,7 @@ export async function api(path, { method = "GET", body, query } = {}) {
   }
   const headers = { "X-Flowbaby-Browser": "1", Accept: "application/json" };
   if (state.session) headers["X-Flowbaby-Session"] = state.session;
+  if (state.key) headers["X-Flowbaby-Session-Key"] = state.key;
   if (state.namespace && state.namespace !== state.own) headers["X-Flowbaby-Namespace"] = state.namespace;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const started = performance.now();
@@ -30,6 +43,7 @@ export async function api(path, { method = "GET", body, query } = {}) {
   const answered = performance.now();
   const data = await res.json().catch(() => null);
   if (res.status === 401 && !path.startsWith("/ui/")) {
+    keepKey(null);
     showSignin("Your browser session ended; sign in again.");
     throw new ApiError(401, data);
   }
@@ -106,7 +120,7 @@ let current = null;
 let routed = false;
 async function route() {
   const { view, args, params } = parseHash();
-  if (view === "signin") return showSignin(params.get("expired") ? "That sign-in link is used up or expired." : "");
+  if (view === "signin") return showSignin("");
   if (!state.who) return;
   const render = views[view] || views.search;
   for (const a of document.querySelectorAll("#nav a")) {
@@ -152,6 +166,7 @@ function showSignin(note) {
 async function signIn(body) {
   const who = await api("/ui/signin", { method: "POST", body: { ...body, embedded: !!state.embedded } });
   if (who.session) state.session = who.session;
+  keepKey(who.sessionKey);
   adopt(who);
 }
 
@@ -170,17 +185,21 @@ async function start() {
   document.getElementById("signout").addEventListener("click", async () => {
     await api("/ui/signout", { method: "POST", body: {} }).catch(() => null);
     state.session = null;
+    keepKey(null);
     showSignin("Signed out.");
   });
-  const fragment = new URLSearchParams(location.hash.split("?")[1] || "");
+  const { view, params } = parseHash();
   state.embedded = new URLSearchParams(location.search).get("embedded") === "1";
-  if (fragment.get("code")) {  // the VS Code webview hands its one-time code in the fragment
-    const code = fragment.get("code");
-    history.replaceState(null, "", location.pathname + location.search + "#/memories");
-    try { await signIn({ code }); } catch { return showSignin("That sign-in code is used up or expired."); }
+  if (params.get("code")) {  // the one-time link (`flowbaby ui`) or the VS Code webview: redeemed here by POST
+    const code = params.get("code");
+    history.replaceState(null, "", `${location.pathname}${location.search}#/${view === "signin" ? "search" : view}`);
+    try { await signIn({ code }); } catch { return showSignin("That sign-in link is used up or expired."); }
   } else {
+    if (!state.embedded) {
+      try { state.key = localStorage.getItem(KEY_ITEM); } catch { state.key = null; }
+    }
     const who = await api("/ui/session");
-    if (!who.signedIn) return showSignin(new URLSearchParams(location.hash.split("?")[1] || "").get("expired") ? "That sign-in link is used up or expired." : "");
+    if (!who.signedIn) return showSignin("");
     adopt(who);
   }
   window.addEventListener("hashchange", route);

@@ -170,8 +170,9 @@ async function memory(main, args) {
   let detail, context, implied, neighbourhood;
   try {
     [detail, context, implied, neighbourhood] = await Promise.all([
-      api(`/api/agent/memories/${encodeURIComponent(topicId)}`),
-      api(`/api/agent/memories/${encodeURIComponent(topicId)}/context`).catch(() => null),
+      // The topicId as a query parameter: a path segment cannot carry `/` or `..`.
+      api("/api/agent/memory", { query: { topicId } }),
+      api("/api/agent/memory/context", { query: { topicId } }).catch(() => null),
       api("/api/agent/supersessions").catch(() => ({ pairs: [] })),
       api("/api/graph", { query: { topicId, hops: 1 } }).catch(() => null),
     ]);
@@ -251,7 +252,7 @@ function actions(topicId, detail, context) {
   bar.append(el("button", { type: "button", class: "danger", id: "forget", onclick: async () => {
     let preview;
     try {
-      preview = await api(`/api/agent/memories/${encodeURIComponent(topicId)}`, { method: "DELETE", query: { dryRun: "true" } });
+      preview = await api("/api/agent/memories/forget", { method: "POST", body: { topicId, dryRun: true } });
     } catch (error) {
       bar.append(error.status === 405 ? el("p", { class: "muted" }, "This server cannot forget memories yet (forgetMemory).") : failure(error));
       return;
@@ -259,7 +260,7 @@ function actions(topicId, detail, context) {
     const ok = await confirmAction("Forget this memory", `Forget "${topicId}": ${preview.versions} version(s) are deleted from every store. This cannot be undone.`, "Forget");
     if (!ok) return;
     try {
-      await api(`/api/agent/memories/${encodeURIComponent(topicId)}`, { method: "DELETE" });
+      await api("/api/agent/memories/forget", { method: "POST", body: { topicId } });
       announce(`Forgot ${topicId}`);
       go("memories");
     } catch (error) { bar.append(failure(error)); }

@@ -1,4 +1,4 @@
-"""The memory browser's sign-in (INGEST_CONTRACT.md 11.8) through the real ASGI app in process: the
+"""The memory browser's sign-in (INGEST_CONTRACT.md 11.2) through the real ASGI app in process: the
 one-time code, the session cookie, the cross-site checks, the token form and the page's assets; and
 the audit tail the Activity view reads."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from api.app import create_app
 from api.browser import ASSETS
-from api.browser_auth import CODE_TTL_SEC, BrowserSessions
+from api.browser_auth import CODE_TTL_SEC, MAX_PER_USER, BrowserSessions
 from graph.backends.embedded.audit_log import AuditLog, read_tail
 
 TOKEN = "workspace-token"
@@ -42,14 +43,21 @@ def _client(service: _Service) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url=BASE)
 
 
-async def _signed_in(client: httpx.AsyncClient) -> str:
+async def _signed_in(client: httpx.AsyncClient) -> dict[str, str]:
+    """Signed in as the page is (the link leads to the page, which redeems the code by POST): the
+    headers the page then sends (the cookie is in the client's jar)."""
     minted = await client.post("/api/ui/codes", headers={"Authorization": f"Bearer {TOKEN}"})
     assert minted.status_code == 201
+    code = minted.json()["code"]
     link = await client.get(minted.json()["path"])
-    assert link.status_code == 303 and link.headers["location"] == "../#/search"
-    cookie = link.headers["set-cookie"]
+    assert link.status_code == 303 and link.headers["location"] == f"../#/signin?code={code}"
+    assert "set-cookie" not in link.headers  # a GET spends nothing
+    signed = await client.post("/ui/signin", json={"code": code}, headers=PAGE)
+    assert signed.status_code == 200 and "session" not in signed.json()
+    cookie = signed.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
-    return str(client.cookies.get("flowbaby_session_8766"))
+    assert client.cookies.get("flowbaby_session_8766")
+    return {**PAGE, "X-Flowbaby-Session-Key": signed.json()["sessionKey"]}
 
 
 def test_one_time_link_opens_a_cookie_session_and_is_then_void() -> None:
@@ -57,18 +65,23 @@ def test_one_time_link_opens_a_cookie_session_and_is_then_void() -> None:
         service = _Service()
         async with _client(service) as client:
             assert (await client.get("/api/agent/supersessions")).status_code == 401
-            await _signed_in(client)
-            assert (await client.get("/api/agent/supersessions", headers=PAGE)).status_code == 200
-            who = (await client.get("/ui/session")).json()
+            page = await _signed_in(client)
+            assert (await client.get("/api/agent/supersessions", headers=page)).status_code == 200
+            who = (await client.get("/ui/session", headers=page)).json()
             assert who["signedIn"] is True and who["user"] is None
-            # The link is single-use: reusing it signs nobody in.
+            # The cookie alone (another listener on this host receives it) opens nothing.
+            assert (await client.get("/api/agent/supersessions", headers=PAGE)).status_code == 401
+            assert (await client.get("/ui/session")).json()["signedIn"] is False
+            wrong = {**page, "X-Flowbaby-Session-Key": "0" * 64}
+            assert (await client.get("/api/agent/supersessions", headers=wrong)).status_code == 401
+            # The code is single-use: reusing it signs nobody in.
             minted = await client.post("/api/ui/codes", headers={"Authorization": f"Bearer {TOKEN}"})
             code = minted.json()["code"]
-            assert (await client.get(f"/ui/signin?code={code}")).status_code == 303
-            again = await client.get(f"/ui/signin?code={code}")
-            assert again.headers["location"] == "../#/signin?expired=1" and "set-cookie" not in again.headers
+            assert (await client.post("/ui/signin", json={"code": code}, headers=PAGE)).status_code == 200
+            again = await client.post("/ui/signin", json={"code": code}, headers=PAGE)
+            assert again.status_code == 401 and "set-cookie" not in again.headers
             # A browser session may not mint codes (only the token's holder).
-            assert (await client.post("/api/ui/codes", headers=PAGE)).status_code == 401
+            assert (await client.post("/api/ui/codes", headers=page)).status_code == 401
 
     asyncio.run(scenario())
 
@@ -77,27 +90,30 @@ def test_cookie_requests_without_the_header_or_from_another_origin_are_refused()
     async def scenario() -> None:
         service = _Service()
         async with _client(service) as client:
-            await _signed_in(client)
+            page = await _signed_in(client)
+            key = {"X-Flowbaby-Session-Key": page["X-Flowbaby-Session-Key"]}
             body = {"olderTopicId": "a", "newerTopicId": "b"}
             # A form post or fetch from another page (even another loopback port) carries the
             # cookie (SameSite ignores ports) but not the header, or not this origin.
-            plain = await client.post("/api/agent/supersessions/confirm", json=body)
+            plain = await client.post("/api/agent/supersessions/confirm", json=body, headers=key)
             assert plain.status_code == 403 and "x-flowbaby-browser" in plain.json()["error"]
-            other_port = {"X-Flowbaby-Browser": "1", "Origin": "http://127.0.0.1:3000"}
+            other_port = {**key, "X-Flowbaby-Browser": "1", "Origin": "http://127.0.0.1:3000"}
             refused = await client.post("/api/agent/supersessions/confirm", json=body, headers=other_port)
             assert refused.status_code == 403 and "not this server's own" in refused.json()["error"]
-            cross = {"X-Flowbaby-Browser": "1", "Sec-Fetch-Site": "same-site"}
+            cross = {**key, "X-Flowbaby-Browser": "1", "Sec-Fetch-Site": "same-site"}
             assert (await client.post("/api/agent/supersessions/confirm", json=body, headers=cross)).status_code == 403
             assert service.confirmed == []
-            ok = await client.post("/api/agent/supersessions/confirm", json=body, headers=PAGE)
+            ok = await client.post("/api/agent/supersessions/confirm", json=body, headers=page)
             assert ok.status_code == 200 and service.confirmed == [body]
             # The bearer token keeps working without any of it (agents).
             bearer = {"Authorization": f"Bearer {TOKEN}"}
             assert (await client.post("/api/agent/supersessions/confirm", json=body, headers=bearer)).status_code == 200
-            # Signing out ends the session.
+            # Signing out with the cookie alone ends nothing; with the key, the session.
+            cookie = {"Cookie": f"flowbaby_session_8766={client.cookies.get('flowbaby_session_8766')}"}
             assert (await client.post("/ui/signout", headers=PAGE)).status_code == 200
-            client.cookies.clear()
-            assert (await client.get("/api/agent/supersessions", headers=PAGE)).status_code == 401
+            assert (await client.get("/api/agent/supersessions", headers={**page, **cookie})).status_code == 200
+            assert (await client.post("/ui/signout", headers={**page, **cookie})).status_code == 200
+            assert (await client.get("/api/agent/supersessions", headers={**page, **cookie})).status_code == 401
 
     asyncio.run(scenario())
 
@@ -111,10 +127,12 @@ def test_token_form_and_embedded_session_header() -> None:
             assert no_header.status_code == 403
             signed = await client.post("/ui/signin", json={"token": TOKEN, "embedded": True}, headers=PAGE)
             assert signed.status_code == 200 and signed.json()["session"]
-            session = signed.json()["session"]
+            session, key = signed.json()["session"], signed.json()["sessionKey"]
             client.cookies.clear()
-            # Inside a VS Code webview the framed page sends its session as a header.
+            # Inside a VS Code webview the framed page sends its session and its key as headers.
             headers = {**PAGE, "X-Flowbaby-Session": session}
+            assert (await client.get("/api/agent/supersessions", headers=headers)).status_code == 401
+            headers["X-Flowbaby-Session-Key"] = key
             assert (await client.get("/api/agent/supersessions", headers=headers)).status_code == 200
             assert (
                 await client.get("/api/agent/supersessions", headers={**headers, "X-Flowbaby-Browser": "0"})
@@ -130,9 +148,24 @@ def test_codes_expire() -> None:
     now[0] = CODE_TTL_SEC + 1
     assert sessions.redeem(code) is None
     fresh = sessions.mint_code("caller")
-    session = sessions.redeem(fresh)
-    assert session is not None and sessions.caller(session) == "caller"
+    assert sessions.redeem(fresh) == "caller"
     assert sessions.redeem(fresh) is None
+    session, key = sessions.open("caller")
+    assert sessions.caller(session, key) == "caller" and sessions.caller(session, None) is None
+    # The key is this server's: the same session id elsewhere has another.
+    assert BrowserSessions().key(session) != key
+
+
+def test_sessions_are_capped_per_user() -> None:
+    @dataclass(frozen=True)
+    class Who:
+        user: str | None
+
+    sessions = BrowserSessions()
+    bob = sessions.open(Who("bob"))
+    alice = [sessions.open(Who("alice")) for _ in range(MAX_PER_USER + 5)]
+    assert sessions.caller(*bob) == Who("bob")
+    assert [sessions.caller(*s) is not None for s in alice] == [False] * 5 + [True] * MAX_PER_USER
 
 
 def test_page_and_assets_are_public_offline_and_under_a_strict_policy() -> None:
@@ -142,6 +175,9 @@ def test_page_and_assets_are_public_offline_and_under_a_strict_policy() -> None:
             assert page.status_code == 200 and "ui/assets/app.js" in page.text
             policy = page.headers["content-security-policy"]
             assert "default-src 'none'" in policy and "script-src 'self'" in policy and "connect-src 'self'" in policy
+            assert "frame-ancestors 'none'" in policy
+            embedded = (await client.get("/?embedded=1")).headers["content-security-policy"]
+            assert "frame-ancestors 'self' vscode-webview:" in embedded and "127.0.0.1" not in embedded
             for name in ASSETS:
                 asset = await client.get(f"/ui/assets/{name}")
                 assert asset.status_code == 200, name
