@@ -126,8 +126,9 @@ def _bearer(root: Path) -> dict[str, str]:
     return {"Authorization": f"Bearer {(root / '.flowbaby' / 'api_token').read_text().strip()}"}
 
 
-def _ui(root: Path, port: int, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--port", str(port), *extra]
+def _ui(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """`flowbaby ui` reuses the running server (the workspace's service record names it)."""
+    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), *extra]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     return done
@@ -168,7 +169,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[
         fake = base / "fake-browser"
         fake.write_text(FAKE_BROWSER)
         fake.chmod(0o700)
-        _ui(root, server.port, {**env, "BROWSER": str(fake), "FAKE_BROWSER_RECORD": str(record)})
+        _ui(root, {**env, "BROWSER": str(fake), "FAKE_BROWSER_RECORD": str(record)})
         for _ in range(100):
             if record.exists():
                 break
@@ -180,7 +181,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[
         )
         assert reader.returncode == 0, reader.stderr
 
-        link = _ui(root, server.port, env, "--no-open").stdout.strip().splitlines()[-1]
+        link = _ui(root, env, "--no-open").stdout.strip().splitlines()[-1]
         config = {
             "chromium": chromium(),
             "link": link,
