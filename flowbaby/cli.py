@@ -1,5 +1,9 @@
 """The `flowbaby` command line: `bridge`, `serve`, `ui`, `mcp`, `install`, `uninstall`, `demo`, `graph`,
-`sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook` and `link`."""
+`sessions`, `status`, `repair`, `memories`, `search`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook`
+and `link`.
+
+Start-up is part of every command's latency (`--version` ~0.1 s): this module and the command modules
+import the engine (graph.service: pydantic, numpy, networkx) only inside the command that needs it."""
 
 from __future__ import annotations
 
@@ -244,10 +248,12 @@ def build_parser() -> FlowbabyParser:
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
     from flowbaby.memories_command import add_export_command, add_memories_command
+    from flowbaby.search_command import add_search_command
     from flowbaby.status_command import add_status_commands
 
     add_import_command(commands)
     add_memories_command(commands)
+    add_search_command(commands)
     add_export_command(commands)
     add_status_commands(commands)
     add_link_command(commands)
@@ -266,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.import_command import run_import_command
     from flowbaby.link_command import run_link_command
     from flowbaby.memories_command import run_memories_command, run_transfer_command
+    from flowbaby.search_command import run_search_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.status_command import run_status_command
     from flowbaby.team_command import run_team_command
@@ -280,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "link":
         sys.exit(run_link_command(args))
     use_database_url(args)
-    private = ("serve", "mcp", "sessions", "import", "export", "memories", "status", "repair")
+    private = ("serve", "mcp", "sessions", "import", "export", "memories", "search", "status", "repair")
     if args.command in private:  # run_bridge sets it for the bridge
         import os
 
@@ -290,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
         "status": run_status_command,
         "repair": run_status_command,
         "memories": run_memories_command,
+        "search": run_search_command,
         "export": run_transfer_command,
         "import": run_import_command,
         "graph": run_graph_command,

@@ -5,15 +5,12 @@ workspace (the records then go through it)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from flowbaby.memories_command import add_import_file_command, run_transfer_command
-from graph.core.contract import ContractFailure, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
 
 ADR_FOLDERS = ("doc/adr", "docs/adr", "docs/decisions", "docs/architecture/decisions", "adr", "decisions")
 """Where `import adr` looks without DIR, after adr-tools' `.adr-dir` file: adr-tools, MADR, others."""
@@ -50,6 +47,9 @@ def adr_folder(workspace: Path, given: str | None) -> Path | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from graph.core.contract import ContractFailure, FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service
+
     workspace = Path(args.workspace).expanduser()
     folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
     if args.import_command == "adr" and folder is None:
@@ -78,4 +78,6 @@ async def _run(args: argparse.Namespace) -> int:
 def run_import_command(args: argparse.Namespace) -> int:
     if args.import_command == "file":
         return run_transfer_command(args)
+    import asyncio
+
     return asyncio.run(_run(args))
