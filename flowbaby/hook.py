@@ -80,7 +80,7 @@ class OwnerUnavailable(Exception):
 def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -> Any:
     """One call on the owner's socket: {"id","method","args"} out, the line with our id back."""
     deadline = time.monotonic() + timeout
-    address = _owner_socket(data)
+    address = owner_socket(data)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
             conn.settimeout(max(0.01, deadline - time.monotonic()))
@@ -113,7 +113,7 @@ def _private(info: os.stat_result) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 
-def _owner_socket(data: str) -> str:
+def owner_socket(data: str) -> str:
     """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1): a
     repository can commit owner.json (git writes it 0644) to send prompts to another user's socket.
     owner.json is a private regular file of this user; the socket is `.flowbaby/owner.sock` or sits
@@ -288,6 +288,37 @@ def _log(workspace: str, text: str) -> None:
         pass
 
 
+PROBLEMS_FILE = "hooks/problems.json"
+"""Why hooks injected nothing, for `flowbaby status` and VS Code (read by graph/core/hook_problems.py)."""
+MAX_PROBLEMS = 20
+
+
+def _problem(workspace: str, event: str, client: str, reason: str) -> None:
+    """Record a hook that injected nothing because something is wrong (not because nothing matched)."""
+    data = os.path.join(workspace, ".flowbaby")
+    try:
+        if os.path.isdir(data) and not os.path.islink(data):
+            state = HookState(data)
+            record = state._read(PROBLEMS_FILE)
+            problems = [row for row in record.get("problems") or [] if isinstance(row, dict)][1 - MAX_PROBLEMS :]
+            problems.append({"at": _now_iso(), "event": event, "client": client, "reason": reason[:500]})
+            state._write(PROBLEMS_FILE, {**record, "problems": problems})
+    except OSError:
+        pass
+
+
+def _answered(workspace: str) -> None:
+    """A hook answered: a problem recorded before it is no longer current (one failed open when none was)."""
+    state = HookState(os.path.join(workspace, ".flowbaby"))
+    try:
+        record = state._read(PROBLEMS_FILE)
+        problems = record.get("problems") or []
+        if problems and isinstance(problems[-1], dict) and str(record.get("okAt") or "") < str(problems[-1].get("at")):
+            state._write(PROBLEMS_FILE, {**record, "okAt": _now_iso()})
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> int:
     """Always 0: a failing hook must never break the client's session."""
     event = argv[0] if argv else ""
@@ -309,15 +340,20 @@ def main(argv: list[str]) -> int:
         _log(workspace, f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
         return 0
     started = time.perf_counter()
+    client = client or "claude-code"
     try:
-        text = handle(event, payload, workspace, client or "claude-code")
+        text = handle(event, payload, workspace, client)
+        if event in ("SessionStart", "UserPromptSubmit"):
+            _answered(workspace)
     except OwnerUnavailable as exc:
         _log(workspace, f"{event}: nothing injected ({exc})")
+        _problem(workspace, event, client, f"nothing injected: {exc}")
         text = ""
-    except Exception:  # noqa: BLE001 - the client's session comes first
+    except Exception as exc:  # noqa: BLE001 - the client's session comes first
         import traceback
 
         _log(workspace, f"{event} failed:\n{traceback.format_exc()}")
+        _problem(workspace, event, client, f"failed: {type(exc).__name__}: {exc}")
         text = ""
     if text:
         sys.stdout.write(text + "\n")

@@ -105,6 +105,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.hook_problems import hook_problems
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
@@ -251,6 +252,8 @@ EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
 FORGET_WAIT_SEC = 45.0
 """How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
+FORGET_QUICK_SEC = 1.0
+"""The same with waitForGraph false: enough for a running worker's delete, never for a cold start."""
 WARM_RETRY_FIRST_SEC = 5.0
 WARM_RETRY_MAX_SEC = 300.0
 """A warm-up that failed (not a database outage, which it waits out) is started again by the first call
@@ -701,6 +704,7 @@ class FlowbabyService:
             uptimeSec=round(time.monotonic() - self.started_at, 3),
             llmSource=self.settings.llm_source,
             graphBuilding=self.settings.build_graph,
+            hookProblems=await asyncio.to_thread(hook_problems, self.paths.data),
         ).model_dump(mode="json")
 
     def _audited(
@@ -1322,7 +1326,8 @@ class FlowbabyService:
         """forgetMemory: one version, a topic with every version, or every topic a filter lists,
         from every store: the store's rows (one transaction with the journal entry), the chunk
         vectors, the lexical index, then the graph (the worker, between builds). The reply waits
-        up to FORGET_WAIT_SEC for the graph; what is still running is listed in `pending` and the
+        up to FORGET_WAIT_SEC for the graph (FORGET_QUICK_SEC with waitForGraph false: a cold worker's
+        start was most of a forget's 10-25 s); what is still running is listed in `pending` and the
         journal finishes it, also after a restart. An audit tombstone per topic: its digest only."""
         started = time.perf_counter()
         try:
@@ -1366,7 +1371,7 @@ class FlowbabyService:
                 async with self._vector_lock:
                     await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
                     await self._rebuild_catalog()
-        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC):
+        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC if request.waitForGraph else FORGET_QUICK_SEC):
             await asyncio.to_thread(self.graph_lane.refresh)
         left = {
             step
