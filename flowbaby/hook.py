@@ -6,8 +6,9 @@ SessionEnd (which capture the session). The path is latency-critical, so this mo
 only the standard library: it talks to the workspace's running owner over its unix socket
 (graph/owner/wire.py's line protocol) and never opens the workspace itself. With no owner it
 answers at once with nothing, and a capture is handed to a detached process. Whatever fails,
-the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log: the client's session
-is never blocked or broken.
+the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log (and why nothing was
+injected to .flowbaby/hooks/problems.json, which `flowbaby status` and VS Code show): the client's
+session is never blocked or broken.
 """
 
 from __future__ import annotations
