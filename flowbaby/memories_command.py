@@ -82,8 +82,8 @@ def add_memories_command(commands: Any) -> None:
     forget.add_argument(
         "--wait",
         action="store_true",
-        help="with a running owner, also wait for the graph step (the cognee worker may need seconds to start); "
-        "without it, that step finishes in the owner and the reply lists it in pending",
+        help="with a running owner, also wait for the vector files' and the graph's steps (their processes may "
+        "need seconds to start); without it they finish in the owner and the reply lists them in pending",
     )
 
 
@@ -123,7 +123,7 @@ async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str,
             print("nothing forgotten", file=sys.stderr)
             return {**counted, "cancelled": True}
     if not args.wait and isinstance(service, OwnerLine):
-        params["waitForGraph"] = False  # the owner finishes the graph step; this process owns nothing to wait for
+        params["waitForStores"] = False  # the owner finishes the graph step; this process owns nothing to wait for
     return await service.forget_memory(params)
 
 
@@ -172,8 +172,8 @@ async def _run(args: argparse.Namespace) -> int:
         print(json.dumps(reply, indent=2, ensure_ascii=False))
     if reply.get("pending"):
         print(
-            f"flowbaby memories forget: gone from the store, the vectors and the search index; still running in the "
-            f"owner: {', '.join(reply['pending'])} (forget {reply.get('forgetId')}, kept in its journal until done)",
+            f"flowbaby memories forget: gone from the store and out of search; still running in the owner: "
+            f"{', '.join(reply['pending'])} (forget {reply.get('forgetId')}, kept in its journal until done)",
             file=sys.stderr,
         )
     return 0

@@ -253,7 +253,7 @@ EMBED_BATCH = 64
 FORGET_WAIT_SEC = 45.0
 """How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
 FORGET_QUICK_SEC = 1.0
-"""The same with waitForGraph false: enough for a running worker's delete, never for a cold start."""
+"""The same with waitForStores false: enough for a running worker's delete, never for a cold start."""
 WARM_RETRY_FIRST_SEC = 5.0
 WARM_RETRY_MAX_SEC = 300.0
 """A warm-up that failed (not a database outage, which it waits out) is started again by the first call
@@ -665,6 +665,8 @@ class FlowbabyService:
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
+        if self._rebuilds:  # a forget's vector step left to the background; the journal keeps what is cut short
+            await asyncio.wait(list(self._rebuilds), timeout=grace_sec)
         await self.session_memory.close()
         if self._namespace_listener is not None:
             self._namespace_listener.close()
@@ -1326,8 +1328,9 @@ class FlowbabyService:
         """forgetMemory: one version, a topic with every version, or every topic a filter lists,
         from every store: the store's rows (one transaction with the journal entry), the chunk
         vectors, the lexical index, then the graph (the worker, between builds). The reply waits
-        up to FORGET_WAIT_SEC for the graph (FORGET_QUICK_SEC with waitForGraph false: a cold worker's
-        start was most of a forget's 10-25 s); what is still running is listed in `pending` and the
+        up to FORGET_WAIT_SEC for the graph; with waitForStores false the vector files' step runs in
+        the background and the graph gets FORGET_QUICK_SEC (a cold cognee worker's and LanceDB child's
+        start were most of a forget's 10-25 s); what is still running is listed in `pending` and the
         journal finishes it, also after a restart. An audit tombstone per topic: its digest only."""
         started = time.perf_counter()
         try:
@@ -1365,13 +1368,19 @@ class FlowbabyService:
             self._stored = None
             for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
                 self._record("forgetMemory", agent_name, topic, started, None)
-            with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
-                await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
+            if request.waitForStores:
+                with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
+                    await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
             if self._vectors is not None:
                 async with self._vector_lock:
-                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
-                    await self._rebuild_catalog()
-        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC if request.waitForGraph else FORGET_QUICK_SEC):
+                    if request.waitForStores:
+                        await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+                    await self._rebuild_catalog()  # from the store, whose rows are gone: out of search now
+                if not request.waitForStores:  # LanceDB's files: its child may have to start (seconds)
+                    task = asyncio.get_running_loop().create_task(self._vector_forgets_later())
+                    self._rebuilds.add(task)
+                    task.add_done_callback(self._rebuilds.discard)
+        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC if request.waitForStores else FORGET_QUICK_SEC):
             await asyncio.to_thread(self.graph_lane.refresh)
         left = {
             step
@@ -1479,6 +1488,15 @@ class FlowbabyService:
         assert request.filter is not None
         topics = self.store.matching_topics(request.filter)
         return topics, [m.memory_id for topic in topics for m in self.store.topic_versions(topic)]
+
+    async def _vector_forgets_later(self) -> None:
+        """The vector step of a forget that did not wait for it (waitForStores false)."""
+        try:
+            async with self._vector_lock:
+                if self._vectors is not None:
+                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+        except Exception:  # the journal keeps the step: the next start's warm-up finishes it
+            log.exception("a forget's vector step failed; the next start finishes it")
 
     def _finish_vector_forgets(self, index: MemoryVectors) -> None:
         """The journal's vector steps: at warm-up (a forget the last process did not finish) and

@@ -1016,9 +1016,10 @@ class ForgetMemoryRequest(_Strict):
     version: int | None = Field(default=None, ge=1)
     filter: MemoryFilter | None = None
     dryRun: bool = False
-    waitForGraph: bool = True
-    """False: reply once the memory is gone from the store, the vectors and the search index; the graph
-    step (a cold cognee worker takes seconds to start) finishes in the background, listed in `pending`."""
+    waitForStores: bool = True
+    """False: reply once the memory is gone from the store and out of search; the steps that rewrite the
+    vector files and cognee's graph (their processes may take seconds to start) finish in the background,
+    listed in `pending`."""
 
 
 class ForgetMemoryResponse(_Reply):

@@ -104,13 +104,13 @@ def test_forget_through_the_owner_does_not_wait_for_the_graph_unless_asked(owned
     quick = run_flowbaby("memories", "forget", "scratch/a", "--workspace", str(root), "--yes")
     assert quick.returncode == 0, quick.stderr
     reply = json.loads(quick.stdout)
-    assert reply["versions"] == 1 and set(reply["pending"]) <= {"graph"}
+    assert reply["versions"] == 1 and set(reply["pending"]) <= {"graph", "vectors"}
     assert client.result("getMemory", {"topicId": "scratch/a"})["errorCode"] == "NOT_FOUND"
     found = client.result("retrieveForAgent", {"query": "scratch note", "abstain": False})
     assert "scratch/a" not in [e["topicId"] for e in found["entries"]]
     waited = run_flowbaby("memories", "forget", "frontend-build", "--workspace", str(root), "--yes", "--wait")
     assert waited.returncode == 0, waited.stderr
-    assert json.loads(waited.stdout)["pending"] == []  # --wait: the graph step is done too
+    assert json.loads(waited.stdout)["pending"] == []  # --wait: the vector and graph steps are done too
     journal = sqlite3.connect(f"file:{root / '.flowbaby' / 'memories.sqlite'}?mode=ro", uri=True)
     deadline = time.monotonic() + 120
     while journal.execute("SELECT count(*) FROM forget_journal").fetchone()[0] and time.monotonic() < deadline:

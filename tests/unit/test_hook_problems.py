@@ -1,14 +1,18 @@
-"""The hooks' problem record as flowbaby status and health read it (graph/core/hook_problems.py), and the
-command line's copies of contract names it keeps to start fast."""
+"""The hooks' problem record as flowbaby status and health read it (graph/core/hook_problems.py), the
+command line's copies of contract names it keeps to start fast, and the demo's command hints."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
+
+import pytest
 
 from flowbaby import hook
 from flowbaby.memories_command import FILTER_OPTIONS
+from flowbaby.next_steps import flowbaby_command
 from graph.core.contract import FILTER_CONDITIONS
 from graph.core.hook_problems import hook_problems, problems_text
 
@@ -50,3 +54,18 @@ def test_a_planted_record_is_ignored_or_shown_harmless(tmp_path: Path) -> None:
 
 def test_the_command_lines_filter_names_are_the_contracts() -> None:
     assert FILTER_OPTIONS == FILTER_CONDITIONS
+
+
+def test_the_demos_hints_name_a_command_that_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = tmp_path / "checkout" / ".venv" / "bin" / "flowbaby"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/bin/sh\n")
+    launcher.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(launcher), "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert flowbaby_command() == str(launcher)  # not on PATH: the launcher by its full path
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "flowbaby").symlink_to(launcher)  # what make install makes
+    monkeypatch.setenv("PATH", str(bindir))
+    assert flowbaby_command() == "flowbaby"
