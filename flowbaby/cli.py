@@ -262,6 +262,11 @@ def build_parser() -> FlowbabyParser:
 
 def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else argv
+    if given == ["--version"]:  # as argparse prints it, without building every subcommand's parser
+        from graph import __version__
+
+        print(f"flowbaby {__version__}")
+        sys.exit(0)
     if given[:1] == ["hook"]:  # a client hook: latency-critical, so nothing else is imported
         from flowbaby.hook import main as hook_main
 

@@ -81,6 +81,7 @@ from graph.core.contract import (
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
+    HookProblems,
     ImpliedSupersessionsResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
@@ -706,7 +707,7 @@ class FlowbabyService:
             uptimeSec=round(time.monotonic() - self.started_at, 3),
             llmSource=self.settings.llm_source,
             graphBuilding=self.settings.build_graph,
-            hookProblems=await asyncio.to_thread(hook_problems, self.paths.data),
+            hookProblems=HookProblems.model_validate(await asyncio.to_thread(hook_problems, self.paths.data)),
         ).model_dump(mode="json")
 
     def _audited(
