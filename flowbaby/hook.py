@@ -104,6 +104,7 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float) -
                     if reply.get("id") != 1:
                         continue  # an operationEnded event pushed to every front
                     if "result" in reply:
+                        _answered(data)
                         return reply["result"]
                     raise RuntimeError(f"owner: {reply.get('failure') or reply.get('fault')}")
         except (OSError, TimeoutError) as exc:
@@ -308,9 +309,9 @@ def _problem(workspace: str, event: str, client: str, reason: str) -> None:
         pass
 
 
-def _answered(workspace: str) -> None:
-    """A hook answered: a problem recorded before it is no longer current (one failed open when none was)."""
-    state = HookState(os.path.join(workspace, ".flowbaby"))
+def _answered(data: str) -> None:
+    """The owner answered a hook: a problem recorded before is no longer current (one failed open when none was)."""
+    state = HookState(data)
     try:
         record = state._read(PROBLEMS_FILE)
         problems = record.get("problems") or []
@@ -344,8 +345,6 @@ def main(argv: list[str]) -> int:
     client = client or "claude-code"
     try:
         text = handle(event, payload, workspace, client)
-        if event in ("SessionStart", "UserPromptSubmit"):
-            _answered(workspace)
     except OwnerUnavailable as exc:
         _log(workspace, f"{event}: nothing injected ({exc})")
         _problem(workspace, event, client, f"nothing injected: {exc}")

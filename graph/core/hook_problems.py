@@ -3,10 +3,10 @@
 flowbaby/hook.py records each time a hook injected nothing because something was wrong (no owner
 answered, the owner failed, the hook itself failed; never when nothing matched) in
 `.flowbaby/hooks/problems.json`: `{"problems": [{at, event, client, reason}...] (the last 20),
-"okAt": when a hook last answered after a problem}`. A problem is current while no hook has
-answered since. The file may have come with a cloned repository, so it counts only as a regular
-file of this user's, read without following a link, and its text is shown stripped of control
-characters.
+"okAt": when the owner last answered a hook after a problem}`. A problem is current while the
+owner has answered no hook since. The file may have come with a cloned repository, so it counts
+only as a regular file of this user's, read without following a link, and its text is shown
+stripped of control characters.
 """
 
 from __future__ import annotations

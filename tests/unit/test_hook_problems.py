@@ -34,7 +34,7 @@ def test_a_recorded_problem_is_current_until_a_hook_answers(tmp_path: Path) -> N
     ]
     assert len(json.loads((data / "hooks" / "problems.json").read_text())["problems"]) == hook.MAX_PROBLEMS
     assert "current" in problems_text(shown) and "UserPromptSubmit (opencode)" in problems_text(shown)
-    hook._answered(str(tmp_path))
+    hook._answered(str(data))
     assert not hook_problems(data)["current"]
 
 
