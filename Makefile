@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup demo demo-team check test test-unit test-fast bench clean vsix e2e-setup
+.PHONY: setup install uninstall demo demo-team check test test-unit test-fast bench clean vsix e2e-setup
 
 setup: $(STAMP)
 
@@ -19,6 +19,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m graph.search.onnx_export
 	$(PY) -m graph.sessions.encoder >/dev/null
 	touch $(STAMP)
+
+# `flowbaby` on your PATH: a link $(BINDIR)/flowbaby -> this checkout's .venv/bin/flowbaby
+# (flowbaby/path_install.py). Idempotent; a file of that name it did not make is left alone (exit 2).
+PREFIX ?= $(HOME)/.local
+BINDIR ?= $(PREFIX)/bin
+
+install: setup
+	$(PY) -m flowbaby.path_install --bindir "$(BINDIR)"
+
+uninstall:
+	$(PY) -m flowbaby.path_install --bindir "$(BINDIR)" --remove
 
 demo: setup
 	$(VENV)/bin/flowbaby demo --workspace .flowbaby-demo --fresh

@@ -15,9 +15,6 @@ import sqlite3
 import sys
 from typing import Any
 
-from graph.core.contract import FlowbabyError
-from graph.service import adopt_workspace
-
 
 def add_adopt_command(commands: Any) -> None:
     parser = commands.add_parser(
@@ -27,6 +24,9 @@ def add_adopt_command(commands: Any) -> None:
 
 
 def run_adopt_command(args: argparse.Namespace) -> int:
+    from graph.core.contract import FlowbabyError  # the engine only when a command runs (--help stays fast)
+    from graph.service import adopt_workspace
+
     try:
         reply = adopt_workspace(args.folder)
     except FlowbabyError as error:

@@ -1,6 +1,9 @@
 """The `flowbaby` command line: `bridge`, `serve`, `start`, `stop`, `ui`, `mcp`, `install`, `uninstall`, `demo`,
-`graph`, `sessions`, `status`, `repair`, `memories`, `export`, `import`, `tokens`, `migrate`, `connect`, `hook`,
-`link` and `adopt`."""
+`graph`, `sessions`, `status`, `repair`, `memories`, `search`, `export`, `import`, `tokens`, `migrate`, `connect`,
+`hook`, `link` and `adopt`.
+
+Start-up is part of every command's latency (`--version` ~0.1 s): this module and the command modules
+import the engine (graph.service: pydantic, numpy, networkx) only inside the command that needs it."""
 
 from __future__ import annotations
 
@@ -253,12 +256,14 @@ def build_parser() -> FlowbabyParser:
     from flowbaby.import_command import add_import_command
     from flowbaby.link_command import add_link_command
     from flowbaby.memories_command import add_export_command, add_memories_command
+    from flowbaby.search_command import add_search_command
     from flowbaby.service_command import add_service_commands
     from flowbaby.status_command import add_status_commands
 
     add_service_commands(commands)
     add_import_command(commands)
     add_memories_command(commands)
+    add_search_command(commands)
     add_export_command(commands)
     add_status_commands(commands)
     add_link_command(commands)
@@ -268,6 +273,11 @@ def build_parser() -> FlowbabyParser:
 
 def main(argv: list[str] | None = None) -> None:
     given = sys.argv[1:] if argv is None else argv
+    if given == ["--version"]:  # as argparse prints it, without building every subcommand's parser
+        from graph import __version__
+
+        print(f"flowbaby {__version__}")
+        sys.exit(0)
     if given[:1] == ["hook"]:  # a client hook: latency-critical, so nothing else is imported
         from flowbaby.hook import main as hook_main
 
@@ -278,6 +288,7 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.import_command import run_import_command
     from flowbaby.link_command import run_link_command
     from flowbaby.memories_command import run_memories_command, run_transfer_command
+    from flowbaby.search_command import run_search_command
     from flowbaby.service_command import run_service_command
     from flowbaby.sessions_command import run_sessions_command
     from flowbaby.status_command import run_status_command
@@ -299,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command in ("start", "stop"):
         sys.exit(run_service_command(args))
     use_database_url(args)
-    private = ("serve", "mcp", "sessions", "import", "export", "memories", "status", "repair")
+    private = ("serve", "mcp", "sessions", "import", "export", "memories", "search", "status", "repair")
     if args.command in private:  # run_bridge sets it for the bridge
         import os
 
@@ -309,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
         "status": run_status_command,
         "repair": run_status_command,
         "memories": run_memories_command,
+        "search": run_search_command,
         "export": run_transfer_command,
         "import": run_import_command,
         "graph": run_graph_command,

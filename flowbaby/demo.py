@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bridge.client import BridgeClient
 from flowbaby.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
+from flowbaby.next_steps import flowbaby_command
 from graph.core.contract import ErrorCode
 from graph.service import team_database_url
 
@@ -87,12 +88,17 @@ def run_demo(workspace: str, *, fresh: bool = False) -> int:
                 return 1
             _say(f"   answered in {(time.perf_counter() - started) * 1000:.0f} ms, {reply['tokensUsed']} tokens\n")
             _say(reply["markdown"])
+        fb = flowbaby_command()
+        question = '"how long do sessions stay cached"'
+        _say(f"\n{'=' * 78}\nsearch it yourself:\n  {fb} search {question} --workspace {workspace}")
         if not team_database_url():  # a team namespace's graph is read through a serving process
             _say(
-                f"\n{'=' * 78}\nlook at the graph:\n  flowbaby graph stats --workspace {workspace}\n"
-                f"  flowbaby graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
-                f"  flowbaby graph export --workspace {workspace} --format html --out graph.html"
+                f"look at the graph:\n  {fb} graph stats --workspace {workspace}\n"
+                f"  {fb} graph show --workspace {workspace} --topic redis-session-cache --out graph.png\n"
+                f"  {fb} graph export --workspace {workspace} --format html --out graph.html"
             )
+        if fb != "flowbaby":
+            _say("(`make install` puts flowbaby on your PATH)")
         return 1 if counts.get("failed") else 0
     finally:
         client.close()

@@ -12,8 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import FlowbabyError
-from graph.service import EXPORT_FORMATS, TopicNotFound, WorkspaceGraph, WorkspacePaths, check_data_folder
+from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 
 EXIT_USAGE = 2
 EXIT_NOT_A_WORKSPACE = 3
@@ -41,6 +40,9 @@ def add_graph_commands(commands: Any) -> None:
 
 
 def run_graph_command(args: argparse.Namespace) -> int:
+    from graph.core.contract import FlowbabyError
+    from graph.service import WorkspaceGraph, WorkspacePaths, check_data_folder
+
     try:
         paths = WorkspacePaths(Path(args.workspace).expanduser().resolve())
         if not paths.data.is_dir():

@@ -6,9 +6,10 @@ SessionEnd (which capture the session). The path is latency-critical, so this mo
 only the standard library: it talks to the workspace's running owner over its unix socket
 (graph/owner/wire.py's line protocol) and never opens the workspace itself. With no owner, the
 briefing and the recall start the workspace's service (`flowbaby start`'s command, detached) and
-wait for its answer up to FLOWBABY_HOOK_START_SEC; a capture is handed to a detached process. Whatever fails,
-the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log: the client's session
-is never blocked or broken.
+wait for its answer up to FLOWBABY_HOOK_START_SEC; a capture is handed to a detached process.
+Whatever fails, the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log (and why
+nothing was injected to .flowbaby/hooks/problems.json, which `flowbaby status` and VS Code show):
+the client's session is never blocked or broken.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class NoOwner(OwnerUnavailable):
 def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, cold: float | None = None) -> Any:
     """One call on the owner's socket: {"id","method","args"} out, the line with our id back. `cold`: the
     wait allowed instead of `timeout` when the owner started less than COLD_OWNER_SEC ago."""
-    address, age = _owner_socket(data)
+    address, age = _owner_endpoint(data)
     deadline = time.monotonic() + (max(timeout, cold) if cold is not None and age < COLD_OWNER_SEC else timeout)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         try:
@@ -121,6 +122,7 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, c
                     if reply.get("id") != 1:
                         continue  # an operationEnded event pushed to every front
                     if "result" in reply:
+                        _answered(data)
                         return reply["result"]
                     raise RuntimeError(f"owner: {reply.get('failure') or reply.get('fault')}")
         except (OSError, TimeoutError) as exc:
@@ -139,7 +141,12 @@ def _runtime_name(root: str) -> str:
     return f"{hashlib.sha256(root.encode()).hexdigest()[:16]}.sock"
 
 
-def _owner_socket(data: str) -> tuple[str, float]:
+def owner_socket(data: str) -> str:
+    """The socket of the workspace's owner (_owner_endpoint), for flowbaby/owner_line.py."""
+    return _owner_endpoint(data)[0]
+
+
+def _owner_endpoint(data: str) -> tuple[str, float]:
     """The socket owner.json names, trusted as the fronts trust it (INGEST_CONTRACT.md 9.1), and the
     seconds since the owner wrote it: a repository can commit owner.json (git writes it 0644) to send
     prompts to another user's socket. owner.json is a private regular file of this user; the socket
@@ -378,6 +385,37 @@ def _log(workspace: str, text: str) -> None:
         pass
 
 
+PROBLEMS_FILE = "hooks/problems.json"
+"""Why hooks injected nothing, for `flowbaby status` and VS Code (read by graph/core/hook_problems.py)."""
+MAX_PROBLEMS = 20
+
+
+def _problem(workspace: str, event: str, client: str, reason: str) -> None:
+    """Record a hook that injected nothing because something is wrong (not because nothing matched)."""
+    data = os.path.join(workspace, ".flowbaby")
+    try:
+        if os.path.isdir(data) and not os.path.islink(data):
+            state = HookState(data)
+            record = state._read(PROBLEMS_FILE)
+            problems = [row for row in record.get("problems") or [] if isinstance(row, dict)][1 - MAX_PROBLEMS :]
+            problems.append({"at": _now_iso(), "event": event, "client": client, "reason": reason[:500]})
+            state._write(PROBLEMS_FILE, {**record, "problems": problems})
+    except OSError:
+        pass
+
+
+def _answered(data: str) -> None:
+    """The owner answered a hook: a problem recorded before is no longer current (one failed open when none was)."""
+    state = HookState(data)
+    try:
+        record = state._read(PROBLEMS_FILE)
+        problems = record.get("problems") or []
+        if problems and isinstance(problems[-1], dict) and str(record.get("okAt") or "") < str(problems[-1].get("at")):
+            state._write(PROBLEMS_FILE, {**record, "okAt": _now_iso()})
+    except OSError:
+        pass
+
+
 def main(argv: list[str]) -> int:
     """Always 0: a failing hook must never break the client's session."""
     event = argv[0] if argv else ""
@@ -399,15 +437,18 @@ def main(argv: list[str]) -> int:
         _log(workspace, f"unknown hook event {event!r}; known: {', '.join(EVENTS)}")
         return 0
     started = time.perf_counter()
+    client = client or "claude-code"
     try:
-        text = handle(event, payload, workspace, client or "claude-code")
+        text = handle(event, payload, workspace, client)
     except OwnerUnavailable as exc:
         _log(workspace, f"{event}: nothing injected ({exc})")
+        _problem(workspace, event, client, f"nothing injected: {exc}")
         text = ""
-    except Exception:  # noqa: BLE001 - the client's session comes first
+    except Exception as exc:  # noqa: BLE001 - the client's session comes first
         import traceback
 
         _log(workspace, f"{event} failed:\n{traceback.format_exc()}")
+        _problem(workspace, event, client, f"failed: {type(exc).__name__}: {exc}")
         text = ""
     if text:
         sys.stdout.write(text + "\n")

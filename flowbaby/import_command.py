@@ -5,15 +5,12 @@ workspace (the records then go through it)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from flowbaby.memories_command import add_import_file_command, run_transfer_command
-from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service, within_repository
 
 ADR_FOLDERS = ("doc/adr", "docs/adr", "docs/decisions", "docs/architecture/decisions", "adr", "decisions")
 """Where `import adr` looks without DIR, after adr-tools' `.adr-dir` file: adr-tools, MADR, others."""
@@ -43,6 +40,8 @@ def add_import_command(commands: Any) -> None:
 def adr_folder(workspace: Path, given: str | None) -> Path | None:
     """DIR, else the folder `.adr-dir` names (adr-tools), else the first usual folder that exists.
     A committed `.adr-dir` that leads outside the repository is refused (INVALID_WORKSPACE_PATH)."""
+    from graph.core.contract import ErrorCode, FlowbabyError
+
     if given:
         return Path(given)
     marker = workspace / ".adr-dir"
@@ -67,6 +66,9 @@ def adr_folder(workspace: Path, given: str | None) -> Path | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service, within_repository
+
     workspace = Path(args.workspace).expanduser().resolve()  # the repository: nothing outside it is read
     try:  # before the workspace is opened: a path outside the repository changes nothing
         folder = adr_folder(workspace, args.folder) if args.import_command == "adr" else None
@@ -106,4 +108,6 @@ async def _run(args: argparse.Namespace) -> int:
 def run_import_command(args: argparse.Namespace) -> int:
     if args.import_command == "file":
         return run_transfer_command(args)
+    import asyncio
+
     return asyncio.run(_run(args))

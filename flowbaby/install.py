@@ -28,7 +28,6 @@ from typing import Any, Literal
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
 from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
 from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
-from graph.service import write_atomic
 
 Client = Literal["claude-code", "opencode", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -322,6 +321,8 @@ def apply(changes: list[Change]) -> None:
 def _write(path: Path, text: str, mode: int | None) -> None:
     """Replace `path` atomically (never a half-written config) through a temp file that mkstemp
     creates exclusively in the same folder, so no file or link already there is written through."""
+    from graph.service import write_atomic  # the engine only when a file is written (--help stays fast)
+
     write_atomic(path, text, mode=mode)  # mode None (a new file): what the umask gives any file the user creates
 
 

@@ -10,9 +10,6 @@ import json
 import sys
 from typing import Any
 
-from graph.core.contract import FlowbabyError
-from graph.service import link_workspace
-
 
 def add_link_command(commands: Any) -> None:
     parser = commands.add_parser("link", help="make this clone use another checkout's memory (or --remove)")
@@ -22,6 +19,9 @@ def add_link_command(commands: Any) -> None:
 
 
 def run_link_command(args: argparse.Namespace) -> int:
+    from graph.core.contract import FlowbabyError
+    from graph.service import link_workspace
+
     if bool(args.target) == args.remove:
         print("flowbaby link: give a TARGET, or --remove", file=sys.stderr)
         return 2

@@ -7,25 +7,30 @@ Works whether or not a bridge or `serve` owns the workspace (then the call goes 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import graph.core.jsonwire as jsonwire
-from graph.core.contract import (
-    FILTER_CONDITIONS,
-    MAX_IMPORT_BATCH,
-    ContractFailure,
-    ExportedMemory,
-    ExportHeader,
-    FlowbabyError,
-    validate_request,
+from flowbaby.owner_line import OwnerLine, failure_body, open_for
+
+if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
+    from graph.core.contract import FlowbabyError
+    from graph.service import MemoryService
+
+FILTER_OPTIONS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
 )
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, MemoryService, atomic_writer, open_service
+"""listMemories' filter conditions (graph.core.contract.FILTER_CONDITIONS; a unit test holds them equal)."""
 
 
 def filter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +52,7 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def filter_params(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        name: getattr(args, name) for name in FILTER_CONDITIONS if getattr(args, name) is not None
-    }
+    params: dict[str, Any] = {name: getattr(args, name) for name in FILTER_OPTIONS if getattr(args, name) is not None}
     if args.allVersions:
         params["allVersions"] = True
     return params
@@ -75,6 +78,12 @@ def add_memories_command(commands: Any) -> None:
     filter_arguments(forget)
     forget.add_argument("--dry-run", action="store_true", help="only count what would be forgotten")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    forget.add_argument(
+        "--wait",
+        action="store_true",
+        help="with a running owner, also wait for the vector files' and the graph's steps (their processes may "
+        "need seconds to start); without it they finish in the owner and the reply lists them in pending",
+    )
 
 
 def forget_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -112,6 +121,8 @@ async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str,
         if sys.stdin.readline().strip().lower() not in ("y", "yes"):
             print("nothing forgotten", file=sys.stderr)
             return {**counted, "cancelled": True}
+    if not args.wait and isinstance(service, OwnerLine):
+        params["waitForStores"] = False  # the owner finishes the graph step; this process owns nothing to wait for
     return await service.forget_memory(params)
 
 
@@ -138,14 +149,19 @@ def format_list(reply: dict[str, Any]) -> str:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    # A forget waits for its graph step; list and show leave the graph work to the finisher.
-    service = await open_service("memories", args.workspace, build_graph=args.memories_command == "forget")
-    if isinstance(service, FlowbabyError):
+    # A forget that owns the workspace waits for its graph step; list and show leave the graph work to the finisher.
+    service = await open_for("memories", args.workspace, build_graph=args.memories_command == "forget")
+    if not hasattr(service, "list_memories"):  # a FlowbabyError: open_service said why on stderr
+        from graph.service import EXIT_WORKSPACE_UNAVAILABLE
+
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
         reply = await _call(args, service)
-    except ContractFailure as error:
-        print(json.dumps(error.to_response(), indent=2), file=sys.stderr)
+    except Exception as exc:
+        body = failure_body(exc)
+        if body is None:
+            raise
+        print(json.dumps(body, indent=2), file=sys.stderr)
         return 1
     finally:
         await service.close(1.0, hand_on=True)
@@ -153,10 +169,18 @@ async def _run(args: argparse.Namespace) -> int:
         print(format_list(reply))
     else:
         print(json.dumps(reply, indent=2, ensure_ascii=False))
+    if reply.get("pending"):
+        print(
+            f"flowbaby memories forget: gone from the store and out of search; still running in the owner: "
+            f"{', '.join(reply['pending'])} (forget {reply.get('forgetId')}, kept in its journal until done)",
+            file=sys.stderr,
+        )
     return 0
 
 
 def run_memories_command(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_run(args))
 
 
@@ -202,6 +226,9 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
     (the ingest validation's codes and messages): the import goes ahead only without faults. A
     line that is not UTF-8, not strict JSON or nested deeper than the wire allows is a fault like
     any other, never a traceback."""
+    import graph.core.jsonwire as jsonwire
+    from graph.core.contract import ExportedMemory, ExportHeader, FlowbabyError, validate_request
+
     errors: list[str] = []
     records: list[tuple[int, dict[str, Any]]] = []
     try:
@@ -241,6 +268,8 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
 
 async def import_from(service: MemoryService, records: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
     """A dry run of every batch first (conflicts, ids), then the import; faults name the line."""
+    from graph.core.contract import MAX_IMPORT_BATCH, FlowbabyError
+
     batches = [records[i : i + MAX_IMPORT_BATCH] for i in range(0, len(records), MAX_IMPORT_BATCH)]
     totals = {"imported": 0, "skipped": 0, "queuedOperations": 0}
     for dry_run in (True, False):
@@ -278,6 +307,9 @@ async def _transfer(args: argparse.Namespace) -> int:
             more = f" (first 50 of {len(errors)} shown)" if len(errors) > 50 else ""
             print(f"flowbaby import: nothing imported: {len(errors)} faulty lines{more}", file=sys.stderr)
             return 1
+    from graph.core.contract import ContractFailure, FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
+
     service = await open_service(args.command, args.workspace, build_graph=False)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
@@ -306,9 +338,13 @@ async def _transfer(args: argparse.Namespace) -> int:
 async def _export_file(service: MemoryService, out: Path) -> int:
     """Written beside its place under a fresh name, private (it holds every memory's text), then
     renamed over it: a link already at `out` or at any temporary name is never written through."""
+    from graph.service import atomic_writer
+
     with atomic_writer(out) as handle:
         return await export_to(service, handle)
 
 
 def run_transfer_command(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_transfer(args))

@@ -8,6 +8,9 @@ folder is trusted (measured), which the next steps say.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +83,15 @@ def next_steps(client: str, scope: str, workspace: Path, settings: Path, allowed
         '  "MCP: List Servers"), trusting it when asked. In Copilot Chat\'s agent mode VS Code asks you to\n'
         '  confirm each flowbaby tool call; "Always Allow" stops the questions.'
     )
+
+
+def flowbaby_command() -> str:
+    """How the user can run flowbaby from a shell, for printed hints: `flowbaby` when the one on PATH is
+    this one (`make install`), else this process's own launcher by absolute path."""
+    me = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    found = shutil.which("flowbaby")
+    if found and os.path.realpath(found) == me:
+        return "flowbaby"
+    if os.path.basename(me) == "flowbaby":
+        return me
+    return f"{sys.executable} -m flowbaby"

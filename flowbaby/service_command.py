@@ -14,9 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graph.core.contract import FlowbabyError
-from graph.service import service_record
-
 STOP_WAIT_SEC = 10.0
 """A service exits within 5 s of SIGTERM; twice that before `stop` says it did not."""
 
@@ -29,8 +26,7 @@ def add_service_commands(commands: Any) -> None:
         type=float,
         default=None,
         metavar="SEC",
-        help=f"exit after SEC seconds idle (default: ${service_record.IDLE_EXIT_ENV} or "
-        f"{service_record.DEFAULT_IDLE_EXIT_SEC:g}; 0: never)",
+        help="exit after SEC seconds idle (default: $FLOWBABY_IDLE_EXIT_SEC or 1800; 0: never)",
     )
     stop = commands.add_parser("stop", help="stop the workspace's service (graph work is parked, never lost)")
     stop.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -42,7 +38,8 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def run_service_command(args: argparse.Namespace) -> int:
-    from graph.service import resolve_workspace
+    from graph.core.contract import FlowbabyError  # the engine only when a command runs (--help stays fast)
+    from graph.service import resolve_workspace, service_record
 
     try:
         paths = resolve_workspace(Path(args.workspace).expanduser().resolve(), create=args.command == "start")

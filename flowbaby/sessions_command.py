@@ -6,13 +6,9 @@ Text for people; `--json` prints the service's answer as it is, for scripts."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any
-
-from graph.core.contract import ContractFailure, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
 
 
 def add_sessions_command(commands: Any) -> None:
@@ -66,6 +62,9 @@ async def _call(service: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from graph.core.contract import ContractFailure, FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
+
     service = await open_service("sessions", args.workspace)
     if isinstance(service, FlowbabyError):
         return EXIT_WORKSPACE_UNAVAILABLE
@@ -124,4 +123,6 @@ def as_text(action: str, reply: dict[str, Any]) -> str:
 
 
 def run_sessions_command(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_run(args))

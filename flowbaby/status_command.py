@@ -9,24 +9,20 @@ when any front leaves (graph.owner.finisher). Text for people; `--json` for scri
 from __future__ import annotations
 
 import argparse
-import asyncio
 import calendar
 import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graph.core.contract import ContractFailure, FlowbabyError
-from graph.service import (
-    EXIT_WORKSPACE_UNAVAILABLE,
-    FlowbabyService,
-    MemoryService,
-    WorkspacePaths,
-    open_service,
-    service_record,
-)
+from flowbaby.owner_line import failure_body, open_for
+from graph.core.hook_problems import hook_problems, problems_text
+from graph.core.workspace_root import DATA_DIR
+
+if TYPE_CHECKING:  # the engine is imported only when no owner answers (flowbaby.owner_line)
+    from graph.service import MemoryService
 
 WARM_UP_SEC = 45.0
 """How long `status` waits for an index it had to load itself, so its vector count is true."""
@@ -44,7 +40,9 @@ def add_status_commands(commands: Any) -> None:
 
 
 async def _status(service: MemoryService) -> dict[str, Any]:
-    if isinstance(service, FlowbabyService):  # loaded here and now: count what is indexed, not a cold start
+    if hasattr(service, "flush_vectors"):  # loaded here and now: count what is indexed, not a cold start
+        import asyncio
+
         with contextlib.suppress(Exception):  # the index status then says what is wrong
             await asyncio.wait_for(service.flush_vectors(), WARM_UP_SEC)
     return {
@@ -64,9 +62,11 @@ def _queue_text(background: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _service(paths: WorkspacePaths) -> dict[str, Any] | None:
+def _service(root: Path) -> dict[str, Any] | None:
     """The workspace's service (flowbaby start, a hook or ui started it) with its idle seconds."""
-    record = service_record.running(paths)
+    from graph.service import WorkspacePaths, service_record
+
+    record = service_record.running(WorkspacePaths(root))
     if record is not None:
         with contextlib.suppress(ValueError, TypeError):
             last = calendar.timegm(time.strptime(str(record.get("lastActivity")), "%Y-%m-%dT%H:%M:%SZ"))
@@ -96,11 +96,13 @@ def _index_text(index: dict[str, Any]) -> str:
 
 async def _run(args: argparse.Namespace) -> int:
     root = Path(args.workspace).expanduser().resolve()
-    if not WorkspacePaths(root).data.is_dir():
+    if not (root / DATA_DIR).is_dir():
         print(f"flowbaby {args.command}: {root} is not a flowbaby workspace (no .flowbaby/ folder)", file=sys.stderr)
         return EXIT_NOT_A_WORKSPACE
-    service = await open_service(args.command, root, build_graph=False)
-    if isinstance(service, FlowbabyError):
+    service = await open_for(args.command, str(root))
+    if not hasattr(service, "index_status"):  # a FlowbabyError: open_service said why on stderr
+        from graph.service import EXIT_WORKSPACE_UNAVAILABLE
+
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
         if args.command == "repair":
@@ -111,13 +113,18 @@ async def _run(args: argparse.Namespace) -> int:
                 + f", re-embedding {reply['reembeddedMemories']}\n{_index_text(reply['index'])}"
             )
         else:
-            reply = {"service": _service(WorkspacePaths(root)), **await _status(service)}
+            reply = {"service": _service(root), **await _status(service)}
             text = (
                 f"workspace: {root}\n{_service_text(reply['service'])}\n{_index_text(reply['index'])}\n"
                 f"{_queue_text(reply['background'])}"
             )
-    except ContractFailure as error:
-        print(json.dumps(error.to_response(), indent=2) if args.json else error.message)
+            reply["hooks"] = hook_problems(root / DATA_DIR)
+            text = "\n".join(filter(None, [text, problems_text(reply["hooks"])]))
+    except Exception as exc:
+        body = failure_body(exc)
+        if body is None:
+            raise
+        print(json.dumps(body, indent=2) if args.json else body.get("message") or body["error"])
         return 1
     finally:
         await service.close(1.0, hand_on=True)  # work left unfinished goes on in the background
@@ -126,4 +133,6 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 def run_status_command(args: argparse.Namespace) -> int:
+    import asyncio
+
     return asyncio.run(_run(args))

@@ -8,9 +8,6 @@ import json
 import sys
 from typing import Any
 
-from graph.core.contract import ErrorCode, FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
-
 
 def add_team_commands(commands: Any) -> None:
     migrate = commands.add_parser(
@@ -34,6 +31,9 @@ def add_team_commands(commands: Any) -> None:
 
 
 def run_team_command(args: argparse.Namespace) -> int:
+    from graph.core.contract import ErrorCode, FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
+
     try:
         if args.command == "migrate":
             url = args.to or team_database_url()

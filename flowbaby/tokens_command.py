@@ -13,9 +13,6 @@ import json
 import sys
 from typing import Any
 
-from graph.core.contract import FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, issue, open_token_store, team_database_url
-
 
 def add_tokens_command(commands: Any) -> None:
     parser = commands.add_parser("tokens", help="per-user API tokens of a team server (FLOWBABY_DATABASE_URL)")
@@ -37,6 +34,9 @@ def add_tokens_command(commands: Any) -> None:
 
 
 def run_tokens_command(args: argparse.Namespace) -> int:
+    from graph.core.contract import FlowbabyError
+    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, issue, open_token_store, team_database_url
+
     try:
         url = team_database_url()
     except FlowbabyError as error:

@@ -82,6 +82,7 @@ from graph.core.contract import (
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
+    HookProblems,
     ImpliedSupersessionsResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
@@ -107,6 +108,7 @@ from graph.core.contract import (
     validate_retrieval,
 )
 from graph.core.files import atomic_writer, write_atomic
+from graph.core.hook_problems import hook_problems
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
@@ -268,6 +270,8 @@ EMBED_BATCH = 64
 """Memories embedded per step of the background embedding."""
 FORGET_WAIT_SEC = 45.0
 """How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""
+FORGET_QUICK_SEC = 1.0
+"""The same with waitForStores false: enough for a running worker's delete, never for a cold start."""
 WARM_RETRY_FIRST_SEC = 5.0
 WARM_RETRY_MAX_SEC = 300.0
 """A warm-up that failed (not a database outage, which it waits out) is started again by the first call
@@ -679,6 +683,8 @@ class FlowbabyService:
         for task in (self._embed_task, self._warm_task):
             if task is not None:
                 task.cancel()
+        if self._rebuilds:  # a forget's vector step left to the background; the journal keeps what is cut short
+            await asyncio.wait(list(self._rebuilds), timeout=grace_sec)
         await self.session_memory.close()
         if self._namespace_listener is not None:
             self._namespace_listener.close()
@@ -723,6 +729,7 @@ class FlowbabyService:
             uptimeSec=round(time.monotonic() - self.started_at, 3),
             llmSource=self.settings.llm_source,
             graphBuilding=self.settings.build_graph,
+            hookProblems=HookProblems.model_validate(await asyncio.to_thread(hook_problems, self.paths.data)),
         ).model_dump(mode="json")
 
     def _audited(
@@ -1352,7 +1359,9 @@ class FlowbabyService:
         """forgetMemory: one version, a topic with every version, or every topic a filter lists,
         from every store: the store's rows (one transaction with the journal entry), the chunk
         vectors, the lexical index, then the graph (the worker, between builds). The reply waits
-        up to FORGET_WAIT_SEC for the graph; what is still running is listed in `pending` and the
+        up to FORGET_WAIT_SEC for the graph; with waitForStores false the vector files' step runs in
+        the background and the graph gets FORGET_QUICK_SEC (a cold cognee worker's and LanceDB child's
+        start were most of a forget's 10-25 s); what is still running is listed in `pending` and the
         journal finishes it, also after a restart. An audit tombstone per topic: its digest only; the
         audit lines that staged the forgotten versions lose their agent name and topic digest."""
         started = time.perf_counter()
@@ -1394,13 +1403,19 @@ class FlowbabyService:
             self._stored = None
             for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
                 self._record("forgetMemory", agent_name, topic, started, None)
-            with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
-                await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
+            if request.waitForStores:
+                with contextlib.suppress(Exception):  # not loaded: warm-up finishes the journal's vector step
+                    await asyncio.wait_for(self.vectors(), INIT_TIMEOUT_SEC)
             if self._vectors is not None:
                 async with self._vector_lock:
-                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
-                    await self._rebuild_catalog()
-        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC):
+                    if request.waitForStores:
+                        await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+                    await self._rebuild_catalog()  # from the store, whose rows are gone: out of search now
+                if not request.waitForStores:  # LanceDB's files: its child may have to start (seconds)
+                    task = asyncio.get_running_loop().create_task(self._vector_forgets_later())
+                    self._rebuilds.add(task)
+                    task.add_done_callback(self._rebuilds.discard)
+        if await self.operations.forgotten(forget_id, FORGET_WAIT_SEC if request.waitForStores else FORGET_QUICK_SEC):
             await asyncio.to_thread(self.graph_lane.refresh)
         left = {
             step
@@ -1508,6 +1523,15 @@ class FlowbabyService:
         assert request.filter is not None
         topics = self.store.matching_topics(request.filter)
         return topics, [m for topic in topics for m in self.store.topic_versions(topic)]
+
+    async def _vector_forgets_later(self) -> None:
+        """The vector step of a forget that did not wait for it (waitForStores false)."""
+        try:
+            async with self._vector_lock:
+                if self._vectors is not None:
+                    await asyncio.to_thread(self._finish_vector_forgets, self._vectors)
+        except Exception:  # the journal keeps the step: the next start's warm-up finishes it
+            log.exception("a forget's vector step failed; the next start finishes it")
 
     def _finish_vector_forgets(self, index: MemoryVectors) -> None:
         """The journal's vector steps: at warm-up (a forget the last process did not finish) and

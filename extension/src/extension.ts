@@ -18,6 +18,7 @@ import { CopilotInstructions } from "./core/copilotInstructions";
 import { FORGET_BUTTON, ForgetUi, MemoryPick, forgetMemoryCommand } from "./core/forgetMemory";
 import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
+import { hookProblemView } from "./core/hookProblems";
 import { serverEnv } from "./core/serverEnv";
 import { RetrievalThrottle } from "./core/throttle";
 import { userValue } from "./core/userSettings";
@@ -146,9 +147,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
         call("backgroundStatus", {}),
       ]);
       const counts = (background.counts ?? {}) as Record<string, number>;
-      status.text = `$(database) Flowbaby: ${String(health.memories)} memories · ${counts.running ?? 0} running · ${counts.pending ?? 0} queued · ${String(index.status)}`;
-      status.tooltip = `${String(index.message)}\nClick for graph stats and the graph view.`;
-      status.backgroundColor = index.needs_repair ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+      const hooks = hookProblemView(health);
+      status.text = `$(${hooks.warning ? "warning" : "database"}) Flowbaby: ${String(health.memories)} memories · ${counts.running ?? 0} running · ${counts.pending ?? 0} queued · ${String(index.status)}${hooks.label}`;
+      status.tooltip = [String(index.message), ...hooks.lines, "Click for graph stats and the graph view."].join("\n");
+      const warn = index.needs_repair || hooks.warning;
+      status.backgroundColor = warn ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
     } catch (error) {
       status.text = "$(warning) Flowbaby: unavailable";
       status.tooltip = (error as Error).message;

@@ -219,6 +219,7 @@ class OperationManager:
 
     async def _run(self) -> None:
         while not self._stopping:
+            self._wake.clear()  # a notify from here on (a forget while the last one's graph step ran) is not lost
             await self._forget_graph()
             try:
                 batch = self._store.claim(self._max_running, self._lease_sec) if self._build else []
@@ -230,8 +231,9 @@ class OperationManager:
                 await asyncio.sleep(self._renew_sec)
                 continue
             if not batch:
+                if self._wake.is_set():
+                    continue  # notified during this round: look again before idling
                 self._idle.set()
-                self._wake.clear()
                 if self._store.shared:  # other servers queue work and die holding some: look again
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), self._renew_sec)

@@ -585,6 +585,20 @@ class _Reply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class HookProblem(_Reply):
+    at: str
+    event: str
+    client: str
+    reason: str
+
+
+class HookProblems(_Reply):
+    current: bool
+    """No hook has answered since the newest problem."""
+    problems: list[HookProblem]
+    """The last five, newest last."""
+
+
 class HealthResponse(_Reply):
     success: Literal[True] = True
     status: Literal["ready"] = "ready"
@@ -601,6 +615,8 @@ class HealthResponse(_Reply):
     """Where the LLM settings came from, as one unit (a workspace .env counts only when trusted)."""
     graphBuilding: bool = True
     """False with FLOWBABY_BUILD_GRAPH=0: no graph is built, operations stay pending."""
+    hookProblems: HookProblems | None = None
+    """Why client hooks injected nothing lately (graph.core.hook_problems); the VS Code status bar shows it."""
 
 
 class PublicHealthResponse(_Reply):
@@ -1002,6 +1018,10 @@ class ForgetMemoryRequest(_Strict):
     version: int | None = Field(default=None, ge=1)
     filter: MemoryFilter | None = None
     dryRun: bool = False
+    waitForStores: bool = True
+    """False: reply once the memory is gone from the store and out of search; the steps that rewrite the
+    vector files and cognee's graph (their processes may take seconds to start) finish in the background,
+    listed in `pending`."""
 
 
 class ForgetMemoryResponse(_Reply):

@@ -11,9 +11,10 @@ from graph.remote.settings import server_settings
 if TYPE_CHECKING:
     from graph.remote.client import RemoteService
 
-REMOTE_FRONTS = frozenset({"bridge", "mcp", "import"})
+REMOTE_FRONTS = frozenset({"bridge", "mcp", "import", "search"})
 """Fronts that forward to a configured team server (`import`: `flowbaby import adr|docs`, whose
-records belong where the bridge's memories are); `serve` always serves its own store."""
+records belong where the bridge's memories are; `search`: the retrieval the agents get there);
+`serve` always serves its own store."""
 
 
 async def open_remote_service(workspace: str | os.PathLike[str] | None) -> RemoteService | None:

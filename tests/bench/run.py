@@ -123,6 +123,8 @@ runs("freshness", "tests.bench.freshness:run_freshness")
 # Issue 30: `flowbaby import adr` records per second (parse, compare, stage) and the re-import.
 runs("import", "tests.bench.code_import:run_code_import")
 runs("devset", "tests.bench.devset:run_devset")
+# Issue 46: `flowbaby` commands from the shell, with a service running and without (FLOWBABY_BENCH_CLI_CODE).
+runs("cli", "tests.bench.cli:run_cli")
 
 
 @section("postgres")

@@ -17,7 +17,19 @@ PACKAGES = ("graph", "bridge", "api", "flowbaby")
 FRONTS = ("bridge", "api")
 COMMAND_LINE = "flowbaby"
 WORKER = "graph.cognify.worker"
-FRONT_MAY_IMPORT = {"graph", "graph.service", "graph.core.contract", "graph.core.jsonwire", "graph.core.methods"}
+FRONT_MAY_IMPORT = {
+    "graph",
+    "graph.service",
+    "graph.core.contract",
+    "graph.core.jsonwire",
+    "graph.core.methods",
+    # Standard-library modules the command line reads before, or instead of, loading the engine
+    # (graph.service costs half a second of start-up): which folder keeps a workspace's memory,
+    # the hooks' problems, the graph export formats.
+    "graph.core.workspace_root",
+    "graph.core.hook_problems",
+    "graph.inspection.names",
+}
 
 
 def _module_name(path: Path) -> str:

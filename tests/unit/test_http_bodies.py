@@ -25,6 +25,7 @@ HEALTH: dict[str, Any] = {
     "uptimeSec": 4.5e-05,
     "llmSource": "default",
     "graphBuilding": True,
+    "hookProblems": {"current": False, "problems": []},
 }
 
 

@@ -1,0 +1,72 @@
+"""Which folder keeps a workspace's memory: `flowbaby link`'s target, a worktree's main checkout, or
+the folder itself. The standard library alone, so the command line finds a running owner without
+loading the engine (flowbaby/owner_line.py); graph.core.workspace re-exports these names."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+DATA_DIR = ".flowbaby"
+LINK_FILE = "link.json"
+"""`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
+LINK_PURPOSE = "link"
+"""link.json's seal purpose (graph.core.seal)."""
+
+
+def shared_root(root: Path) -> Path:
+    """The workspace that keeps `root`'s memory: the target of its `flowbaby link`, else, for a linked
+    git worktree, the repository's main checkout (found through git's common directory, read from
+    the `.git` file and `commondir` as `git rev-parse --git-common-dir` does, without running git in
+    a repository that may be hostile), else `root` itself. A worktree that already holds its own
+    memory store keeps it."""
+    linked = read_link(root)
+    if linked is not None:
+        return linked
+    if (root / DATA_DIR / "memories.sqlite").exists():
+        return root
+    main = main_checkout(root)
+    return main if main is not None else root
+
+
+def main_checkout(root: Path) -> Path | None:
+    """The main working tree of the repository `root` is a linked worktree of, or None."""
+    dot = root / ".git"
+    if not dot.is_file():
+        return None
+    try:
+        line = dot.read_text(encoding="utf-8").strip()
+        git_dir = (root / line.removeprefix("gitdir:").strip()).resolve()
+        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:") or common.name != ".git" or not common.is_dir():
+        return None  # a bare repository or a submodule: no main checkout to share
+    main = common.parent
+    return main if main != root and main.is_dir() else None
+
+
+def read_link(root: Path) -> Path | None:
+    """The workspace `flowbaby link` pointed `root` at, or None when `root` has no link.json. The file
+    counts only if `flowbaby link` wrote it here (graph.core.seal): a link.json that arrived with a
+    cloned repository or an archive, whatever its mode, is refused (INVALID_WORKSPACE_PATH)."""
+    path = root / DATA_DIR / LINK_FILE
+    if not os.path.lexists(path):
+        return None
+    from graph.core.contract import ErrorCode, FlowbabyError  # only with a link: the engine's models cost start-up
+    from graph.core.seal import read_sealed_file
+
+    remedy = f"remove it, or run `flowbaby link TARGET --workspace {root}` again"
+    try:
+        text = read_sealed_file(path, LINK_PURPOSE, root, "link file", remedy)
+        target = Path(json.loads(text)["workspace"])
+    except FlowbabyError as error:
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, error.message) from None
+    except (ValueError, KeyError, TypeError):
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{path} is not a flowbaby link file; {remedy}") from None
+    if not target.is_absolute() or not target.is_dir():
+        raise FlowbabyError(
+            ErrorCode.INVALID_WORKSPACE_PATH, f"{path} links to {target}, which is not a folder; {remedy}"
+        )
+    return target.resolve()

@@ -1,0 +1,71 @@
+"""The hooks' problem record as flowbaby status and health read it (graph/core/hook_problems.py), the
+command line's copies of contract names it keeps to start fast, and the demo's command hints."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowbaby import hook
+from flowbaby.memories_command import FILTER_OPTIONS
+from flowbaby.next_steps import flowbaby_command
+from graph.core.contract import FILTER_CONDITIONS
+from graph.core.hook_problems import hook_problems, problems_text
+
+
+def _data(tmp_path: Path) -> Path:
+    data = tmp_path / ".flowbaby"
+    data.mkdir(mode=0o700)
+    return data
+
+
+def test_a_recorded_problem_is_current_until_a_hook_answers(tmp_path: Path) -> None:
+    data = _data(tmp_path)
+    assert hook_problems(data) == {"current": False, "problems": []} and problems_text(hook_problems(data)) == ""
+    for n in range(25):
+        hook._problem(str(tmp_path), "UserPromptSubmit", "opencode", f"nothing injected: try {n}")
+    shown = hook_problems(data)
+    assert shown["current"] and [p["reason"] for p in shown["problems"]] == [
+        f"nothing injected: try {n}" for n in range(20, 25)
+    ]
+    assert len(json.loads((data / "hooks" / "problems.json").read_text())["problems"]) == hook.MAX_PROBLEMS
+    assert "current" in problems_text(shown) and "UserPromptSubmit (opencode)" in problems_text(shown)
+    hook._answered(str(data))
+    assert not hook_problems(data)["current"]
+
+
+def test_a_planted_record_is_ignored_or_shown_harmless(tmp_path: Path) -> None:
+    data = _data(tmp_path)
+    (data / "hooks").mkdir(mode=0o700)
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text(json.dumps({"problems": [{"at": "9", "event": "x", "client": "y", "reason": "z"}]}))
+    os.symlink(outside, data / "hooks" / "problems.json")
+    assert hook_problems(data)["problems"] == []  # a link is not followed
+    os.unlink(data / "hooks" / "problems.json")
+    escape = {"at": "2026", "event": "Stop", "client": "c", "reason": "\x1b]52;c;evil\x07 text"}
+    (data / "hooks" / "problems.json").write_text(json.dumps({"problems": [escape, "not a row"]}))
+    shown = hook_problems(data)["problems"]
+    assert len(shown) == 1 and "\x1b" not in shown[0]["reason"] and "\x07" not in shown[0]["reason"]
+
+
+def test_the_command_lines_filter_names_are_the_contracts() -> None:
+    assert FILTER_OPTIONS == FILTER_CONDITIONS
+
+
+def test_the_demos_hints_name_a_command_that_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    launcher = tmp_path / "checkout" / ".venv" / "bin" / "flowbaby"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("#!/bin/sh\n")
+    launcher.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(launcher), "demo"])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert flowbaby_command() == str(launcher)  # not on PATH: the launcher by its full path
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "flowbaby").symlink_to(launcher)  # what make install makes
+    monkeypatch.setenv("PATH", str(bindir))
+    assert flowbaby_command() == "flowbaby"
