@@ -299,7 +299,7 @@ def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: floa
             return call_owner(data, method, params, timeout, cold=max(0.01, deadline - time.monotonic()))
         except NoOwner as exc:
             if not started:
-                service, started = _start_service(workspace), True
+                service, started = _start_service(workspace, str(exc)), True
             if service is not None and service.poll() not in (None, 0):  # 0: another service runs
                 raise OwnerUnavailable(
                     f"{exc}; the service exited with {service.returncode}: see service.log"
@@ -328,7 +328,7 @@ def _service_starting(data: str) -> bool:
     return True
 
 
-def _start_service(workspace: str) -> Any:
+def _start_service(workspace: str, why: str) -> Any:
     """Start the workspace's service (graph/owner/service_record.py's command: `flowbaby serve --port 0
     --idle-exit SEC`), unless one is starting (None then); a second one started at the same moment
     leaves at once. The process started, to see whether it failed."""
@@ -337,7 +337,7 @@ def _start_service(workspace: str) -> Any:
     idle = _float_env(IDLE_EXIT_ENV, DEFAULT_IDLE_EXIT_SEC)
     args = ["-m", "flowbaby", "serve", "--workspace", workspace, "--port", "0", "--idle-exit", str(idle)]
     child = _detached(workspace, args, "logs/service.log")
-    _log(workspace, "no owner: started the workspace's service")
+    _log(workspace, f"{why}: started the workspace's service")
     return child
 
 

@@ -64,7 +64,8 @@ def _queue_text(background: dict[str, Any]) -> str:
 
 def _service(root: Path) -> dict[str, Any] | None:
     """The workspace's service (flowbaby start, a hook or ui started it) with its idle seconds."""
-    from graph.service import WorkspacePaths, service_record
+    import graph.owner.service_record as service_record  # the standard library alone: no engine for a status
+    from graph.core.workspace_root import WorkspacePaths
 
     record = service_record.running(WorkspacePaths(root))
     if record is not None:

@@ -14,82 +14,22 @@ import fcntl
 import json
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.seal import seal_path, write_sealed_file
-from graph.core.workspace_root import DATA_DIR, LINK_FILE, LINK_PURPOSE, main_checkout, read_link, shared_root  # noqa: F401 (re-exported)
+from graph.core.workspace_root import (  # noqa: F401 (re-exported)
+    DATA_DIR,
+    LINK_FILE,
+    LINK_PURPOSE,
+    WorkspacePaths,
+    main_checkout,
+    read_link,
+    shared_root,
+)
 
 API_TOKEN_PURPOSE = "api-token"
 """The API token's seal purpose (graph.core.seal)."""
-
-
-@dataclass(frozen=True)
-class WorkspacePaths:
-    root: Path
-
-    @property
-    def data(self) -> Path:
-        return self.root / DATA_DIR
-
-    @property
-    def store_db(self) -> Path:
-        return self.data / "memories.sqlite"
-
-    @property
-    def vectors(self) -> Path:
-        return self.data / "vectors.lance"
-
-    @property
-    def catalog_snapshot(self) -> Path:
-        return self.data / "catalog.npz"
-
-    @property
-    def cognee_system(self) -> Path:
-        return self.data / "cognee" / "system"
-
-    @property
-    def cognee_data(self) -> Path:
-        return self.data / "cognee" / "data"
-
-    @property
-    def cognee_cache(self) -> Path:
-        return self.data / "cognee" / "cache"
-
-    @property
-    def cognee_env(self) -> Path:
-        # An empty file: pins cognee's dotenv lookup so no .env above the cwd leaks in.
-        return self.data / "cognee" / "cognee.env"
-
-    @property
-    def projection(self) -> Path:
-        return self.data / "graph" / "projection.json"
-
-    @property
-    def logs(self) -> Path:
-        return self.data / "logs"
-
-    @property
-    def audit_log(self) -> Path:
-        return self.data / "agent_audit.log"
-
-    @property
-    def lock_file(self) -> Path:
-        return self.data / "owner.lock"
-
-    @property
-    def api_token(self) -> Path:
-        """The HTTP API's generated token (api/auth.py), sealed (graph.core.seal, API_TOKEN_PURPOSE)."""
-        return self.data / "api_token"
-
-    @property
-    def env_file(self) -> Path:
-        return self.root / ".env"
-
-    @property
-    def git_ignore(self) -> Path:
-        return self.data / ".gitignore"
 
 
 PRIVATE_DIR_MODE = 0o700

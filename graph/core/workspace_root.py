@@ -1,11 +1,13 @@
 """Which folder keeps a workspace's memory: `flowbaby link`'s target, a worktree's main checkout, or
 the folder itself. The standard library alone, so the command line finds a running owner without
-loading the engine (flowbaby/owner_line.py); graph.core.workspace re-exports these names."""
+loading the engine (flowbaby/owner_line.py), and the paths of a workspace's files; graph.core.workspace
+re-exports these names."""
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 DATA_DIR = ".flowbaby"
@@ -13,6 +15,73 @@ LINK_FILE = "link.json"
 """`<folder>/.flowbaby/link.json`, written by `flowbaby link`: this folder's memory lives in another workspace."""
 LINK_PURPOSE = "link"
 """link.json's seal purpose (graph.core.seal)."""
+
+
+@dataclass(frozen=True)
+class WorkspacePaths:
+    root: Path
+
+    @property
+    def data(self) -> Path:
+        return self.root / DATA_DIR
+
+    @property
+    def store_db(self) -> Path:
+        return self.data / "memories.sqlite"
+
+    @property
+    def vectors(self) -> Path:
+        return self.data / "vectors.lance"
+
+    @property
+    def catalog_snapshot(self) -> Path:
+        return self.data / "catalog.npz"
+
+    @property
+    def cognee_system(self) -> Path:
+        return self.data / "cognee" / "system"
+
+    @property
+    def cognee_data(self) -> Path:
+        return self.data / "cognee" / "data"
+
+    @property
+    def cognee_cache(self) -> Path:
+        return self.data / "cognee" / "cache"
+
+    @property
+    def cognee_env(self) -> Path:
+        # An empty file: pins cognee's dotenv lookup so no .env above the cwd leaks in.
+        return self.data / "cognee" / "cognee.env"
+
+    @property
+    def projection(self) -> Path:
+        return self.data / "graph" / "projection.json"
+
+    @property
+    def logs(self) -> Path:
+        return self.data / "logs"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.data / "agent_audit.log"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.data / "owner.lock"
+
+    @property
+    def api_token(self) -> Path:
+        """The HTTP API's generated token (api/auth.py), sealed (graph.core.seal, API_TOKEN_PURPOSE)."""
+        return self.data / "api_token"
+
+    @property
+    def env_file(self) -> Path:
+        return self.root / ".env"
+
+    @property
+    def git_ignore(self) -> Path:
+        return self.data / ".gitignore"
 
 
 def shared_root(root: Path) -> Path:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.child_python import child_env, module_command
-from graph.core.workspace import WorkspacePaths
+from graph.core.workspace_root import WorkspacePaths
 
 IDLE_EXIT_ENV = "FLOWBABY_IDLE_EXIT_SEC"
 DEFAULT_IDLE_EXIT_SEC = 1800.0

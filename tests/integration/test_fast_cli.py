@@ -119,7 +119,7 @@ def test_forget_through_the_owner_does_not_wait_for_the_graph_unless_asked(owned
     journal.close()
 
 
-def _hook(workspace: Path, event: str, payload: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _hook(workspace: Path, event: str, payload: dict[str, str], **env: str) -> subprocess.CompletedProcess[str]:
     hook = PROJECT_ROOT / "flowbaby" / "hook.py"
     return subprocess.run(
         [sys.executable, "-S", str(hook), event, "--workspace", str(workspace)],
@@ -127,7 +127,7 @@ def _hook(workspace: Path, event: str, payload: dict[str, str]) -> subprocess.Co
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "FLOWBABY_HOOK_TIMEOUT_SEC": "60"},  # a first recall waits for the warm-up
+        env={**os.environ, "FLOWBABY_HOOK_TIMEOUT_SEC": "60", **env},  # a first recall waits for the warm-up
     )
 
 
@@ -135,7 +135,8 @@ def test_status_and_health_show_a_hook_that_injected_nothing(tmp_path: Path) -> 
     root = tmp_path / "ws"
     (root / ".flowbaby").mkdir(parents=True, mode=0o700)
     prompt = {"prompt": "what did we decide about the cache", "session_id": "s1", "cwd": str(root)}
-    assert _hook(root, "UserPromptSubmit", prompt).stdout == ""  # no owner: nothing injected, exit 0
+    # The service may not be started (FLOWBABY_HOOK_START_SEC=0) and none runs: nothing injected, exit 0.
+    assert _hook(root, "UserPromptSubmit", prompt, FLOWBABY_HOOK_START_SEC="0").stdout == ""
     status = run_flowbaby("status", "--workspace", str(root))
     assert status.returncode == 0, status.stderr
     assert "hook problems (current" in status.stdout and "UserPromptSubmit (claude-code): nothing injected" in (

@@ -25,9 +25,10 @@ FRONT_MAY_IMPORT = {
     "graph.core.methods",
     # Standard-library modules the command line reads before, or instead of, loading the engine
     # (graph.service costs half a second of start-up): which folder keeps a workspace's memory,
-    # the hooks' problems, the graph export formats.
+    # the hooks' problems, the workspace's service record, the graph export formats.
     "graph.core.workspace_root",
     "graph.core.hook_problems",
+    "graph.owner.service_record",
     "graph.inspection.names",
 }
 

@@ -222,11 +222,11 @@ def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
     started: list[list[str]] = []
     monkeypatch.setattr(hook, "_detached", lambda root, args, log: started.append(args))
     monkeypatch.setenv("FLOWBABY_IDLE_EXIT_SEC", "42")
-    hook._start_service(str(workspace))
+    hook._start_service(str(workspace), "no owner")
     expected = service_record.command(WorkspacePaths(workspace).root, service_record.idle_exit_sec())
     assert started and [sys.executable, "-P", *started[0]] == expected
     lock = workspace / ".flowbaby" / "service.lock"
     lock.write_text(str(os.getpid()))  # a live process, but not a `flowbaby serve`: not a service starting
     os.chmod(lock, 0o600)
-    hook._start_service(str(workspace))
+    hook._start_service(str(workspace), "no owner")
     assert len(started) == 2
