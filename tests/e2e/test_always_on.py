@@ -28,23 +28,11 @@ from tests.support.client_env import (
     opencode_config,
     run_client,
 )
+from tests.support.commands import serve_pids
 from tests.support.fake_agent_model import FakeAgentModel
 from tests.support.fake_anthropic_model import FakeAnthropicModel
 
 pytestmark = pytest.mark.slow
-
-
-def _serves(project: Path) -> list[int]:
-    """Live `flowbaby serve` processes for `project`."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            words = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in words and str(project).encode() in words:
-            found.append(int(entry.name))
-    return found
 
 
 class Project:
@@ -67,7 +55,7 @@ class Project:
                 assert bridge.result("storeMemory", {**memory, "agentName": "architect"})["success"]
             found = bridge.result("retrieveForAgent", {"query": "staging database password rotation"})
             assert any(FACT in json.dumps(entry) for entry in found["entries"])
-        assert not _serves(self.root), "nothing may run when the client starts"
+        assert not serve_pids(self.root), "nothing may run when the client starts"
         assert not (self.root / ".flowbaby" / "owner.json").exists()
 
     def stop(self) -> None:
@@ -77,7 +65,7 @@ class Project:
             capture_output=True,
             timeout=60,
         )
-        for pid in _serves(self.root):
+        for pid in serve_pids(self.root):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -102,7 +90,7 @@ def test_claude_code_from_nothing_running(project: tuple[Project, FakeAnthropicM
     first = json.dumps(claude.requests[0])
     assert DECISION in first, "the session-start briefing holds the current decision"
     assert "Flowbaby recalled for this prompt" in first and FACT in first, "the first prompt's recall holds the fact"
-    assert len(_serves(setup.root)) == 1  # the service the hook started stays for the next session
+    assert len(serve_pids(setup.root)) == 1  # the service the hook started stays for the next session
 
 
 def test_opencode_from_nothing_running(project: tuple[Project, FakeAnthropicModel, FakeAgentModel]) -> None:
@@ -111,7 +99,7 @@ def test_opencode_from_nothing_running(project: tuple[Project, FakeAnthropicMode
     first = _first_opencode_request(opencode)
     assert DECISION in first, "the session-start briefing holds the current decision"
     assert "Flowbaby recalled for this prompt" in first and FACT in first, "the first prompt's recall holds the fact"
-    assert len(_serves(setup.root)) == 1
+    assert len(serve_pids(setup.root)) == 1
 
 
 def test_both_clients_at_once_make_one_service(project: tuple[Project, FakeAnthropicModel, FakeAgentModel]) -> None:
@@ -136,4 +124,4 @@ def test_both_clients_at_once_make_one_service(project: tuple[Project, FakeAnthr
     assert not failures, failures
     assert DECISION in json.dumps(claude.requests[0]) and DECISION in _first_opencode_request(opencode)
     record = json.loads((setup.root / ".flowbaby" / "service.json").read_text())
-    assert _serves(setup.root) == [record["pid"]]
+    assert serve_pids(setup.root) == [record["pid"]]

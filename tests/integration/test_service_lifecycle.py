@@ -23,6 +23,7 @@ import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
 from tests.conftest import summary
+from tests.support.commands import serve_pids
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +50,6 @@ def _hook(workspace: Path, event: str, payload: dict[str, Any], env: dict[str, s
     return done.stdout
 
 
-def _serves(workspace: Path) -> list[int]:
-    """Live `flowbaby serve` processes for `workspace` (zombies excluded)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            words = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in words and str(workspace).encode() in words:
-            found.append(int(entry.name))
-    return found
-
-
 def _record(workspace: Path) -> dict[str, Any]:
     return dict(json.loads((workspace / ".flowbaby" / "service.json").read_text()))
 
@@ -82,7 +70,7 @@ def _stage(workspace: Path, graph: bool = False) -> None:
     fields = {"topic": "Card charge retry policy", "context": "How billing retries failed card charges."}
     with BridgeClient(workspace, env=_env()) as bridge:
         assert bridge.result("ingestForAgent", {**fields, "decisions": [DECISION], "agentName": "opencode"})["staged"]
-    assert not _serves(workspace)
+    assert not serve_pids(workspace)
 
 
 @pytest.fixture
@@ -91,7 +79,7 @@ def staged(tmp_path: Path) -> Any:
     workspace.mkdir()
     _stage(workspace)
     yield workspace
-    for pid in _serves(workspace):
+    for pid in serve_pids(workspace):
         os.kill(pid, signal.SIGKILL)
 
 
@@ -102,11 +90,11 @@ def test_a_hook_starts_the_service_and_two_at_once_make_one(staged: Path) -> Non
     assert all(DECISION in text for text in briefings), briefings
     time.sleep(1.0)  # a second service would have had time to start
     record = _record(staged)
-    assert _serves(staged) == [record["pid"]]
+    assert serve_pids(staged) == [record["pid"]]
     status = _flowbaby(staged, "status")
     assert f"service: pid {record['pid']} on http://127.0.0.1:{record['port']}" in status.stdout, status.stdout
     stopped = _flowbaby(staged, "stop")
-    assert stopped.returncode == 0 and not _serves(staged), stopped.stderr
+    assert stopped.returncode == 0 and not serve_pids(staged), stopped.stderr
     assert not (staged / ".flowbaby" / "service.json").exists()
     assert (staged / ".flowbaby" / "owner.lock").read_text() == ""  # released cleanly
     assert "service: none running" in _flowbaby(staged, "status").stdout
@@ -120,12 +108,12 @@ def test_concurrent_starts_make_one_service_that_leaves_when_idle(staged: Path) 
     pid = _record(staged)["pid"]
     assert all(f"pid {pid} " in r.stdout for r in results), [r.stdout for r in results]
     # A start that lost the race may still be loading before it sees the lock and exits 0.
-    _until(lambda: _serves(staged) == [pid], "the services that lost the race exit", timeout=30)
+    _until(lambda: serve_pids(staged) == [pid], "the services that lost the race exit", timeout=30)
     # A recall through the owner is activity; then 3 s without any: it leaves by itself.
     assert "Flowbaby recalled" in _hook(
         staged, "UserPromptSubmit", {"session_id": "s", "prompt": "card charge retries"}
     )
-    _until(lambda: not _serves(staged), "the idle service exits", timeout=30)
+    _until(lambda: not serve_pids(staged), "the idle service exits", timeout=30)
     assert not (staged / ".flowbaby" / "service.json").exists()
     assert _flowbaby(staged, "stop").returncode == 1  # nothing to stop
 
@@ -269,7 +257,7 @@ def test_sigterm_during_a_graph_batch_exits_within_5_s_and_the_next_owner_finish
     time.sleep(1.0)  # inside cognee's add/cognify
     signalled = time.monotonic()
     os.kill(record["pid"], signal.SIGTERM)
-    _until(lambda: not _serves(workspace), "serve exits", timeout=60)
+    _until(lambda: not serve_pids(workspace), "serve exits", timeout=60)
     took = time.monotonic() - signalled
     assert took < 5.0, f"serve took {took:.1f} s to exit after SIGTERM"
     assert _port_free(record["port"])
@@ -341,7 +329,7 @@ def test_a_kill_loop_over_start_and_stop_loses_and_duplicates_nothing(tmp_path: 
             os.kill(record["pid"], signal.SIGTERM if action == "sigterm" else signal.SIGKILL)
         stop.set()
         sender.join(timeout=30)
-        _until(lambda: not _serves(workspace), "the service is gone", timeout=30)
+        _until(lambda: not serve_pids(workspace), "the service is gone", timeout=30)
     with BridgeClient(workspace, env=_env(FLOWBABY_BUILD_GRAPH="0")) as bridge:  # the next owner recovers
         assert bridge.result("health")["status"] == "ready"
     db = sqlite3.connect(workspace / ".flowbaby" / "memories.sqlite")
@@ -362,4 +350,4 @@ def _running_record(workspace: Path) -> dict[str, Any] | None:
         record = _record(workspace)
     except (OSError, ValueError):
         return None
-    return record if record["pid"] in _serves(workspace) else None
+    return record if record["pid"] in serve_pids(workspace) else None

@@ -32,3 +32,16 @@ def run_bridge_to_exit(workspace: Path, env: dict[str, str]) -> subprocess.Compl
         timeout=120,
         check=False,
     )
+
+
+def serve_pids(workspace: Path) -> list[int]:
+    """Live `flowbaby serve` processes for `workspace` (a zombie has no command line)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"serve" in words and str(workspace).encode() in words:
+            found.append(int(entry.name))
+    return found
