@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,23 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
     for client in clients:
         if client.proc.poll() is None:
             client.close(timeout=60)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_service_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A client's hook may start a workspace's service (INGEST_CONTRACT.md 9.2), which stays up to its
+    idle time: at the end of the session every `flowbaby serve` of a workspace under this session's
+    temporary folder is stopped, so no test run leaves one behind."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if "serve" in words and any(word.startswith(base) for word in words):
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGTERM)
 
 
 @pytest.fixture(scope="session")
