@@ -17,6 +17,7 @@ import os
 import sqlite3
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -236,7 +237,12 @@ def test_a_committed_owner_json_never_briefs_another_workspaces_memories(spawn, 
     other.mkdir()
     owner = spawn(other, env=env)  # its socket path is too long for .flowbaby/: it listens in the runtime folder
     owner.result("ingestForAgent", summary("other-secret", topic="Other project", decisions=["Use vault path OTHER-9"]))
-    published = json.loads((other / ".flowbaby" / "owner.json").read_text())["socket"]
+    endpoint = other / ".flowbaby" / "owner.json"
+    for _ in range(600):  # the owner publishes its endpoint once its socket listens, not with its first reply
+        if endpoint.exists():
+            break
+        time.sleep(0.1)
+    published = json.loads(endpoint.read_text())["socket"]
     assert Path(published).parent == runtime / f"flowbaby-{os.getuid()}", published
     clone = clone_with(tmp_path, {".flowbaby/owner.json": json.dumps({"pid": 1, "socket": published}).encode()})
     payload = json.dumps({"session_id": "s1", "cwd": str(clone)})
