@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.child_python import child_env, module_command
+from graph.core.files import write_atomic
 from graph.core.workspace_root import WorkspacePaths
 
 IDLE_EXIT_ENV = "FLOWBABY_IDLE_EXIT_SEC"
@@ -84,15 +85,8 @@ def release(fd: int) -> None:
 
 
 def publish(paths: WorkspacePaths, record: dict[str, Any]) -> None:
-    """Write service.json (0600) through a new file made exclusively, then rename it into place."""
-    target = record_file(paths)
-    staging = target.with_name(f"service.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        staging.unlink()
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps({"pid": os.getpid(), **record}))
-    os.replace(staging, target)
+    """Write service.json (0600) whole, through graph.core.files (a new file, renamed into place)."""
+    write_atomic(record_file(paths), json.dumps({"pid": os.getpid(), **record}))
 
 
 def withdraw(paths: WorkspacePaths) -> None:
