@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -227,11 +229,14 @@ def test_a_store_from_before_seals_is_kept_by_adopt(spawn, workspace: Path) -> N
     assert [entry["topicId"] for entry in found["entries"]] == ["kept-decision"], found
 
 
-def test_a_committed_owner_json_never_briefs_another_workspaces_memories(spawn, tmp_path: Path) -> None:
+def test_a_committed_owner_json_never_briefs_another_workspaces_memories(
+    spawn, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """owner.json is not sealed (it names a socket, which no repository can ship), but the hook takes a
     socket in the runtime folder only under this workspace's own name: not another project's owner."""
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
+    # A short runtime folder: a socket path has at most 107 bytes, and pytest-xdist's tmp_path is long.
+    runtime = Path(tempfile.mkdtemp(prefix="fbrun-"))
+    request.addfinalizer(lambda: shutil.rmtree(runtime, ignore_errors=True))
     env = _env(XDG_RUNTIME_DIR=str(runtime))
     other = tmp_path / ("another-project-of-the-users-with-a-long-folder-name-" + "x" * 40)
     other.mkdir()
