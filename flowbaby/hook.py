@@ -84,6 +84,16 @@ def _append(data: str, relative: str) -> int:
     return _open_file(data, relative, os.O_WRONLY | os.O_APPEND | os.O_CREAT, create=True)
 
 
+def peer_uid(conn: socket.socket) -> int | None:
+    """As graph.owner.wire.peer_uid, for the command line's standard-library clients (this hook and
+    flowbaby/owner_line.py): the uid at the other end, None where the platform cannot tell."""
+    if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
+        return int.from_bytes(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[4:8], sys.byteorder)
+    if hasattr(socket, "LOCAL_PEERCRED"):  # macOS: struct xucred {version, uid, ...}
+        return int.from_bytes(conn.getsockopt(0, socket.LOCAL_PEERCRED, 76)[4:8], sys.byteorder)
+    return None
+
+
 class OwnerUnavailable(Exception):
     """No owner answers on the workspace's socket (none running, or too slow)."""
 
@@ -104,10 +114,8 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, c
                 conn.connect(address)
             except (FileNotFoundError, ConnectionRefusedError) as exc:
                 raise NoOwner(f"no owner endpoint: {address}: {exc.strerror}") from None
-            if hasattr(socket, "SO_PEERCRED"):  # Linux: struct ucred {pid, uid, gid}
-                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-                if int.from_bytes(creds[4:8], sys.byteorder) != os.getuid():
-                    raise OwnerUnavailable(f"{address} is served by another user")
+            if peer_uid(conn) not in (None, os.getuid()):
+                raise OwnerUnavailable(f"{address} is served by another user")
             conn.sendall(json.dumps({"id": 1, "method": method, "args": {"params": params}}).encode() + b"\n")
             buffer = b""
             while True:

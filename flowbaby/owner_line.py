@@ -14,25 +14,15 @@ import contextlib
 import json
 import os
 import socket
-import struct
 import sys
 from pathlib import Path
 from typing import Any
 
-from flowbaby.hook import OwnerUnavailable, owner_socket
+from flowbaby.hook import OwnerUnavailable, owner_socket, peer_uid
 from graph.core.workspace_root import DATA_DIR, shared_root
 
 CALL_TIMEOUT_SEC = 120.0
 """A call's longest wait: a forget that waits for its graph step waits up to 45 s in the owner."""
-
-
-def _peer_uid(conn: socket.socket) -> int | None:
-    """As graph.owner.wire.peer_uid (Linux SO_PEERCRED, macOS LOCAL_PEERCRED)."""
-    if hasattr(socket, "SO_PEERCRED"):
-        return int(struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1])
-    if hasattr(socket, "LOCAL_PEERCRED"):
-        return int(struct.unpack_from("2I", conn.getsockopt(0, socket.LOCAL_PEERCRED, 76))[1])
-    return None
 
 
 class OwnerLine:
@@ -60,7 +50,7 @@ class OwnerLine:
         try:
             conn.settimeout(5.0)
             conn.connect(address)
-            if _peer_uid(conn) not in (None, os.getuid()):
+            if peer_uid(conn) not in (None, os.getuid()):
                 raise OSError(f"{address} is served by another user")
         except OSError:
             conn.close()
