@@ -11,7 +11,6 @@ from graph.backends.backend import (
     NAMESPACES_DIR,
     Backend,
     namespace_for,
-    namespace_problem,
     open_backend,
     team_database_url,
 )
@@ -20,6 +19,7 @@ from graph.code.importer import import_adrs, import_docs, within_repository
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, token_id_of, verify
 from graph.core.audit import AUDIT_USER
 from graph.core.files import atomic_writer, write_atomic
+from graph.core.namespaces import namespace_problem
 from graph.core.net import is_loopback
 from graph.core.seal import read_private_file, read_sealed_file, write_seal
 from graph.core.stdio import take_stdout

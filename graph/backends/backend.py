@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.namespaces import namespace_problem
 from graph.core.workspace import DATA_DIR, WorkspacePaths
 
 if TYPE_CHECKING:
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
 
 DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
 NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
-_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
-RESERVED_NAMESPACES = frozenset({"admin"})
-"""Names no namespace may take: schema `flowbaby_admin` holds the server's tokens."""
 NAMESPACES_DIR = "namespaces"
 """Under a team server's `.flowbaby/`: one working folder per namespace it serves (logs, worker)."""
 REFRESH_POLL_ENV = "FLOWBABY_REFRESH_POLL_SEC"
@@ -52,15 +50,6 @@ def team_database_url() -> str:
     if url and not url.startswith(("postgresql://", "postgres://")):
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a postgresql:// URL")
     return url
-
-
-def namespace_problem(name: str) -> str | None:
-    """Why `name` cannot be a namespace, or None."""
-    if not _NAMESPACE.match(name):
-        return "must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit"
-    if name in RESERVED_NAMESPACES:
-        return f'"{name}" is reserved'
-    return None
 
 
 def namespace_for(paths: WorkspacePaths) -> str:

@@ -113,6 +113,13 @@ def test_only_the_facade_and_the_finisher_reach_into_the_engine() -> None:
     assert outside == {"graph.api", "graph.owner.finisher"}
 
 
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if _within(m, "graph.core")))
+def test_graph_core_imports_nothing_else_of_the_project(module: str) -> None:
+    """graph.core is the bottom layer every other package builds on (ARCHITECTURE.md)."""
+    project = {name for name in imports_of(module) if name.split(".")[0] in PACKAGES}
+    assert all(_within(name, "graph.core") for name in project), f"{module} imports {sorted(project)}"
+
+
 def test_the_engine_never_imports_a_front() -> None:
     offenders = {
         module: sorted(name for name in imports_of(module) if name.split(".")[0] in FRONTS + (COMMAND_LINE,))
