@@ -9,7 +9,8 @@ before and after each. Bytecode is cached in a temporary PYTHONPYCACHEPREFIX and
 is dropped, as after an install (this environment may set PYTHONDONTWRITEBYTECODE).
 
 FLOWBABY_BENCH_CLI_CODE=<checkout> times another checkout's code (its bridge too) in the same
-period: the "before" of docs/measurements.md. A command that checkout lacks is reported as such.
+period, for a before/after pair (docs/measurements.md keeps only the current figures). A command that
+checkout lacks is reported as such.
 """
 
 from __future__ import annotations

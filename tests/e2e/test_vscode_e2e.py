@@ -3,7 +3,7 @@ installed offline, opened in headless Debian chromium through playwright-core. A
 extension (extension/e2e/test-agent) calls the three commands and both tools through
 vscode.lm.invokeTool and writes what it got to a file; extension/e2e/drive.js confirms the tools'
 confirmation dialogs, records the toasts, reads the Output channel and the status bar, and takes
-the screenshot used by the README (docs/vscode-extension.png)."""
+the screenshot docs/vscode-extension.md shows (docs/vscode-extension.png)."""
 
 from __future__ import annotations
 
@@ -268,6 +268,6 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     assert "E2E caching decision" in browser["list"], context
     assert any("Flowbaby" in row for row in seen["mcpServers"]), context
 
-    # The README's screenshot, refreshed when FLOWBABY_UPDATE_SCREENSHOT is set.
+    # docs/vscode-extension.md's screenshot, refreshed when FLOWBABY_UPDATE_SCREENSHOT is set.
     if os.environ.get("FLOWBABY_UPDATE_SCREENSHOT"):
         shutil.copyfile(tmp_path / "screenshot.png", SCREENSHOT)

@@ -1,6 +1,7 @@
-"""INGEST_CONTRACT.md's tables against the code, both ways: every error code, bridge method,
-notification, HTTP route and HTTP status the code has is documented, and nothing documented
-is missing from the code. Fast: the doc is parsed, the bridge and the app are built on a stub."""
+"""The contract's tables (INGEST_CONTRACT.md and docs/contract/) against the code, both ways:
+every error code, bridge method, notification, HTTP route and HTTP status the code has is
+documented, and nothing documented is missing from the code. Fast: the doc is parsed, the bridge
+and the app are built on a stub."""
 
 from __future__ import annotations
 
@@ -18,8 +19,7 @@ import bridge.server
 from api.app import STATUS, create_app
 from bridge.server import Bridge, ProtocolWriter
 from graph.core.contract import BackgroundErrorCode, ErrorCode, RetrievalErrorCode
-
-CONTRACT = Path(__file__).resolve().parents[2] / "INGEST_CONTRACT.md"
+from tests.support.contract_doc import contract_lines
 
 
 def _sections() -> dict[str, list[str]]:
@@ -27,7 +27,7 @@ def _sections() -> dict[str, list[str]]:
     sections: dict[str, list[str]] = {}
     current: list[str] = []
     fenced = False
-    for line in CONTRACT.read_text(encoding="utf-8").splitlines():
+    for line in contract_lines():
         fenced ^= line.startswith("```")
         if line.startswith("#") and not fenced:
             current = sections.setdefault(line, [])
