@@ -34,7 +34,10 @@ def import_graph(folder: Path) -> nx.DiGraph:
 
 
 def test_specifiers_are_read_from_every_import_form() -> None:
-    source = 'import { a } from "./a.js";\nexport { b } from "./b.js";\nimport "./c.js";\nconst d = await import("./d.js");\n'
+    source = (
+        'import { a } from "./a.js";\nexport { b } from "./b.js";\nimport "./c.js";\n'
+        'const d = await import("./d.js");\n'
+    )
     assert specifiers(source) == ["./a.js", "./b.js", "./c.js", "./d.js"]
 
 
