@@ -13,7 +13,7 @@ import { chooseCommand } from "./glue/commandChoice";
 import { registerCommands } from "./glue/commands";
 import { createInstructions, instructionsRefresher } from "./glue/copilotBriefing";
 import { Runtime, errorWithLogs, logOpener } from "./glue/runtime";
-import { settings } from "./glue/settings";
+import { Settings, settings } from "./glue/settings";
 import { createStatusBar } from "./glue/statusBar";
 
 export { validateIngestRequest };
@@ -30,12 +30,11 @@ let bridge: BridgeClient | undefined;
 let instructions: CopilotInstructions | undefined;
 
 /** The output channels, the executable (asked once for a workspace's own) and the bridge. */
-async function createRuntime(context: vscode.ExtensionContext): Promise<Runtime> {
+async function createRuntime(context: vscode.ExtensionContext, config: Settings): Promise<Runtime> {
   const activity = vscode.window.createOutputChannel("Flowbaby Agent Activity");
   const logs = vscode.window.createOutputChannel("Flowbaby", { log: true });
   context.subscriptions.push(activity, logs);
   const workspace = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  const config = settings();
   const { command, skipped } = await chooseCommand(context, config, workspace);
   if (skipped) {
     logs.warn(`not running the workspace's own flowbaby (${skipped})`);
@@ -47,9 +46,10 @@ async function createRuntime(context: vscode.ExtensionContext): Promise<Runtime>
 }
 
 export async function activate(context: vscode.ExtensionContext): Promise<FlowbabyExtensionApi> {
-  const runtime = await createRuntime(context);
+  const config = settings();
+  const runtime = await createRuntime(context, config);
   bridge = runtime.bridge;
-  const throttle = new RetrievalThrottle(settings());
+  const throttle = new RetrievalThrottle(config);
   const api = new AgentApi({ call: runtime.call, throttle, activity: (line) => runtime.activity.appendLine(line) });
   const refreshStatus = createStatusBar(context, runtime.call);
   announceBackgroundResults(runtime, refreshStatus);
