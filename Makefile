@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup install uninstall demo demo-team check test test-unit test-fast bench clean vsix e2e-setup
+.PHONY: setup install uninstall demo demo-team check lint-js test test-unit test-fast bench clean vsix e2e-setup
 
 setup: $(STAMP)
 
@@ -38,11 +38,18 @@ demo: setup
 demo-team: setup
 	$(PY) -m tests.support.team_demo
 
-# ruff (lint and format) and mypy, as configured in pyproject.toml; CI runs it before the tests.
-check: setup
+# ruff (lint and format) and mypy, as configured in pyproject.toml, and ESLint over the extension
+# and the memory browser (extension/eslint.config.mjs); CI runs it before the tests.
+check: setup lint-js
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+# The extension's pinned npm packages (npm ci when its lock file changed), then ESLint from the
+# repository root so one config covers extension/ and api/ui/.
+lint-js: setup
+	$(PY) -m tests.support.vscode_tools --extension-npm
+	extension/node_modules/.bin/eslint --max-warnings 0 -c extension/eslint.config.mjs extension api/ui
 
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
 # their own bridge and cognee worker subprocesses, so two run side by side on two cores.

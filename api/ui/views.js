@@ -1,6 +1,8 @@
 // The views: each renders into `main` and may return {stop()} to end its timers.
-import { api, el, go, announce, confirmAction, failure, download, timings } from "./app.js";
+import { announce, confirmAction, download, el, failure } from "./dom.js";
 import { drawGraph } from "./graph.js";
+import { go } from "./nav.js";
+import { api, timings } from "./session.js";
 
 const STATUSES = ["Active", "DecisionRecord", "Superseded"];
 
@@ -292,7 +294,6 @@ async function graph(main, args, params) {
     neighbours.get(e.target).push(e.source);
   }
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  let drawing;
   const select = (node) => {
     for (const b of list.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.id === node.id));
     drawing.highlight(node.id);
@@ -311,7 +312,7 @@ async function graph(main, args, params) {
   };
   filter.addEventListener("input", fill);
   fill();
-  drawing = drawGraph(canvas, snapshot, { onPick: (node) => (node.kind === "entity" ? select(node) : pickNode(node)) });
+  const drawing = drawGraph(canvas, snapshot, { onPick: (node) => (node.kind === "entity" ? select(node) : pickNode(node)) });
   window.__flowbabyGraph = drawing;
   const wanted = params.get("entity");
   if (wanted) {

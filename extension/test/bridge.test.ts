@@ -12,6 +12,36 @@ import { flowbabyCommand, ingestPayload, tempWorkspace, waitFor } from "./helper
 
 const ACTIVITY = /^\[Agent Ingest\] \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z - Agent: unit-test agent - Topic: Redis caching decision - Status: success$/;
 
+/** Every faulty field is named, by the bridge and by validateIngestRequest alike. */
+async function assertInvalidPayloads(api: AgentApi): Promise<void> {
+  const bad: unknown[] = [
+    {},
+    { topic: " ", context: 3, metadata: { topicId: "x", createdAt: "yesterday", updatedAt: "2025-03-01" } },
+    { ...ingestPayload("t"), decisions: ["ok", 2], metadata: { topicId: "t", createdAt: "2025-03-01", updatedAt: "2025-03-01", status: "Done" } },
+    { ...ingestPayload("t"), metadata: { topicId: "x".repeat(257), createdAt: "20250301T100000Z", updatedAt: "2025-W09-6" } },
+    { ...ingestPayload("t"), rationale: "not a list", agentName: "a".repeat(300) },
+    { ...ingestPayload("t"), context: "x".repeat(100_001) },
+    { ...ingestPayload("t"), topic: "bad \ud800 text" },
+  ];
+  for (const payload of bad) {
+    const answer = JSON.parse(await api.ingestForAgent(JSON.stringify(payload)));
+    const local = validateIngestRequest(payload);
+    assert.equal(answer.success, false);
+    assert.equal(answer.errorCode, "INVALID_PAYLOAD");
+    assert.equal(local.valid, false);
+    assert.deepEqual(local.fields, answer.fields, JSON.stringify(payload).slice(0, 200));
+    assert.equal(local.errors[0], answer.error);
+    assert.deepEqual(answer.details, local.details);
+  }
+  assert.equal(validateIngestRequest(ingestPayload("fine")).valid, true);
+  const notJson = JSON.parse(await api.ingestForAgent("{not json"));
+  assert.equal(notJson.errorCode, "INVALID_PAYLOAD");
+  const badQuery = JSON.parse(await api.retrieveForAgent(JSON.stringify({ query: "x", maxResults: 0 })));
+  assert.equal(badQuery.errorCode, "INVALID_REQUEST");
+  assert.equal(badQuery.error, "INVALID_REQUEST");
+  assert.deepEqual(badQuery.fields, ["maxResults"]);
+}
+
 describe("bridge client and agent commands (real bridge)", { timeout: 240_000 }, () => {
   const workspace = tempWorkspace("fb-ext-", { graph: false });
   const command = flowbabyCommand();
@@ -68,34 +98,7 @@ describe("bridge client and agent commands (real bridge)", { timeout: 240_000 },
     assert.match(lines.at(-1)!, /^\[Tool Invocation\] \S+Z - flowbaby_retrieveMemory called - Query: flaky tests retried in CI - Status: success$/);
   });
 
-  it("answers INVALID_PAYLOAD with every faulty field, matching validateIngestRequest", async () => {
-    const bad: unknown[] = [
-      {},
-      { topic: " ", context: 3, metadata: { topicId: "x", createdAt: "yesterday", updatedAt: "2025-03-01" } },
-      { ...ingestPayload("t"), decisions: ["ok", 2], metadata: { topicId: "t", createdAt: "2025-03-01", updatedAt: "2025-03-01", status: "Done" } },
-      { ...ingestPayload("t"), metadata: { topicId: "x".repeat(257), createdAt: "20250301T100000Z", updatedAt: "2025-W09-6" } },
-      { ...ingestPayload("t"), rationale: "not a list", agentName: "a".repeat(300) },
-      { ...ingestPayload("t"), context: "x".repeat(100_001) },
-      { ...ingestPayload("t"), topic: "bad \ud800 text" },
-    ];
-    for (const payload of bad) {
-      const answer = JSON.parse(await api.ingestForAgent(JSON.stringify(payload)));
-      const local = validateIngestRequest(payload);
-      assert.equal(answer.success, false);
-      assert.equal(answer.errorCode, "INVALID_PAYLOAD");
-      assert.equal(local.valid, false);
-      assert.deepEqual(local.fields, answer.fields, JSON.stringify(payload).slice(0, 200));
-      assert.equal(local.errors[0], answer.error);
-      assert.deepEqual(answer.details, local.details);
-    }
-    assert.equal(validateIngestRequest(ingestPayload("fine")).valid, true);
-    const notJson = JSON.parse(await api.ingestForAgent("{not json"));
-    assert.equal(notJson.errorCode, "INVALID_PAYLOAD");
-    const badQuery = JSON.parse(await api.retrieveForAgent(JSON.stringify({ query: "x", maxResults: 0 })));
-    assert.equal(badQuery.errorCode, "INVALID_REQUEST");
-    assert.equal(badQuery.error, "INVALID_REQUEST");
-    assert.deepEqual(badQuery.fields, ["maxResults"]);
-  });
+  it("answers INVALID_PAYLOAD with every faulty field, matching validateIngestRequest", () => assertInvalidPayloads(api));
 
   it("answers 429_AGENT_THROTTLED from the extension's throttle before the bridge", async () => {
     const limited = new AgentApi({

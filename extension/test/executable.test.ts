@@ -85,7 +85,7 @@ describe("choosing the flowbaby executable", { timeout: 120_000 }, () => {
     assert.equal(chosen.command?.file, real.file);
     assert.match(chosen.skipped ?? "", /not confirmed/);
 
-    const bridge = new BridgeClient({ workspace, command: chosen.command!, healthTimeoutMs: 60_000 });
+    const bridge = new BridgeClient({ workspace, command: chosen.command, healthTimeoutMs: 60_000 });
     try {
       assert.equal((await bridge.start()).status, "ready");
     } finally {

@@ -42,7 +42,7 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
       ["old-note", "An older note"],
       ["redis-cache", "Redis caching decision"],
     ]) {
-      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic } as JsonObject);
+      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic });
       assert.equal(stored.success, true, JSON.stringify(stored));
     }
   });
@@ -105,9 +105,9 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
   });
 
   it("dismissing the pick calls nothing else", async () => {
-    const before = lines.length;
+    const linesBefore = lines.length;
     const { ui, seen } = scriptedUi({ pick: () => undefined, confirm: true });
     assert.deepEqual(await forgetMemoryCommand({ call, ui, activity }), { status: "cancelled" });
-    assert.deepEqual([seen.confirms, seen.infos, seen.errors, lines.length], [[], [], [], before]);
+    assert.deepEqual([seen.confirms, seen.infos, seen.errors, lines.length], [[], [], [], linesBefore]);
   });
 });

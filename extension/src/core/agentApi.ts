@@ -147,7 +147,7 @@ export class AgentApi {
 
   private async throttled(method: string, params: JsonObject): Promise<JsonObject> {
     const outcome = await this.deps.throttle.run(() => this.deps.call(method, params).catch(retrievalFailure));
-    return isThrottleRefusal(outcome) ? ({ ...outcome } as unknown as JsonObject) : outcome;
+    return isThrottleRefusal(outcome) ? { ...outcome } : outcome;
   }
 }
 

@@ -21,7 +21,7 @@ export interface HookProblemView {
 
 export function hookProblemView(health: Record<string, unknown>): HookProblemView {
   const record = health.hookProblems as { current?: unknown; problems?: unknown } | null | undefined;
-  const problems = Array.isArray(record?.problems) ? (record!.problems as HookProblem[]) : [];
+  const problems = Array.isArray(record?.problems) ? (record.problems as HookProblem[]) : [];
   if (problems.length === 0) {
     return { warning: false, label: "", lines: [] };
   }

@@ -100,7 +100,7 @@ export class JsonRpcConnection extends EventEmitter {
       return;
     }
     if (typeof message.method === "string" && !("id" in message)) {
-      this.emit("notification", message.method, (message.params ?? {}) as JsonObject);
+      this.emit("notification", message.method, message.params ?? {});
       return;
     }
     const call = typeof message.id === "number" ? this.pending.get(message.id) : undefined;
