@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -41,11 +40,11 @@ from graph.core.contract import (
     validate_retrieval,
 )
 from graph.core.workspace import WorkspacePaths
+from graph.engine.protocol import OperationListener
 from graph.remote.settings import ServerSettings
 
 log = logging.getLogger("flowbaby.remote")
 
-OperationListener = Callable[[OperationStatus], Awaitable[None]]
 NAMESPACE_HEADER = "X-Flowbaby-Namespace"
 CONNECT_TIMEOUT_SEC = 5.0
 READ_TIMEOUT_SEC = 120.0
