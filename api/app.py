@@ -29,24 +29,16 @@ from graph import __version__
 from graph.api import MemoryService, WorkspacePaths, namespace_for, service_record
 from graph.core.contract import (
     AuditTailResponse,
-    ConfirmSupersessionRequest,
-    ConfirmSupersessionResponse,
     ContractFailure,
     ErrorCode,
     ExportMemoriesResponse,
-    FlowbabyContextRequest,
     FlowbabyError,
-    FlowbabyIngestRequest,
-    FlowbabyIngestResponse,
-    ForgetMemoryRequest,
     ForgetMemoryResponse,
     GetMemoryResponse,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
-    ImportMemoriesRequest,
-    ImportMemoriesResponse,
     IndexStatusResponse,
     ListMemoriesResponse,
     MemoryContextResponse,
@@ -54,8 +46,8 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
-    StoreMemoryResponse,
 )
+from graph.core.methods import BODY_ROUTES, METHODS, Method
 
 log = logging.getLogger("flowbaby.api")
 
@@ -100,15 +92,29 @@ async def _json_body(request: Request, retrieval: bool) -> Any:
 
 
 BODIES: dict[str, type[BaseModel]] = {
-    "/api/agent/ingest": FlowbabyIngestRequest,
-    "/api/agent/retrieve": FlowbabyContextRequest,
-    "/api/agent/supersessions/confirm": ConfirmSupersessionRequest,
-    "/api/agent/memories": FlowbabyIngestRequest,
-    "/api/agent/memories/forget": ForgetMemoryRequest,
-    "/api/agent/import": ImportMemoriesRequest,
+    method.http.split(" ")[1].split("?")[0]: method.body for method in METHODS if method.http and method.body
 }
 """Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
-the OpenAPI document still names their contract models."""
+the OpenAPI document still names their contract models (the method table's `body`)."""
+
+
+def _body_route(app: FastAPI, service: MemoryService, method: Method) -> None:
+    """The route of a row of the method table that hands its JSON body to the service (BODY_ROUTES)."""
+    assert method.http is not None
+    verb, path = method.http.split(" ")
+
+    async def route(request: Request) -> Any:
+        return await getattr(service, method.service)(await _json_body(request, retrieval=False))
+
+    app.add_api_route(
+        path,
+        route,
+        methods=[verb],
+        status_code=method.status,
+        response_model=method.response,
+        name=method.service,
+        summary=method.bridge,
+    )
 
 
 def _document_bodies(app: FastAPI) -> dict[str, Any]:
@@ -248,9 +254,8 @@ def create_app(
         proof = service_record.server_proof(token, port, challenge) if challenge else None
         return JSONResponse(PublicHealthResponse(version=__version__, proof=proof).model_dump(exclude_none=True))
 
-    @app.post("/api/agent/ingest", status_code=202, response_model=FlowbabyIngestResponse)
-    async def ingest(request: Request) -> Any:
-        return await service.ingest(await _json_body(request, retrieval=False))
+    for method in BODY_ROUTES:
+        _body_route(app, service, method)
 
     @app.post("/api/agent/retrieve")
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
@@ -259,11 +264,6 @@ def create_app(
         # Accept: application/json asks for the whole retrieveMemory reply (entries too): remote clients.
         as_text = markdown and "application/json" not in request.headers.get("accept", "")
         return PlainTextResponse(reply["markdown"], media_type="text/markdown") if as_text else reply
-
-    @app.post("/api/agent/memories", status_code=202, response_model=StoreMemoryResponse)
-    async def store_memory(request: Request) -> Any:
-        """storeMemory (the MCP and LM-tool surface: metadata optional), for remote fronts."""
-        return await service.store_memory(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/background")
     async def background() -> dict[str, Any]:
@@ -305,10 +305,6 @@ def create_app(
     async def implied_supersessions() -> dict[str, Any]:
         return await service.implied_supersessions()
 
-    @app.post("/api/agent/supersessions/confirm", response_model=ConfirmSupersessionResponse)
-    async def confirm_supersession(request: Request) -> dict[str, Any]:
-        return await service.confirm_supersession(await _json_body(request, retrieval=False))
-
     @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
     async def list_memories(request: Request) -> dict[str, Any]:
         """listMemories: the query parameters are its fields (status comma-separated or repeated)."""
@@ -324,20 +320,10 @@ def create_app(
         """forgetMemory of one topic (every version), or of one version with ?version=N."""
         return await service.forget_memory(_given(topicId=topic_id, dryRun=dryRun, version=version))
 
-    @app.post("/api/agent/memories/forget", response_model=ForgetMemoryResponse)
-    async def forget_memories(request: Request) -> dict[str, Any]:
-        """forgetMemory with a body: a filter (every topic listMemories would list), or a topicId."""
-        return await service.forget_memory(await _json_body(request, retrieval=False))
-
     @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
     async def export_memories(cursor: str | None = None, limit: int = 500) -> dict[str, Any]:
         """exportMemories: one page of every version, oldest first (the export file's lines)."""
         return await service.export_memories(_given(limit=limit, cursor=cursor))
-
-    @app.post("/api/agent/import", response_model=ImportMemoriesResponse)
-    async def import_memories(request: Request) -> dict[str, Any]:
-        """importMemories: up to 500 exported versions, all or none."""
-        return await service.import_memories(await _json_body(request, retrieval=False))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

@@ -14,6 +14,21 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pydantic import BaseModel
+
+from graph.core.contract import (
+    ConfirmSupersessionRequest,
+    ConfirmSupersessionResponse,
+    FlowbabyContextRequest,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
+    StoreMemoryResponse,
+)
+
 
 class Reply(str, Enum):
     """Which failure shape an operation's callers parse (INGEST_CONTRACT.md section 5)."""
@@ -39,6 +54,13 @@ class Method:
     """Keyword arguments the bridge passes (retrieveMemory: markdown=True)."""
     params: bool = True
     """Whether the bridge passes the request's params."""
+    body: type[BaseModel] | None = None
+    """The contract model of its HTTP route's JSON body. The service validates the body (so errors read
+    as over the bridge); the OpenAPI document names the model."""
+    response: type[BaseModel] | None = None
+    """Its HTTP route's reply model (FastAPI's response_model), where the route is made from this row."""
+    status: int = 200
+    """Its HTTP route's success status, where the route is made from this row."""
 
 
 def _sessions(op: str, bridge: str, http: str | None) -> Method:
@@ -47,10 +69,27 @@ def _sessions(op: str, bridge: str, http: str | None) -> Method:
 
 METHODS: tuple[Method, ...] = (
     Method("health", "health", "GET /api/health", params=False),
-    Method("ingest", "ingestForAgent", "POST /api/agent/ingest"),
-    Method("store_memory", "storeMemory", "POST /api/agent/memories", "flowbaby_storeMemory"),
+    Method(
+        "ingest",
+        "ingestForAgent",
+        "POST /api/agent/ingest",
+        body=FlowbabyIngestRequest,
+        response=FlowbabyIngestResponse,
+        status=202,
+    ),
+    Method(
+        "store_memory",
+        "storeMemory",
+        "POST /api/agent/memories",
+        "flowbaby_storeMemory",
+        body=FlowbabyIngestRequest,
+        response=StoreMemoryResponse,
+        status=202,
+    ),
     Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
-    Method("retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL),
+    Method(
+        "retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL, body=FlowbabyContextRequest
+    ),
     Method(
         "retrieve",
         "retrieveMemory",
@@ -64,14 +103,32 @@ METHODS: tuple[Method, ...] = (
     Method("graph_summary", "graphStats", "GET /api/graph/stats", params=False),
     Method("graph_snapshot", "graphSnapshot", "GET /api/graph"),
     Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions"),
-    Method("confirm_supersession", "confirmSupersession", "POST /api/agent/supersessions/confirm"),
+    Method(
+        "confirm_supersession",
+        "confirmSupersession",
+        "POST /api/agent/supersessions/confirm",
+        body=ConfirmSupersessionRequest,
+        response=ConfirmSupersessionResponse,
+    ),
     Method("memory_versions"),
     Method("list_memories", "listMemories", "GET /api/agent/memories"),
     Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
     # flowbaby_forgetMemory is offered to agents only with FLOWBABY_AGENT_FORGET=1 (section 20.3).
-    Method("forget_memory", "forgetMemory", "POST /api/agent/memories/forget"),
+    Method(
+        "forget_memory",
+        "forgetMemory",
+        "POST /api/agent/memories/forget",
+        body=ForgetMemoryRequest,
+        response=ForgetMemoryResponse,
+    ),
     Method("export_memories", "exportMemories", "GET /api/agent/export"),
-    Method("import_memories", "importMemories", "POST /api/agent/import"),
+    Method(
+        "import_memories",
+        "importMemories",
+        "POST /api/agent/import",
+        body=ImportMemoriesRequest,
+        response=ImportMemoriesResponse,
+    ),
     Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
     Method("search_chunks", http="GET /api/agent/search"),
     Method("audit_tail", http="GET /api/agent/audit"),
@@ -95,5 +152,8 @@ OWNER_METHODS = frozenset(method.service for method in METHODS)
 """The service methods a front may call through the owner: the whole API the fronts use."""
 BRIDGE_METHODS = {method.bridge: method for method in METHODS if method.bridge}
 """JSON-RPC name -> row (the bridge adds `shutdown`, which ends the bridge itself)."""
+BODY_ROUTES = tuple(method for method in METHODS if method.body is not None and method.reply is Reply.INGEST)
+"""Operations whose HTTP route hands its JSON body to the service and nothing more: the HTTP app
+(api/app.py) and the team server's client (graph/remote/client.py) make them from these rows."""
 RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if method.reply is Reply.RETRIEVAL)
 """Bridge methods whose failures use the retrieval shape."""

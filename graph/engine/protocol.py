@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from graph.core.contract import OperationStatus
 from graph.core.workspace import WorkspacePaths
-from graph.engine.state import OperationListener
 from graph.sessions.agent_api import SessionOp
+
+OperationListener = Callable[[OperationStatus], Awaitable[None]]
+"""Called with each background operation's status as it ends (a front turns it into a notification)."""
 
 
 class MemoryService(Protocol):

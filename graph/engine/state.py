@@ -8,7 +8,6 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from graph.capture.session_capture import CaptureLog
 from graph.code.freshness import FreshnessChecker
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
-from graph.core.contract import FlowbabyError, OperationStatus
+from graph.core.contract import FlowbabyError
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.memories import Memory
 from graph.core.settings import Settings
@@ -33,8 +32,6 @@ from graph.sessions.agent_api import SessionMemory
 from graph.sessions.encoder import SessionEncoder
 
 log = logging.getLogger("flowbaby.service")
-
-OperationListener = Callable[[OperationStatus], Awaitable[None]]
 
 WARM_RETRY_FIRST_SEC = 5.0
 

@@ -12,21 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import json
 import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
+from graph.engine.protocol import MemoryService, OperationListener
 from graph.owner.wire import MAX_REPLY_BYTES, encode, failure_from_wire, peer_uid, published_socket
 
 log = logging.getLogger("flowbaby.owner")
 
-OperationListener = Callable[[OperationStatus], Awaitable[None]]
 Opener = Callable[[], Awaitable[Any]]
 """Opens the workspace in this process (FlowbabyService.open); raises WORKSPACE_BUSY if taken."""
 
@@ -147,7 +149,13 @@ def _outcome(method: str, reply: dict[str, Any]) -> Any:
     return reply["result"]
 
 
-class OwnerClient:
+if TYPE_CHECKING:  # the operations are made from the method table below: mypy checks them as the Protocol's
+    _Operations = MemoryService
+else:
+    _Operations = object
+
+
+class OwnerClient(_Operations):
     """The service API of a workspace owned elsewhere, until this process owns it."""
 
     def __init__(self, paths: WorkspacePaths, opener: Opener) -> None:
@@ -232,90 +240,10 @@ class OwnerClient:
             if self._watching:
                 await self._local.watch_sessions()
 
-    # -- the service API, forwarded (typed as the fronts' MemoryService) --------------------
-    async def health(self) -> dict[str, Any]:
-        return await self._dict("health")
-
-    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
-        return await self._dict("ingest", params=params, bulk=bulk, origin=origin or self.origin)
-
-    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
-        return await self._dict("store_memory", params=params, origin=origin or self.origin)
-
-    async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
-        return await self._dict("background_status", params=params, audited=audited, agent_name=agent_name)
-
-    async def retrieve(
-        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
-    ) -> dict[str, Any]:
-        return await self._dict(
-            "retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin or self.origin
-        )
-
-    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
-        return await self._dict("index_status", audited=audited, agent_name=agent_name)
-
-    async def repair(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("repair", params=params)
-
-    async def memory_context(
-        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
-        return await self._dict("memory_context", topic_id=topic_id, query=query, hops=hops, version=version)
-
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
-        return await self._dict("memory_versions", topic_id=topic_id)
-
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("list_memories", params=params)
-
-    async def get_memory(self, params: Any) -> dict[str, Any]:
-        return await self._dict("get_memory", params=params)
-
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
-        return await self._dict("forget_memory", params=params, agent_name=agent_name)
-
-    async def export_memories(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("export_memories", params=params)
-
-    async def import_memories(self, params: Any) -> dict[str, Any]:
-        return await self._dict("import_memories", params=params)
-
-    async def search_chunks(self, params: Any) -> dict[str, Any]:
-        return await self._dict("search_chunks", params=params)
-
-    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
-        return await self._dict("graph_snapshot", params=params)
-
-    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
-        return await self._dict("graph_summary", top=top)
-
-    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("audit_tail", params=params)
-
-    async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
-        return await self._dict("sessions", op=op, params=params)
-
+    # -- the service API: every other operation is forwarded (_forwarder, below the class) ----------
     async def watch_sessions(self) -> dict[str, Any]:
         self._watching = True
         return await self._dict("watch_sessions")
-
-    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("implied_supersessions", params=params)
-
-    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        return await self._dict("confirm_supersession", params=params)
-
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
-        return await self._dict("briefing", params=params)
-
-    async def recall(self, params: Any) -> dict[str, Any]:
-        return await self._dict("recall", params=params)
-
-    async def capture(self, params: Any) -> dict[str, Any]:
-        return await self._dict("capture", params=params)
 
     async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
         result = await self.call(method, **args)
@@ -328,3 +256,25 @@ class OwnerClient:
             await self._local.close(grace_sec, hand_on=hand_on)
         if self._connection is not None:
             await self._connection.close()
+
+
+def _forwarder(name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Operation `name` of the method table, sent to the owner with the caller's arguments by name (bound
+    to the Protocol's signature, so a wrong argument fails here as it would on the service); the operations
+    that record the caller's folder get this front's when the caller names none."""
+    signature = inspect.signature(getattr(MemoryService, name))
+
+    async def forward(self: OwnerClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        del arguments["self"]
+        if "origin" in signature.parameters:
+            arguments["origin"] = arguments.get("origin") or self.origin
+        return await self._dict(name, **arguments)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__signature__ = signature  # type: ignore[attr-defined]
+    return forward
+
+
+for _name in sorted(OWNER_METHODS - set(vars(OwnerClient))):
+    setattr(OwnerClient, _name, _forwarder(_name))

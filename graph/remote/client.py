@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -40,12 +41,13 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import BODY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
+from graph.engine.protocol import MemoryService, OperationListener
 from graph.remote.settings import ServerSettings
 
 log = logging.getLogger("flowbaby.remote")
 
-OperationListener = Callable[[OperationStatus], Awaitable[None]]
 NAMESPACE_HEADER = "X-Flowbaby-Namespace"
 CONNECT_TIMEOUT_SEC = 5.0
 READ_TIMEOUT_SEC = 120.0
@@ -74,7 +76,13 @@ def failure_from_body(body: Any, status: int, retrieval: bool) -> ContractFailur
     return FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{message} ({code})", serverErrorCode=code, **details)
 
 
-class RemoteService:
+if TYPE_CHECKING:  # the body routes' operations are made from the method table below: checked as the Protocol's
+    _Operations = MemoryService
+else:
+    _Operations = object
+
+
+class RemoteService(_Operations):
     """The service API of a workspace whose memories live on a team server."""
 
     def __init__(
@@ -186,13 +194,6 @@ class RemoteService:
             )
         return reply
 
-    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
-        # `bulk` and `origin` are for a local owner; a team server keeps its own limits and records no checkout
-        return self._watch(await self._request("POST", "/api/agent/ingest", body=params))
-
-    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
-        return self._watch(await self._request("POST", "/api/agent/memories", body=params))
-
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
     ) -> dict[str, Any]:
@@ -255,9 +256,6 @@ class RemoteService:
         query = {"cursor": request.cursor, "limit": request.limit}
         return dict(await self._request("GET", "/api/agent/export", query=query))
 
-    async def import_memories(self, params: Any) -> dict[str, Any]:
-        return dict(await self._request("POST", "/api/agent/import", body=params))
-
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         query = {"q": request.q, "limit": request.limit}
@@ -289,9 +287,6 @@ class RemoteService:
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
         return dict(await self._request("GET", "/api/agent/supersessions"))
 
-    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        return dict(await self._request("POST", "/api/agent/supersessions/confirm", body=params))
-
     async def briefing(self, params: Any = None) -> dict[str, Any]:
         return self._hooks_unavailable()
 
@@ -316,3 +311,25 @@ class RemoteService:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._poller
         await self._http.aclose()
+
+
+def _body_call(method: Method) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there.
+    The Protocol's other arguments are for a local owner (`bulk`, the caller's folder): a team server
+    keeps its own limits and records no checkout. An operation it stages is watched for its end."""
+    assert method.http is not None
+    verb, path = method.http.split(" ")
+    signature = inspect.signature(getattr(MemoryService, method.service))
+
+    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        params = signature.bind(self, *args, **kwargs).arguments.get("params")
+        return self._watch(dict(await self._request(verb, path, body=params)))
+
+    call.__name__ = call.__qualname__ = method.service
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
+for _method in BODY_ROUTES:
+    if _method.service not in vars(RemoteService):  # forget_memory: a topic goes to its own DELETE route
+        setattr(RemoteService, _method.service, _body_call(_method))

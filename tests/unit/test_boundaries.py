@@ -104,13 +104,20 @@ def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
 
 def test_only_the_facade_and_the_finisher_reach_into_the_engine() -> None:
     """graph.engine's modules are the engine's inside: the fronts see graph.api, and the finisher
-    (graph.owner.finisher, the owner after a front leaves) opens a FlowbabyService itself."""
-    outside = {
-        module
+    (graph.owner.finisher, the owner after a front leaves) opens a FlowbabyService itself. The two
+    clients that stand in for the service (the owner's and a team server's) take its Protocol only."""
+    reached = {
+        module: {name for name in imports_of(module) if _within(name, "graph.engine")}
         for module in project_modules()
-        if not _within(module, "graph.engine") and any(_within(name, "graph.engine") for name in imports_of(module))
+        if not _within(module, "graph.engine")
     }
-    assert outside == {"graph.api", "graph.owner.finisher"}
+    assert {module for module, names in reached.items() if names} == {
+        "graph.api",
+        "graph.owner.finisher",
+        "graph.owner.client",
+        "graph.remote.client",
+    }
+    assert reached["graph.owner.client"] == reached["graph.remote.client"] == {"graph.engine.protocol"}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in project_modules() if _within(m, "graph.core")))

@@ -87,3 +87,30 @@ def test_every_http_route_and_mcp_tool_of_the_table_is_served() -> None:
     assert wanted <= routes, sorted(wanted - routes)
     tools = {tool.name for tool in asyncio.run(build_mcp_server(Recording()).list_tools())}  # type: ignore[arg-type]
     assert {method.mcp for method in METHODS if method.mcp} <= tools
+
+
+def test_the_owner_client_forwards_every_operation_by_name_with_its_arguments() -> None:
+    """The owner client's operations are made from the table: each reaches the service with the
+    caller's arguments by name, and this front's folder where the operation records one."""
+    client = OwnerClient(None, _never_opened)  # type: ignore[arg-type]
+    client._local = Recording()
+    client.origin = "/front/worktree"
+    for name in sorted(OWNER_METHODS):
+        signature = inspect.signature(getattr(MemoryService, name))
+        given = {
+            parameter: f"{name}.{parameter}"
+            for parameter in list(signature.parameters)[1:]
+            if not (name == "retrieve" and parameter == "origin")  # left out: the front's folder goes instead
+        }
+        parameters = list(signature.parameters.values())[1:]
+        positional = [given.pop(p.name) for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+        asyncio.run(getattr(client, name)(*positional, **given))
+        called, args, kwargs = client._local.calls[-1]
+        expected = {p: f"{name}.{p}" for p in list(signature.parameters)[1:]}
+        if name == "retrieve":
+            expected["origin"] = "/front/worktree"
+        assert (called, args, kwargs) == (name, (), expected)
+
+
+async def _never_opened() -> Any:
+    raise AssertionError("the owner client opened the workspace")

@@ -142,6 +142,39 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
         assert request.headers["x-flowbaby-namespace"] == "team-a"
 
 
+def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) -> None:
+    """The operations whose server route takes the JSON body (BODY_ROUTES) are made from the method
+    table: each posts exactly the caller's params there; the local owner's arguments stay here."""
+    from graph.core.methods import BODY_ROUTES
+    from graph.remote.settings import ServerSettings
+
+    seen: list[tuple[str, str, Any]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, json.loads(request.content)))
+        return httpx.Response(200, json={"success": True})
+
+    async def run() -> None:
+        server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
+        service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
+        await service.ingest({"topic": "t", "context": "c"}, bulk=True, origin="/here")
+        await service.store_memory({"topic": "s"}, origin="/here")
+        await service.confirm_supersession({"olderTopicId": "a", "newerTopicId": "b"})
+        await service.forget_memory({"filter": {"status": ["Active"]}})
+        await service.import_memories({"memories": []})
+        await service.close()
+
+    asyncio.run(run())
+    assert seen == [
+        ("POST", "/api/agent/ingest", {"topic": "t", "context": "c"}),
+        ("POST", "/api/agent/memories", {"topic": "s"}),
+        ("POST", "/api/agent/supersessions/confirm", {"olderTopicId": "a", "newerTopicId": "b"}),
+        ("POST", "/api/agent/memories/forget", {"filter": {"status": ["Active"]}}),
+        ("POST", "/api/agent/import", {"memories": []}),
+    ]
+    assert [tuple(m.http.split(" ")) for m in BODY_ROUTES] == [(verb, path) for verb, path, _ in seen]
+
+
 @pytest.mark.parametrize(
     "content",
     [

@@ -1,0 +1,279 @@
+"""Health, index status and repair, a memory's versions and context, the graph's summary and snapshot,
+implied supersessions and the audit log's tail."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph.core.contract.base import MemoryStatus, _Strict
+
+
+class _Reply(BaseModel):
+    """A response shape: an unknown field is an error, so the model is exactly what goes on the wire."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class HookProblem(_Reply):
+    at: str
+    event: str
+    client: str
+    reason: str
+
+
+class HookProblems(_Reply):
+    current: bool
+    """No hook has answered since the newest problem."""
+    problems: list[HookProblem]
+    """The last five, newest last."""
+
+
+class HealthResponse(_Reply):
+    success: Literal[True] = True
+    status: Literal["ready"] = "ready"
+    version: str
+    workspace: str
+    pid: int
+    embedderLoaded: bool
+    workerPid: int | None
+    llm: str
+    memories: int
+    pendingOperations: int
+    uptimeSec: float
+    llmSource: Literal["environment", "workspace", "default", "untrusted-workspace-ignored"] = "default"
+    """Where the LLM settings came from, as one unit (a workspace .env counts only when trusted)."""
+    graphBuilding: bool = True
+    """False with FLOWBABY_BUILD_GRAPH=0: no graph is built, operations stay pending."""
+    hookProblems: HookProblems | None = None
+    """Why client hooks injected nothing lately (graph.core.hook_problems); the VS Code status bar shows it."""
+
+
+class PublicHealthResponse(_Reply):
+    """What /api/health tells a caller without the bearer token: no path, no pid; asked with a
+    `challenge`, the proof that this server holds the workspace's token (never the token)."""
+
+    success: Literal[True] = True
+    status: Literal["ready"] = "ready"
+    version: str
+    proof: str | None = None
+
+
+IndexState = Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]
+
+
+class IndexCounts(_Reply):
+    memories: int
+    vectors: int
+    graphIndexed: int
+    pendingOperations: int
+    failedOperations: int
+    withoutGraph: int
+    impliedSupersessions: int = 0
+
+
+class IndexCoverage(_Reply):
+    vectors: float
+    graph: float
+
+
+class IndexModel(_Reply):
+    embedding: str
+    dimensions: int
+    llm: str
+
+
+class IndexStatusResponse(_Reply):
+    success: Literal[True] = True
+    status: IndexState
+    can_search: bool
+    needs_update: bool
+    needs_repair: bool
+    counts: IndexCounts
+    coverage: IndexCoverage
+    model: IndexModel
+    message: str
+    graphBuilding: bool = True
+    """False with FLOWBABY_BUILD_GRAPH=0: pending operations wait until it is on again."""
+
+
+class RepairResponse(_Reply):
+    success: Literal[True] = True
+    operationId: str | None
+    requeuedMemories: int
+    reembeddedMemories: int
+    index: IndexStatusResponse
+
+
+GraphState = Literal["pending", "indexed", "failed"]
+
+
+class MemoryVersion(_Reply):
+    memoryId: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    context: str
+    decisions: list[str]
+    rationale: list[str]
+    openQuestions: list[str]
+    nextSteps: list[str]
+    references: list[str]
+    planId: str | None
+    sessionId: str | None
+    agentName: str | None
+    createdAt: str
+    updatedAt: str
+    graphState: GraphState
+
+
+class MemoryVersionsResponse(_Reply):
+    success: Literal[True] = True
+    topicId: str
+    versions: list[MemoryVersion]
+
+
+class ContextEntity(_Reply):
+    id: str
+    name: str
+    type: str
+    memories: int
+
+
+class ContextRelation(_Reply):
+    source: str
+    target: str
+    relation: str
+
+
+class RelatedMemory(_Reply):
+    memoryId: str
+    via: list[str]
+    weight: float
+    topicId: str
+    topic: str
+    status: MemoryStatus
+    createdAt: str
+    queryScore: float
+
+
+class MemoryContextResponse(_Reply):
+    success: Literal[True] = True
+    memory: MemoryVersion
+    versionsBefore: list[MemoryVersion]
+    versionsAfter: list[MemoryVersion]
+    entities: list[ContextEntity]
+    relations: list[ContextRelation]
+    relatedMemories: list[RelatedMemory]
+
+
+class TopEntity(_Reply):
+    id: str
+    name: str
+    type: str
+    degree: int
+    memories: int
+    topics: list[str]
+
+
+class GraphComponent(_Reply):
+    nodes: int
+    memories: int
+    entities: int
+    topics: list[str]
+
+
+class WaitingMemory(_Reply):
+    memoryId: str
+    topicId: str
+    version: int
+    graphState: GraphState
+    operationId: str | None
+    errorCode: str | None
+
+
+class GraphStatsResponse(_Reply):
+    success: Literal[True] = True
+    memories: int
+    memoriesInGraph: int
+    entities: int
+    relations: int
+    topEntities: list[TopEntity]
+    components: list[GraphComponent]
+    waiting: list[WaitingMemory]
+
+
+class GraphSnapshotResponse(_Reply):
+    """networkx node-link JSON; node and edge attributes vary with their kind."""
+
+    success: Literal[True] = True
+    topicId: str | None
+    hops: int
+    directed: bool
+    multigraph: bool
+    graph: dict[str, Any]
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+class SupersessionSide(_Reply):
+    topicId: str
+    memoryId: str
+    topic: str
+    status: MemoryStatus
+    createdAt: str
+
+
+class ImpliedSupersession(_Reply):
+    older: SupersessionSide
+    newer: SupersessionSide
+    replaced: str
+    replacement: str
+    evidence: str
+
+
+class AuditTailRequest(_Strict):
+    """`auditTail` / `GET /api/agent/audit`: the newest audit entries, newest first."""
+
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class AuditTailEntry(_Reply):
+    """One audit line as written (graph.core.audit): never a memory's text, only its topic's digest."""
+
+    timestamp: str
+    command: str
+    agentName: str | None
+    topicDigest: str | None
+    result: str
+    errorCode: str | None
+    durationMs: float
+    user: str | None = None
+    redacted: int | None = None
+    """Secrets redacted from the memory at ingest (section 20), when the line counts them."""
+
+
+class AuditTailResponse(_Reply):
+    success: Literal[True] = True
+    entries: list[AuditTailEntry]
+    count: int
+
+
+class ImpliedSupersessionsResponse(_Reply):
+    success: Literal[True] = True
+    pairs: list[ImpliedSupersession]
+    count: int
+
+
+class ConfirmSupersessionRequest(_Strict):
+    olderTopicId: str = Field(min_length=1)
+    newerTopicId: str = Field(min_length=1)
+
+
+class ConfirmSupersessionResponse(_Reply):
+    success: Literal[True] = True
+    topicId: str
+    memoryId: str
+    status: MemoryStatus
+    supersededBy: str

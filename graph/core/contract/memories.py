@@ -1,0 +1,164 @@
+"""Memory control (INGEST_CONTRACT.md section 20): list, show and forget, and the filter they share."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+
+from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
+from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
+
+MAX_LIST_LIMIT = 500
+"""Most memories one listMemories page holds."""
+
+
+def _statuses(value: Any) -> Any:
+    """One status or a list of them."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise ValueError("must be a status or an array of statuses")
+    return [_memory_status(item) for item in items]
+
+
+class MemoryFilter(_Strict):
+    """Which memories: every given condition holds (AND). Used by listMemories and forgetMemory."""
+
+    status: list[MemoryStatus] | None = None
+    topicIdPrefix: str | None = Field(default=None, min_length=1, max_length=256)
+    agentName: str | None = Field(default=None, min_length=1, max_length=256)
+    createdAfter: str | None = None
+    createdBefore: str | None = None
+    updatedAfter: str | None = None
+    updatedBefore: str | None = None
+    text: str | None = Field(default=None, min_length=1, max_length=256)
+    allVersions: bool = False
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        return _statuses(value)
+
+    @field_validator("createdAfter", "createdBefore", "updatedAfter", "updatedBefore")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        return None if value is None else _stamp(value)
+
+
+FILTER_CONDITIONS = (
+    "status",
+    "topicIdPrefix",
+    "agentName",
+    "createdAfter",
+    "createdBefore",
+    "updatedAfter",
+    "updatedBefore",
+    "text",
+)
+"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
+
+
+class ListMemoriesRequest(MemoryFilter):
+    order: Literal["newest", "oldest"] = "newest"
+    limit: int = Field(default=50, ge=1, le=MAX_LIST_LIMIT)
+    cursor: str | None = Field(default=None, min_length=1, max_length=512)
+
+
+class MemoryListItem(_Reply):
+    topicId: str
+    memoryId: str
+    version: int
+    status: MemoryStatus
+    topic: str
+    preview: str
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    createdAt: str
+    updatedAt: str
+    stagedAt: str
+    graphState: GraphState
+    charCount: int
+
+
+class ListMemoriesResponse(_Reply):
+    success: Literal[True] = True
+    memories: list[MemoryListItem]
+    count: int
+    nextCursor: str | None
+
+
+class GetMemoryRequest(_Strict):
+    topicId: str = Field(min_length=1, max_length=256)
+
+
+MAX_GET_TOPICS = 20
+
+
+class GetMemoriesRequest(_Strict):
+    """The MCP tool flowbaby_getMemory: several topics at once."""
+
+    topicIds: list[Annotated[str, Field(min_length=1, max_length=256)]] = Field(min_length=1, max_length=MAX_GET_TOPICS)
+
+
+class SupersessionLink(_Reply):
+    """`version`: a newer version of the same topic; `implied`: another topic that seems to replace
+    this one (listImpliedSupersessions), not confirmed yet."""
+
+    kind: Literal["version", "implied"]
+    olderTopicId: str
+    olderMemoryId: str
+    newerTopicId: str
+    newerMemoryId: str
+
+
+class MemoryProvenance(_Reply):
+    agentName: str | None
+    sessionId: str | None
+    planId: str | None
+    stagedAt: str
+    operationId: str | None
+    graphState: GraphState
+
+
+class GetMemoryResponse(MemoryVersionsResponse):
+    """memoryVersions' reply (topicId, versions oldest first) and more about the newest version."""
+
+    latest: MemoryVersion
+    supersedes: list[SupersessionLink]
+    supersededBy: list[SupersessionLink]
+    entities: list[ContextEntity]
+    provenance: MemoryProvenance
+
+
+class ForgetMemoryRequest(_Strict):
+    """One version (topicId + version), a topic with every version (topicId), or every topic that
+    listMemories would list for `filter`. Exactly one of topicId and filter."""
+
+    topicId: str | None = Field(default=None, min_length=1, max_length=256)
+    version: int | None = Field(default=None, ge=1)
+    filter: MemoryFilter | None = None
+    dryRun: bool = False
+    waitForStores: bool = True
+    """False: reply once the memory is gone from the store and out of search; the steps that rewrite the
+    vector files and cognee's graph (their processes may take seconds to start) finish in the background,
+    listed in `pending`."""
+
+
+class ForgetMemoryResponse(_Reply):
+    success: Literal[True] = True
+    dryRun: bool
+    forgetId: str | None
+    """The journal entry (null on a dry run or when nothing matched)."""
+    topics: int
+    versions: int
+    topicIds: list[str]
+    """The topics touched, at most MAX_FORGET_LISTED of them (`topics` counts all)."""
+    pending: list[str]
+    """Stores whose part is still running when the reply is sent (`graph`: the cognee worker's
+    delete waits for a graph build in progress); the journal finishes them, across restarts too."""
+
+
+MAX_FORGET_LISTED = 1000
