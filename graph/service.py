@@ -40,7 +40,14 @@ from graph.backends.team.change_feed import RemoteChanges
 from graph.backends.vectors import MemoryVectors
 from graph.capture.distil import Distilled, normal
 from graph.capture.llm_distil import distil_session
-from graph.capture.session_capture import CaptureLog, capture_enabled, plan_capture, read_session, topic_id_for
+from graph.capture.session_capture import (
+    CaptureLog,
+    capture_enabled,
+    plan_capture,
+    read_session,
+    stored_in,
+    topic_id_for,
+)
 from graph.code.branches import Ancestry, checkout
 from graph.code.freshness import FreshnessChecker
 from graph.code.importer import import_adrs, import_docs, within_repository
@@ -1792,12 +1799,21 @@ class FlowbabyService:
         done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
         start = done if done <= len(messages) else 0
         versions = self.store.topic_versions(topic_id)
-        known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
+        current = current_memories(self.store.iter_memories())
+        known = {d for m in current for d in map(normal, m.decisions)}
         distiller = functools.partial(
             distil_session, llm=self.settings.llm, timeout_sec=self.settings.llm_timeout_sec
         )  # the workspace's LLM when one is configured, else (or on any failure) offline
         plan, reason, got = plan_capture(
-            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root, distiller
+            request,
+            session,
+            messages,
+            start,
+            versions[-1] if versions else None,
+            known,
+            self.paths.root,
+            distiller,
+            stored_in(current),
         )
         return plan, reason, len(messages), got
 
