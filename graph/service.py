@@ -1724,7 +1724,7 @@ class FlowbabyService:
             """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
             big repository): the briefing goes out unmarked and the check warms the cache."""
             pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
-            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at, m.commit) for m in memories])
             pool.shutdown(wait=False)
             try:
                 return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
