@@ -269,8 +269,6 @@ def test_a_memory_whose_every_reference_is_gone_ranks_below_an_equal_current_one
 def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., BridgeClient], repo: Git) -> None:
     """The service wires the checker to its workspace: a bridge on a git work tree answers on the git basis."""
     (repo.root / ".gitignore").write_text(".flowbaby/\n")
-    repo.write("billing/reconcile.py", RECONCILE + "# split\n")
-    newest = repo.commit("Split reconcile into batches", "2026-02-03T10:00:00Z")
     client = spawn(repo.root, "--rate-limit-per-minute", "0")
     staged = client.result(
         "ingestForAgent",
@@ -284,6 +282,8 @@ def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., Br
         ),
     )
     assert staged["success"], staged
+    repo.write("billing/reconcile.py", RECONCILE + "# split\n")  # after the memory was made (item 5 of issue 50)
+    newest = repo.commit("Split reconcile into batches", "2026-02-03T10:00:00Z")
     reply = client.result("retrieveMemory", {"query": "How does the nightly reconcile job batch ledger rows?"})
     entry = reply["entries"][0]
     assert entry["freshness"]["basis"] == "git"
