@@ -1742,6 +1742,7 @@ class FlowbabyService:
                 recalls=self._recalls.load(),
                 max_tokens=request.maxTokens,
                 freshness=freshness,
+                pairs=self._retriever.supersession_pairs(refresh=False) if self._retriever else (),
             )
 
         return await asyncio.to_thread(build)
