@@ -143,6 +143,7 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search import snapshot
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
+from graph.search.corrections import named_pair
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
 from graph.search.lexical import LexicalIndex
@@ -1663,7 +1664,8 @@ class FlowbabyService:
         )
 
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        """A person confirms a listed pair: the older memory's version becomes Superseded."""
+        """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
+        becomes Superseded."""
         request = validate_request(ConfirmSupersessionRequest, params)
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
@@ -1676,17 +1678,18 @@ class FlowbabyService:
             ),
             None,
         )
-        if pair is None:
+        if pair is None and request.listed:
             raise FlowbabyError(
                 ErrorCode.NOT_FOUND,
                 f'"{request.olderTopicId}" is not listed as possibly superseded by "{request.newerTopicId}"',
             )
-        await asyncio.to_thread(self.store.set_status, pair.older, MemoryStatus.SUPERSEDED)
-        retriever.catalog.set_status(pair.older, MemoryStatus.SUPERSEDED)
+        older = pair.older if pair else await asyncio.to_thread(named_pair, self.store.topic_versions, request)
+        await asyncio.to_thread(self.store.set_status, older, MemoryStatus.SUPERSEDED)
+        retriever.catalog.set_status(older, MemoryStatus.SUPERSEDED)
         return ConfirmSupersessionResponse.model_validate(
             {
                 "topicId": request.olderTopicId,
-                "memoryId": pair.older,
+                "memoryId": older,
                 "status": MemoryStatus.SUPERSEDED.value,
                 "supersededBy": request.newerTopicId,
             }
