@@ -16,6 +16,7 @@ import {
 import { BridgeClient, BridgeUnavailableError } from "./core/bridgeClient";
 import { CopilotInstructions } from "./core/copilotInstructions";
 import { FORGET_BUTTON, ForgetUi, MemoryPick, forgetMemoryCommand } from "./core/forgetMemory";
+import { CorrectUi, SUPERSEDE_BUTTON, editMemoryCommand, supersedeMemoryCommand } from "./core/correctMemory";
 import { APPROVED_EXECUTABLES_KEY, FlowbabyCommand, chooseFlowbabyCommand } from "./core/executable";
 import { JsonObject } from "./core/jsonRpc";
 import { hookProblemView } from "./core/hookProblems";
@@ -305,7 +306,71 @@ export async function activate(context: vscode.ExtensionContext): Promise<Flowba
     error: (message) => void vscode.window.showErrorMessage(message),
   };
 
+  // Edit Memory and Mark Memory Superseded (issue 50): the same pick list; the fields are edited in a JSON
+  // document, stored when the person presses "Store New Version" on the notification.
+  const correctUi: CorrectUi = {
+    pick: (items, title) =>
+      new Promise((resolve) => {
+        const quick = vscode.window.createQuickPick<vscode.QuickPickItem & { topicId: string }>();
+        const listed = items.map((item: MemoryPick) => ({ ...item }));
+        quick.title = title;
+        quick.placeholder = "Pick a memory, or type its topicId";
+        quick.matchOnDescription = true;
+        quick.items = listed;
+        quick.onDidChangeValue((value) => {
+          const typed = value.trim();
+          quick.items = typed && !listed.some((item) => item.topicId === typed)
+            ? [{ label: typed, description: "topicId", topicId: typed, alwaysShow: true }, ...listed]
+            : listed;
+        });
+        let chosen: string | undefined;
+        quick.onDidAccept(() => {
+          chosen = quick.selectedItems[0]?.topicId;
+          quick.hide();
+        });
+        quick.onDidHide(() => {
+          quick.dispose();
+          resolve(chosen);
+        });
+        quick.show();
+      }),
+    edit: async (fields) => {
+      const document = await vscode.workspace.openTextDocument({ language: "json", content: JSON.stringify(fields, null, 2) });
+      await vscode.window.showTextDocument(document);
+      const choice = await vscode.window.showInformationMessage(
+        "Flowbaby: edit the memory's fields in this JSON document, then store them as a new version.",
+        "Store New Version",
+        "Cancel",
+      );
+      if (choice !== "Store New Version") {
+        return undefined;
+      }
+      try {
+        const edited = JSON.parse(document.getText());
+        return edited && typeof edited === "object" && !Array.isArray(edited) ? edited : undefined;
+      } catch (error) {
+        void vscode.window.showErrorMessage(`Flowbaby: the document is not a JSON object: ${(error as Error).message}`);
+        return undefined;
+      }
+    },
+    confirm: async (message, detail) =>
+      (await vscode.window.showWarningMessage(message, { modal: true, detail }, SUPERSEDE_BUTTON)) === SUPERSEDE_BUTTON,
+    info: (message) => void vscode.window.showInformationMessage(message),
+    error: (message) => void vscode.window.showErrorMessage(message),
+  };
+  const correctDeps = () => ({ call, ui: correctUi, activity: (line: string) => activity.appendLine(line) });
+
   context.subscriptions.push(
+    vscode.commands.registerCommand("flowbaby.editMemory", (topicId?: string) =>
+      editMemoryCommand(correctDeps(), typeof topicId === "string" ? topicId : undefined),
+    ),
+    vscode.commands.registerCommand("flowbaby.supersedeMemory", (older?: string, newer?: string) =>
+      supersedeMemoryCommand(
+        correctDeps(),
+        typeof older === "string" ? older : undefined,
+        typeof newer === "string" ? newer : undefined,
+      ),
+    ),
     vscode.commands.registerCommand("Flowbaby.ingestForAgent", async (requestJson: string) => {
       const answer = await api.ingestForAgent(requestJson);
       void refreshStatus();
