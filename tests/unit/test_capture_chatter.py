@@ -13,7 +13,7 @@ import pytest
 
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.bench.chatter import run as measure
 from tests.unit.test_hook_capture import Transcript
 
