@@ -38,13 +38,17 @@ _ABOUT = re.compile(rf"\b(?:{_STORE}|memory|memories|has|holds|knows|says)\b|sto
 _STORE_DECISION = re.compile(rf"\b{_STORE}\s+{_GAP}(?:{_DECISION_NOUN}|{_DECIDED})\b", re.I)
 _DECISION_STORED = re.compile(rf"\b{_DECISION_NOUN}\s+(?:(?:is|was|has been|have been|got|now)\s+)?{_STORE}\b", re.I)
 _STORE_PRONOUN = re.compile(rf"\b{_STORE}\s+{_GAP}{_PRONOUN}\b", re.I)
+_PRONOUN_LAST = re.compile(
+    rf"\b{_STORE}\s+{_GAP}{_PRONOUN}(?:\s+(?:down|please|too|now|first|for later|for next time))*\W*$", re.I
+)
 _MEMORY_WORD = re.compile(rf"\b{_MEMORY}\b", re.I)
 _INTO_MEMORY = re.compile(
     rf"\b{_STORE}\b.*\b(?:in|into|to|with)\s+(?:(?:the|our|your|my|project|workspace|project's)\s+)*{_MEMORY}\b", re.I
 )
 _DECISION_IN_MEMORY = re.compile(rf"\b{_MEMORY}\b.*\b{_DECISION_NOUN}\b|\b{_DECISION_NOUN}\b.*\b{_MEMORY}\b", re.I)
 SHORT_WORDS = 6
-"""A storing verb on "this" or "it" is chatter in a sentence this short ("Save that.", "Stored it.")."""
+"""A storing verb on "this" or "it" that ends a sentence this short is chatter ("Save that.", "Stored it."),
+where "Store it in S3." is not."""
 
 
 def is_chatter(sentence: str) -> bool:
@@ -56,7 +60,8 @@ def is_chatter(sentence: str) -> bool:
     if _DECISION_IN_MEMORY.search(sentence):
         return True
     if _STORE_PRONOUN.search(sentence):
-        return bool(_MEMORY_WORD.search(sentence)) or len(re.findall(r"[\w'-]+", sentence)) <= SHORT_WORDS
+        short = len(re.findall(r"[\w'-]+", sentence)) <= SHORT_WORDS and _PRONOUN_LAST.search(sentence)
+        return bool(_MEMORY_WORD.search(sentence) or short)
     return False
 
 
