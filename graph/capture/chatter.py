@@ -46,6 +46,8 @@ _INTO_MEMORY = re.compile(
     rf"\b{_STORE}\b.*\b(?:in|into|to|with)\s+(?:(?:the|our|your|my|project|workspace|project's)\s+)*{_MEMORY}\b", re.I
 )
 _DECISION_IN_MEMORY = re.compile(rf"\b{_MEMORY}\b.*\b{_DECISION_NOUN}\b|\b{_DECISION_NOUN}\b.*\b{_MEMORY}\b", re.I)
+_BARE_ACK = re.compile(rf"^\W*(?:(?:done|ok|okay|sure|yes|great|noted|got it|all)\W+)*{_STORE}\W*$", re.I)
+"""An acknowledgement with nothing stored named: "Done, stored.", "Saved."."""
 SHORT_WORDS = 6
 """A storing verb on "this" or "it" that ends a sentence this short is chatter ("Save that.", "Stored it."),
 where "Store it in S3." is not."""
@@ -57,7 +59,7 @@ def is_chatter(sentence: str) -> bool:
         return True
     if _STORE_DECISION.search(sentence) or _DECISION_STORED.search(sentence) or _INTO_MEMORY.search(sentence):
         return True
-    if _DECISION_IN_MEMORY.search(sentence):
+    if _DECISION_IN_MEMORY.search(sentence) or _BARE_ACK.search(sentence):
         return True
     if _STORE_PRONOUN.search(sentence):
         short = len(re.findall(r"[\w'-]+", sentence)) <= SHORT_WORDS and _PRONOUN_LAST.search(sentence)
