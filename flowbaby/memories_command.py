@@ -1,5 +1,5 @@
-"""`flowbaby memories list|show|forget`, `flowbaby export` and `flowbaby import`: what a workspace
-stores, from the shell.
+"""`flowbaby memories list|show|forget` (and `edit|supersede`, flowbaby/correct_command.py),
+`flowbaby export` and `flowbaby import`: what a workspace stores, from the shell.
 
 Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
 """
@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, failure_body, open_for
 
 if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
@@ -59,7 +60,7 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_memories_command(commands: Any) -> None:
-    parser = commands.add_parser("memories", help="list, show and forget a workspace's stored memories")
+    parser = commands.add_parser("memories", help="list, show, edit, supersede and forget a workspace's memories")
     actions = parser.add_subparsers(dest="memories_command", required=True)
     listing = actions.add_parser("list", help="one page of memories, newest first")
     listing.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -84,6 +85,7 @@ def add_memories_command(commands: Any) -> None:
         help="with a running owner, also wait for the vector files' and the graph's steps (their processes may "
         "need seconds to start); without it they finish in the owner and the reply lists them in pending",
     )
+    add_correction_commands(actions)
 
 
 def forget_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -129,6 +131,8 @@ async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str,
 async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
     if args.memories_command == "forget":
         return await _forget(args, service)
+    if args.memories_command in ("edit", "supersede"):
+        return await run_correction(args, service)
     if args.memories_command == "list":
         params = filter_params(args)
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")

@@ -87,6 +87,12 @@ class OwnerLine:
     async def get_memory(self, params: Any) -> dict[str, Any]:
         return dict(self.call("get_memory", params=params))
 
+    async def ingest(self, params: Any) -> dict[str, Any]:
+        return dict(self.call("ingest", params=params, origin=self.origin))
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        return dict(self.call("confirm_supersession", params=params))
+
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
         return dict(self.call("forget_memory", params=params, agent_name=agent_name))
 

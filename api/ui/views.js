@@ -267,7 +267,68 @@ function actions(topicId, detail, context) {
       go("memories");
     } catch (error) { bar.append(failure(error)); }
   } }, "Forget…"));
+  bar.append(el("button", { type: "button", id: "edit", onclick: () => toggle(bar, editForm(topicId, detail.latest)) }, "Edit…"));
+  bar.append(el("button", { type: "button", id: "supersede", onclick: () => toggle(bar, supersedeForm(topicId)) }, "Superseded by…"));
   return bar;
+}
+
+// A person's corrections (issue 50): a new version of this memory, or "this one is superseded by that one".
+const EDIT_LISTS = [["decisions", "Decisions"], ["rationale", "Rationale"], ["openQuestions", "Open questions"], ["nextSteps", "Next steps"], ["references", "References"]];
+
+function toggle(bar, form) {
+  const open = bar.parentNode.querySelector("form.correction");
+  if (open) open.remove();
+  if (!open || open.id !== form.id) bar.after(form);
+}
+
+function field(id, label, control) {
+  return el("p", {}, el("label", { for: id }, label), el("br"), control);
+}
+
+function editForm(topicId, latest) {
+  const form = el("form", { class: "correction card", id: "edit-form", "aria-label": "Edit this memory" });
+  const topic = el("input", { id: "edit-topic", value: latest.topic, required: true, size: 60 });
+  const context = el("textarea", { id: "edit-context", rows: 4, cols: 60, required: true });
+  context.value = latest.context;
+  const lists = EDIT_LISTS.map(([name, label]) => {
+    const area = el("textarea", { id: `edit-${name}`, rows: 3, cols: 60 });
+    area.value = latest[name].join("\n");
+    return [name, label, area];
+  });
+  const status = el("select", { id: "edit-status" }, ["Active", "DecisionRecord"].map((s) => el("option", { value: s, selected: s === latest.status }, s)));
+  form.append(el("h3", {}, "Edit: stores a new version"), field("edit-topic", "Topic", topic), field("edit-context", "Context", context),
+    ...lists.map(([name, label, area]) => field(`edit-${name}`, `${label} (one per line)`, area)), field("edit-status", "Status", status),
+    el("button", { type: "submit", id: "edit-save" }, "Save as a new version"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { topic: topic.value, context: context.value, agentName: "person",
+      metadata: { topicId, createdAt: latest.createdAt, updatedAt: new Date().toISOString(), status: status.value, planId: latest.planId } };
+    for (const [name, , area] of lists) body[name] = area.value.split("\n").map((x) => x.trim()).filter(Boolean);
+    try {
+      await api("/api/agent/ingest", { method: "POST", body });
+      announce(`Stored a new version of ${topicId}`);
+      go("memory", [topicId]);
+    } catch (error) { form.append(failure(error)); }
+  });
+  return form;
+}
+
+function supersedeForm(topicId) {
+  const form = el("form", { class: "correction card", id: "supersede-form", "aria-label": "Mark this memory superseded" });
+  const newer = el("input", { id: "supersede-newer", required: true, size: 40 });
+  form.append(field("supersede-newer", "Superseded by (the newer memory's topic id)", newer),
+    el("button", { type: "submit", id: "supersede-save" }, "Mark superseded"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const by = newer.value.trim();
+    if (!(await confirmAction("Mark superseded", `Mark "${topicId}" as superseded by "${by}"? It is then hidden from search and the briefing unless asked for.`))) return;
+    try {
+      await api("/api/agent/supersessions/confirm", { method: "POST", body: { olderTopicId: topicId, newerTopicId: by, listed: false } });
+      announce(`${topicId} is superseded by ${by}`);
+      go("memory", [topicId]);
+    } catch (error) { form.append(failure(error)); }
+  });
+  return form;
 }
 
 // -- Graph -------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Decisions are the sentences of the user's and the agent's text that state one ("let's use",
 "we decided", "from now on", "switch to"...), questions excluded. References are the files
 the agent's edit and write tool calls touched (first), then the paths named in the
-conversation. Open questions and next steps come from their own cue words. Text between
+conversation. Open questions and next steps come from their own cue words. Requests to store,
+acknowledgements and talk about flowbaby are no decisions (graph/capture/chatter.py). Text between
 `<private>` and `</private>` is dropped before anything is read, and secrets are redacted.
 """
 
@@ -14,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from graph.capture.chatter import is_chatter
 from graph.core.redaction import clean
 from graph.core.sentences import sentences
 from graph.sessions.model import Message
@@ -100,8 +102,8 @@ def distil(messages: Iterable[Message], *, workspace: str, title: str = "", agen
                 mentioned.extend(_named_paths(piece, workspace))
                 if OPEN_CUES.search(piece):
                     open_questions.append(piece)
-                elif piece.endswith("?"):
-                    continue  # a question decides nothing
+                elif piece.endswith("?") or is_chatter(piece):
+                    continue  # a question decides nothing; nor does asking for, or reporting, a store
                 elif DECISION_CUES.search(piece):
                     decisions.append(piece)
                     if re.search(r"\b(?:because|since|so that|due to|as it)\b", piece, re.I):

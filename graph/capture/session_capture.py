@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from graph.capture.chatter import covered, is_chatter, own_stores
 from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal
 from graph.core.contract import CaptureRequest, MemoryStatus, utc_now
 from graph.core.files import write_atomic
@@ -90,10 +91,12 @@ def plan_capture(
     known_decisions: set[str],
     workspace: Path,
     distiller: Callable[..., Distilled] | None = None,
+    stored: Callable[[list[str], list[str]], list[Memory]] | None = None,
 ) -> tuple[dict[str, Any] | None, str, Distilled | None]:
     """(ingestForAgent params, "", summary) for turns[start:], or (None, why nothing is stored,
     summary). `distiller` takes distil()'s arguments (the LLM's, graph/capture/llm_distil.py);
-    default: the offline distil()."""
+    default: the offline distil(). `stored(topicIds, topics)` finds the memories the session's own
+    storeMemory calls made: decisions they hold are not captured again."""
     new: Sequence[Message] = messages[start:]
     if not new:
         return None, "no new turns", None
@@ -101,7 +104,10 @@ def plan_capture(
     got = (distiller or distil)(new, workspace=str(workspace), title=session.title, agent=agent)
     old_decisions = list(previous.decisions) if previous else []
     old_refs = list(previous.references) if previous else []
-    fresh = [d for d in got.decisions if not _known(normal(d), known_decisions)]
+    calls = own_stores(messages)
+    own = stored(calls.topic_ids, calls.topics) if calls and stored is not None else []
+    got.decisions = [d for d in got.decisions if not is_chatter(d)]  # the LLM's summary too
+    fresh = [d for d in got.decisions if not _known(normal(d), known_decisions) and not covered(d, own)]
     fresh_refs = [r for r in got.references if r not in old_refs]
     fresh_edits = [r for r in got.edited if r not in old_refs]
     if not fresh and not fresh_edits and not got.next_steps and not got.open_questions:
@@ -142,3 +148,12 @@ def _known(decision: str, known: set[str]) -> bool:
 def _merge(old: list[str], new: list[str]) -> list[str]:
     seen = {normal(item) for item in old}
     return [*old, *(item for item in new if normal(item) not in seen)][-MAX_DECISIONS:]
+
+
+def stored_in(current: list[Memory]) -> Callable[[list[str], list[str]], list[Memory]]:
+    """plan_capture's `stored`: the current memories with one of these topicIds or topics."""
+
+    def find(topic_ids: list[str], topics: list[str]) -> list[Memory]:
+        return [m for m in current if m.topic_id in topic_ids or m.topic in topics]
+
+    return find

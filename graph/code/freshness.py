@@ -2,10 +2,11 @@
 
 A reference (`billing/reconcile.py`, `billing/`, `billing/reconcile.py:reconcile_batch`,
 `LedgerLock.acquire`) is compared with the code now: `current`, `changed` (commits touching
-it since the memory's updatedAt), `moved` (git followed a rename), `missing` (deleted, or the
-symbol is gone) or `unknown`. In a git work tree the history comes from ONE `git log -M
---name-status` per HEAD over every commit since the oldest memory asked about, walked in
-Python per path (that is `--follow` for every reference at once); outside a repository file
+it since the memory's updatedAt, other than the commit the memory was made at and its ancestors:
+the commit that implemented a decision does not make its memory stale), `moved` (git followed a
+rename), `missing` (deleted, or the symbol is gone) or `unknown`. In a git work tree the history
+comes from ONE `git log -M --name-status` per HEAD over every commit since the oldest memory asked
+about, walked in Python per path (that is `--follow` for every reference at once); outside a repository file
 modification times stand in. Repositories may be hostile (a cloned one): git runs with no
 pager, no hooks, no fsmonitor, no external diff or textconv, no optional locks, and a
 deadline; a git failure degrades to the mtime basis, never to an error.
@@ -21,6 +22,7 @@ import re
 import shutil
 import subprocess
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,15 +199,16 @@ class Commit:
     subject: str
     changes: list[tuple[str, str, str | None]]
     """(status letter, path, new path for a rename or copy)."""
+    parents: tuple[str, ...] = ()
 
 
 def parse_log(output: bytes) -> list[Commit]:
-    """`git log -z --name-status --format=%x1e%H%x1f%ct%x1f%cI%x1f%s`, newest first."""
+    """`git log -z --name-status --format=%x1e%H%x1f%ct%x1f%cI%x1f%P%x1f%s`, newest first."""
     commits = []
     for record in output.decode("utf-8", errors="replace").split("\x1e")[1:]:
         header, _, rest = record.partition("\0")
-        fields = header.split("\x1f", 3)
-        if len(fields) != 4:
+        fields = header.split("\x1f", 4)
+        if len(fields) != 5:
             continue
         tokens = [t for t in rest.lstrip("\n").split("\0")]
         changes: list[tuple[str, str, str | None]] = []
@@ -223,7 +226,7 @@ def parse_log(output: bytes) -> list[Commit]:
                 i += 2
             else:
                 break
-        commits.append(Commit(fields[0], int(fields[1]), fields[2], fields[3], changes))
+        commits.append(Commit(fields[0], int(fields[1]), fields[2], fields[4], changes, tuple(fields[3].split())))
     return commits
 
 
@@ -237,8 +240,25 @@ class History:
     deleted: Commit | None = None
 
 
-def follow(commits_oldest_first: list[Commit], path: str, since: int, folder: bool) -> History:
-    """Walk the commits after `since` following `path` through renames (git's --follow, for many paths)."""
+def ancestry(commits: list[Commit], commit: str | None) -> frozenset[str]:
+    """`commit` and its ancestors among `commits` (the log read: older ones are outside it anyway)."""
+    parents = {c.id: c.parents for c in commits}
+    if not commit or commit not in parents:
+        return frozenset()
+    seen, todo = {commit}, [commit]
+    while todo:
+        for parent in parents.get(todo.pop(), ()):
+            if parent in parents and parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return frozenset(seen)
+
+
+def follow(
+    commits_oldest_first: list[Commit], path: str, since: int, folder: bool, made_at: frozenset[str] = frozenset()
+) -> History:
+    """Walk the commits after `since` following `path` through renames (git's --follow, for many paths).
+    A commit in `made_at` (the memory's own commit and its ancestors) is followed but not counted."""
     history = History(path)
     prefix = path.rstrip("/") + "/"
     for commit in commits_oldest_first:
@@ -255,7 +275,7 @@ def follow(commits_oldest_first: list[Commit], path: str, since: int, folder: bo
             elif (new or old) == history.path:
                 touched = True
                 history.deleted = commit if status == "D" else None
-        if touched:
+        if touched and commit.id not in made_at:
             history.commits += 1
             history.newest = commit
     return history
@@ -276,7 +296,9 @@ class FreshnessChecker:
         self._lock = threading.Lock()
         self._log: tuple[str, int, list[Commit]] | None = None
         """(HEAD, since, commits oldest first) of the last git log."""
-        self._follow: dict[tuple[str, str, int, bool], History] = {}
+        self._follow: dict[tuple[str, str, int, bool, frozenset[str]], History] = {}
+        self._made_at: dict[tuple[str, str], frozenset[str]] = {}
+        """(HEAD, a memory's commit) -> that commit and its ancestors in HEAD's log."""
         self._grep: dict[tuple[str, str], str | None] = {}
         self._symbols: dict[tuple[str, int, int, str], bool] = {}
         self._targets: dict[str, Path | None] = {}
@@ -289,10 +311,14 @@ class FreshnessChecker:
         self.git_calls = 0
 
     # -- the entry point ---------------------------------------------------------------
-    def check_many(self, memories: list[tuple[list[str], str]]) -> list[Freshness]:
-        """Freshness of each (references, updatedAt); the git history is read once for all."""
-        parsed = [[r for r in (parse_reference(text, self.root) for text in refs) if r] for refs, _ in memories]
-        times = [_epoch(updated) for _, updated in memories]
+    def check_many(
+        self, memories: Sequence[tuple[list[str], str] | tuple[list[str], str, str | None]]
+    ) -> list[Freshness]:
+        """Freshness of each (references, updatedAt[, the commit it was made at]); the git history is read
+        once for all."""
+        parsed = [[r for r in (parse_reference(text, self.root) for text in m[0]) if r] for m in memories]
+        times = [_epoch(m[1]) for m in memories]
+        made = [m[2] if len(m) > 2 else None for m in memories]
         if not self.enabled:
             return [_overall("off", [_unknown(r, "not checked on this server") for r in refs]) for refs in parsed]
         head = read_head(self.repo) if self.repo is not None else None
@@ -303,11 +329,12 @@ class FreshnessChecker:
         if commits is not None and head is not None:
             self._locate(head, {r.symbol for refs in parsed for r in refs if r.path is None and r.symbol})
         results = []
-        for refs, since in zip(parsed, times, strict=True):
+        for refs, since, made_at in zip(parsed, times, made, strict=True):
             if commits is None or head is None:
                 results.append(_overall("mtime", [self._by_mtime(r, since) for r in refs]))
             else:
-                results.append(_overall("git", [self._by_git(r, since, head, commits) for r in refs]))
+                own = self._ancestry(head, commits, made_at) if refs else frozenset()
+                results.append(_overall("git", [self._by_git(r, since, head, commits, own) for r in refs]))
         return results
 
     # -- git basis -----------------------------------------------------------------------
@@ -327,7 +354,7 @@ class FreshnessChecker:
             bound = f"--since={since}" if since > 0 else "--since=1970-01-02"
             out = self._run(
                 "log", "-z", "-M", "--name-status", "--no-ext-diff", "--no-textconv", "--no-color",
-                f"--max-count={MAX_COMMITS}", bound, "--format=%x1e%H%x1f%ct%x1f%cI%x1f%s", head, "--",
+                f"--max-count={MAX_COMMITS}", bound, "--format=%x1e%H%x1f%ct%x1f%cI%x1f%P%x1f%s", head, "--",
             )  # fmt: skip
             if out is None:
                 self._git_failed = head
@@ -335,14 +362,26 @@ class FreshnessChecker:
             commits = parse_log(out)[::-1]
             self._log = (head, since, commits)
             self._follow = {k: v for k, v in self._follow.items() if k[0] == head}
+            self._made_at = {k: v for k, v in self._made_at.items() if k[0] == head}
             self._grep = {k: v for k, v in self._grep.items() if k[0] == head}
             return commits
 
-    def _history(self, head: str, commits: list[Commit], repo_path: str, since: int, folder: bool) -> History:
-        key = (head, repo_path, since, folder)
+    def _ancestry(self, head: str, commits: list[Commit], commit: str | None) -> frozenset[str]:
+        if not commit:
+            return frozenset()
+        key = (head, commit)
+        found = self._made_at.get(key)
+        if found is None:
+            found = self._made_at[key] = ancestry(commits, commit)
+        return found
+
+    def _history(
+        self, head: str, commits: list[Commit], repo_path: str, since: int, folder: bool, made_at: frozenset[str]
+    ) -> History:
+        key = (head, repo_path, since, folder, made_at)
         found = self._follow.get(key)
         if found is None:
-            found = self._follow[key] = follow(commits, repo_path, since, folder)
+            found = self._follow[key] = follow(commits, repo_path, since, folder, made_at)
         return found
 
     def _locate(self, head: str, symbols: set[str]) -> None:
@@ -372,7 +411,9 @@ class FreshnessChecker:
             found = self._abs[repo_path] = self.repo.top / repo_path
         return found
 
-    def _by_git(self, ref: CodeRef, since: int, head: str, commits: list[Commit]) -> ReferenceFreshness:
+    def _by_git(
+        self, ref: CodeRef, since: int, head: str, commits: list[Commit], made_at: frozenset[str]
+    ) -> ReferenceFreshness:
         assert self.repo is not None
         if ref.path is None:  # a bare symbol: find it in the tree
             assert ref.symbol is not None
@@ -380,14 +421,14 @@ class FreshnessChecker:
             if repo_path is None:
                 return _result(ref, "missing", None, reason="symbol not found in the repository")
             located = CodeRef(ref.text, "symbol", None, ref.symbol)
-            history = self._history(head, commits, repo_path, since, False)
+            history = self._history(head, commits, repo_path, since, False, made_at)
             found = self._repo_abs(repo_path)
             return self._finish(located, self._rel(found), found, history, moved=False)
         target = self._inside(ref.path)
         if target is None:
             return _unknown(ref, "outside the workspace's repository")
         repo_path = self._rel_repo(target)
-        history = self._history(head, commits, repo_path, since, ref.kind == "folder")
+        history = self._history(head, commits, repo_path, since, ref.kind == "folder", made_at)
         return self._finish(ref, self._rel(target), target, history, moved=history.path != repo_path)
 
     def _finish(self, ref: CodeRef, path: str, target: Path, history: History, *, moved: bool) -> ReferenceFreshness:

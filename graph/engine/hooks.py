@@ -9,7 +9,7 @@ from typing import Any
 
 from graph.capture.distil import Distilled, normal
 from graph.capture.llm_distil import distil_session
-from graph.capture.session_capture import capture_enabled, plan_capture, read_session, topic_id_for
+from graph.capture.session_capture import capture_enabled, plan_capture, read_session, stored_in, topic_id_for
 from graph.core.contract import BriefingRequest, CaptureRequest, Freshness, RecallRequest, utc_now, validate_request
 from graph.core.memories import Memory
 from graph.engine.ingest import Ingest
@@ -34,7 +34,7 @@ class Hooks(Retrieval, Ingest):
             """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
             big repository): the briefing goes out unmarked and the check warms the cache."""
             pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
-            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at, m.commit) for m in memories])
             pool.shutdown(wait=False)
             try:
                 return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
@@ -52,6 +52,7 @@ class Hooks(Retrieval, Ingest):
                 recalls=self._recalls.load(),
                 max_tokens=request.maxTokens,
                 freshness=freshness,
+                pairs=self._retriever.supersession_pairs(refresh=False) if self._retriever else (),
             )
 
         return await asyncio.to_thread(build)
@@ -109,11 +110,20 @@ class Hooks(Retrieval, Ingest):
         done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
         start = done if done <= len(messages) else 0
         versions = self.store.topic_versions(topic_id)
-        known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
+        current = current_memories(self.store.iter_memories())
+        known = {d for m in current for d in map(normal, m.decisions)}
         distiller = functools.partial(
             distil_session, llm=self.settings.llm, timeout_sec=self.settings.llm_timeout_sec
         )  # the workspace's LLM when one is configured, else (or on any failure) offline
         plan, reason, got = plan_capture(
-            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root, distiller
+            request,
+            session,
+            messages,
+            start,
+            versions[-1] if versions else None,
+            known,
+            self.paths.root,
+            distiller,
+            stored_in(current),
         )
         return plan, reason, len(messages), got

@@ -43,6 +43,7 @@ from graph.engine.records import (
     version_fields,
 )
 from graph.engine.retrieval import Retrieval
+from graph.search.corrections import named_pair
 
 
 class Memories(Retrieval):
@@ -306,7 +307,8 @@ class Memories(Retrieval):
         )
 
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        """A person confirms a listed pair: the older memory's version becomes Superseded."""
+        """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
+        becomes Superseded."""
         request = validate_request(ConfirmSupersessionRequest, params)
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
@@ -319,17 +321,18 @@ class Memories(Retrieval):
             ),
             None,
         )
-        if pair is None:
+        if pair is None and request.listed:
             raise FlowbabyError(
                 ErrorCode.NOT_FOUND,
                 f'"{request.olderTopicId}" is not listed as possibly superseded by "{request.newerTopicId}"',
             )
-        await asyncio.to_thread(self.store.set_status, pair.older, MemoryStatus.SUPERSEDED)
-        retriever.catalog.set_status(pair.older, MemoryStatus.SUPERSEDED)
+        older = pair.older if pair else await asyncio.to_thread(named_pair, self.store.topic_versions, request)
+        await asyncio.to_thread(self.store.set_status, older, MemoryStatus.SUPERSEDED)
+        retriever.catalog.set_status(older, MemoryStatus.SUPERSEDED)
         return ConfirmSupersessionResponse.model_validate(
             {
                 "topicId": request.olderTopicId,
-                "memoryId": pair.older,
+                "memoryId": older,
                 "status": MemoryStatus.SUPERSEDED.value,
                 "supersededBy": request.newerTopicId,
             }

@@ -25,6 +25,8 @@ from typing import Any
 from graph.core.contract import Freshness, MemoryStatus
 from graph.core.files import write_atomic
 from graph.core.memories import Memory
+from graph.search.one_subject import older_entries, older_ones
+from graph.search.supersession import Pair
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 BRIEFING_TOKENS = 800
@@ -84,12 +86,16 @@ def build_briefing(
     max_tokens: int = BRIEFING_TOKENS,
     now: datetime | None = None,
     freshness: Callable[[list[Memory]], list[Freshness] | None] | None = None,
+    pairs: Iterable[Pair] = (),
 ) -> dict[str, Any]:
     """The briefing text (empty when there is nothing to say) and what it holds. `freshness`
     (graph.code.freshness, for the given memories in order; None when it took too long) marks
-    decisions whose code changed."""
+    decisions whose code changed. `pairs` (the supersession suggestions): of two current memories
+    on one subject only the newer is listed (graph/search/one_subject.py)."""
     now = now or datetime.now(UTC)
     current = current_memories(memories)
+    hidden = older_ones(current, pairs)
+    current = [m for m in current if m.topic_id not in hidden]
     ranked = sorted(current, key=lambda m: (-score(m, now, recalls.get(m.topic_id, 0)), m.topic_id))
     checked = [m for m in ranked if m.decisions and m.references][:STALE_WINDOW] if freshness else []
     found = freshness(checked) if checked and freshness else None
@@ -148,8 +154,10 @@ def build_briefing(
 def compact_recall(
     entries: list[dict[str, Any]], exclude: set[str], max_tokens: int = RECALL_TOKENS, limit: int = 3
 ) -> dict[str, Any]:
-    """Retrieval entries as compact lines, at most `limit`, none already injected, within the budget."""
+    """Retrieval entries as compact lines, at most `limit`, none already injected, within the budget;
+    of two entries on one subject only the newer (graph/search/one_subject.py)."""
     header = f"Flowbaby recalled for this prompt ({GET_MEMORY_HINT}):"
+    exclude = exclude | older_entries(entries)
     used = count_tokens(header)
     lines: list[str] = []
     topics: list[str] = []

@@ -731,7 +731,7 @@ class Retriever:
     def _check_freshness(items: list[Scored], checker: FreshnessChecker | None) -> dict[str, Freshness]:
         if checker is None:
             return {item.memory.memory_id: NO_FRESHNESS for item in items}
-        checked = checker.check_many([(item.memory.references, item.memory.updated_at) for item in items])
+        checked = checker.check_many([(i.memory.references, i.memory.updated_at, i.memory.commit) for i in items])
         return {item.memory.memory_id: f for item, f in zip(items, checked, strict=True)}
 
 

@@ -38,6 +38,7 @@ tracked docs/ pictures alone."""
 DEVSET_SLICE = ["rec-transcode-job", "spot-cost-review", "mobile-offline-realm", "offline-store-sqlite", "repo-layout"]
 CAUSE = "Why have telehealth recording transcodes been failing halfway through since early March?"
 UNANSWERABLE = "Which GraphQL gateway did we pick for the partner API?"
+EDITED = "Limit each API key to 600 requests per minute in a Redis sliding window"
 SESSION_LINE = "The flaky checkout test fails because the payment sandbox times out after 30 seconds"
 
 
@@ -121,6 +122,8 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
             "entity": "media-pool",
             "sessionQuery": "why does the checkout test fail",
         }
+        # Issue 50 item 7: edit a memory (a new version), then mark another superseded by it (no suggestion pairs them).
+        config |= {"editTopic": "rate-limiter", "editDecision": EDITED, "supersedeOlder": "celery-vs-queue"}
         if _can_forget(server.url, headers):
             config |= {"forgetTopic": "repo-layout", "forgetQuery": "Where does the mobile app live in the monorepo?"}
         seen = _drive(config, tmp_path, timeout=600)
@@ -183,8 +186,21 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
         assert "repo-layout" in forget["before"] and "cannot be undone" in forget["dialog"]
         assert "repo-layout" not in forget["after"]
 
+    # Corrections: the Edit form stored version 2 with the new decision; "Superseded by" retired the other memory.
+    assert seen["views"]["edit"]["versions"] == [2, 1] and EDITED in seen["views"]["edit"]["newest"]
+    assert "Superseded" in seen["views"]["supersede"]["meta"]
+
     # axe-core: no serious or critical violation on any view, at 1280x800 and narrow.
-    assert set(seen["axe"]) == {"search", "memory", "graph", "sessions", "activity", "memories", "search-narrow"}
+    assert set(seen["axe"]) == {
+        "search",
+        "memory",
+        "graph",
+        "sessions",
+        "activity",
+        "memories",
+        "edit",
+        "search-narrow",
+    }
     serious = {
         view: [v for v in found if v["impact"] in ("serious", "critical")] for view, found in seen["axe"].items()
     }

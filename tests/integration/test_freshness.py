@@ -269,8 +269,6 @@ def test_a_memory_whose_every_reference_is_gone_ranks_below_an_equal_current_one
 def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., BridgeClient], repo: Git) -> None:
     """The service wires the checker to its workspace: a bridge on a git work tree answers on the git basis."""
     (repo.root / ".gitignore").write_text(".flowbaby/\n")
-    repo.write("billing/reconcile.py", RECONCILE + "# split\n")
-    newest = repo.commit("Split reconcile into batches", "2026-02-03T10:00:00Z")
     client = spawn(repo.root, "--rate-limit-per-minute", "0")
     staged = client.result(
         "ingestForAgent",
@@ -284,6 +282,8 @@ def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., Br
         ),
     )
     assert staged["success"], staged
+    repo.write("billing/reconcile.py", RECONCILE + "# split\n")  # after the memory was made (item 5 of issue 50)
+    newest = repo.commit("Split reconcile into batches", "2026-02-03T10:00:00Z")
     reply = client.result("retrieveMemory", {"query": "How does the nightly reconcile job batch ledger rows?"})
     entry = reply["entries"][0]
     assert entry["freshness"]["basis"] == "git"
@@ -292,3 +292,45 @@ def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., Br
         f"**References:** `billing/reconcile.py:reconcile_batch` changed in 1 commit since (newest {newest[:7]}, "
         "2026-02-03, 'Split reconcile into batches'); `billing/export.py` current"
     ) in reply["markdown"]
+
+
+def test_the_commit_a_memory_was_made_at_does_not_make_it_stale_a_later_one_does(
+    spawn: Callable[..., BridgeClient], repo: Git
+) -> None:
+    """Issue 50 item 5: the memory is stored at the commit that implemented its decision (dated after the
+    memory's updatedAt, as when a decision is recorded with the time it was taken): that commit and its
+    ancestors do not count, in retrieval or in the briefing; a commit made after it does."""
+    (repo.root / ".gitignore").write_text(".flowbaby/\n")
+    repo.write("billing/reconcile.py", RECONCILE + "BATCH = 500\n")
+    implementing = repo.commit("Reconcile in batches of 500", "2026-02-03T10:00:00Z")
+    client = spawn(repo.root, "--rate-limit-per-minute", "0")
+    staged = client.result(
+        "ingestForAgent",
+        summary(
+            "reconcile-batches",
+            topic="Reconcile in batches",
+            context="The nightly reconcile job processes ledger rows in batches of 500.",
+            decisions=["Reconcile ledger rows in batches of 500"],
+            references=["billing/reconcile.py"],
+            metadata={"topicId": "reconcile-batches", "createdAt": WRITTEN, "updatedAt": WRITTEN},
+        ),
+    )
+    assert staged["success"], staged
+    query = {"query": "How does the nightly reconcile job batch ledger rows?"}
+
+    def states() -> tuple[list[tuple[str, int]], str]:
+        entry = client.result("retrieveForAgent", query)["entries"][0]
+        brief = client.result("briefing", {"agentName": "claude-code"})["text"]
+        return [(r["state"], r["commits"]) for r in entry["freshness"]["references"]], brief
+
+    found, brief = states()
+    assert found == [("current", 0)], f"the implementing commit {implementing[:7]} marked the memory stale"
+    assert "Reconcile ledger rows in batches of 500" in brief and "stale" not in brief
+
+    repo.write("billing/reconcile.py", RECONCILE + "BATCH = 250\n")
+    later = repo.commit("Halve the batch", "2026-02-10T10:00:00Z")
+    found, brief = states()
+    assert found == [("changed", 1)], "a commit after the memory's own counts"
+    assert "(stale: billing/reconcile.py changed)" in brief
+    entry = client.result("retrieveForAgent", query)["entries"][0]
+    assert entry["freshness"]["references"][0]["newest"]["id"] == later[:12]

@@ -29,6 +29,8 @@ class FakeAgentModel(LoopbackServer):
         """Tool calls still to make, in order: (tool name suffix, arguments)."""
         self.requests: list[dict[str, Any]] = []
         self.last_call: dict[str, str] | None = None
+        self.after_tool = "Done."
+        """The text that answers a tool's result (and any other request without a scripted call)."""
         self._lock = threading.Lock()
         super().__init__()
 
@@ -68,7 +70,7 @@ class FakeAgentModel(LoopbackServer):
                 self.last_call = call
         if call is None:
             return [
-                {"role": "assistant", "content": "Done."},
+                {"role": "assistant", "content": self.after_tool},
                 {"finish_reason": "stop"},
             ]
         tool_call = {"index": 0, "id": f"call_{len(self.requests)}", "type": "function", "function": call}

@@ -21,6 +21,8 @@ class FakeAnthropicModel(LoopbackServer):
         self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
         """Replies still to give: ("text", "...") or ("tool", name, input)."""
         self.requests: list[dict[str, Any]] = []
+        self.after_tool = "Done."
+        """The text that answers a tool's result."""
         self._lock = threading.Lock()
         self._count = 0
         super().__init__()
@@ -46,7 +48,7 @@ class FakeAnthropicModel(LoopbackServer):
                 isinstance(b, dict) and b.get("type") == "tool_result" for b in last
             )
             if not body.get("tools") or after_tool or not self.script:
-                return [{"type": "text", "text": "Done." if after_tool or not self.script else "Noted."}]
+                return [{"type": "text", "text": self.after_tool if after_tool or not self.script else "Noted."}]
             step = self.script.pop(0)
         if step[0] == "tool":
             return [{"type": "tool_use", "id": f"toolu_{self._count:04d}", "name": step[1], "input": step[2]}]

@@ -1,8 +1,10 @@
 /** The command palette's commands and the three JSON commands other extensions call. */
 import * as vscode from "vscode";
 import { AgentApi } from "../core/agentApi";
+import { editMemoryCommand, supersedeMemoryCommand } from "../core/correctMemory";
 import { forgetMemoryCommand } from "../core/forgetMemory";
 import { JsonObject } from "../core/jsonRpc";
+import { correctUi } from "./correctPicker";
 import { forgetUi } from "./forgetPicker";
 import { clientInstaller } from "./installers";
 import { memoryBrowserOpener } from "./memoryBrowser";
@@ -12,6 +14,8 @@ export function registerCommands(runtime: Runtime, api: AgentApi, refreshStatus:
   const openMemoryBrowser = memoryBrowserOpener(runtime);
   const showGraph = () => openMemoryBrowser("graph");
   const install = clientInstaller(runtime);
+  const correctDeps = () => ({ call: runtime.call, ui: correctUi, activity: (line: string) => runtime.activity.appendLine(line) });
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
   return [
     vscode.commands.registerCommand("Flowbaby.ingestForAgent", async (requestJson: string) => {
       const answer = await api.ingestForAgent(requestJson);
@@ -33,6 +37,10 @@ export function registerCommands(runtime: Runtime, api: AgentApi, refreshStatus:
         void refreshStatus();
       }
     }),
+    vscode.commands.registerCommand("flowbaby.editMemory", (topicId?: string) => editMemoryCommand(correctDeps(), text(topicId))),
+    vscode.commands.registerCommand("flowbaby.supersedeMemory", (older?: string, newer?: string) =>
+      supersedeMemoryCommand(correctDeps(), text(older), text(newer)),
+    ),
     vscode.commands.registerCommand("flowbaby.openLogs", runtime.openLogs),
     vscode.commands.registerCommand("flowbaby.showActivity", () => runtime.activity.show(true)),
     vscode.commands.registerCommand("flowbaby.installClaudeCode", () => install("claude-code", "Claude Code")),

@@ -1,6 +1,7 @@
 /**
  * Forget Memory's UI (20.3): a QuickPick over listMemories that also takes a typed topicId, the dry
- * run's count in a modal warning; the flow itself is core/forgetMemory.ts.
+ * run's count in a modal warning; the flow itself is core/forgetMemory.ts. Edit and Supersede
+ * (glue/correctPicker.ts) pick with the same list.
  */
 import * as vscode from "vscode";
 import { FORGET_BUTTON, ForgetUi, MemoryPick } from "../core/forgetMemory";
@@ -8,19 +9,20 @@ import { FORGET_BUTTON, ForgetUi, MemoryPick } from "../core/forgetMemory";
 type Item = vscode.QuickPickItem & { topicId: string };
 
 export const forgetUi: ForgetUi = {
-  pick: (items) => pickMemory(items),
+  pick: (items) => pickMemory(items, "Flowbaby: Forget Memory", "Forget the memory with this topicId"),
   confirm: async (message, detail) =>
     (await vscode.window.showWarningMessage(message, { modal: true, detail }, FORGET_BUTTON)) === FORGET_BUTTON,
   info: (message) => void vscode.window.showInformationMessage(message),
   error: (message) => void vscode.window.showErrorMessage(message),
 };
 
-function pickMemory(items: MemoryPick[]): Promise<string | undefined> {
+/** A memory picked from `items`, or a typed topicId (offered with `typedDetail`); undefined when cancelled. */
+export function pickMemory(items: MemoryPick[], title: string, typedDetail: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const listed: Item[] = items.map((item: MemoryPick) => ({ ...item }));
     const quick = vscode.window.createQuickPick<Item>();
-    quick.title = "Flowbaby: Forget Memory";
-    quick.placeholder = "Pick a memory to forget, or type its topicId";
+    quick.title = title;
+    quick.placeholder = "Pick a memory, or type its topicId";
     quick.matchOnDescription = true;
     quick.items = listed;
     quick.onDidChangeValue((value) => {
@@ -28,7 +30,7 @@ function pickMemory(items: MemoryPick[]): Promise<string | undefined> {
       const known = listed.some((item) => item.topicId === typed);
       quick.items =
         typed && !known
-          ? [{ label: typed, description: "topicId", detail: "Forget the memory with this topicId", topicId: typed, alwaysShow: true }, ...listed]
+          ? [{ label: typed, description: "topicId", detail: typedDetail, topicId: typed, alwaysShow: true }, ...listed]
           : listed;
     });
     let chosen: string | undefined;

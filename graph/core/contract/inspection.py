@@ -269,6 +269,8 @@ class ImpliedSupersessionsResponse(_Reply):
 class ConfirmSupersessionRequest(_Strict):
     olderTopicId: str = Field(min_length=1)
     newerTopicId: str = Field(min_length=1)
+    listed: bool = True
+    """False: a pair a person names (`flowbaby memories supersede`), listed by listImpliedSupersessions or not."""
 
 
 class ConfirmSupersessionResponse(_Reply):

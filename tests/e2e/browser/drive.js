@@ -206,6 +206,29 @@ async function main() {
       }
     }
 
+    // A person's corrections on the memory page: a new version from the Edit form, then "Superseded by".
+    if (config.editTopic) {
+      const memoryPage = async (topic) => {
+        await page.goto(`${config.base}/#/memory/${encodeURIComponent(topic)}`);
+        await page.waitForSelector("#edit");
+      };
+      await memoryPage(config.editTopic);
+      await page.click("#edit");
+      await page.fill("#edit-decisions", config.editDecision);
+      await axe(page, "edit");
+      await page.click("#edit-save");
+      await page.waitForFunction(() => document.querySelector("#edit-form") === null && document.querySelectorAll("article.version").length > 1, null, { timeout: 30000 });
+      seen.views.edit = { versions: await page.$$eval("article.version", (l) => l.map((a) => Number(a.dataset.version))), newest: await page.locator("article.version").first().innerText() };
+      await memoryPage(config.supersedeOlder);
+      await page.click("#supersede");
+      await page.fill("#supersede-newer", config.editTopic);
+      await page.click("#supersede-save");
+      await page.waitForSelector("dialog[open]", { timeout: 10000 });
+      await page.click("#confirm-ok");
+      await page.waitForFunction(() => /Superseded/.test(document.querySelector(".meta") ? document.querySelector(".meta").textContent : ""), null, { timeout: 30000 });
+      seen.views.supersede = { meta: await page.locator(".meta").first().innerText(), chain: await page.locator("#chain").innerText() };
+    }
+
     // A narrow window.
     await page.setViewportSize({ width: 390, height: 800 });
     await page.goto(`${config.base}/#/search?q=${encodeURIComponent(config.queries[0])}`);
