@@ -41,7 +41,7 @@ describe("Edit Memory and Mark Memory Superseded (real bridge)", { timeout: 240_
       ["cache-ttl", "Session cache TTL"],
       ["cache-old", "Session cache in Memcached"],
     ]) {
-      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic } as JsonObject);
+      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic });
       assert.equal(stored.success, true, JSON.stringify(stored));
     }
   });

@@ -44,11 +44,25 @@ function failed(deps: CorrectDeps, what: string, result: JsonObject): CorrectOut
   return { status: "failed", result };
 }
 
+/** listMemories refused while offering the pick list: its reply, for `failed`. */
+class ListRefused extends Error {
+  constructor(readonly result: JsonObject) {
+    super("listMemories refused");
+  }
+}
+
+function refusal(error: unknown): JsonObject {
+  if (error instanceof ListRefused) {
+    return error.result;
+  }
+  throw error;
+}
+
 async function pickMemory(deps: CorrectDeps, title: string, items?: MemoryPick[]): Promise<[string | undefined, MemoryPick[]]> {
   if (!items) {
     const listed = await deps.call("listMemories", { order: "newest", limit: PICK_LIMIT }).catch(ingestFailure);
     if (listed.success !== true) {
-      throw listed;
+      throw new ListRefused(listed);
     }
     items = pickItems((listed.memories as JsonObject[]) ?? []);
   }
@@ -60,8 +74,8 @@ export async function editMemoryCommand(deps: CorrectDeps, topicId?: string): Pr
   const call = (method: string, params: JsonObject) => deps.call(method, params).catch(ingestFailure);
   try {
     topicId = topicId ?? (await pickMemory(deps, "Flowbaby: Edit Memory"))[0];
-  } catch (result) {
-    return failed(deps, "Edit Memory", result as JsonObject);
+  } catch (error) {
+    return failed(deps, "Edit Memory", refusal(error));
   }
   if (!topicId) {
     return { status: "cancelled" };
@@ -100,8 +114,8 @@ export async function supersedeMemoryCommand(deps: CorrectDeps, older?: string, 
   try {
     if (!older) [older, items] = await pickMemory(deps, "Flowbaby: the memory that is no longer current");
     if (older && !newer) [newer] = await pickMemory(deps, `Flowbaby: the memory that supersedes ${older}`, items?.filter((item) => item.topicId !== older));
-  } catch (result) {
-    return failed(deps, "Supersede Memory", result as JsonObject);
+  } catch (error) {
+    return failed(deps, "Supersede Memory", refusal(error));
   }
   if (!older || !newer) {
     return { status: "cancelled" };
