@@ -238,7 +238,10 @@ def build_parser() -> FlowbabyParser:
     )
     hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
     hook.add_argument(
-        "--client", choices=("claude-code", "opencode"), default="claude-code", help="the client running the hook"
+        "--client",
+        choices=("claude-code", "opencode", "codex", "gemini"),
+        default="claude-code",
+        help="the client running the hook",
     )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")
