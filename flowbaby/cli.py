@@ -210,7 +210,13 @@ def build_parser() -> FlowbabyParser:
         ("uninstall", "remove what install added"),
     ):
         command = commands.add_parser(name, help=text)
-        command.add_argument("--client", required=True, choices=CLIENTS, help="the agent client")
+        command.add_argument(
+            "--client",
+            required=True,
+            choices=CLIENTS,
+            help="the agent client (codex: config.toml and hooks.json under .codex/ or $CODEX_HOME; gemini: "
+            ".gemini/settings.json; copilot: Copilot CLI's ~/.copilot/mcp-config.json, --scope user only)",
+        )
         command.add_argument(
             "--scope", choices=("project", "user"), default="project", help="this workspace only, or every project"
         )
@@ -228,7 +234,8 @@ def build_parser() -> FlowbabyParser:
     commands.choices["install"].add_argument(
         "--no-hooks",
         action="store_true",
-        help="the MCP server alone: no Claude Code hooks or OpenCode plugin (briefing, recall, capture)",
+        help="the MCP server alone: no Claude Code, Codex or Gemini hooks or OpenCode plugin (briefing, recall, "
+        "capture)",
     )
     hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
     hook.add_argument(

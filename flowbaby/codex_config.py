@@ -59,7 +59,10 @@ def merged_toml(path: Path, text: str | None, name: str, entry: dict[str, Any] |
     after = "".join(kept)
     if entry is not None:
         after = (after.rstrip("\n") + "\n\n" if after.strip() else "") + table(name, entry)
-    result = parse(path, after)
+    try:
+        result = tomllib.loads(after)
+    except tomllib.TOMLDecodeError:
+        result = {}  # the server was also defined another way: the check below says what to do
     others = {k: v for k, v in servers.items() if k != name}
     rest = {k: v for k, v in result.get("mcp_servers", {}).items() if k != name}
     wanted = {k: v for k, v in data.items() if k != "mcp_servers"}

@@ -112,7 +112,9 @@ def test_a_scripted_tool_call_stores_a_memory(codex: tuple[Codex, Server, dict[s
     assert any("operationId" in output for output in client.model.tool_outputs()), "the store answered the model"
 
     def stored() -> bool:
-        return any(STORED_DECISION in json.dumps(e) for e in retrieve(server, headers, "how often is the ledger exported"))
+        return any(
+            STORED_DECISION in json.dumps(e) for e in retrieve(server, headers, "how often is the ledger exported")
+        )
 
     until(stored, f"the memory the tool call stored is retrieved: {client.model.tool_outputs()}")
 

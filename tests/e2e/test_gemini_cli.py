@@ -112,7 +112,9 @@ def test_a_scripted_tool_call_stores_a_memory(gemini: tuple[Gemini, Server, dict
     assert any("operationId" in r for r in client.model.function_responses()), client.model.function_responses()
 
     def stored() -> bool:
-        return any(STORED_DECISION in json.dumps(e) for e in retrieve(server, headers, "how often is the ledger exported"))
+        return any(
+            STORED_DECISION in json.dumps(e) for e in retrieve(server, headers, "how often is the ledger exported")
+        )
 
     until(stored, "the memory the tool call stored is retrieved")
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from tests.support.loopback_server import LoopbackServer
 
-
 MAX_WAITS = 30
 
 
