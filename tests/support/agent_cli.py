@@ -17,6 +17,7 @@ from tests.integration.test_http_api import Server
 
 CODEX = ("@openai/codex", "0.169.0", "codex")
 GEMINI = ("@google/gemini-cli", "0.61.0", "gemini")
+COPILOT = ("@github/copilot", "1.0.102", "copilot")
 
 DECISION = "Retry failed card charges 4 times with exponential backoff starting at 45 seconds"
 FACT = "The staging database password rotates every Friday at 17:00 UTC, from the ops vault."
