@@ -130,3 +130,23 @@ def test_the_sessions_decision_is_captured_and_its_rollout_searchable(
     assert results and "retry outgoing webhooks 6 times" in results[0]["chunk_text"]
     every = json.dumps(session_search(server, headers, "codex", "staging database password ops vault"))
     assert "Flowbaby workspace memory" not in every  # the injected briefing is not indexed as conversation
+
+
+def test_a_project_install_is_read_once_the_project_is_trusted(tmp_path: Path) -> None:
+    """Project scope: `.codex/config.toml`, which Codex reads only for a project the user trusted."""
+    project, home = tmp_path / "project", tmp_path / "codex"
+    project.mkdir()
+    home.mkdir()
+    env = isolated_env(tmp_path) | {"CODEX_HOME": str(home), "PWD": str(project)}
+    flowbaby_install(project, env, "--client", "codex")
+
+    def listed() -> str:
+        command = [str(npm_tool(*CODEX)), "mcp", "list"]
+        done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "flowbaby" not in listed()
+    (home / "config.toml").write_text(f'[projects."{project}"]\ntrust_level = "trusted"\n')  # the user's trust
+    assert f"mcp --workspace {project}" in listed()
+    assert (project / ".codex" / "hooks.json").is_file()
