@@ -18,10 +18,8 @@ from flowbaby.agent_files import MARKER
 CLAUDE_EVENTS = {"SessionStart": 30, "UserPromptSubmit": 30, "Stop": 15, "PreCompact": 15, "SessionEnd": 15}
 """Each Claude Code hook event flowbaby handles, with the client's own timeout for it in seconds
 (a backstop: the hook itself answers within FLOWBABY_HOOK_TIMEOUT_SEC, or FLOWBABY_HOOK_START_SEC (20 s)
-when it had to start the workspace's service)."""
-CODEX_EVENTS = {"SessionStart": 30, "UserPromptSubmit": 30, "Stop": 15, "PreCompact": 15, "SessionEnd": 15}
-"""Codex CLI 0.169.0's events, named as Claude Code's and with the same stdin and stdout (measured):
-the client's event name is flowbaby's, the timeout in seconds."""
+when it had to start the workspace's service). Codex CLI 0.169.0 gets the same: its events have these
+names, stdin and stdout (measured)."""
 GEMINI_EVENTS = {
     "SessionStart": ("SessionStart", 30000),
     "BeforeAgent": ("UserPromptSubmit", 30000),
@@ -58,9 +56,7 @@ def client_events(client: str) -> dict[str, tuple[str, int]]:
     """The client's hook event -> (flowbaby's event, the client's timeout) that install writes."""
     if client == "gemini":
         return GEMINI_EVENTS
-    return {
-        event: (event, timeout) for event, timeout in (CODEX_EVENTS if client == "codex" else CLAUDE_EVENTS).items()
-    }
+    return {event: (event, timeout) for event, timeout in CLAUDE_EVENTS.items()}
 
 
 def merged_settings(data: dict[str, Any], workspace: Path | None, client: str = "claude-code") -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Real Codex CLI 0.169.0 (`codex exec`, offline against the loopback Responses-API fake), configured
 only by `flowbaby install --client codex --scope user` (its CODEX_HOME is the test's own; the fake
-model's provider is the one line of config the test writes itself). A running `flowbaby serve`
+model's provider is the only config the test writes itself). A running `flowbaby serve`
 holds two memories: the hooks put them in the model's first request with no tool call, a tool call
 the fake scripts stores a memory over MCP, a decision in the session is captured at its end, and the
 rollout files Codex wrote are indexed and searchable through Vapor's API.
@@ -46,7 +46,7 @@ class Codex:
         self.home = root / "codex"
         self.home.mkdir()
         (self.home / "config.toml").write_text(
-            '# the fake model: the only line not written by flowbaby install\nmodel = "fake-model"\n'
+            '# the fake model: the only settings not written by flowbaby install\nmodel = "fake-model"\n'
             'model_provider = "fake"\n\n[model_providers.fake]\nname = "Fake"\n'
             f'base_url = "{model.url}"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
         )
