@@ -210,7 +210,13 @@ def build_parser() -> FlowbabyParser:
         ("uninstall", "remove what install added"),
     ):
         command = commands.add_parser(name, help=text)
-        command.add_argument("--client", required=True, choices=CLIENTS, help="the agent client")
+        command.add_argument(
+            "--client",
+            required=True,
+            choices=CLIENTS,
+            help="the agent client (codex: config.toml and hooks.json under .codex/ or $CODEX_HOME; gemini: "
+            ".gemini/settings.json; copilot: Copilot CLI's ~/.copilot/mcp-config.json, --scope user only)",
+        )
         command.add_argument(
             "--scope", choices=("project", "user"), default="project", help="this workspace only, or every project"
         )
@@ -228,7 +234,8 @@ def build_parser() -> FlowbabyParser:
     commands.choices["install"].add_argument(
         "--no-hooks",
         action="store_true",
-        help="the MCP server alone: no Claude Code hooks or OpenCode plugin (briefing, recall, capture)",
+        help="the MCP server alone: no Claude Code, Codex or Gemini hooks or OpenCode plugin (briefing, recall, "
+        "capture)",
     )
     hook = commands.add_parser("hook", help="run a client hook: its JSON on stdin, what the agent sees on stdout")
     hook.add_argument(
@@ -238,7 +245,10 @@ def build_parser() -> FlowbabyParser:
     )
     hook.add_argument("--workspace", help="workspace folder (default: the hook's cwd)")
     hook.add_argument(
-        "--client", choices=("claude-code", "opencode"), default="claude-code", help="the client running the hook"
+        "--client",
+        choices=("claude-code", "opencode", "codex", "gemini"),
+        default="claude-code",
+        help="the client running the hook",
     )
     demo = commands.add_parser("demo", help="ingest example summaries through the bridge and show the graph")
     demo.add_argument("--workspace", default=".flowbaby-demo", help="demo workspace folder (created)")

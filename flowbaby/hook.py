@@ -264,7 +264,7 @@ def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> 
         _remember(state, session_id, [item["topicId"] for item in reply.get("items", [])])
         return str(reply.get("text") or "")
     if event == "UserPromptSubmit":
-        prompt = str(payload.get("prompt") or "").strip()
+        prompt = _without_hook_context(str(payload.get("prompt") or "")).strip()
         if not prompt:
             return ""
         seen = state.session(session_id).get("injected", []) if session_id else []
@@ -290,6 +290,23 @@ def handle(event: str, payload: dict[str, Any], workspace: str, client: str) -> 
         except OwnerUnavailable:
             pass  # an owner too slow to reply within CAPTURE_WAIT_SEC still captures
     return ""
+
+
+def _without_hook_context(prompt: str) -> str:
+    """The user's prompt without the `<hook_context>` blocks Gemini CLI prepends to it (the briefing
+    it was just given): those words would be recalled for instead of the user's."""
+    while (start := prompt.find("<hook_context>")) >= 0 and (end := prompt.find("</hook_context>", start)) >= 0:
+        prompt = prompt[:start] + prompt[end + len("</hook_context>") :]
+    return prompt
+
+
+def output(text: str, client: str, payload: dict[str, Any]) -> str:
+    """What to print: the text itself (Claude Code and Codex CLI give plain stdout to the model), or for
+    Gemini CLI, which shows plain stdout to the user only, its JSON with `additionalContext`."""
+    if client != "gemini":
+        return text
+    event = str(payload.get("hook_event_name") or "")
+    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
 
 def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: float) -> Any:
@@ -459,7 +476,7 @@ def main(argv: list[str]) -> int:
         _problem(workspace, event, client, f"failed: {type(exc).__name__}: {exc}")
         text = ""
     if text:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(output(text, client, payload) + "\n")
         sys.stdout.flush()
     if os.environ.get("FLOWBABY_HOOK_TRACE"):
         _log(workspace, f"{event}: {len(text)} chars in {(time.perf_counter() - started) * 1000:.1f} ms")

@@ -1,6 +1,8 @@
 """The hooks `flowbaby install` adds next to the MCP server: Claude Code's `hooks` in its
-settings.json (merged with the user's own hooks, idempotent, only ours removed on uninstall),
-and OpenCode's plugin file. Both run `flowbaby/hook.py` (see its docstring)."""
+settings.json, Codex CLI's hooks.json and Gemini CLI's `hooks` in its settings.json (all three the
+same shape: event -> groups -> command handlers; merged with the user's own hooks, idempotent,
+only ours removed on uninstall), and OpenCode's plugin file. All run `flowbaby/hook.py` (see its
+docstring) with the client's name."""
 
 from __future__ import annotations
 
@@ -16,7 +18,16 @@ from flowbaby.agent_files import MARKER
 CLAUDE_EVENTS = {"SessionStart": 30, "UserPromptSubmit": 30, "Stop": 15, "PreCompact": 15, "SessionEnd": 15}
 """Each Claude Code hook event flowbaby handles, with the client's own timeout for it in seconds
 (a backstop: the hook itself answers within FLOWBABY_HOOK_TIMEOUT_SEC, or FLOWBABY_HOOK_START_SEC (20 s)
-when it had to start the workspace's service)."""
+when it had to start the workspace's service). Codex CLI 0.169.0 gets the same: its events have these
+names, stdin and stdout (measured)."""
+GEMINI_EVENTS = {
+    "SessionStart": ("SessionStart", 30000),
+    "BeforeAgent": ("UserPromptSubmit", 30000),
+    "AfterAgent": ("Stop", 15000),
+    "PreCompress": ("PreCompact", 15000),
+    "SessionEnd": ("SessionEnd", 15000),
+}
+"""Gemini CLI 0.61.0's event -> (flowbaby's hook event, the client's timeout in milliseconds)."""
 PLUGIN_DEADLINE_MS = {"SessionStart": 30000, "UserPromptSubmit": 30000}
 """The OpenCode plugin's deadline per event, as CLAUDE_EVENTS (5 s for the captures)."""
 
@@ -41,8 +52,16 @@ def claude_settings_file(scope: str, workspace: Path, claude_home: Path) -> Path
     return (workspace / ".claude" if scope == "project" else claude_home) / "settings.json"
 
 
-def merged_settings(data: dict[str, Any], workspace: Path | None) -> dict[str, Any]:
-    """Claude Code settings with flowbaby's hooks (workspace=None: without them); the user's own kept."""
+def client_events(client: str) -> dict[str, tuple[str, int]]:
+    """The client's hook event -> (flowbaby's event, the client's timeout) that install writes."""
+    if client == "gemini":
+        return GEMINI_EVENTS
+    return {event: (event, timeout) for event, timeout in CLAUDE_EVENTS.items()}
+
+
+def merged_settings(data: dict[str, Any], workspace: Path | None, client: str = "claude-code") -> dict[str, Any]:
+    """A client's hook settings (Claude Code's or Gemini CLI's settings.json, Codex CLI's hooks.json) with
+    flowbaby's hooks (workspace=None: without them); the user's own kept."""
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ValueError('"hooks" is not an object')
@@ -65,8 +84,8 @@ def merged_settings(data: dict[str, Any], workspace: Path | None) -> dict[str, A
         if kept:
             result[event] = kept
     if workspace is not None:
-        for event, timeout in CLAUDE_EVENTS.items():
-            entry = {"type": "command", "command": hook_command(event, workspace, "claude-code"), "timeout": timeout}
+        for event, (ours, timeout) in client_events(client).items():
+            entry = {"type": "command", "command": hook_command(ours, workspace, client), "timeout": timeout}
             result[event] = [*result.get(event, []), {"hooks": [entry]}]
     merged = {k: v for k, v in data.items() if k != "hooks"}
     if result:

@@ -1,10 +1,10 @@
 """`flowbaby install` / `uninstall`: the MCP server entry in each agent client's own config file,
 plus the agent-side files (the `flowbaby-memory` skill, the Copilot custom agent).
 
-Merging keeps every other server and setting, is idempotent, and names the workspace by absolute
-path: clients may start MCP servers from the home directory, so nothing relies on the cwd. A file
-with comments (JSONC) is read, but rewriting it would drop them: if it needs a change, the command
-stops and prints the entry to paste instead.
+Merging keeps every other server and setting (Codex CLI's config.toml: flowbaby/codex_config.py),
+is idempotent, and names the workspace by absolute path: clients may start MCP servers from the
+home directory, so nothing relies on the cwd. A file with comments (JSONC) is read, but rewriting
+it would drop them: if it needs a change, the command stops and prints the entry to paste instead.
 
 A cloned repository decides what lies in the workspace, symlinks included: a config or agent file
 that is a symlink, or that sits under a symlinked folder inside the workspace, is refused (never
@@ -26,12 +26,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
+from flowbaby.codex_config import TomlError, merged_toml
 from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
 from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
 
-Client = Literal["claude-code", "opencode", "cursor", "vscode"]
+Client = Literal["claude-code", "opencode", "codex", "gemini", "copilot", "cursor", "vscode"]
 Scope = Literal["project", "user"]
-CLIENTS: tuple[Client, ...] = ("claude-code", "opencode", "cursor", "vscode")
+CLIENTS: tuple[Client, ...] = ("claude-code", "opencode", "codex", "gemini", "copilot", "cursor", "vscode")
+CODEX_STARTUP_SEC = 30
+"""Codex CLI's wait for the server's start (its default, 10 s, can be short for a cold first start)."""
 SERVER_NAME = "flowbaby"
 
 
@@ -74,8 +77,12 @@ def server_entry(client: Client, command: list[str]) -> dict[str, Any]:
     """The entry in the client's own shape."""
     if client == "opencode":
         return {"type": "local", "command": command, "enabled": True}
-    if client == "cursor":
+    if client in ("cursor", "gemini"):
         return {"command": command[0], "args": command[1:]}
+    if client == "codex":
+        return {"command": command[0], "args": command[1:], "startup_timeout_sec": CODEX_STARTUP_SEC}
+    if client == "copilot":
+        return {"type": "local", "command": command[0], "args": command[1:], "tools": ["*"]}
     return {"type": "stdio", "command": command[0], "args": command[1:]}
 
 
@@ -85,6 +92,11 @@ def _config_home(home: Path) -> Path:
 
 def _claude_home(home: Path) -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+
+
+def _codex_dir(scope: Scope, workspace: Path, home: Path) -> Path:
+    """The project's `.codex/` or CODEX_HOME (default ~/.codex): config.toml and hooks.json."""
+    return workspace / ".codex" if scope == "project" else Path(os.environ.get("CODEX_HOME") or home / ".codex")
 
 
 def config_file(client: Client, scope: Scope, workspace: Path, home: Path) -> tuple[Path, str]:
@@ -99,6 +111,14 @@ def config_file(client: Client, scope: Scope, workspace: Path, home: Path) -> tu
         return base / "opencode.json", "mcp"
     if client == "cursor":
         return (workspace if scope == "project" else home) / ".cursor" / "mcp.json", "mcpServers"
+    if client == "codex":
+        return _codex_dir(scope, workspace, home) / "config.toml", "mcp_servers"
+    if client == "gemini":
+        return (workspace if scope == "project" else home) / ".gemini" / "settings.json", "mcpServers"
+    if client == "copilot":
+        if scope == "project":
+            raise InstallError("Copilot CLI reads its MCP servers from ~/.copilot/mcp-config.json: pass --scope user")
+        return Path(os.environ.get("COPILOT_HOME") or home / ".copilot") / "mcp-config.json", "mcpServers"
     if scope == "project":
         return workspace / ".vscode" / "mcp.json", "servers"
     if sys.platform == "darwin":
@@ -240,7 +260,11 @@ def plan(
     path, key = config_file(client, scope, workspace, home)
     before, mode = _read(path, workspace)
     entry = None if remove else server_entry(client, server_command(workspace))
-    changes = [Change(path, before, merged_config(path, before, key, entry), mode)]
+    try:
+        after = merged_toml(path, before, SERVER_NAME, entry) if client == "codex" else None
+    except TomlError as exc:
+        raise InstallError(str(exc)) from None
+    changes = [Change(path, before, after if client == "codex" else merged_config(path, before, key, entry), mode)]
     for file, content in agent_files(client, scope, workspace, home).items():
         current, mode = _read(file, workspace)
         ours = current is None or MARKER in current
@@ -250,17 +274,19 @@ def plan(
             raise InstallError(f"{file} exists and was not written by flowbaby; pass --force to replace it")
         else:
             changes.append(Change(file, current, content, mode))
-    changes.extend(
-        hook_changes(
-            client,
-            scope,
-            workspace,
-            home,
-            remove=remove or not hooks,
-            force=force,
-            allow=False if remove else (True if allow_tools else None),
-        )
-    )
+    for change in hook_changes(
+        client,
+        scope,
+        workspace,
+        home,
+        remove=remove or not hooks,
+        force=force,
+        allow=False if remove else (True if allow_tools else None),
+        pending={c.path: c for c in changes},
+    ):
+        # Gemini CLI keeps servers and hooks in one settings.json: the hook change, made on top of the
+        # server's, replaces it
+        changes = [c for c in changes if c.path != change.path] + [change]
     return changes
 
 
@@ -273,22 +299,30 @@ def hook_changes(
     remove: bool,
     force: bool,
     allow: bool | None = None,
+    pending: dict[Path, Change] | None = None,
 ) -> list[Change]:
     """The hook file changes for an install (remove=True: take ours out; the user's own stay):
     flowbaby/hook_install.py says what they hold. Claude Code's settings file gets one change, which
-    also adds the allow rule (allow=True, the user's consent) or takes it out (False; None: as it is)."""
-    if client == "claude-code":
-        path = claude_settings_file(scope, workspace, _claude_home(home))
+    also adds the allow rule (allow=True, the user's consent) or takes it out (False; None: as it is).
+    `pending`: changes already planned, by file; a hook file among them is merged on top of its change."""
+    settings = {
+        "claude-code": lambda: claude_settings_file(scope, workspace, _claude_home(home)),
+        "codex": lambda: _codex_dir(scope, workspace, home) / "hooks.json",
+        "gemini": lambda: config_file("gemini", scope, workspace, home)[0],
+    }
+    if client in settings:
+        path = settings[client]()
         before, mode = _read(path, workspace)
-        data, commented = _load(path, before)
+        planned = (pending or {}).get(path)
+        data, commented = _load(path, planned.after if planned else before)
         try:
-            merged = merged_settings(data, None if remove else workspace)
-            if allow is not None:
+            merged = merged_settings(data, None if remove else workspace, client)
+            if allow is not None and client == "claude-code":
                 merged = with_allow_rule(merged, allow)
         except ValueError as exc:
             raise InstallError(f"{path}: {exc}") from None
         if merged == data:
-            return [Change(path, before, before, mode)]
+            return [planned] if planned else [Change(path, before, before, mode)]
         if commented:
             raise InstallError(f"{path} has comments, which rewriting would drop; add by hand:\n{_dump(merged)}")
         after = _dump(merged) if merged else None  # a settings file left empty by the uninstall goes

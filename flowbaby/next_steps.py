@@ -70,6 +70,36 @@ def next_steps(client: str, scope: str, workspace: Path, settings: Path, allowed
             f"  Start `opencode` in {workspace}: it starts the flowbaby server itself, and runs its tools without\n"
             '  asking unless your opencode.json\'s "permission" settings say otherwise.'
         )
+    if client == "codex":
+        trust = (
+            f"  Codex reads {workspace}/.codex/ only once the project is trusted (it asks on the first start).\n"
+            if scope == "project"
+            else ""
+        )
+        return (
+            "Next steps for Codex CLI:\n"
+            + trust
+            + "  `codex mcp list` shows the flowbaby server. Codex runs new or changed hooks only after you trust\n"
+            "  them: start `codex`, type /hooks and trust the flowbaby hooks (until then `codex exec` skips them\n"
+            "  silently; `codex exec --dangerously-bypass-hook-trust` runs them for one invocation)."
+        )
+    if client == "gemini":
+        return (
+            "Next steps for Gemini CLI:\n"
+            + (
+                f"  Gemini reads {workspace}/.gemini/settings.json only in a trusted folder: start `gemini` there\n"
+                "  and trust it (headless runs: GEMINI_CLI_TRUST_WORKSPACE=true). "
+                if scope == "project"
+                else "  "
+            )
+            + "`gemini mcp list` shows the flowbaby server;\n"
+            "  it asks before each flowbaby tool call unless you allow it (or the server is trusted)."
+        )
+    if client == "copilot":
+        return (
+            "Next steps for GitHub Copilot CLI:\n"
+            "  Start `copilot`: /mcp shows the flowbaby server. It asks before each tool call unless allowed."
+        )
     if client == "cursor":
         return (
             "Next steps for Cursor:\n"

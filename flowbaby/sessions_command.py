@@ -38,7 +38,9 @@ def add_sessions_command(commands: Any) -> None:
     for command in chosen:
         command.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
         command.add_argument("--cwd", help="only sessions under this folder (default: the whole workspace)")
-        command.add_argument("--source", choices=("opencode", "claude-code"), help="one source only (default: both)")
+        command.add_argument(
+            "--source", choices=("opencode", "claude-code", "codex", "gemini"), help="one source only (default: all)"
+        )
         command.add_argument("--json", action="store_true", help="print the JSON answer instead of text")
 
 

@@ -26,6 +26,10 @@ from graph.core.memories import Memory
 from graph.sessions.model import Message, SessionInfo, SourceError, within
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.claude_code import default_folder as claude_folder
+from graph.sessions.sources.codex import CodexSource
+from graph.sessions.sources.codex import default_folder as codex_folder
+from graph.sessions.sources.gemini import GeminiSource
+from graph.sessions.sources.gemini import default_folder as gemini_folder
 from graph.sessions.sources.opencode import OpenCodeSource
 from graph.sessions.sources.opencode import default_folder as opencode_folder
 
@@ -43,16 +47,18 @@ def topic_id_for(source: str, session_id: str) -> str:
 def read_session(request: CaptureRequest, workspace: Path) -> tuple[SessionInfo, list[Message]] | None:
     """The session and all its turns, or None when it is not a session of this workspace."""
     root = str(workspace)
-    if request.source == "claude-code":
-        folder = claude_folder()
-        if request.transcriptPath:
-            transcript = Path(request.transcriptPath)
-            if transcript.suffix != ".jsonl" or not transcript.is_file():
-                return None
-            folder = transcript.parent.parent.parent  # <config>/projects/<cwd>/<id>.jsonl
-        source: ClaudeCodeSource | OpenCodeSource = ClaudeCodeSource(folder)
-    else:
-        source = OpenCodeSource(opencode_folder())
+    sources: dict[str, tuple[type[ClaudeCodeSource | CodexSource | GeminiSource | OpenCodeSource], Path, int]] = {
+        "claude-code": (ClaudeCodeSource, claude_folder(), 3),  # <config>/projects/<cwd>/<id>.jsonl
+        "codex": (CodexSource, codex_folder(), 5),  # <CODEX_HOME>/sessions/YYYY/MM/DD/rollout-....jsonl
+        "gemini": (GeminiSource, gemini_folder(), 4),  # <.gemini>/tmp/<project>/chats/session-....jsonl
+    }
+    kind, folder, depth = sources.get(request.source, (OpenCodeSource, opencode_folder(), 0))
+    if request.transcriptPath and depth:  # the hook's transcript: the client's folder, whatever our environment
+        transcript = Path(request.transcriptPath)
+        if transcript.suffix != ".jsonl" or len(transcript.parents) < depth or not transcript.is_file():
+            return None
+        folder = transcript.parents[depth - 1]
+    source: ClaudeCodeSource | OpenCodeSource | CodexSource | GeminiSource = kind(folder)
     try:
         found = [s for s in source.sessions(root) if s.session_id == request.sessionId]
         if not found or not within(found[0].directory, root):

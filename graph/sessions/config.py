@@ -7,11 +7,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from graph.core.trust import workspace_env
 from graph.core.workspace import WorkspacePaths
 from graph.sessions.sources import claude_code, opencode
+from graph.sessions.sources.codex import default_folder as codex_folder
+from graph.sessions.sources.gemini import default_folder as gemini_folder
 
 
 class SessionSettings(BaseModel):
@@ -19,6 +21,10 @@ class SessionSettings(BaseModel):
     opencode_dir: Path
     claude_code: bool = True
     claude_dir: Path
+    codex: bool = True
+    codex_dir: Path = Field(default_factory=codex_folder)
+    gemini: bool = True
+    gemini_dir: Path = Field(default_factory=gemini_folder)
     reasoning: bool = False
     """Index reasoning (thinking) text too; off by default."""
     watch: bool = True
@@ -46,6 +52,10 @@ def load_session_settings(workspace: Path) -> SessionSettings:
         opencode_dir=folder("FLOWBABY_SESSIONS_OPENCODE_DIR", opencode.default_folder()),
         claude_code=flag("FLOWBABY_SESSIONS_CLAUDE_CODE", True),
         claude_dir=folder("FLOWBABY_SESSIONS_CLAUDE_DIR", claude_code.default_folder()),
+        codex=flag("FLOWBABY_SESSIONS_CODEX", True),
+        codex_dir=folder("FLOWBABY_SESSIONS_CODEX_DIR", codex_folder()),
+        gemini=flag("FLOWBABY_SESSIONS_GEMINI", True),
+        gemini_dir=folder("FLOWBABY_SESSIONS_GEMINI_DIR", gemini_folder()),
         reasoning=flag("FLOWBABY_SESSIONS_REASONING", False),
         watch=flag("FLOWBABY_SESSIONS_WATCH", True),
         watch_interval_sec=_seconds(values.get("FLOWBABY_SESSIONS_WATCH_SEC", "")),

@@ -26,6 +26,8 @@ from graph.sessions.lexicon import ChunkLexicon
 from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, within
 from graph.sessions.ranking import LANES, VECTOR_CANDIDATES, WEAK_CANDIDATES, TurnHit, abstain_reason, fuse
 from graph.sessions.sources.claude_code import ClaudeCodeSource
+from graph.sessions.sources.codex import CodexSource
+from graph.sessions.sources.gemini import GeminiSource
 from graph.sessions.sources.opencode import OpenCodeSource
 from graph.sessions.turn_order import TurnOrder
 
@@ -71,6 +73,10 @@ def sources_from(settings: SessionSettings) -> list[Source]:
         found.append(OpenCodeSource(settings.opencode_dir))
     if settings.claude_code:
         found.append(ClaudeCodeSource(settings.claude_dir))
+    if settings.codex:
+        found.append(CodexSource(settings.codex_dir))
+    if settings.gemini:
+        found.append(GeminiSource(settings.gemini_dir))
     return found
 
 

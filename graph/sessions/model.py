@@ -11,7 +11,7 @@ from graph.core.redaction import clean
 
 BlockKind = Literal["text", "reasoning", "tool_call", "tool_result"]
 Role = Literal["user", "assistant", "tool", "system"]
-SOURCES = ("opencode", "claude-code")
+SOURCES = ("opencode", "claude-code", "codex", "gemini")
 
 
 class SourceError(Exception):

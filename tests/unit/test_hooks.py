@@ -230,3 +230,13 @@ def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
     os.chmod(lock, 0o600)
     hook._start_service(str(workspace), "no owner")
     assert len(started) == 2
+
+
+def test_gemini_gets_its_json_and_its_prompt_without_the_hook_context() -> None:
+    payload = {"hook_event_name": "BeforeAgent"}
+    assert hook.output("recalled", "claude-code", payload) == "recalled"  # Claude Code and Codex: plain stdout
+    assert json.loads(hook.output("recalled", "gemini", payload)) == {
+        "hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "recalled"}
+    }
+    prompt = "<hook_context>Flowbaby workspace memory ...</hook_context>\n\nwhen does staging rotate?"
+    assert hook._without_hook_context(prompt).strip() == "when does staging rotate?"

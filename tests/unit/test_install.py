@@ -4,6 +4,7 @@ absolute workspace, the home folder refused, comments never dropped, uninstall s
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from flowbaby.agent_files import MARKER
 SHAPES = {
     "claude-code": (".mcp.json", "mcpServers"),
     "opencode": ("opencode.json", "mcp"),
+    "gemini": (".gemini/settings.json", "mcpServers"),
     "cursor": (".cursor/mcp.json", "mcpServers"),
     "vscode": (".vscode/mcp.json", "servers"),
 }
@@ -23,7 +25,7 @@ SHAPES = {
 def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     home, workspace = tmp_path / "home", tmp_path / "home" / "project"
     workspace.mkdir(parents=True)
-    for variable in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR"):
+    for variable in ("XDG_CONFIG_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME"):
         monkeypatch.delenv(variable, raising=False)
     return home, workspace
 
@@ -34,7 +36,7 @@ def _install(client: install.Client, home: Path, workspace: Path, **kw: object) 
     return changes
 
 
-@pytest.mark.parametrize("client", install.CLIENTS)
+@pytest.mark.parametrize("client", SHAPES)
 def test_merges_without_clobbering_and_is_idempotent(client: install.Client, dirs: tuple[Path, Path]) -> None:
     home, workspace = dirs
     name, key = SHAPES[client]
@@ -145,3 +147,78 @@ def test_allow_tools_never_rewrites_a_commented_settings_file(dirs: tuple[Path, 
     settings.write_text('{\n  // mine\n  "permissions": {"allow": []}\n}\n')
     with pytest.raises(install.InstallError, match="by hand"):
         install.plan("claude-code", "project", workspace, home=home, allow_tools=True)
+
+
+CODEX_CONFIG = """# my model
+model = "o3"
+
+[mcp_servers.other]
+command = "other-server"  # keep me
+
+[profiles.fast]
+model = "o4-mini"
+"""
+
+
+def test_codex_config_toml_keeps_comments_and_tables(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    folder = workspace / ".codex"
+    folder.mkdir()
+    (folder / "config.toml").write_text(CODEX_CONFIG)
+    mine = {"type": "command", "command": "my-own-hook"}
+    (folder / "hooks.json").write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [mine]}]}}))
+    _install("codex", home, workspace)
+    text = (folder / "config.toml").read_text()
+    data = tomllib.loads(text)
+    assert "# my model" in text and "# keep me" in text
+    assert data["profiles"] == {"fast": {"model": "o4-mini"}} and data["mcp_servers"]["other"]
+    assert data["mcp_servers"]["flowbaby"]["args"][-2:] == ["--workspace", str(workspace)]
+    hooks = json.loads((folder / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    assert hooks["SessionStart"][0]["hooks"] == [mine]
+    assert "--client codex" in hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert not any(c.changed for c in install.plan("codex", "project", workspace, home=home))  # idempotent
+
+    install.apply(install.plan("codex", "project", workspace, home=home, remove=True))
+    assert tomllib.loads((folder / "config.toml").read_text()) == tomllib.loads(CODEX_CONFIG)
+    assert "# keep me" in (folder / "config.toml").read_text()
+    assert json.loads((folder / "hooks.json").read_text()) == {"hooks": {"SessionStart": [{"hooks": [mine]}]}}
+
+
+def test_codex_server_written_another_way_is_left_to_the_user(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    (workspace / ".codex").mkdir()
+    (workspace / ".codex" / "config.toml").write_text('mcp_servers = { flowbaby = { command = "old" } }\n')
+    with pytest.raises(install.InstallError, match="by hand"):
+        install.plan("codex", "project", workspace, home=home)
+    (workspace / ".codex" / "config.toml").write_text("model = [unclosed\n")
+    with pytest.raises(install.InstallError, match="not valid TOML"):
+        install.plan("codex", "project", workspace, home=home)
+
+
+def test_gemini_servers_and_hooks_share_one_settings_file(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    path = workspace / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    mine = {"type": "command", "command": "my-own-hook"}
+    path.write_text(json.dumps({"theme": "dark", "hooks": {"BeforeAgent": [{"hooks": [mine]}]}}))
+    _install("gemini", home, workspace)
+    data = json.loads(path.read_text())
+    assert data["theme"] == "dark" and data["mcpServers"]["flowbaby"]["args"][-1] == str(workspace)
+    before_agent = [h for group in data["hooks"]["BeforeAgent"] for h in group["hooks"]]
+    assert before_agent[0] == mine and "UserPromptSubmit" in before_agent[1]["command"]
+    assert "--client gemini" in before_agent[1]["command"]
+    assert set(data["hooks"]) == {"SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"}
+    assert not any(c.changed for c in install.plan("gemini", "project", workspace, home=home))
+    install.apply(install.plan("gemini", "project", workspace, home=home, remove=True))
+    data = json.loads(path.read_text())
+    assert data == {"theme": "dark", "mcpServers": {}, "hooks": {"BeforeAgent": [{"hooks": [mine]}]}}
+
+
+def test_copilot_cli_is_user_scope(dirs: tuple[Path, Path]) -> None:
+    home, workspace = dirs
+    with pytest.raises(install.InstallError, match="--scope user"):
+        install.plan("copilot", "project", workspace, home=home)
+    install.apply(install.plan("copilot", "user", workspace, home=home))
+    entry = json.loads((home / ".copilot" / "mcp-config.json").read_text())["mcpServers"]["flowbaby"]
+    assert entry["type"] == "local" and entry["tools"] == ["*"] and entry["args"][-1] == str(workspace)

@@ -31,7 +31,7 @@ class RecallRequest(_Strict):
 
 
 class CaptureRequest(_Strict):
-    source: Literal["claude-code", "opencode"]
+    source: Literal["claude-code", "opencode", "codex", "gemini"]
     sessionId: str = Field(min_length=1, max_length=256)
     transcriptPath: str | None = Field(default=None, max_length=4_096)
     """Claude Code's transcript (the hook's transcript_path); else the session is found in the index's sources."""
