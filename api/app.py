@@ -28,6 +28,7 @@ from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceSe
 from graph import __version__
 from graph.api import MemoryService, WorkspacePaths, namespace_for, service_record
 from graph.core.contract import (
+    AuditTailRequest,
     AuditTailResponse,
     ContractFailure,
     ErrorCode,
@@ -35,6 +36,7 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryResponse,
     GetMemoryResponse,
+    GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
@@ -46,6 +48,8 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    validate_request,
+    validate_retrieval,
 )
 from graph.core.methods import BODY_ROUTES, METHODS, Method
 
@@ -332,16 +336,18 @@ def create_app(
         return await service.memory_context(topic_id, q, hops, version)
 
     @app.get("/api/graph", response_model=GraphSnapshotResponse)
-    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> dict[str, Any]:
-        return await service.graph_snapshot(_given(hops=hops, topicId=topicId))
+    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> GraphSnapshotResponse:
+        return await service.graph_snapshot(
+            validate_retrieval(GraphSnapshotRequest, _given(hops=hops, topicId=topicId))
+        )
 
     @app.get("/api/agent/audit", response_model=AuditTailResponse)
-    async def audit_tail(limit: int = 100) -> dict[str, Any]:
+    async def audit_tail(limit: int = 100) -> AuditTailResponse:
         """The newest audit entries, newest first (the memory browser's activity feed)."""
-        return await service.audit_tail({"limit": limit})
+        return await service.audit_tail(validate_request(AuditTailRequest, {"limit": limit}))
 
     @app.get("/api/graph/stats", response_model=GraphStatsResponse)
-    async def graph_stats(top: int = 10) -> dict[str, Any]:
+    async def graph_stats(top: int = 10) -> GraphStatsResponse:
         return await service.graph_summary(max(1, min(top, 100)))
 
     _session_routes(app, service)

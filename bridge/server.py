@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
+from pydantic import BaseModel
+
 import graph.core.jsonwire as jsonwire
 from graph.api import (
     EXIT_WORKSPACE_UNAVAILABLE,
@@ -179,6 +181,8 @@ class Bridge:
             outcome = method(params)
             if asyncio.iscoroutine(outcome):
                 outcome = await asyncio.wait_for(outcome, self.request_timeout)
+            if isinstance(outcome, BaseModel):  # a typed operation's reply
+                outcome = outcome.model_dump(mode="json")
             result: dict[str, Any] = outcome
             return result
         except ContractFailure as error:
@@ -202,6 +206,9 @@ class Bridge:
 def _bridge_call(service: MemoryService, method: Method) -> Callable[[dict[str, Any]], Any]:
     """The bridge's call of one row of the method table (graph.core.methods)."""
     answer = getattr(service, method.service)
+    parse = method.parse
+    if parse is not None:
+        return lambda params: answer(*method.args, parse(params), **method.kwargs)
     if method.params:
         return lambda params: answer(*method.args, params, **method.kwargs)
     return lambda params: answer(*method.args, **method.kwargs)

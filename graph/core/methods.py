@@ -10,8 +10,10 @@ INGEST_CONTRACT.md is its prose.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,9 +26,11 @@ from graph.core.contract import (
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
+    GraphSnapshotRequest,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
     StoreMemoryResponse,
+    validate_retrieval,
 )
 
 
@@ -61,6 +65,9 @@ class Method:
     """Its HTTP route's reply model (FastAPI's response_model), where the route is made from this row."""
     status: int = 200
     """Its HTTP route's success status, where the route is made from this row."""
+    parse: Callable[[Any], BaseModel] | None = None
+    """A typed operation (it takes a contract model, not params): how the bridge validates the params
+    into it, with the error its callers parse."""
 
 
 def _sessions(op: str, bridge: str, http: str | None) -> Method:
@@ -101,7 +108,9 @@ METHODS: tuple[Method, ...] = (
     Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
     Method("repair", "repair", "POST /api/agent/index/repair"),
     Method("graph_summary", "graphStats", "GET /api/graph/stats", params=False),
-    Method("graph_snapshot", "graphSnapshot", "GET /api/graph"),
+    Method(
+        "graph_snapshot", "graphSnapshot", "GET /api/graph", parse=partial(validate_retrieval, GraphSnapshotRequest)
+    ),
     Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions"),
     Method(
         "confirm_supersession",

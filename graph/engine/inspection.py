@@ -15,8 +15,6 @@ from graph.core.contract import (
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
-    validate_request,
-    validate_retrieval,
 )
 from graph.inspection.names import TopicNotFound
 
@@ -28,11 +26,10 @@ from graph.engine.state import EngineState
 class Inspection(EngineState):
     """graphSnapshot, graph summary, auditTail."""
 
-    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
+    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
         """Node-link JSON of the graph, or of one topic's neighbourhood (every version of the
         topic and what lies within `hops` edges of it). Memories still waiting for their
         graph are included as nodes without edges."""
-        request: GraphSnapshotRequest = validate_retrieval(GraphSnapshotRequest, params)
 
         def build() -> dict[str, Any]:
             try:
@@ -41,9 +38,7 @@ class Inspection(EngineState):
                 raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{request.topicId}"') from None
 
         snapshot = await asyncio.to_thread(build)
-        return GraphSnapshotResponse.model_validate(
-            {"topicId": request.topicId, "hops": request.hops, **snapshot}
-        ).model_dump(mode="json")
+        return GraphSnapshotResponse.model_validate({"topicId": request.topicId, "hops": request.hops, **snapshot})
 
     def _graph_view(self) -> WorkspaceGraph:
         from graph.inspection.workspace_graph import WorkspaceGraph
@@ -52,17 +47,16 @@ class Inspection(EngineState):
             load_graph(self.projection), self.store.iter_memories(), self.store.operations(("failed",))
         )
 
-    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
+    async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
         """Counts, top entities by degree, the largest components and the memories whose
         graph is missing or failed."""
         stats = await asyncio.to_thread(lambda: self._graph_view().stats(top))
-        return GraphStatsResponse.model_validate(stats).model_dump(mode="json")
+        return GraphStatsResponse.model_validate(stats)
 
-    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
+    async def audit_tail(self, request: AuditTailRequest) -> AuditTailResponse:
         """The newest audit entries (who did what, when; never memory text), for the memory browser."""
-        request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
         entries = [shown for e in await asyncio.to_thread(self.audit.tail, request.limit) if (shown := audit_shown(e))]
-        return AuditTailResponse.model_validate({"entries": entries, "count": len(entries)}).model_dump(mode="json")
+        return AuditTailResponse.model_validate({"entries": entries, "count": len(entries)})
 
 
 def audit_shown(entry: dict[str, Any]) -> dict[str, Any] | None:

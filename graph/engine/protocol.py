@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from functools import cache
+from typing import Any, Protocol, get_type_hints
 
-from graph.core.contract import OperationStatus
+from pydantic import BaseModel
+
+from graph.core.contract import (
+    AuditTailRequest,
+    AuditTailResponse,
+    GraphSnapshotRequest,
+    GraphSnapshotResponse,
+    GraphStatsResponse,
+    OperationStatus,
+)
 from graph.core.workspace import WorkspacePaths
 from graph.sessions.agent_api import SessionOp
 
@@ -41,9 +52,9 @@ class MemoryService(Protocol):
     async def export_memories(self, params: Any = ...) -> dict[str, Any]: ...
     async def import_memories(self, params: Any) -> dict[str, Any]: ...
     async def search_chunks(self, params: Any) -> dict[str, Any]: ...
-    async def graph_snapshot(self, params: Any) -> dict[str, Any]: ...
-    async def graph_summary(self, top: int = ...) -> dict[str, Any]: ...
-    async def audit_tail(self, params: Any = ...) -> dict[str, Any]: ...
+    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse: ...
+    async def graph_summary(self, top: int = ...) -> GraphStatsResponse: ...
+    async def audit_tail(self, request: AuditTailRequest) -> AuditTailResponse: ...
     async def sessions(self, op: SessionOp, params: Any = ...) -> dict[str, Any]: ...
     async def watch_sessions(self) -> dict[str, Any]: ...
     async def implied_supersessions(self, params: Any = ...) -> dict[str, Any]: ...
@@ -52,3 +63,18 @@ class MemoryService(Protocol):
     async def recall(self, params: Any) -> dict[str, Any]: ...
     async def capture(self, params: Any) -> dict[str, Any]: ...
     async def close(self, grace_sec: float = ..., *, hand_on: bool = ...) -> None: ...
+
+
+def _model(hint: object) -> type[BaseModel] | None:
+    if isinstance(hint, type) and not isinstance(hint, types.GenericAlias) and issubclass(hint, BaseModel):
+        return hint
+    return None
+
+
+@cache
+def operation_models(name: str) -> tuple[dict[str, type[BaseModel]], type[BaseModel] | None]:
+    """A typed operation's contract models, read from the Protocol: its parameters that take one, and
+    its reply's (None: a JSON object). The owner's socket carries them as JSON (graph.owner)."""
+    hints = get_type_hints(getattr(MemoryService, name))
+    reply = _model(hints.pop("return", None))
+    return {parameter: model for parameter, hint in hints.items() if (model := _model(hint))}, reply

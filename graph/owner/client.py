@@ -21,10 +21,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
 from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
-from graph.engine.protocol import MemoryService, OperationListener
+from graph.engine.protocol import MemoryService, OperationListener, operation_models
 from graph.owner.wire import MAX_REPLY_BYTES, encode, failure_from_wire, peer_uid, published_socket
 
 log = logging.getLogger("flowbaby.owner")
@@ -208,7 +210,8 @@ class OwnerClient(_Operations):
             try:
                 if connection is None or not connection.alive:
                     raise OwnerGone("not connected")
-                reply = await connection.call(method, args)
+                wire = {key: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for key, v in args.items()}
+                reply = await connection.call(method, wire)
             except OwnerGone:
                 if time.monotonic() > until:
                     raise FlowbabyError(
@@ -216,7 +219,9 @@ class OwnerClient(_Operations):
                     ) from None
                 await self._follow_or_take_over(connection)
                 continue
-            return _outcome(method, reply)
+            result = _outcome(method, reply)
+            model = operation_models(method)[1]
+            return model.model_validate(result, strict=False) if model is not None else result
 
     async def _follow_or_take_over(self, broken: _Connection | None) -> None:
         async with self._switch:
@@ -243,11 +248,13 @@ class OwnerClient(_Operations):
     # -- the service API: every other operation is forwarded (_forwarder, below the class) ----------
     async def watch_sessions(self) -> dict[str, Any]:
         self._watching = True
-        return await self._dict("watch_sessions")
+        reply: dict[str, Any] = await self._answer("watch_sessions")
+        return reply
 
-    async def _dict(self, method: str, **args: Any) -> dict[str, Any]:
+    async def _answer(self, method: str, **args: Any) -> Any:
+        """The operation's reply: its contract model for a typed operation, else a JSON object."""
         result = await self.call(method, **args)
-        if not isinstance(result, dict):
+        if not isinstance(result, dict | BaseModel):
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The workspace's owner answered {method} without an object")
         return result
 
@@ -258,18 +265,18 @@ class OwnerClient(_Operations):
             await self._connection.close()
 
 
-def _forwarder(name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+def _forwarder(name: str) -> Callable[..., Awaitable[Any]]:
     """Operation `name` of the method table, sent to the owner with the caller's arguments by name (bound
     to the Protocol's signature, so a wrong argument fails here as it would on the service); the operations
     that record the caller's folder get this front's when the caller names none."""
     signature = inspect.signature(getattr(MemoryService, name))
 
-    async def forward(self: OwnerClient, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    async def forward(self: OwnerClient, *args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind(self, *args, **kwargs).arguments
         del arguments["self"]
         if "origin" in signature.parameters:
             arguments["origin"] = arguments.get("origin") or self.origin
-        return await self._dict(name, **arguments)
+        return await self._answer(name, **arguments)
 
     forward.__name__ = forward.__qualname__ = name
     forward.__signature__ = signature  # type: ignore[attr-defined]

@@ -18,10 +18,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
 from graph.core.contract import ContractFailure, OperationStatus
 from graph.core.files import write_atomic
 from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
+from graph.engine.protocol import operation_models
 from graph.owner.wire import (
     MAX_LINE_BYTES,
     encode,
@@ -118,8 +121,11 @@ class OwnerEndpoint:
                 reply["fault"] = f"unknown method {method!r}"
             else:
                 try:
+                    models = operation_models(method)[0]
+                    args = {k: models[k].model_validate(v, strict=False) if k in models else v for k, v in args.items()}
                     outcome = getattr(self._service, method)(**args)
-                    reply["result"] = await outcome if asyncio.iscoroutine(outcome) else outcome
+                    result = await outcome if asyncio.iscoroutine(outcome) else outcome
+                    reply["result"] = result.model_dump(mode="json") if isinstance(result, BaseModel) else result
                 except ContractFailure as error:
                     reply["failure"] = failure_to_wire(error)
                 except Exception as exc:  # one front's bad call never takes the owner down

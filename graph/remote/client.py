@@ -25,6 +25,7 @@ import httpx
 
 from graph.core.contract import (
     AuditTailRequest,
+    AuditTailResponse,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ContractFailure,
@@ -34,6 +35,8 @@ from graph.core.contract import (
     ForgetMemoryRequest,
     GetMemoryRequest,
     GraphSnapshotRequest,
+    GraphSnapshotResponse,
+    GraphStatsResponse,
     ListMemoriesRequest,
     OperationStatus,
     RetrievalError,
@@ -261,17 +264,17 @@ class RemoteService(_Operations):
         query = {"q": request.q, "limit": request.limit}
         return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
 
-    async def graph_snapshot(self, params: Any) -> dict[str, Any]:
-        request: GraphSnapshotRequest = validate_retrieval(GraphSnapshotRequest, params)
+    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
         query = {"topicId": request.topicId, "hops": request.hops}
-        return dict(await self._request("GET", "/api/graph", retrieval=True, query=query))
+        reply = await self._request("GET", "/api/graph", retrieval=True, query=query)
+        return GraphSnapshotResponse.model_validate(reply)
 
-    async def graph_summary(self, top: int = 10) -> dict[str, Any]:
-        return dict(await self._request("GET", "/api/graph/stats", query={"top": top}))
+    async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
+        return GraphStatsResponse.model_validate(await self._request("GET", "/api/graph/stats", query={"top": top}))
 
-    async def audit_tail(self, params: Any = None) -> dict[str, Any]:
-        request: AuditTailRequest = validate_request(AuditTailRequest, params or {})
-        return dict(await self._request("GET", "/api/agent/audit", query={"limit": request.limit}))
+    async def audit_tail(self, request: AuditTailRequest) -> AuditTailResponse:
+        reply = await self._request("GET", "/api/agent/audit", query={"limit": request.limit})
+        return AuditTailResponse.model_validate(reply)
 
     async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
         raise FlowbabyError(

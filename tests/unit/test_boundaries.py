@@ -105,7 +105,8 @@ def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
 def test_only_the_facade_and_the_finisher_reach_into_the_engine() -> None:
     """graph.engine's modules are the engine's inside: the fronts see graph.api, and the finisher
     (graph.owner.finisher, the owner after a front leaves) opens a FlowbabyService itself. The two
-    clients that stand in for the service (the owner's and a team server's) take its Protocol only."""
+    clients that stand in for the service (the owner's and a team server's) and the owner's endpoint
+    take its Protocol only (a typed operation's models, which cross the owner's socket as JSON)."""
     reached = {
         module: {name for name in imports_of(module) if _within(name, "graph.engine")}
         for module in project_modules()
@@ -115,9 +116,11 @@ def test_only_the_facade_and_the_finisher_reach_into_the_engine() -> None:
         "graph.api",
         "graph.owner.finisher",
         "graph.owner.client",
+        "graph.owner.endpoint",
         "graph.remote.client",
     }
-    assert reached["graph.owner.client"] == reached["graph.remote.client"] == {"graph.engine.protocol"}
+    protocol_only = ("graph.owner.client", "graph.owner.endpoint", "graph.remote.client")
+    assert all(reached[module] == {"graph.engine.protocol"} for module in protocol_only)
 
 
 @pytest.mark.parametrize("module", sorted(m for m in project_modules() if _within(m, "graph.core")))

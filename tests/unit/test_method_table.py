@@ -74,7 +74,8 @@ def test_the_bridge_serves_the_table_and_calls_each_row_as_it_says() -> None:
         asyncio.run(bridge.methods[name](params))
         called, args, kwargs = service.calls[-1]
         assert called == method.service
-        assert args == (*method.args, *([params] if method.params else []))
+        sent = [method.parse(params)] if method.parse else [params] if method.params else []
+        assert args == (*method.args, *sent)
         assert kwargs == method.kwargs
     assert {"retrieveForAgent", "retrieveMemory"} == RETRIEVAL_METHODS
     assert all(BRIDGE_METHODS[name].reply is Reply.RETRIEVAL for name in RETRIEVAL_METHODS)

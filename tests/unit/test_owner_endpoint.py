@@ -14,6 +14,8 @@ import pytest
 from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
+    GraphSnapshotRequest,
+    GraphSnapshotResponse,
     OperationStatus,
     RetrievalError,
     RetrievalErrorCode,
@@ -56,6 +58,14 @@ class FakeService:
         self.calls.append(("watch_sessions", None))
         return {"watching": True}
 
+    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
+        self.calls.append(("graph_snapshot", request))
+        nodes = [{"id": f"memory:{request.topicId}", "hops": request.hops}]
+        return GraphSnapshotResponse.model_validate(
+            {"topicId": request.topicId, "hops": request.hops, "directed": False, "multigraph": False}
+            | {"graph": {}, "nodes": nodes, "edges": []}
+        )
+
     async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         self.closed = True
 
@@ -86,6 +96,24 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
             await front.call("close")  # not part of the remote API
         assert fault.value.code is ErrorCode.FLOWBABY_ERROR
         assert [name for name, _ in owner.calls] == ["health", "ingest", "ingest", "retrieve", "retrieve"]
+        await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_typed_operation_crosses_the_socket_as_its_contract_models(paths: WorkspacePaths) -> None:
+    """graphSnapshot takes and returns contract models: the front's request reaches the owner as the
+    model (not its JSON), and the owner's reply comes back as the reply model, field for field."""
+
+    async def scenario() -> None:
+        owner, endpoint = await _owner(paths, "first")
+        front = await OwnerClient.connect(paths, opener=_never)
+        reply = await front.graph_snapshot(GraphSnapshotRequest(topicId="adr-0007", hops=1))
+        assert isinstance(reply, GraphSnapshotResponse)
+        assert (reply.topicId, reply.hops, reply.nodes) == ("adr-0007", 1, [{"id": "memory:adr-0007", "hops": 1}])
+        [(name, received)] = [call for call in owner.calls if call[0] == "graph_snapshot"]
+        assert received == GraphSnapshotRequest(topicId="adr-0007", hops=1)
         await front.close()
         await endpoint.close()
 
