@@ -110,8 +110,10 @@ from graph.core.contract import (
 from graph.core.files import atomic_writer, write_atomic
 from graph.core.hook_problems import hook_problems
 from graph.core.ingest_redaction import Redactor, load_user_patterns
+from graph.core.lexical import LexicalIndex
 from graph.core.logs import configure_logging
 from graph.core.memories import BacklogFull, Memory, StoreDamaged, memory_uuid, new_operation_id
+from graph.core.memory_chunks import memory_chunks
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
 from graph.core.net import is_loopback
 from graph.core.seal import read_private_file, read_sealed_file, write_seal
@@ -138,8 +140,6 @@ from graph.search import snapshot
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.lexical import LexicalIndex
-from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder

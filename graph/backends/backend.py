@@ -29,10 +29,9 @@ if TYPE_CHECKING:
     from graph.backends.memory_store import Closeable, MemoryStoreBackend
     from graph.backends.projection import ProjectionSource
     from graph.backends.sessions import SessionChunkStore, SessionVectorStore
-    from graph.backends.vectors import MemoryVectors
+    from graph.backends.throttle import RetrievalThrottle
+    from graph.backends.vectors import Embedding, MemoryVectors
     from graph.core.audit import AuditSink
-    from graph.search.embedder import Embedder
-    from graph.search.throttle import RetrievalThrottle
 
 DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
 NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
@@ -109,7 +108,7 @@ class Backend:
 
         return PostgresMemoryStore(self.url, self.namespace, owner=owner)
 
-    def vectors(self, embedder: Embedder, idle_sec: float | None) -> tuple[MemoryVectors, Path | None]:
+    def vectors(self, embedder: Embedding, idle_sec: float | None) -> tuple[MemoryVectors, Path | None]:
         """The chunk index, and where an unreadable LanceDB folder was moved (None: nothing moved).
         The LanceDB table is served from a child process that exits after `idle_sec` without a call
         (None: LanceDB in this process, as the unit tier runs it)."""
@@ -125,7 +124,7 @@ class Backend:
     def lexical(self) -> LexicalSearch:
         """BM25 in memory, rebuilt from every memory at start; Postgres full-text, kept by the database."""
         if not self.team:
-            from graph.search.lexical import LexicalIndex
+            from graph.core.lexical import LexicalIndex
 
             return LexicalIndex()
         from graph.backends.team.lexical import PgLexicalIndex
@@ -135,7 +134,7 @@ class Backend:
     def throttle(self, per_minute: int | None) -> RetrievalThrottle:
         """This process's retrieval throttle; on the team backend, one shared by every server on the namespace."""
         if not self.team:
-            from graph.search.throttle import RetrievalThrottle
+            from graph.backends.throttle import RetrievalThrottle
 
             return RetrievalThrottle(per_minute)
         from graph.backends.team.throttle import SharedRetrievalThrottle

@@ -35,13 +35,13 @@ from graph.core.contract import (
     RetrievalEntry,
     parse_timestamp,
 )
+from graph.core.lexical import LexicalIndex
 from graph.core.memories import Memory
+from graph.core.text import tokenize
 from graph.extract.extractor import query_names
-from graph.search.lexical import LexicalIndex
 from graph.search.links import Hop, NameLinks, is_identifier
 from graph.search.snapshot import load as load_snapshot
 from graph.search.supersession import Pair, find_pairs, is_historic
-from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
@@ -798,7 +798,7 @@ def memory_words(memory: Memory) -> frozenset[str]:
 def word_coverage(
     query: str, memories: list[Memory], words_of: Callable[[Memory], frozenset[str]] = memory_words
 ) -> float:
-    """The largest share of the query's distinct content words (graph.search.text.tokenize: stop words
+    """The largest share of the query's distinct content words (graph.core.text.tokenize: stop words
     out, stemmed) that one of the memories holds; 1.0 for a query with no content word."""
     words = set(tokenize(query))
     if not words:

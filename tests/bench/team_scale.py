@@ -42,10 +42,10 @@ from graph.backends.team.projection import PostgresProjection
 from graph.backends.team.vectors import _literal
 from graph.core.graph_projection import load_projection
 from graph.core.memories import MEMORY_COLUMNS, Memory, memory_values
+from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import default_model_path
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
-from graph.search.memory_chunks import memory_chunks
 from tests.bench.ingest import percentile, synthetic_summary
 from tests.bench.latency import _rss_mb, build_workspace, queries
 from tests.support.postgres import PostgresServer

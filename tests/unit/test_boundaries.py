@@ -181,3 +181,16 @@ def test_only_graph_backends_imports_a_backends_implementation() -> None:
         if reached:
             found[module] = reached
     assert found == REACHES_INTO_A_BACKEND
+
+
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if _within(m, "graph.backends")))
+def test_backends_import_only_graph_core(module: str) -> None:
+    """A backend is the engine's floor: it may use the core (contract, memory model, chunks, BM25)
+    and the other backend modules, never the engine above it (search, sessions, service...), so a
+    backend can be written, and replaced, without knowing the engine."""
+    above = sorted(
+        name
+        for name in imports_of(module)
+        if _within(name, "graph") and not _within(name, "graph.core") and not _within(name, "graph.backends")
+    )
+    assert not above, f"{module} imports {above}; graph.backends may import only graph.core"

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph.core.lexical import LexicalIndex
 from graph.core.memories import Memory
 from graph.search import snapshot
-from graph.search.lexical import LexicalIndex
 from graph.search.retrieval import Catalog
 from tests.support.fakes import memory
 

@@ -29,11 +29,11 @@ from graph.cognify.operations import OperationManager
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError, validate_request
 from graph.core.graph_projection import load_projection, save_projection
 from graph.core.memories import Memory, new_operation_id
+from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
-from graph.search.memory_chunks import memory_chunks
 from graph.search.retrieval import Catalog, Retriever
 from graph.service import FlowbabyService
 from tests.conftest import summary
@@ -128,7 +128,7 @@ def _ingest_model() -> Any:
 
 
 def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
-    from graph.search.memory_chunks import MAX_CHUNKS_PER_MEMORY
+    from graph.core.memory_chunks import MAX_CHUNKS_PER_MEMORY
 
     tiny = memory("m1", decisions=[chr(97 + i % 26) for i in range(499)])
     chunks = memory_chunks(tiny)
