@@ -76,7 +76,8 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
             memories = list(source.iter_memories())
         finally:
             source.close()
-        from graph.backends.team.memory_store import PostgresMemoryStore, describe_url
+        from graph.backends.team.memory_store import PostgresMemoryStore
+        from graph.backends.team.schema import describe_url
 
         target = PostgresMemoryStore(url, namespace, owner=True)  # refused while a server holds the namespace
         try:

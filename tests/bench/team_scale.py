@@ -37,8 +37,9 @@ import psycopg
 from psycopg import sql
 
 from bridge.client import BridgeClient, BridgeClosed
-from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.projection import PostgresProjection
+from graph.backends.team.schema import schema_name
 from graph.backends.team.vectors import _literal
 from graph.core.graph_projection import load_projection
 from graph.core.memories import MEMORY_COLUMNS, Memory, memory_values

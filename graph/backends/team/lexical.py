@@ -25,8 +25,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
+from graph.backends.team.schema import configure_connection, connect, describe_url, migrate
 from graph.core.lexical import K1, B
 
 POSTINGS_BREADTH = 5_000

@@ -22,8 +22,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from graph.backends.team.memory_store import connect, describe_url, migrate, schema_name
 from graph.backends.team.pool import CHECK_IDLE_SEC, database_unavailable
+from graph.backends.team.schema import connect, describe_url, migrate, schema_name
 from graph.backends.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
 

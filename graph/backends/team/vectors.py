@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from graph.backends.team.memory_store import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
 from graph.backends.team.pool import acquire_pool, database_unavailable, release_pool
+from graph.backends.team.schema import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
 from graph.backends.vectors import Embedding
 from graph.core.contract import FlowbabyError
 from graph.core.memories import Memory
