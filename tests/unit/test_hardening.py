@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graph.backends.backend import Backend
 from graph.backends.embedded.audit_log import AuditLog
+from graph.backends.embedded.backend import EmbeddedBackend
 from graph.backends.embedded.compact_vectors import compact_path
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.projection import FileProjection
@@ -69,8 +69,8 @@ class HashEmbedder:
 def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
     """A service that was never opened: no worker, no model (the test sets up what it needs), and
     LanceDB in this process (its child process is tested in tests/integration/test_lance_child.py)."""
-    in_process = Backend.vectors
-    monkeypatch.setattr(Backend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
+    in_process = EmbeddedBackend.vectors
+    monkeypatch.setattr(EmbeddedBackend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
     service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
     service.embedder = HashEmbedder()  # type: ignore[assignment]
