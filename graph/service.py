@@ -138,9 +138,11 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.remote import REMOTE_FRONTS, connect_workspace, open_remote_service
 from graph.search import snapshot
 from graph.search.briefing import RecallCounts, build_briefing, compact_recall, current_memories
+from graph.search.catalog import Catalog
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import WEAK_CANDIDATES, Catalog, Retrieved, Retriever, render_markdown
+from graph.search.markdown import render_markdown
+from graph.search.retrieval import WEAK_CANDIDATES, Retrieved, Retriever
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 from graph.sessions.encoder import SessionEncoder
 from graph.sessions.entries import merge

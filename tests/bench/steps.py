@@ -55,9 +55,10 @@ def steps(
     from graph.core.contract import FlowbabyContextRequest
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
+    from graph.search.catalog import Catalog
     from graph.search.embedder import Embedder
     from graph.search.graph_lane import GraphLane
-    from graph.search.retrieval import Catalog, Retriever
+    from graph.search.retrieval import Retriever
 
     embedder = Embedder(default_model_path())
     embedder.load()

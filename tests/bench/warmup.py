@@ -80,9 +80,9 @@ def phases(root: Path) -> list[dict[str, Any]]:
     from graph.core.lexical import LexicalIndex
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
+    from graph.search.catalog import Catalog
     from graph.search.embedder import Embedder
     from graph.search.graph_lane import GraphLane
-    from graph.search.retrieval import Catalog
 
     paths = resolve_workspace(root)
     out: list[dict[str, Any]] = []

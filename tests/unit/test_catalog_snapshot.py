@@ -15,7 +15,7 @@ import pytest
 from graph.core.lexical import LexicalIndex
 from graph.core.memories import Memory
 from graph.search import snapshot
-from graph.search.retrieval import Catalog
+from graph.search.catalog import Catalog
 from tests.support.fakes import memory
 
 QUERIES = ["redis cache eviction", "PAW-1432 rollout", "pricing v1 table", "pp-scans-prod bucket", "vite build"]

@@ -33,8 +33,9 @@ from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.inspection.workspace_graph import WorkspaceGraph
+from graph.search.catalog import Catalog
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.retrieval import Retriever
 from graph.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory

@@ -24,7 +24,7 @@ log = logging.getLogger("flowbaby.remote_changes")
 
 
 class Catalog(Protocol):
-    """What the feed keeps in step of the retriever's catalog (graph.search.retrieval.Catalog)."""
+    """What the feed keeps in step of the retriever's catalog (graph.search.catalog.Catalog)."""
 
     by_id: dict[str, Memory]
 
