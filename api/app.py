@@ -26,6 +26,7 @@ from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from graph import __version__
+from graph.api import MemoryService, WorkspacePaths, namespace_for, service_record
 from graph.core.contract import (
     AuditTailResponse,
     ConfirmSupersessionRequest,
@@ -55,7 +56,6 @@ from graph.core.contract import (
     RetrievalErrorCode,
     StoreMemoryResponse,
 )
-from graph.service import MemoryService, WorkspacePaths, namespace_for, service_record
 
 log = logging.getLogger("flowbaby.api")
 

@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from graph.service import API_TOKEN_PURPOSE, WorkspacePaths, configured_token, read_sealed_file, write_seal
+from graph.api import API_TOKEN_PURPOSE, WorkspacePaths, configured_token, read_sealed_file, write_seal
 
 
 def resolve_token(paths: WorkspacePaths) -> tuple[str, str]:

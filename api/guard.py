@@ -22,8 +22,8 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 import graph.core.jsonwire as jsonwire
+from graph.api import is_loopback
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
-from graph.service import is_loopback
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

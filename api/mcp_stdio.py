@@ -14,8 +14,8 @@ import sys
 from typing import NoReturn
 
 from api.mcp_tools import build_mcp_server
+from graph.api import EXIT_WORKSPACE_UNAVAILABLE, open_service
 from graph.core.contract import FlowbabyError
-from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
 
 
 async def serve(workspace: str, rate_limit_per_minute: int | None, shutdown_grace_sec: float) -> int:

@@ -23,6 +23,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graph import __version__
+from graph.api import MemoryService, agent_forget_enabled
 from graph.core.contract import (
     MAX_GET_TOPICS,
     ContractFailure,
@@ -31,7 +32,6 @@ from graph.core.contract import (
     GetMemoriesRequest,
     validate_request,
 )
-from graph.service import MemoryService, agent_forget_enabled
 
 log = logging.getLogger("flowbaby.mcp")
 

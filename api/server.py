@@ -19,8 +19,7 @@ from api.app import create_app
 from api.auth import resolve_token
 from api.guard import GuardedH11Protocol, install_log_limits, raise_descriptor_limit
 from api.tenancy import NamespaceServices, TeamTokens, Tenancy, WorkspaceToken
-from graph.core.contract import ErrorCode, FlowbabyError
-from graph.service import (
+from graph.api import (
     EXIT_WORKSPACE_UNAVAILABLE,
     Backend,
     FlowbabyService,
@@ -34,6 +33,7 @@ from graph.service import (
     service_record,
     start_watching,
 )
+from graph.core.contract import ErrorCode, FlowbabyError
 
 log = logging.getLogger("flowbaby.api")
 

@@ -27,8 +27,7 @@ from typing import Any, Protocol
 from api.auth import token_matches
 from api.browser_auth import KEY_HEADER, BrowserSessions, cookie_name, cookie_value, same_origin_problem
 from api.guard import ASGIApp, Receive, Scope, Send, is_public, refuse
-from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
-from graph.service import (
+from graph.api import (
     AUDIT_USER,
     NAMESPACES_DIR,
     FlowbabyService,
@@ -40,6 +39,7 @@ from graph.service import (
     token_id_of,
     verify,
 )
+from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 
 PREFIX = "/api/ns/"
 HEADER = b"x-flowbaby-namespace"

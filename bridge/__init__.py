@@ -1,1 +1,1 @@
-"""Thin fronts over graph.service: the JSON-RPC stdio bridge and the command line."""
+"""Thin fronts over graph.api: the JSON-RPC stdio bridge and the command line."""

@@ -18,6 +18,13 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Protocol
 
 import graph.core.jsonwire as jsonwire
+from graph.api import (
+    EXIT_WORKSPACE_UNAVAILABLE,
+    MemoryService,
+    open_service,
+    start_watching,
+    take_stdout,
+)
 from graph.core.contract import (
     ContractFailure,
     ErrorCode,
@@ -27,13 +34,6 @@ from graph.core.contract import (
     RetrievalErrorCode,
 )
 from graph.core.methods import BRIDGE_METHODS, RETRIEVAL_METHODS, Method
-from graph.service import (
-    EXIT_WORKSPACE_UNAVAILABLE,
-    MemoryService,
-    open_service,
-    start_watching,
-    take_stdout,
-)
 
 
 class HttpServer(Protocol):

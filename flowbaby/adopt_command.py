@@ -24,8 +24,8 @@ def add_adopt_command(commands: Any) -> None:
 
 
 def run_adopt_command(args: argparse.Namespace) -> int:
+    from graph.api import adopt_workspace
     from graph.core.contract import FlowbabyError  # the engine only when a command runs (--help stays fast)
-    from graph.service import adopt_workspace
 
     try:
         reply = adopt_workspace(args.folder)

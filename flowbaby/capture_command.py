@@ -10,8 +10,8 @@ import sys
 
 
 async def capture(workspace: str, params: dict[str, object]) -> int:
+    from graph.api import open_service
     from graph.core.contract import FlowbabyError
-    from graph.service import open_service
 
     service = await open_service("capture", workspace)
     if isinstance(service, FlowbabyError):

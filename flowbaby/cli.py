@@ -3,7 +3,7 @@
 `hook`, `link` and `adopt`.
 
 Start-up is part of every command's latency (`--version` ~0.1 s): this module and the command modules
-import the engine (graph.service: pydantic, numpy, networkx) only inside the command that needs it."""
+import the engine (graph.api: pydantic, numpy, networkx) only inside the command that needs it."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def use_database_url(args: argparse.Namespace) -> None:
     if url:
         import os
 
-        from graph.service import DATABASE_URL_ENV
+        from graph.api import DATABASE_URL_ENV
 
         os.environ[DATABASE_URL_ENV] = url
 

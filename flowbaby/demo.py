@@ -15,8 +15,8 @@ from pathlib import Path
 from bridge.client import BridgeClient
 from flowbaby.demo_data import DEMO_QUESTIONS, DEMO_SUMMARIES
 from flowbaby.next_steps import flowbaby_command
+from graph.api import team_database_url
 from graph.core.contract import ErrorCode
-from graph.service import team_database_url
 
 
 def _say(text: str = "") -> None:

@@ -40,8 +40,8 @@ def add_graph_commands(commands: Any) -> None:
 
 
 def run_graph_command(args: argparse.Namespace) -> int:
+    from graph.api import WorkspaceGraph, WorkspacePaths, check_data_folder
     from graph.core.contract import FlowbabyError
-    from graph.service import WorkspaceGraph, WorkspacePaths, check_data_folder
 
     try:
         paths = WorkspacePaths(Path(args.workspace).expanduser().resolve())

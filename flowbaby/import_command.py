@@ -66,8 +66,8 @@ def adr_folder(workspace: Path, given: str | None) -> Path | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service, within_repository
     from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
-    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, import_adrs, import_docs, open_service, within_repository
 
     workspace = Path(args.workspace).expanduser().resolve()  # the repository: nothing outside it is read
     try:  # before the workspace is opened: a path outside the repository changes nothing

@@ -321,7 +321,7 @@ def apply(changes: list[Change]) -> None:
 def _write(path: Path, text: str, mode: int | None) -> None:
     """Replace `path` atomically (never a half-written config) through a temp file that mkstemp
     creates exclusively in the same folder, so no file or link already there is written through."""
-    from graph.service import write_atomic  # the engine only when a file is written (--help stays fast)
+    from graph.api import write_atomic  # the engine only when a file is written (--help stays fast)
 
     write_atomic(path, text, mode=mode)  # mode None (a new file): what the umask gives any file the user creates
 
@@ -370,8 +370,8 @@ def run(
 def _keep_data_out_of_git(root: Path) -> None:
     """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
     first `git add -A` after install cannot take the token, memories or transcripts."""
+    from graph.api import resolve_workspace
     from graph.core.contract import FlowbabyError
-    from graph.service import resolve_workspace
 
     try:
         paths = resolve_workspace(root)

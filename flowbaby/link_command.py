@@ -19,8 +19,8 @@ def add_link_command(commands: Any) -> None:
 
 
 def run_link_command(args: argparse.Namespace) -> int:
+    from graph.api import link_workspace
     from graph.core.contract import FlowbabyError
-    from graph.service import link_workspace
 
     if bool(args.target) == args.remove:
         print("flowbaby link: give a TARGET, or --remove", file=sys.stderr)

@@ -17,8 +17,8 @@ from typing import IO, TYPE_CHECKING, Any
 from flowbaby.owner_line import OwnerLine, failure_body, open_for
 
 if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
+    from graph.api import MemoryService
     from graph.core.contract import FlowbabyError
-    from graph.service import MemoryService
 
 FILTER_OPTIONS = (
     "status",
@@ -152,7 +152,7 @@ async def _run(args: argparse.Namespace) -> int:
     # A forget that owns the workspace waits for its graph step; list and show leave the graph work to the finisher.
     service = await open_for("memories", args.workspace, build_graph=args.memories_command == "forget")
     if not hasattr(service, "list_memories"):  # a FlowbabyError: open_service said why on stderr
-        from graph.service import EXIT_WORKSPACE_UNAVAILABLE
+        from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
@@ -307,8 +307,8 @@ async def _transfer(args: argparse.Namespace) -> int:
             more = f" (first 50 of {len(errors)} shown)" if len(errors) > 50 else ""
             print(f"flowbaby import: nothing imported: {len(errors)} faulty lines{more}", file=sys.stderr)
             return 1
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, open_service
     from graph.core.contract import ContractFailure, FlowbabyError
-    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
 
     service = await open_service(args.command, args.workspace, build_graph=False)
     if isinstance(service, FlowbabyError):
@@ -338,7 +338,7 @@ async def _transfer(args: argparse.Namespace) -> int:
 async def _export_file(service: MemoryService, out: Path) -> int:
     """Written beside its place under a fresh name, private (it holds every memory's text), then
     renamed over it: a link already at `out` or at any temporary name is never written through."""
-    from graph.service import atomic_writer
+    from graph.api import atomic_writer
 
     with atomic_writer(out) as handle:
         return await export_to(service, handle)

@@ -5,7 +5,7 @@
 trusted as the hooks trust it (flowbaby/hook.py `owner_socket`: a private owner.json of this user
 naming this workspace's socket, read without following links; the peer is a process of this user),
 and never import the engine (pydantic, numpy, networkx: half a second and more). With no owner they
-open the workspace themselves (graph.service.open_service).
+open the workspace themselves (graph.api.open_service).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CALL_TIMEOUT_SEC = 120.0
 
 
 class OwnerLine:
-    """The part of graph.service.MemoryService the commands call, sent to the running owner over one
+    """The part of graph.api.MemoryService the commands call, sent to the running owner over one
     connection. Async like the service, so a command has one code path for both."""
 
     def __init__(self, conn: socket.socket, origin: Path) -> None:
@@ -127,12 +127,12 @@ def _contract_failure(method: str, reply: dict[str, Any]) -> Exception:
 
 
 async def open_for(front: str, workspace: str, *, build_graph: bool = False) -> Any:
-    """The running owner over its socket; else graph.service.open_service's answer (this process owns
+    """The running owner over its socket; else graph.api.open_service's answer (this process owns
     the workspace, or works through an owner that started meanwhile, or the FlowbabyError why not)."""
     line = OwnerLine.reach(workspace, front)
     if line is not None:
         return line
-    from graph.service import open_service
+    from graph.api import open_service
 
     return await open_service(front, workspace, build_graph=build_graph)
 

@@ -80,7 +80,7 @@ def as_text(reply: dict[str, Any]) -> str:
 async def _run(args: argparse.Namespace) -> int:
     service = await open_for("search", args.workspace)
     if not hasattr(service, "retrieve"):  # a FlowbabyError: open_service said why on stderr
-        from graph.service import EXIT_WORKSPACE_UNAVAILABLE
+        from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE
     params = {"query": args.query, "maxResults": args.limit, "maxTokens": MAX_TOKENS, "includeSessions": args.sessions}

@@ -38,8 +38,8 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def run_service_command(args: argparse.Namespace) -> int:
+    from graph.api import resolve_workspace, service_record
     from graph.core.contract import FlowbabyError  # the engine only when a command runs (--help stays fast)
-    from graph.service import resolve_workspace, service_record
 
     try:
         paths = resolve_workspace(Path(args.workspace).expanduser().resolve(), create=args.command == "start")

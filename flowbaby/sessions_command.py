@@ -62,8 +62,8 @@ async def _call(service: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, open_service
     from graph.core.contract import ContractFailure, FlowbabyError
-    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, open_service
 
     service = await open_service("sessions", args.workspace)
     if isinstance(service, FlowbabyError):

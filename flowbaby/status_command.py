@@ -22,7 +22,7 @@ from graph.core.hook_problems import hook_problems, problems_text
 from graph.core.workspace_root import DATA_DIR
 
 if TYPE_CHECKING:  # the engine is imported only when no owner answers (flowbaby.owner_line)
-    from graph.service import MemoryService
+    from graph.api import MemoryService
 
 WARM_UP_SEC = 45.0
 """How long `status` waits for an index it had to load itself, so its vector count is true."""
@@ -102,7 +102,7 @@ async def _run(args: argparse.Namespace) -> int:
         return EXIT_NOT_A_WORKSPACE
     service = await open_for(args.command, str(root))
     if not hasattr(service, "index_status"):  # a FlowbabyError: open_service said why on stderr
-        from graph.service import EXIT_WORKSPACE_UNAVAILABLE
+        from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE
     try:

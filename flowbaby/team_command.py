@@ -31,8 +31,8 @@ def add_team_commands(commands: Any) -> None:
 
 
 def run_team_command(args: argparse.Namespace) -> int:
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
     from graph.core.contract import ErrorCode, FlowbabyError
-    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, connect_workspace, migrate_workspace, team_database_url
 
     try:
         if args.command == "migrate":

@@ -34,8 +34,8 @@ def add_tokens_command(commands: Any) -> None:
 
 
 def run_tokens_command(args: argparse.Namespace) -> int:
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, issue, open_token_store, team_database_url
     from graph.core.contract import FlowbabyError
-    from graph.service import EXIT_WORKSPACE_UNAVAILABLE, issue, open_token_store, team_database_url
 
     try:
         url = team_database_url()

@@ -38,7 +38,7 @@ def _call(url: str, token: str | None, method: str = "GET", timeout: float = 5.0
 
 def proves_identity(base: str, port: int, token: str) -> bool:
     """Whether the server at `base` holds this workspace's token; nothing secret is sent to ask."""
-    from graph.service import service_record
+    from graph.api import service_record
 
     challenge = secrets.token_hex(32)
     try:
@@ -51,8 +51,8 @@ def proves_identity(base: str, port: int, token: str) -> bool:
 
 def run_ui_command(args: argparse.Namespace) -> int:
     from api.auth import resolve_token
+    from graph.api import resolve_workspace, service_record
     from graph.core.contract import FlowbabyError
-    from graph.service import resolve_workspace, service_record
 
     try:
         paths = resolve_workspace(Path(args.workspace).expanduser().resolve())

@@ -1,6 +1,6 @@
 """What the engine needs of its durable store of memory versions and operations.
 
-The engine (graph.service, graph.cognify) reaches the store only through `MemoryStoreBackend`,
+The engine (graph.engine, graph.cognify) reaches the store only through `MemoryStoreBackend`,
 opened by graph.backends.backend.Backend: the embedded default is `graph.backends.embedded.memory_store.MemoryStore`
 (SQLite under `.flowbaby/`), the team backend `graph.backends.team.memory_store`, one namespace per
 workspace.

@@ -1,6 +1,6 @@
 """The contract's method table: every operation a front offers, in one place.
 
-Each row names the service method that answers it (graph.service.MemoryService), how the bridge
+Each row names the service method that answers it (graph.api.MemoryService), how the bridge
 calls it (its JSON-RPC name, and what it passes besides the params), its HTTP route and MCP tool
 where there is one, and which reply shape its failures take. The bridge's method map, the owner
 socket's allow-list (graph.owner.wire) and the bridge's failure shapes are derived from it; a unit

@@ -36,7 +36,7 @@ async def finish(workspace: str, spawner: int, bound_sec: float) -> int:
     import logging
 
     from graph.core.contract import ErrorCode, FlowbabyError
-    from graph.service import FlowbabyService
+    from graph.engine.service import FlowbabyService
 
     log = logging.getLogger("flowbaby.finisher")
     started = time.monotonic()

@@ -1,6 +1,6 @@
 """A local front's handle on a workspace served by a team server (`flowbaby serve` elsewhere).
 
-RemoteService implements graph.service.MemoryService over the server's HTTP API (httpx), so the
+RemoteService implements graph.api.MemoryService over the server's HTTP API (httpx), so the
 bridge and `flowbaby mcp` behave as they do on a local folder: every call becomes one request
 with `Authorization: Bearer <token>` and `X-Flowbaby-Namespace: <namespace>`, and an error body
 is raised again as the same contract error (same code, message and details). Requests are checked

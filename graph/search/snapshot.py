@@ -9,7 +9,7 @@ or hostile file) and the index is built from the memories, as without a snapshot
 archive read with `allow_pickle=False` (loading never runs code), every array checked (types,
 shapes, bounds, and each memory's length against its postings) before use. It is written to a
 temporary file and renamed into place, so a crash or a second process never leaves a half file
-that is read. Forgetting deletes it (graph.service), so it never keeps a forgotten memory's words.
+that is read. Forgetting deletes it (graph.engine.lifecycle), so it never keeps a forgotten memory's words.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 
 from graph.code.adr import read_adrs
 from graph.code.importer import import_adrs
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 
 ADRS = 300
 

@@ -21,7 +21,7 @@ from typing import Any
 from flowbaby.memories_command import export_to, import_from, read_export
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, resolve_workspace
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.bench.memory_list import fill_sqlite, rows
 
 COUNT = 100_000

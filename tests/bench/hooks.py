@@ -25,7 +25,7 @@ from typing import Any
 
 from flowbaby.hook_install import hook_command
 from graph.capture.distil import distil, normal
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from graph.sessions.model import Block, Message
 from tests.bench.hooks_set import EXTRA_ANSWERABLE, EXTRA_UNANSWERABLE, MEMORIES, SESSIONS, Session
 

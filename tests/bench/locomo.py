@@ -185,7 +185,7 @@ def _retrieve_through_bridge(
 
 async def _ablations(workspace: Path, questions: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
     """Our own lanes alone and fused without the graph, on the same workspace, in-process."""
-    from graph.service import FlowbabyService
+    from graph.engine.service import FlowbabyService
 
     service = await FlowbabyService.open(workspace, log_to_stderr=False, rate_limit_per_minute=0)
     variants = {

@@ -136,7 +136,7 @@ def bench_cold_retrieval(root: Path, runs: int = 5) -> dict[str, Any]:
         starts.append((time.perf_counter() - client.started) * 1000)
         assert reply["success"] and reply["entries"], reply
         client.close()
-    floor = [python_ms("import graph.service, lancedb") for _ in range(runs)]
+    floor = [python_ms("import graph.api, lancedb") for _ in range(runs)]
     cold, base = summarise_ms(starts), summarise_ms(floor)
     return {
         "first_retrieval": cold,

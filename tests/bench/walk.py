@@ -57,7 +57,7 @@ class Tracer:
 
 
 def walk_of(workspace: Path) -> dict[str, Any]:
-    from graph.service import FlowbabyService
+    from graph.engine.service import FlowbabyService
 
     async def run() -> dict[str, Any]:
         with Tracer() as tracer:

@@ -100,7 +100,7 @@ def phases(root: Path) -> list[dict[str, Any]]:
     index, _ = open_vector_index(paths.vectors, embedder, 60.0)
     mark("vectors")
     store = MemoryStore(paths.store_db)
-    gc.disable()  # as warm-up builds its long-lived objects (graph.service._collection_paused)
+    gc.disable()  # as warm-up builds its long-lived objects (graph.engine.lifecycle._collection_paused)
     memories = list(store.iter_memories())
     mark("memories")
     indexed = index.indexed_memory_ids()

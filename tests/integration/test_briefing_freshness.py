@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-import graph.service
+import graph.engine.hooks
 from graph.core.contract import Freshness
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, resolve_workspace
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.integration.test_freshness import LOCK, RECONCILE, WRITTEN, Git
 
@@ -81,10 +81,10 @@ def test_a_slow_freshness_check_leaves_the_briefing_unmarked_and_on_time(
         return real(memories)
 
     monkeypatch.setattr(checker, "check_many", slow)
-    monkeypatch.setattr(graph.service, "BRIEFING_FRESHNESS_SEC", 0.1)
+    monkeypatch.setattr(graph.engine.hooks, "BRIEFING_FRESHNESS_SEC", 0.1)
     started = time.perf_counter()
     brief = asyncio.run(flowbaby.briefing({}))
     assert time.perf_counter() - started < 0.9
     assert "Reconcile in batches [topicId reconcile]" in brief["text"] and "stale" not in brief["text"]
-    monkeypatch.setattr(graph.service, "BRIEFING_FRESHNESS_SEC", 5.0)
+    monkeypatch.setattr(graph.engine.hooks, "BRIEFING_FRESHNESS_SEC", 5.0)
     assert "(stale: billing/reconcile.py changed)" in asyncio.run(flowbaby.briefing({}))["text"]

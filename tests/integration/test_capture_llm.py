@@ -18,7 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from graph.capture.llm_distil import PROMPT  # noqa: E402
 from graph.core.settings import LLMSettings, Settings  # noqa: E402
 from graph.core.workspace import WorkspaceLock, WorkspacePaths  # noqa: E402
-from graph.service import FlowbabyService  # noqa: E402
+from graph.engine.service import FlowbabyService  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from tests.unit.test_hook_capture import Transcript  # noqa: E402
 

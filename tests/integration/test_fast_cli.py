@@ -22,7 +22,7 @@ from tests.support.commands import run_flowbaby
 
 pytestmark = pytest.mark.slow
 
-ENGINE = ("graph.service", "pydantic", "numpy", "networkx")
+ENGINE = ("graph.api", "graph.engine", "pydantic", "numpy", "networkx")
 """What a command answered by the owner never imports (python -X importtime lists every import)."""
 
 

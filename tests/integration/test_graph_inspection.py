@@ -17,11 +17,11 @@ import networkx as nx
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from graph.api import adopt_workspace
 from graph.core.contract import MemoryStatus, OperationStatus
 from graph.core.graph_projection import memory_node
 from graph.core.memories import Memory, memory_uuid
 from graph.inspection.workspace_graph import TopicNotFound, WorkspaceGraph
-from graph.service import adopt_workspace
 from tests.support.built_workspaces import built_copy
 from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory as fake_memory

@@ -8,9 +8,9 @@ import sys
 
 def test_the_service_and_its_search_do_not_import_networkx() -> None:
     code = (
-        "import sys, graph.service, graph.search.graph_lane; "
+        "import sys, graph.api, graph.search.graph_lane; "
         "before = 'networkx' in sys.modules; "
-        "from graph.service import WorkspaceGraph, TopicNotFound; "
+        "from graph.api import WorkspaceGraph, TopicNotFound; "
         "from graph.inspection.workspace_graph import TopicNotFound as Same; "
         "print(before, 'networkx' in sys.modules, WorkspaceGraph.__name__, Same is TopicNotFound)"
     )

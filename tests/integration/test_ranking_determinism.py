@@ -20,7 +20,7 @@ from tests.bench.latency import build_workspace
 
 RANK = """
 import asyncio, json, random, sys
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.bench.latency import queries
 
 async def main():

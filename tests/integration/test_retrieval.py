@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bridge.client import BridgeClient
+from graph.api import adopt_workspace
 from graph.search.token_budget import count_tokens
-from graph.service import adopt_workspace
 from tests.conftest import summary
 from tests.support.retrieval_fixtures import (
     MULTI_HOP_FIRST,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import BridgeClient
-from graph.service import adopt_workspace
+from graph.api import adopt_workspace
 from tests.support.retrieval_fixtures import MULTI_HOP_SET
 
 MULTI_HOP_REVISED = {

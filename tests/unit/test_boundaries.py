@@ -19,12 +19,12 @@ COMMAND_LINE = "flowbaby"
 WORKER = "graph.cognify.worker"
 FRONT_MAY_IMPORT = {
     "graph",
-    "graph.service",
+    "graph.api",
     "graph.core.contract",
     "graph.core.jsonwire",
     "graph.core.methods",
     # Standard-library modules the command line reads before, or instead of, loading the engine
-    # (graph.service costs half a second of start-up): which folder keeps a workspace's memory,
+    # (graph.api costs half a second of start-up): which folder keeps a workspace's memory,
     # the hooks' problems, the workspace's service record, the graph export formats.
     "graph.core.workspace_root",
     "graph.core.hook_problems",
@@ -67,9 +67,14 @@ def _within(name: str, package: str) -> bool:
 
 def test_the_layout_is_read_from_real_source() -> None:
     modules = project_modules()
-    assert {"graph.service", "graph.core.contract", f"{WORKER}.cognee_worker", "bridge.server", "api.app"} <= set(
-        modules
-    )
+    assert {
+        "graph.api",
+        "graph.engine.service",
+        "graph.core.contract",
+        f"{WORKER}.cognee_worker",
+        "bridge.server",
+        "api.app",
+    } <= set(modules)
     assert "cognee" in imports_of(f"{WORKER}.cognee_worker")
 
 
@@ -95,6 +100,17 @@ def test_the_owning_process_never_imports_the_worker(module: str) -> None:
 def test_fronts_use_only_the_service_api_and_the_contract(module: str) -> None:
     engine = {name for name in imports_of(module) if _within(name, "graph")}
     assert engine <= FRONT_MAY_IMPORT, f"{module} reaches into the engine: {sorted(engine - FRONT_MAY_IMPORT)}"
+
+
+def test_only_the_facade_and_the_finisher_reach_into_the_engine() -> None:
+    """graph.engine's modules are the engine's inside: the fronts see graph.api, and the finisher
+    (graph.owner.finisher, the owner after a front leaves) opens a FlowbabyService itself."""
+    outside = {
+        module
+        for module in project_modules()
+        if not _within(module, "graph.engine") and any(_within(name, "graph.engine") for name in imports_of(module))
+    }
+    assert outside == {"graph.api", "graph.owner.finisher"}
 
 
 def test_the_engine_never_imports_a_front() -> None:
@@ -160,7 +176,8 @@ BACKEND_IMPLEMENTATIONS = ("graph.backends.embedded", "graph.backends.team")
 REACHES_INTO_A_BACKEND = {
     # applies other servers' changes (the team's change feed) to this server's indexes, and opens
     # the team database's token store for `flowbaby tokens`
-    "graph.service": {"graph.backends.team.change_feed", "graph.backends.team.admin"},
+    "graph.engine.service": {"graph.backends.team.change_feed"},
+    "graph.engine.opening": {"graph.backends.team.admin"},
     # the notebook's read-only look at a local workspace's store, which no backend object opens
     "graph.inspection.workspace_graph": {"graph.backends.embedded.memory_store"},
 }

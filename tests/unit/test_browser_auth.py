@@ -202,7 +202,7 @@ def test_audit_tail_reads_newest_first_and_skips_cut_lines(tmp_path: Path) -> No
 
 
 def test_audit_tail_reply_tolerates_lines_of_other_versions() -> None:
-    from graph.service import audit_shown
+    from graph.engine.inspection import audit_shown
 
     line: dict[str, Any] = {"timestamp": "t", "command": "storeMemory", "agentName": None, "topicDigest": "ab12cd34"}
     line |= {"result": "success", "errorCode": None, "durationMs": 1.5}

@@ -197,14 +197,14 @@ def test_warm_up_freezes_what_it_built_and_restores_the_threads_switch_interval(
     import gc
     import sys
 
-    from graph import service
+    from graph.engine import lifecycle
 
     before, frozen = sys.getswitchinterval(), gc.get_freeze_count()
-    with service._collection_paused():
+    with lifecycle._collection_paused():
         built = [[n] for n in range(1_000)]
     assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(built)
-    with service._quick_handovers():
-        with service._quick_handovers():
-            assert sys.getswitchinterval() == service.WARM_SWITCH_INTERVAL_SEC
-        assert sys.getswitchinterval() == service.WARM_SWITCH_INTERVAL_SEC
+    with lifecycle._quick_handovers():
+        with lifecycle._quick_handovers():
+            assert sys.getswitchinterval() == lifecycle.WARM_SWITCH_INTERVAL_SEC
+        assert sys.getswitchinterval() == lifecycle.WARM_SWITCH_INTERVAL_SEC
     assert sys.getswitchinterval() == before

@@ -24,7 +24,7 @@ from graph.cognify.operations import OperationManager
 from graph.core.contract import export_json_schema
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker
 from tests.unit.test_hardening import HashEmbedder, run

@@ -17,7 +17,7 @@ from graph.cognify.operations import OperationManager
 from graph.core.contract import FlowbabyError, MemoryFilter, MemoryStatus
 from graph.core.memories import new_operation_id
 from graph.core.memory_query import Page
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
 from tests.unit.test_hardening import run, service  # noqa: F401 (fixtures)

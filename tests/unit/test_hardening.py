@@ -32,11 +32,11 @@ from graph.core.memories import Memory, new_operation_id
 from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
+from graph.engine.service import FlowbabyService
 from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.catalog import Catalog
 from graph.search.graph_lane import GraphLane
 from graph.search.retrieval import Retriever
-from graph.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
 
@@ -161,7 +161,7 @@ def test_search_answers_from_what_is_indexed_and_says_so(
 ) -> None:
     """A backlog that is still being embedded (the embed loop never runs here) no longer makes a
     retrieval wait out NOT_INITIALIZED: it answers and names how much it could not search."""
-    monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.5)
+    monkeypatch.setattr("graph.engine.retrieval.FRESHNESS_WAIT_SEC", 0.5)
 
     async def body() -> dict[str, Any]:
         indexed = memory("", topic_id="indexed", context="Redis session cache decision")
@@ -187,8 +187,8 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
     """Counting every stored row cost 32 ms a retrieval at 1M memories: a retrieval reuses the last count
     for STORED_COUNT_SEC unless this process staged, imported or forgot since; a memory staged behind
     its back (another server) shows in the note once that time is up."""
-    monkeypatch.setattr("graph.service.FRESHNESS_WAIT_SEC", 0.2)
-    monkeypatch.setattr("graph.service.STORED_COUNT_SEC", 3600.0)
+    monkeypatch.setattr("graph.engine.retrieval.FRESHNESS_WAIT_SEC", 0.2)
+    monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 3600.0)
     from tests.conftest import summary
 
     async def body() -> list[int]:
@@ -203,9 +203,9 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
         seen = [await unsearched()]
         service.store.stage(memory("", topic_id="elsewhere", context="Redis again"), new_operation_id())
         seen.append(await unsearched())  # staged behind this process's back: the count it read stands
-        monkeypatch.setattr("graph.service.STORED_COUNT_SEC", 0.0)
+        monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 0.0)
         seen.append(await unsearched())
-        monkeypatch.setattr("graph.service.STORED_COUNT_SEC", 3600.0)
+        monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 3600.0)
         assert (await service.ingest(summary("staged-here")))["success"]
         seen.append(await unsearched())  # staged by this process: counted at once
         return seen
@@ -427,7 +427,7 @@ def test_a_failing_begin_does_not_keep_the_store_lock(tmp_path: Path) -> None:
 def test_two_same_topic_store_memory_calls_in_one_millisecond_are_two_memories(
     service: FlowbabyService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("graph.service.utc_now", lambda: "2025-03-01T10:00:00.000Z")
+    monkeypatch.setattr("graph.engine.ingest.utc_now", lambda: "2025-03-01T10:00:00.000Z")
 
     async def body() -> list[str]:
         params = {"topic": "Same topic", "context": "Stored twice at once"}

@@ -17,8 +17,8 @@ from flowbaby import hook
 from graph.core.methods import OWNER_METHODS
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
+from graph.engine.service import FlowbabyService
 from graph.owner.endpoint import OwnerEndpoint
-from graph.service import FlowbabyService
 
 SECRET = "ghp_" + "Z9" * 18
 

@@ -214,8 +214,8 @@ def test_the_hook_starts_the_same_service_command_as_flowbaby_start(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One service command line: the hook (stdlib only) builds what graph.owner.service_record runs."""
+    from graph.api import WorkspacePaths
     from graph.owner import service_record
-    from graph.service import WorkspacePaths
 
     _, workspace = dirs
     (workspace / ".flowbaby").mkdir()

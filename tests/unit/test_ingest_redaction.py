@@ -14,7 +14,7 @@ from graph.core.contract import FlowbabyError, FlowbabyIngestRequest
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.settings import load_settings
 from graph.core.workspace import resolve_workspace
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.unit.test_hardening import run, service  # noqa: F401 (fixtures)
 

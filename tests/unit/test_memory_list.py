@@ -13,7 +13,7 @@ from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import FlowbabyError, ListMemoriesRequest, MemoryFilter, MemoryStatus
 from graph.core.memories import new_operation_id
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import memory
 from tests.unit.test_hardening import run, service  # noqa: F401 (fixtures)

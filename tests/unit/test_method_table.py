@@ -14,9 +14,10 @@ from api.app import create_app
 from api.mcp_tools import build_mcp_server
 from bridge.server import Bridge
 from graph.core.methods import BRIDGE_METHODS, METHODS, OWNER_METHODS, RETRIEVAL_METHODS, Reply
+from graph.engine.protocol import MemoryService
+from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient
 from graph.remote.client import RemoteService
-from graph.service import FlowbabyService, MemoryService
 
 LIFECYCLE = {"add_operation_listener", "close"}
 """Protocol members that are not operations: a front registers for events and closes."""

@@ -19,7 +19,7 @@ from graph.core.contract import BackgroundErrorCode, ErrorCode, FlowbabyError, O
 from graph.core.memories import new_operation_id
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
-from graph.service import FlowbabyService
+from graph.engine.service import FlowbabyService
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
 

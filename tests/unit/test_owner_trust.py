@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from graph.api import start_watching
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.owner.endpoint import OwnerEndpoint
 from graph.owner.wire import endpoint_file, peer_uid, published_socket
-from graph.service import start_watching
 from tests.unit.test_owner_endpoint import FakeService, _never
 
 

@@ -242,7 +242,7 @@ def test_retrieve_for_agent_with_include_sessions(
     from graph.core.memories import new_operation_id
     from graph.core.settings import LLMSettings, Settings
     from graph.core.workspace import WorkspaceLock, resolve_workspace
-    from graph.service import FlowbabyService
+    from graph.engine.service import FlowbabyService
     from tests.unit.test_hardening import HashEmbedder
 
     t = coding_session(home)

@@ -1,0 +1,119 @@
+"""What the client hooks ask for: the session-start briefing, per-prompt recall and session capture."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+from typing import Any
+
+from graph.capture.distil import Distilled, normal
+from graph.capture.llm_distil import distil_session
+from graph.capture.session_capture import capture_enabled, plan_capture, read_session, topic_id_for
+from graph.core.contract import BriefingRequest, CaptureRequest, Freshness, RecallRequest, utc_now, validate_request
+from graph.core.memories import Memory
+from graph.engine.ingest import Ingest
+from graph.engine.retrieval import Retrieval
+from graph.engine.state import log
+from graph.search.briefing import build_briefing, compact_recall, current_memories
+
+BRIEFING_FRESHNESS_SEC = 0.5
+"""How long a briefing waits for its decisions' reference freshness (the hook waits 1.5 s in all)."""
+
+
+class Hooks(Retrieval, Ingest):
+    """briefing, recall, capture."""
+
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        """The session-start briefing: current decisions, open questions and next steps, other
+        agents' new memories; one line per memory, within maxTokens."""
+        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+        checker = self._freshness_for(self.origin)
+
+        def freshness(memories: list[Memory]) -> list[Freshness] | None:
+            """The references' freshness, or None past BRIEFING_FRESHNESS_SEC (a cold git log of a
+            big repository): the briefing goes out unmarked and the check warms the cache."""
+            pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="briefing-freshness")
+            pending = pool.submit(checker.check_many, [(m.references, m.updated_at) for m in memories])
+            pool.shutdown(wait=False)
+            try:
+                return pending.result(timeout=BRIEFING_FRESHNESS_SEC)
+            except concurrent.futures.TimeoutError:
+                log.info(
+                    "briefing: reference freshness took over %.1fs; decisions left unmarked", BRIEFING_FRESHNESS_SEC
+                )
+                return None
+
+        def build() -> dict[str, Any]:
+            return build_briefing(
+                self.store.iter_memories(),
+                agent_name=request.agentName,
+                since=request.since,
+                recalls=self._recalls.load(),
+                max_tokens=request.maxTokens,
+                freshness=freshness,
+            )
+
+        return await asyncio.to_thread(build)
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`."""
+        request: RecallRequest = validate_request(RecallRequest, params)
+        found = await self.retrieve(
+            {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)},
+            agent_name=request.agentName,
+        )
+        if found["abstained"]:
+            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found["abstainReason"]}
+        reply = compact_recall(found["entries"], set(request.exclude), request.maxTokens, request.maxResults)
+        await asyncio.to_thread(self._recalls.add, reply["topicIds"])
+        return {**reply, "abstained": False, "abstainReason": None}
+
+    async def capture(self, params: Any) -> dict[str, Any]:
+        """Distil an agent session's turns since its last capture into a new version of the
+        session's topic (graph/capture); says why when it stores nothing."""
+        request: CaptureRequest = validate_request(CaptureRequest, params)
+        topic_id = topic_id_for(request.source, request.sessionId)
+        if not capture_enabled():
+            return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
+        async with self._capture_lock:
+            plan, reason, turns, got = await asyncio.to_thread(self._plan_capture, request, topic_id)
+            reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
+            if got is not None:
+                reply["distiller"] = got.distiller
+                if got.fallback:
+                    reply["llmFallback"] = got.fallback
+            if plan is not None:
+                staged = await self.ingest(plan)
+                metrics = staged["ingestion_metrics"]
+                reply |= {
+                    "captured": True,
+                    "operationId": staged["operationId"],
+                    "memoryId": metrics["memoryId"],
+                    "version": metrics["version"],
+                    "decisions": len(plan["decisions"]),
+                    "references": len(plan["references"]),
+                }
+            if turns and reason != "no new turns":
+                record = {"turns": turns, "at": utc_now(), "reason": request.reason, "captured": reply["captured"]}
+                await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
+        return reply
+
+    def _plan_capture(
+        self, request: CaptureRequest, topic_id: str
+    ) -> tuple[dict[str, Any] | None, str, int, Distilled | None]:
+        read = read_session(request, self.paths.root)
+        if read is None:
+            return None, "not a session of this workspace", 0, None
+        session, messages = read
+        done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
+        start = done if done <= len(messages) else 0
+        versions = self.store.topic_versions(topic_id)
+        known = {d for m in current_memories(self.store.iter_memories()) for d in map(normal, m.decisions)}
+        distiller = functools.partial(
+            distil_session, llm=self.settings.llm, timeout_sec=self.settings.llm_timeout_sec
+        )  # the workspace's LLM when one is configured, else (or on any failure) offline
+        plan, reason, got = plan_capture(
+            request, session, messages, start, versions[-1] if versions else None, known, self.paths.root, distiller
+        )
+        return plan, reason, len(messages), got

@@ -1,0 +1,195 @@
+"""Staging a memory: ingestForAgent, storeMemory (validate, redact, commit with its operation) and backgroundStatus."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+from graph.code.branches import checkout
+from graph.core.contract import (
+    BackgroundStatusRequest,
+    ErrorCode,
+    FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
+    MemoryStatus,
+    ResponseMetadata,
+    StoreMemoryResponse,
+    SummaryFields,
+    utc_now,
+    validate_request,
+)
+from graph.core.memories import BacklogFull, Memory, new_operation_id
+from graph.core.memory_chunks import memory_chunks
+from graph.engine.state import EngineState
+
+
+class Ingest(EngineState):
+    """ingestForAgent, storeMemory, backgroundStatus."""
+
+    async def _stage(
+        self, fields: SummaryFields, meta: dict[str, Any], *, bulk: bool = False, origin: str | None = None
+    ) -> tuple[Memory, float]:
+        """Commit in a thread (an fsync must not stall the event loop, nor stdio under
+        `bridge --http`), then queue the memory's vectors and wake the operation manager.
+        `origin`: the folder of the front that sent it (its git checkout is recorded)."""
+        memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk, self._origin(origin))
+        self._embed_queue.put_nowait(memory)
+        self.operations.notify()
+        return memory, store_sec
+
+    def _commit(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
+        """Check the LLM key and backlog, then commit the memory and its operation, under one
+        lock so that the backlog check and the insert cannot interleave. `bulk` (a user's
+        `flowbaby import`) is not held to the backlog: the limit is for agents' bursts."""
+        # Graph building off: nothing drains the queue, so its limit (for bursts of graph work) does not apply.
+        bulk = bulk or not self.settings.build_graph
+        with self._stage_lock:
+            self.settings.llm.require_key()
+            if not bulk:
+                self.operations.check_backlog()
+            return self._insert(fields, meta, bulk, origin)
+
+    def _insert(
+        self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
+    ) -> tuple[Memory, float]:
+        started = time.perf_counter()
+        made_on = checkout(origin or self.origin)
+        memory = Memory(
+            memory_id="",
+            topic_id=meta["topicId"],
+            version=0,
+            status=MemoryStatus(meta["status"]),
+            topic=fields.topic,
+            context=fields.context,
+            decisions=fields.decisions,
+            rationale=fields.rationale,
+            open_questions=fields.openQuestions,
+            next_steps=fields.nextSteps,
+            references=fields.references,
+            time_scope=fields.timeScope,
+            agent_name=fields.agentName,
+            session_id=meta.get("sessionId"),
+            plan_id=meta.get("planId"),
+            created_at=meta["createdAt"],
+            updated_at=meta["updatedAt"],
+            staged_at=utc_now(),
+            char_count=fields.char_count(),
+            branch=made_on.branch if made_on else None,
+            commit=made_on.commit if made_on else None,
+        )
+        try:  # the store checks the backlog again, in the insert's transaction (across servers on Postgres)
+            capacity = None if bulk else self.operations.capacity
+            memory = self.store.stage(memory, new_operation_id(), capacity=capacity)
+            self._stored = None
+        except BacklogFull:
+            raise self.operations.backlog_error() from None
+        except FlowbabyError:  # the team database's DATABASE_UNAVAILABLE / DATABASE_BUSY: nothing was staged
+            raise
+        except Exception as exc:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
+        return memory, time.perf_counter() - started
+
+    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
+        """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
+        `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
+        calling front's folder (an owner client's), whose git checkout the memory records."""
+        started = time.perf_counter()
+        try:
+            request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            request, redacted = self.redactor.summary(request)
+            memory, store_sec = await self._stage(
+                request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
+            )
+        except FlowbabyError as error:
+            self._audited("ingestForAgent", params, started, error)
+            raise
+        response = FlowbabyIngestResponse(
+            staged=True,
+            operationId=memory.operation_id or "",
+            ingested_chars=memory.char_count,
+            timestamp=memory.staged_at,
+            metadata=ResponseMetadata(
+                topic_id=memory.topic_id,
+                session_id=memory.session_id,
+                plan_id=memory.plan_id,
+                status=memory.status,
+                created_at=memory.created_at,
+                updated_at=memory.updated_at,
+            ),
+            staging_duration_sec=round(time.perf_counter() - started, 6),
+            redacted=redacted,
+            ingestion_metrics={
+                "memoryId": memory.memory_id,
+                "version": memory.version,
+                "supersededMemoryId": memory.supersedes,
+                "chunks": len(memory_chunks(memory)),
+                "storeSec": round(store_sec, 6),
+                "vectors": "queued",
+                "graph": "pending",
+            },
+        )
+        self._audited("ingestForAgent", params, started, None, redacted, request.topic)
+        return response.model_dump(mode="json")
+
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+        """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
+        started = time.perf_counter()
+        try:
+            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
+            full, redacted = self.redactor.summary(full)
+            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
+        except FlowbabyError as error:
+            self._audited("storeMemory", params, started, error)
+            raise
+        self._audited("storeMemory", params, started, None, redacted, full.topic)
+        return StoreMemoryResponse(
+            summary_id=memory.topic_id,
+            operationId=memory.operation_id or "",
+            ingested_chars=memory.char_count,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            redacted=redacted,
+        ).model_dump(mode="json")
+
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        """`audited`: record the call in agent_audit.log (MCP tool calls are; bridge calls are not)."""
+        started = time.perf_counter()
+        try:
+            request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        except FlowbabyError as error:
+            if audited:
+                self._record("backgroundStatus", agent_name, None, started, error.code.value)
+            raise
+        return await asyncio.to_thread(self._background_status, request, audited, agent_name, started)
+
+    def _background_status(
+        self, request: BackgroundStatusRequest, audited: bool, agent_name: str | None, started: float
+    ) -> dict[str, Any]:
+        if request.operationId:
+            status = self.store.operation(request.operationId)
+            reply = (
+                {"success": True, "operationId": request.operationId, "status": "unknown"}
+                if status is None
+                else {"success": True, **status.model_dump(mode="json")}
+            )
+        else:
+            operations = [op.model_dump(mode="json") for op in self.store.operations()]
+            counts: dict[str, int] = {}
+            for op in operations:
+                counts[op["status"]] = counts.get(op["status"], 0) + 1
+            reply = {
+                "success": True,
+                "operations": operations,
+                "counts": counts,
+                "llmUsage": self.store.llm_usage(),
+                "graphBuilding": self.settings.build_graph,
+            }
+        if audited:
+            self._record("backgroundStatus", agent_name, None, started, None)
+        return reply

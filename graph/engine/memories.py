@@ -1,0 +1,336 @@
+"""Memory control (INGEST_CONTRACT.md 20): list, show, versions and context of a memory, export and import,
+and the implied supersessions a person confirms."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from graph.core.contract import (
+    EXPORT_FORMAT,
+    EXPORT_FORMAT_VERSION,
+    ConfirmSupersessionRequest,
+    ConfirmSupersessionResponse,
+    ErrorCode,
+    ExportMemoriesRequest,
+    ExportMemoriesResponse,
+    FlowbabyError,
+    GetMemoryRequest,
+    GetMemoryResponse,
+    ImpliedSupersessionsResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
+    MemoryContextResponse,
+    MemoryFilter,
+    MemoryStatus,
+    MemoryVersionsResponse,
+    RetrievalError,
+    RetrievalErrorCode,
+    utc_now,
+    validate_request,
+)
+from graph.core.memories import Memory, memory_uuid
+from graph.core.memory_query import Page, decode_cursor, encode_cursor
+from graph.engine.records import (
+    IMPORT_OPERATION_SIZE,
+    PREVIEW_CHARS,
+    exported,
+    imported,
+    provenance_fields,
+    same_version,
+    version_fields,
+)
+from graph.engine.retrieval import Retrieval
+
+
+class Memories(Retrieval):
+    """listMemories, getMemory, memory versions and context, export/import, implied supersessions."""
+
+    async def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        """Expand a hit: the memory (newest version unless `version`), its graph neighbourhood
+        with the related memories and what links them, and the versions before and after it.
+        `query` orders related memories by how well they match it; `hops` is 1 (shared
+        entities) or 2 (also through related entities)."""
+        if hops not in (1, 2):
+            raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
+        versions = (await asyncio.to_thread(self._memory_versions, topic_id))["versions"]
+        index = (
+            len(versions) - 1
+            if version is None
+            else next((i for i, v in enumerate(versions) if v["version"] == version), None)
+        )
+        if index is None:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'Memory "{topic_id}" has no version {version}')
+        current = versions[index]
+        around = await asyncio.to_thread(self.graph_lane.neighbourhood, current["memoryId"], hops)
+        related = await asyncio.to_thread(self.store.get_memories, [item["memoryId"] for item in around["memories"]])
+        by_id = {m.memory_id: m for m in related}
+        relevance = (
+            await asyncio.to_thread(self._retriever.catalog.lexical.search, query) if query and self._retriever else {}
+        )
+        memories = [
+            {
+                **item,
+                "topicId": by_id[item["memoryId"]].topic_id,
+                "topic": by_id[item["memoryId"]].topic,
+                "status": by_id[item["memoryId"]].status.value,
+                "createdAt": by_id[item["memoryId"]].created_at,
+                "queryScore": round(relevance.get(item["memoryId"], 0.0), 4),
+            }
+            for item in around["memories"]
+            if item["memoryId"] in by_id and by_id[item["memoryId"]].topic_id != topic_id  # versions are listed apart
+        ]
+        if query:
+            memories.sort(key=lambda item: (-item["queryScore"], -item["weight"]))
+        return MemoryContextResponse.model_validate(
+            {
+                "memory": current,
+                "versionsBefore": versions[:index],
+                "versionsAfter": versions[index + 1 :],
+                "entities": around["entities"],
+                "relations": around["relations"],
+                "relatedMemories": memories,
+            }
+        ).model_dump(mode="json")
+
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        """Every stored version of a topic, oldest first."""
+        return await asyncio.to_thread(self._memory_versions, topic_id)
+
+    def _memory_versions(self, topic_id: str) -> dict[str, Any]:
+        versions = self.store.topic_versions(topic_id)
+        if not versions:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
+        return MemoryVersionsResponse.model_validate(
+            {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
+        ).model_dump(mode="json")
+
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
+        first unless order=oldest; nextCursor continues it, stable while memories are added."""
+        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=request.order == "newest", after=after)
+        rows = await asyncio.to_thread(self.store.list_page, request, page)
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        return ListMemoriesResponse.model_validate(
+            {
+                "memories": [
+                    {
+                        "topicId": m.topic_id,
+                        "memoryId": m.memory_id,
+                        "version": m.version,
+                        "status": m.status.value,
+                        "topic": m.topic,
+                        "preview": m.context[:PREVIEW_CHARS],
+                        **provenance_fields(m),
+                        "graphState": m.graph_state,
+                        "charCount": m.char_count,
+                    }
+                    for m in rows
+                ],
+                "count": len(rows),
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
+            }
+        ).model_dump(mode="json")
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        """getMemory: every version (oldest first), the newest one, supersession links both ways
+        (versions of the topic, and implied ones by other topics), the newest version's graph
+        entities and its provenance. Unknown topicId: NOT_FOUND."""
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
+        return await asyncio.to_thread(self._get_memory, request.topicId)
+
+    def _get_memory(self, topic_id: str) -> dict[str, Any]:
+        versions = self.store.topic_versions(topic_id)
+        if not versions:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
+        latest = versions[-1]
+        mine = {m.memory_id for m in versions}
+        links: list[dict[str, Any]] = [
+            {
+                "kind": "version",
+                "olderTopicId": topic_id,
+                "olderMemoryId": older.memory_id,
+                "newerTopicId": topic_id,
+                "newerMemoryId": newer.memory_id,
+            }
+            for older, newer in zip(versions, versions[1:], strict=False)
+        ]
+        retriever = self._retriever  # implied links once search is warm; never waits for it
+        if retriever is not None:
+            by_id = retriever.catalog.by_id
+            for pair in retriever.supersession_pairs():
+                if (pair.older in mine) != (pair.newer in mine):
+                    links.append(
+                        {
+                            "kind": "implied",
+                            "olderTopicId": by_id[pair.older].topic_id,
+                            "olderMemoryId": pair.older,
+                            "newerTopicId": by_id[pair.newer].topic_id,
+                            "newerMemoryId": pair.newer,
+                        }
+                    )
+        entities = self.graph_lane.neighbourhood(latest.memory_id, 1)["entities"]
+        return GetMemoryResponse.model_validate(
+            {
+                "topicId": topic_id,
+                "versions": [version_fields(m) for m in versions],
+                "latest": version_fields(latest),
+                "supersedes": [link for link in links if link["newerMemoryId"] == latest.memory_id],
+                "supersededBy": [link for link in links if link["olderMemoryId"] == latest.memory_id],
+                "entities": entities,
+                "provenance": {
+                    "agentName": latest.agent_name,
+                    "sessionId": latest.session_id,
+                    "planId": latest.plan_id,
+                    "stagedAt": latest.staged_at,
+                    "operationId": latest.operation_id,
+                    "graphState": latest.graph_state,
+                },
+            }
+        ).model_dump(mode="json")
+
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        """exportMemories: one page of every stored version, oldest first, as the export file's
+        lines; the CLI pages through it with nextCursor."""
+        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+        after = decode_cursor(request.cursor) if request.cursor else None
+        page = Page(limit=request.limit, newest_first=False, after=after)
+        rows = await asyncio.to_thread(self.store.list_page, MemoryFilter(allVersions=True), page)
+        total = (await asyncio.to_thread(self.store.counts))["memories"] if after is None else None
+        more, rows = len(rows) > request.limit, rows[: request.limit]
+        header = None
+        if total is not None:  # the first page
+            header = {
+                "format": EXPORT_FORMAT,
+                "formatVersion": EXPORT_FORMAT_VERSION,
+                "exportedAt": utc_now(),
+                "memories": total,
+            }
+        return ExportMemoriesResponse.model_validate(
+            {
+                "header": header,
+                "memories": [exported(m) for m in rows],
+                "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
+            }
+        ).model_dump(mode="json")
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        """importMemories: up to 500 exported versions, all or none. Each is checked (the ingest
+        validation, its memoryId against topicId and version, no stored version with other content),
+        redacted as at ingest, then inserted as it was (ids, versions, statuses, timestamps); a version
+        already stored is skipped, so importing a file twice adds nothing. New ones are embedded and
+        their graph queued."""
+        request: ImportMemoriesRequest = validate_request(ImportMemoriesRequest, params)
+        memories = [imported(self.redactor.summary(record)[0]) for record in request.memories]
+        seen: set[str] = set()
+        for index, (record, memory) in enumerate(zip(request.memories, memories, strict=True)):
+            if record.memoryId != memory_uuid(record.topicId, record.version):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}" is not the id of version {record.version} of topicId "{record.topicId}"',
+                    fields=[field],
+                )
+            if memory.memory_id in seen:
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
+            seen.add(memory.memory_id)
+        reply, added = await asyncio.to_thread(self._import, memories, request.dryRun)
+        for memory in added:
+            self._embed_queue.put_nowait(memory)
+        if added:
+            self.operations.notify()
+        return reply
+
+    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory]]:
+        stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
+        for index, memory in enumerate(memories):
+            there = stored.get(memory.memory_id)
+            if there is not None and not same_version(there, memory):
+                field = f"memories.{index}.memoryId"
+                raise FlowbabyError(
+                    ErrorCode.INVALID_PAYLOAD,
+                    f'Field "{field}": this workspace stores that version of "{memory.topic_id}" with other content',
+                    fields=[field],
+                )
+        fresh = [m for m in memories if m.memory_id not in stored]
+        reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
+        if dry_run or not fresh:
+            return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json"), []
+        with self._stage_lock:
+            inserted, _ = self.store.import_memories(fresh)
+            self._stored = None
+            self.store.supersede_older(sorted({m.topic_id for m in fresh}))
+            operations = self.store.queue_operations(
+                [inserted[i : i + IMPORT_OPERATION_SIZE] for i in range(0, len(inserted), IMPORT_OPERATION_SIZE)]
+            )
+        reply["imported"] = len(inserted)
+        reply["skipped"] = len(memories) - len(inserted)
+        answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
+        return answer.model_dump(mode="json"), self.store.get_memories(inserted)
+
+    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+        """Pairs where a newer memory (another topicId) seems to replace what an older one decided,
+        for a person to confirm; nothing is hidden until they do."""
+        retriever = await self._ready_retriever()
+        pairs = await asyncio.to_thread(retriever.supersession_pairs)
+        by_id = retriever.catalog.by_id
+
+        def side(memory: Memory) -> dict[str, Any]:
+            return {
+                "topicId": memory.topic_id,
+                "memoryId": memory.memory_id,
+                "topic": memory.topic,
+                "status": memory.status.value,
+                "createdAt": memory.created_at,
+            }
+
+        listed = [
+            {
+                "older": side(by_id[p.older]),
+                "newer": side(by_id[p.newer]),
+                "replaced": p.replaced,
+                "replacement": p.replacement,
+                "evidence": p.evidence,
+            }
+            for p in pairs
+        ]
+        return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)}).model_dump(
+            mode="json"
+        )
+
+    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+        """A person confirms a listed pair: the older memory's version becomes Superseded."""
+        request = validate_request(ConfirmSupersessionRequest, params)
+        retriever = await self._ready_retriever()
+        pairs = await asyncio.to_thread(retriever.supersession_pairs)
+        by_id = retriever.catalog.by_id
+        pair = next(
+            (
+                p
+                for p in pairs
+                if by_id[p.older].topic_id == request.olderTopicId and by_id[p.newer].topic_id == request.newerTopicId
+            ),
+            None,
+        )
+        if pair is None:
+            raise FlowbabyError(
+                ErrorCode.NOT_FOUND,
+                f'"{request.olderTopicId}" is not listed as possibly superseded by "{request.newerTopicId}"',
+            )
+        await asyncio.to_thread(self.store.set_status, pair.older, MemoryStatus.SUPERSEDED)
+        retriever.catalog.set_status(pair.older, MemoryStatus.SUPERSEDED)
+        return ConfirmSupersessionResponse.model_validate(
+            {
+                "topicId": request.olderTopicId,
+                "memoryId": pair.older,
+                "status": MemoryStatus.SUPERSEDED.value,
+                "supersededBy": request.newerTopicId,
+            }
+        ).model_dump(mode="json")

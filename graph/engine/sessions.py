@@ -1,0 +1,28 @@
+"""The agents' own session memory (graph/sessions) as engine operations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph.engine.state import EngineState
+from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
+
+
+class Sessions(EngineState):
+    """sessions (Vapor's API) and session watching."""
+
+    async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
+        """The agents' own sessions: list, current, status, search, search_all, context,
+        import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
+        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.5)."""
+        arguments = params if isinstance(params, dict) else {}
+        if op in THROTTLED_SESSION_OPS:
+            SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
+            async with self.throttle.admit():
+                return await self.session_memory.call(op, arguments)
+        return await self.session_memory.call(op, arguments)
+
+    async def watch_sessions(self) -> dict[str, Any]:
+        """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""
+        self.session_memory.watch()
+        return {"watching": self.session_memory.settings.watch}
