@@ -14,7 +14,6 @@ never loads psycopg.
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import re
 from abc import ABC, abstractmethod
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 from graph.core.workspace import DATA_DIR, WorkspacePaths
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ REFRESH_POLL_SEC = 5.0
 
 def team_database_url() -> str:
     """The team database's URL, or "" for the embedded backend."""
-    url = os.environ.get(DATABASE_URL_ENV, "").strip()
+    url = Environment.read().get(DATABASE_URL_ENV).strip()
     backend_class(url)  # a scheme no backend serves is refused here, before anything opens
     return url
 
@@ -71,7 +71,7 @@ def namespace_for(paths: WorkspacePaths) -> str:
     else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
     if paths.root.parent.name == NAMESPACES_DIR and paths.root.parent.parent.name == DATA_DIR:
         return paths.root.name
-    explicit = os.environ.get(NAMESPACE_ENV, "").strip()
+    explicit = Environment.read().get(NAMESPACE_ENV).strip()
     slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48] or "default"
     problem = namespace_problem(explicit or slug)
     if problem:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -20,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from graph.core.environment import export
+
+export({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}, keep_set=True)
 
 _LIBC = ctypes.CDLL(None)
 TRIM_AFTER_TOKENS = 2048

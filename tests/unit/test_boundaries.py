@@ -28,6 +28,7 @@ FRONT_MAY_IMPORT = {
     # the hooks' problems, the workspace's service record, the graph export formats.
     "graph.core.workspace_root",
     "graph.core.hook_problems",
+    "graph.core.environment",
     "graph.owner.service_record",
     "graph.inspection.names",
 }
@@ -160,6 +161,8 @@ def _reads_database_url(module: str) -> bool:
         if isinstance(node, ast.Call) and node.args and names_it(node.args[0]):
             func = ast.unparse(node.func)
             if func in ("os.environ.get", "os.getenv", "environ.get", "getenv", "os.environ.pop"):
+                return True
+            if func in ("Environment.read().get", "environment.get"):  # graph.core.environment's snapshot
                 return True
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and names_it(node.slice):
             return True

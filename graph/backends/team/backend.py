@@ -3,7 +3,6 @@ is imported when opened, so the embedded default never loads psycopg."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from graph.backends.backend import REFRESH_POLL_ENV, REFRESH_POLL_SEC, Backend
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 
 if TYPE_CHECKING:
     from graph.backends.lexical import LexicalSearch
@@ -76,7 +76,7 @@ class TeamBackend(Backend):
         from graph.backends.team.events import NamespaceListener
 
         try:
-            poll = float(os.environ.get(REFRESH_POLL_ENV) or REFRESH_POLL_SEC)
+            poll = Environment.read().seconds(REFRESH_POLL_ENV, REFRESH_POLL_SEC)
         except ValueError:
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{REFRESH_POLL_ENV} is seconds") from None
         listener = NamespaceListener(self.url, self.namespace, handler, max(0.05, poll))

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graph.core.environment import export
 from graph.search.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Ba
         env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)
-    os.environ.update(env)
+    export(env)
     return schema
 
 
