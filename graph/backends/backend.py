@@ -13,6 +13,7 @@ never loads psycopg.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import pkgutil
 import re
@@ -22,10 +23,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus
 from graph.core.environment import Environment
+from graph.core.memories import Memory
+from graph.core.namespaces import namespace_problem
 from graph.core.workspace import DATA_DIR, WorkspacePaths
 
 if TYPE_CHECKING:
@@ -35,13 +38,11 @@ if TYPE_CHECKING:
     from graph.backends.sessions import SessionChunkStore, SessionVectorStore
     from graph.backends.throttle import RetrievalThrottle
     from graph.backends.vectors import Embedding, MemoryVectors
+    from graph.core.api_tokens import TokenStore
     from graph.core.audit import AuditSink
 
 DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
 NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
-_NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,47}$")
-RESERVED_NAMESPACES = frozenset({"admin"})
-"""Names no namespace may take: schema `flowbaby_admin` holds the server's tokens."""
 NAMESPACES_DIR = "namespaces"
 """Under a team server's `.flowbaby/`: one working folder per namespace it serves (logs, worker)."""
 REFRESH_POLL_ENV = "FLOWBABY_REFRESH_POLL_SEC"
@@ -54,15 +55,6 @@ def team_database_url() -> str:
     url = Environment.read().get(DATABASE_URL_ENV).strip()
     backend_class(url)  # a scheme no backend serves is refused here, before anything opens
     return url
-
-
-def namespace_problem(name: str) -> str | None:
-    """Why `name` cannot be a namespace, or None."""
-    if not _NAMESPACE.match(name):
-        return "must be 1-48 characters of a-z, 0-9, _ and -, starting with a letter or digit"
-    if name in RESERVED_NAMESPACES:
-        return f'"{name}" is reserved'
-    return None
 
 
 def namespace_for(paths: WorkspacePaths) -> str:
@@ -78,6 +70,22 @@ def namespace_for(paths: WorkspacePaths) -> str:
         source = NAMESPACE_ENV if explicit else f"The namespace from the folder name (set {NAMESPACE_ENV})"
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{source} {problem}")
     return explicit or slug
+
+
+class Catalog(Protocol):
+    """What a backend's change feed keeps in step of the retriever's catalog (graph.search.catalog.Catalog)."""
+
+    by_id: dict[str, Memory]
+
+    def add(self, memory: Memory) -> None: ...
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None: ...
+
+
+class Searching(Protocol):
+    """The retriever (graph.search.retrieval.Retriever), as far as a change feed reaches into it."""
+
+    @property
+    def catalog(self) -> Catalog: ...
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,25 @@ class Backend(ABC):
         """Where the backend is `shared`: listen to the namespace's changes made by other servers,
         started and listening; None where one process owns the data (nothing to follow)."""
         return None
+
+    def follow_changes(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        store: MemoryStoreBackend,
+        retriever: Callable[[], Searching | None],
+        vectors: Callable[[], MemoryVectors | None],
+        wake_operations: Callable[[], None],
+        forget: Callable[[list[str]], None],
+    ) -> Closeable | None:
+        """Where the backend is `shared`: apply the other servers' changes to this server's caches
+        (the retriever's catalog, the vector count; `wake_operations` when work was queued, `forget`
+        for memories forgotten elsewhere), listening from now on; None where one process owns the data."""
+        return None
+
+    @classmethod
+    def token_store(cls, url: str) -> TokenStore:
+        """The per-user API tokens of the database at `url` (`flowbaby tokens`, a team server's auth)."""
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"per-user tokens live in a shared database ({DATABASE_URL_ENV})")
 
     def graph_build_lock(self) -> AbstractAsyncContextManager[float] | None:
         """Where many servers build one namespace's graph: a lock held around each build (it yields

@@ -109,7 +109,8 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
 
 def migrate_workspace(workspace: str, url: str, namespace: str | None) -> dict[str, Any]:
     """`flowbaby migrate`'s engine call: the report as JSON-ready data."""
-    from graph.backends.backend import namespace_for, namespace_problem
+    from graph.backends.backend import namespace_for
+    from graph.core.namespaces import namespace_problem
     from graph.core.workspace import resolve_workspace
 
     if not url.startswith(("postgresql://", "postgres://")):

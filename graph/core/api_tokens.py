@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from graph.backends.backend import namespace_problem
+from graph.core.namespaces import namespace_problem
 
 PREFIX = "fbt_"
 ID_HEX = 12

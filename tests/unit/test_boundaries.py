@@ -177,10 +177,6 @@ def test_only_open_backend_reads_the_database_url() -> None:
 
 BACKEND_IMPLEMENTATIONS = ("graph.backends.embedded", "graph.backends.team")
 REACHES_INTO_A_BACKEND = {
-    # applies other servers' changes (the team's change feed) to this server's indexes, and opens
-    # the team database's token store for `flowbaby tokens`
-    "graph.engine.service": {"graph.backends.team.change_feed"},
-    "graph.engine.opening": {"graph.backends.team.admin"},
     # the notebook's read-only look at a local workspace's store, which no backend object opens
     "graph.inspection.workspace_graph": {"graph.backends.embedded.memory_store"},
 }

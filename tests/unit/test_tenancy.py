@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from api.tenancy import AUTHORIZED, CURRENT, Caller, NamespaceRouter, TeamTokens, Tenancy, WorkspaceToken
-from graph.backends.backend import namespace_problem
 from graph.core.api_tokens import GrantCache, TokenRecord, check_scope, digest, issue, token_id_of, verify
 from graph.core.audit import AUDIT_USER
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.namespaces import namespace_problem
 
 
 class MemoryTokens:

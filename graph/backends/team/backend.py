@@ -3,13 +3,14 @@ is imported when opened, so the embedded default never loads psycopg."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from graph.backends.backend import REFRESH_POLL_ENV, REFRESH_POLL_SEC, Backend
+from graph.backends.backend import REFRESH_POLL_ENV, REFRESH_POLL_SEC, Backend, Searching
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.environment import Environment
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from graph.backends.sessions import SessionChunkStore, SessionVectorStore
     from graph.backends.throttle import RetrievalThrottle
     from graph.backends.vectors import Embedding, MemoryVectors
+    from graph.core.api_tokens import TokenStore
     from graph.core.audit import AuditSink
 
 
@@ -88,6 +90,28 @@ class TeamBackend(Backend):
         from graph.backends.team.build_lock import namespace_build_lock
 
         return namespace_build_lock(self.url, self.namespace)
+
+    def follow_changes(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        store: MemoryStoreBackend,
+        retriever: Callable[[], Searching | None],
+        vectors: Callable[[], MemoryVectors | None],
+        wake_operations: Callable[[], None],
+        forget: Callable[[list[str]], None],
+    ) -> Closeable | None:
+        """The namespace's change feed (graph.backends.team.change_feed) on the listener of `watch`."""
+        from graph.backends.team.change_feed import RemoteChanges
+
+        changes = RemoteChanges(loop, store, retriever, vectors, wake_operations, forget)
+        return self.watch(changes.handle)
+
+    @classmethod
+    def token_store(cls, url: str) -> TokenStore:
+        """Schema flowbaby_admin of the team database, migrated on open (graph.backends.team.admin)."""
+        from graph.backends.team.admin import PostgresTokenStore
+
+        return PostgresTokenStore(url)
 
     def cognee_databases(self) -> tuple[dict[str, str], str | None]:
         """cognee's tables, vectors and graph in the namespace's own cognee schema of the team database."""

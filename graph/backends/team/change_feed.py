@@ -12,31 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
+from graph.backends.backend import Searching
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.vectors import MemoryVectors
 from graph.core.contract import MemoryStatus
-from graph.core.memories import Memory
 from graph.core.memory_chunks import memory_chunks
 
 log = logging.getLogger("flowbaby.remote_changes")
-
-
-class Catalog(Protocol):
-    """What the feed keeps in step of the retriever's catalog (graph.search.catalog.Catalog)."""
-
-    by_id: dict[str, Memory]
-
-    def add(self, memory: Memory) -> None: ...
-    def set_status(self, memory_id: str, status: MemoryStatus) -> None: ...
-
-
-class Searching(Protocol):
-    """The retriever (graph.search.retrieval.Retriever), as far as the feed reaches into it."""
-
-    @property
-    def catalog(self) -> Catalog: ...
 
 
 class RemoteChanges:
