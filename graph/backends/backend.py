@@ -2,8 +2,10 @@
 
 `open_backend` is the only reader of FLOWBABY_DATABASE_URL. The URL comes from the process
 environment only, never from a workspace's .env: it carries a password and decides where every
-memory goes. Empty: the embedded backend (SQLite, LanceDB and files under `.flowbaby/`); a
-postgresql:// URL: the team backend, one schema per namespace (graph.backends.team).
+memory goes. Its scheme names the backend: each is a package of graph.backends whose `__init__`
+lists the schemes it serves (`SCHEMES`) and whose `backend` module exports `BACKEND`. Empty: the
+embedded backend (SQLite, LanceDB and files under `.flowbaby/`); a postgresql:// URL: the team
+backend, one schema per namespace (graph.backends.team).
 
 The engine receives a `Backend` and opens every store through it, so the choice is made once;
 unit tests build one directly instead of setting environment variables. Implementations are
