@@ -136,7 +136,9 @@ async def serve(
     try:
         backend = open_backend(service.paths)
         team = (
-            await asyncio.to_thread(TeamServer.open, service, backend, rate_limit_per_minute) if backend.team else None
+            await asyncio.to_thread(TeamServer.open, service, backend, rate_limit_per_minute)
+            if backend.shared
+            else None
         )
         server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team, sock=sock)
     except FlowbabyError as error:

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from graph.core.environment import child_base
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BRIDGE_COMMAND = [sys.executable, "-P", "-m", "bridge"]
 """-P: the working folder is not put on sys.path (INGEST_CONTRACT.md 9.1)."""
@@ -41,7 +43,7 @@ class BridgeClient:
     ) -> None:
         """`wrapper`: a command prefix that execs the bridge (tests: a private mount namespace);
         `command`: the bridge's command line before its arguments (default BRIDGE_COMMAND)."""
-        child_env = dict(os.environ if env is None else env)
+        child_env = dict(child_base() if env is None else env)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), child_env.get("PYTHONPATH")]))
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(

@@ -109,11 +109,10 @@ def use_database_url(args: argparse.Namespace) -> None:
     """--database-url becomes FLOWBABY_DATABASE_URL of this process and its graph worker (never logged)."""
     url = getattr(args, "database_url", None)
     if url:
-        import os
-
         from graph.api import DATABASE_URL_ENV
+        from graph.core.environment import export
 
-        os.environ[DATABASE_URL_ENV] = url
+        export({DATABASE_URL_ENV: url})
 
 
 def tls_arguments(parser: argparse.ArgumentParser) -> None:

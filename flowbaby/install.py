@@ -29,6 +29,7 @@ from flowbaby.agent_files import COPILOT_AGENT, MARKER, SKILL
 from flowbaby.codex_config import TomlError, merged_toml
 from flowbaby.hook_install import merged_settings, opencode_plugin, opencode_plugin_file
 from flowbaby.next_steps import ALLOW_RULE, claude_settings_file, next_steps, with_allow_rule
+from graph.core.environment import Environment
 
 Client = Literal["claude-code", "opencode", "codex", "gemini", "copilot", "cursor", "vscode"]
 Scope = Literal["project", "user"]
@@ -87,11 +88,11 @@ def server_entry(client: Client, command: list[str]) -> dict[str, Any]:
 
 
 def _config_home(home: Path) -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    return Path(Environment.read().get("XDG_CONFIG_HOME") or home / ".config")
 
 
 def _claude_home(home: Path) -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    return Environment.read().claude_home(home)
 
 
 def _codex_dir(scope: Scope, workspace: Path, home: Path) -> Path:
@@ -104,7 +105,7 @@ def config_file(client: Client, scope: Scope, workspace: Path, home: Path) -> tu
     if client == "claude-code":
         if scope == "project":
             return workspace / ".mcp.json", "mcpServers"
-        claude_dir = os.environ.get("CLAUDE_CONFIG_DIR")
+        claude_dir = Environment.read().claude_config_dir
         return (Path(claude_dir) if claude_dir else home) / ".claude.json", "mcpServers"
     if client == "opencode":
         base = workspace if scope == "project" else _config_home(home) / "opencode"

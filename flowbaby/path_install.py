@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from graph.core.environment import Environment
+
 NAME = "flowbaby"
 SCRIPT = Path(".venv") / "bin" / NAME
 
@@ -48,7 +50,7 @@ def install(bindir: Path, target: Path) -> int:
         staging.symlink_to(target)
         os.replace(staging, link)  # a stale link is replaced in one step
         print(f"{link} -> {target}")
-    folders = [os.path.realpath(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    folders = [os.path.realpath(p) for p in Environment.read().search_path]
     if os.path.realpath(bindir) not in folders:
         print(f'{bindir} is not on your PATH: add  export PATH="{bindir}:$PATH"  to your shell profile')
     return 0

@@ -2,8 +2,10 @@
 
 `open_backend` is the only reader of FLOWBABY_DATABASE_URL. The URL comes from the process
 environment only, never from a workspace's .env: it carries a password and decides where every
-memory goes. Empty: the embedded backend (SQLite, LanceDB and files under `.flowbaby/`); a
-postgresql:// URL: the team backend, one schema per namespace (graph.backends.team).
+memory goes. Its scheme names the backend: each is a package of graph.backends whose `__init__`
+lists the schemes it serves (`SCHEMES`) and whose `backend` module exports `BACKEND`. Empty: the
+embedded backend (SQLite, LanceDB and files under `.flowbaby/`); a postgresql:// URL: the team
+backend, one schema per namespace (graph.backends.team).
 
 The engine receives a `Backend` and opens every store through it, so the choice is made once;
 unit tests build one directly instead of setting environment variables. Implementations are
@@ -13,15 +15,21 @@ never loads psycopg.
 
 from __future__ import annotations
 
-import os
+import asyncio
+import importlib
+import pkgutil
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus
+from graph.core.environment import Environment
+from graph.core.memories import Memory
 from graph.core.namespaces import namespace_problem
 from graph.core.workspace import DATA_DIR, WorkspacePaths
 
@@ -30,10 +38,10 @@ if TYPE_CHECKING:
     from graph.backends.memory_store import Closeable, MemoryStoreBackend
     from graph.backends.projection import ProjectionSource
     from graph.backends.sessions import SessionChunkStore, SessionVectorStore
-    from graph.backends.vectors import MemoryVectors
+    from graph.backends.throttle import RetrievalThrottle
+    from graph.backends.vectors import Embedding, MemoryVectors
+    from graph.core.api_tokens import TokenStore
     from graph.core.audit import AuditSink
-    from graph.search.embedder import Embedder
-    from graph.search.throttle import RetrievalThrottle
 
 DATABASE_URL_ENV = "FLOWBABY_DATABASE_URL"
 NAMESPACE_ENV = "FLOWBABY_NAMESPACE"
@@ -46,9 +54,8 @@ REFRESH_POLL_SEC = 5.0
 
 def team_database_url() -> str:
     """The team database's URL, or "" for the embedded backend."""
-    url = os.environ.get(DATABASE_URL_ENV, "").strip()
-    if url and not url.startswith(("postgresql://", "postgres://")):
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a postgresql:// URL")
+    url = Environment.read().get(DATABASE_URL_ENV).strip()
+    backend_class(url)  # a scheme no backend serves is refused here, before anything opens
     return url
 
 
@@ -58,7 +65,7 @@ def namespace_for(paths: WorkspacePaths) -> str:
     else the workspace folder's name made safe (lower case, a-z 0-9 _ -)."""
     if paths.root.parent.name == NAMESPACES_DIR and paths.root.parent.parent.name == DATA_DIR:
         return paths.root.name
-    explicit = os.environ.get(NAMESPACE_ENV, "").strip()
+    explicit = Environment.read().get(NAMESPACE_ENV).strip()
     slug = re.sub(r"[^a-z0-9_-]+", "-", paths.root.name.lower()).strip("-_")[:48] or "default"
     problem = namespace_problem(explicit or slug)
     if problem:
@@ -67,131 +74,149 @@ def namespace_for(paths: WorkspacePaths) -> str:
     return explicit or slug
 
 
+class Catalog(Protocol):
+    """What a backend's change feed keeps in step of the retriever's catalog (graph.search.catalog.Catalog)."""
+
+    by_id: dict[str, Memory]
+
+    def add(self, memory: Memory) -> None: ...
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None: ...
+
+
+class Searching(Protocol):
+    """The retriever (graph.search.retrieval.Retriever), as far as a change feed reaches into it."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+
 @dataclass(frozen=True)
-class Backend:
+class Backend(ABC):
     """One workspace's backend: every durable store the engine uses, opened from here.
 
-    `url` empty: embedded. `namespace_name`: the team namespace, when not the one the workspace
-    names (namespace_for). Each method opens a new handle; the caller closes it."""
+    Each backend is a package of graph.backends whose `__init__` names the URL schemes it serves
+    (`SCHEMES`; "" is the default, chosen when no URL is set) and whose `backend` module's `BACKEND`
+    is its subclass of this; `open_backend` finds it by that convention, so a new backend is a new
+    package and no existing file changes. `url`: the backend's URL ("" for the default).
+    `namespace_name`: the namespace, when not the one the workspace names (namespace_for). Each
+    method opens a new handle; the caller closes it."""
 
     paths: WorkspacePaths
     url: str = ""
     namespace_name: str | None = None
 
-    @property
-    def team(self) -> bool:
-        return bool(self.url)
+    shared: ClassVar[bool] = False
+    """Many servers share its data (the team database): its graph data is never assumed empty, and
+    `watch` follows the other servers' changes."""
 
     @cached_property
     def namespace(self) -> str:
         return self.namespace_name or namespace_for(self.paths)
 
+    @abstractmethod
     def memory_store(self, *, check: bool = False, owner: bool = True) -> MemoryStoreBackend:
-        """Memory versions and the operation ledger. `check`: SQLite's integrity check (the owner,
-        once per start). `owner`: the serving process, which holds the namespace; the graph worker
-        child does not."""
-        if not self.team:
-            from graph.backends.embedded.memory_store import open_sealed_store
+        """Memory versions and the operation ledger. `check`: an integrity check (the owner, once per
+        start). `owner`: the serving process, which holds the namespace; the graph worker child does not."""
 
-            return open_sealed_store(self.paths, check=check)
-        from graph.backends.team.memory_store import PostgresMemoryStore
+    @abstractmethod
+    def vectors(self, embedder: Embedding, idle_sec: float | None) -> tuple[MemoryVectors, Path | None]:
+        """The chunk index, and where an unreadable index was moved (None: nothing moved). `idle_sec`:
+        a child process serving the index exits after that long without a call (None: in this process)."""
 
-        return PostgresMemoryStore(self.url, self.namespace, owner=owner)
-
-    def vectors(self, embedder: Embedder, idle_sec: float | None) -> tuple[MemoryVectors, Path | None]:
-        """The chunk index, and where an unreadable LanceDB folder was moved (None: nothing moved).
-        The LanceDB table is served from a child process that exits after `idle_sec` without a call
-        (None: LanceDB in this process, as the unit tier runs it)."""
-        if not self.team:
-            from graph.backends.embedded.vectors import open_vector_index
-
-            return open_vector_index(self.paths.vectors, embedder, idle_sec)
-        from graph.backends.team.vectors import PgVectorIndex
-
-        embedder.dimensions  # noqa: B018 (a model that cannot load is not the index's fault: raise here)
-        return PgVectorIndex(self.url, self.namespace, embedder), None
-
+    @abstractmethod
     def lexical(self) -> LexicalSearch:
-        """BM25 in memory, rebuilt from every memory at start; Postgres full-text, kept by the database."""
-        if not self.team:
-            from graph.search.lexical import LexicalIndex
+        """The memories' lexical index."""
 
-            return LexicalIndex()
-        from graph.backends.team.lexical import PgLexicalIndex
-
-        return PgLexicalIndex(self.url, self.namespace)
-
+    @abstractmethod
     def throttle(self, per_minute: int | None) -> RetrievalThrottle:
-        """This process's retrieval throttle; on the team backend, one shared by every server on the namespace."""
-        if not self.team:
-            from graph.search.throttle import RetrievalThrottle
+        """The retrieval throttle (this process's, or one shared by every server on the namespace)."""
 
-            return RetrievalThrottle(per_minute)
-        from graph.backends.team.throttle import SharedRetrievalThrottle
-
-        return SharedRetrievalThrottle(self.url, self.namespace, per_minute)
-
+    @abstractmethod
     def projection(self) -> ProjectionSource:
-        """The graph projection: a file under .flowbaby/, or a row of the namespace's schema."""
-        if not self.team:
-            from graph.backends.embedded.projection import FileProjection
+        """The graph projection."""
 
-            return FileProjection(self.paths.projection)
-        from graph.backends.team.projection import PostgresProjection
-
-        return PostgresProjection(self.url, self.namespace)
-
+    @abstractmethod
     def audit(self) -> AuditSink:
-        """The audit file under .flowbaby/, or the namespace's audit table."""
-        if not self.team:
-            from graph.backends.embedded.audit_log import AuditLog
+        """Where audit entries go."""
 
-            return AuditLog(self.paths.audit_log)
-        from graph.backends.team.audit import PostgresAuditLog
-
-        return PostgresAuditLog(self.url, self.namespace)
-
+    @abstractmethod
     def session_store(self, folder: Path) -> SessionChunkStore:
         """The session index's bookkeeping and chunk texts (`folder`: `.flowbaby/sessions/`)."""
-        if not self.team:
-            from graph.backends.embedded.session_store import open_sealed_session_store
 
-            return open_sealed_session_store(folder, self.paths.root)
-        from graph.backends.team.sessions import PgSessionStore
-
-        return PgSessionStore(self.url, self.namespace)
-
+    @abstractmethod
     def session_vectors(self, folder: Path, dimensions: int, idle_sec: float | None = None) -> SessionVectorStore:
-        """Session chunk vectors. `idle_sec`: the embedded backend's LanceDB runs in a child that exits
-        after that long idle (None: in this process)."""
-        if not self.team:
-            from graph.backends.embedded.session_vectors import SessionVectors
-
-            return SessionVectors(folder / "vectors.lance", dimensions, idle_sec)
-        from graph.backends.team.sessions import PgSessionVectors
-
-        return PgSessionVectors(self.url, self.namespace, dimensions)
+        """Session chunk vectors (`idle_sec` as for `vectors`)."""
 
     def watch(self, handler: Callable[[str, list[str], dict[str, Any]], None]) -> Closeable | None:
-        """On the team backend: listen to the namespace's changes made by other servers
-        (graph.backends.team.events), started and listening; None on the embedded backend (one
-        process per workspace: nothing to follow)."""
-        if not self.team:
-            return None
-        from graph.backends.team.events import NamespaceListener
+        """Where the backend is `shared`: listen to the namespace's changes made by other servers,
+        started and listening; None where one process owns the data (nothing to follow)."""
+        return None
 
-        try:
-            poll = float(os.environ.get(REFRESH_POLL_ENV) or REFRESH_POLL_SEC)
-        except ValueError:
-            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{REFRESH_POLL_ENV} is seconds") from None
-        listener = NamespaceListener(self.url, self.namespace, handler, max(0.05, poll))
-        listener.start()
-        return listener
+    def follow_changes(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        store: MemoryStoreBackend,
+        retriever: Callable[[], Searching | None],
+        vectors: Callable[[], MemoryVectors | None],
+        wake_operations: Callable[[], None],
+        forget: Callable[[list[str]], None],
+    ) -> Closeable | None:
+        """Where the backend is `shared`: apply the other servers' changes to this server's caches
+        (the retriever's catalog, the vector count; `wake_operations` when work was queued, `forget`
+        for memories forgotten elsewhere), listening from now on; None where one process owns the data."""
+        return None
+
+    @classmethod
+    def token_store(cls, url: str) -> TokenStore:
+        """The per-user API tokens of the database at `url` (`flowbaby tokens`, a team server's auth)."""
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"per-user tokens live in a shared database ({DATABASE_URL_ENV})")
+
+    def graph_build_lock(self) -> AbstractAsyncContextManager[float] | None:
+        """Where many servers build one namespace's graph: a lock held around each build (it yields
+        the seconds waited), so one build runs at a time; None where one process owns the data."""
+        return None
+
+    def cognee_databases(self) -> tuple[dict[str, str], str | None]:
+        """What the graph worker's cognee needs to keep its data here: its environment's database
+        settings and the schema to pin its connections to; ({}, None): cognee's own files under
+        `.flowbaby/`. Called in the worker child only."""
+        return {}, None
+
+
+def _backend_packages() -> dict[str, str]:
+    """URL scheme -> the package of graph.backends that serves it, read from each package's
+    `SCHEMES` (its `__init__` holds no more, so this loads no driver)."""
+    import graph.backends
+
+    found: dict[str, str] = {}
+    for module in pkgutil.iter_modules(graph.backends.__path__, "graph.backends."):
+        if module.ispkg:
+            for scheme in getattr(importlib.import_module(module.name), "SCHEMES", ()):
+                found[scheme] = module.name
+    return found
+
+
+def backend_class(url: str) -> type[Backend]:
+    """The backend that serves `url`'s scheme ("": the default); a FlowbabyError for any other."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    if url and not scheme:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a URL (scheme://...)")
+    packages = _backend_packages()
+    if scheme not in packages:
+        known = ", ".join(f"{name}://" for name in sorted(packages) if name)
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{DATABASE_URL_ENV} must be a {known} URL")
+    backend: type[Backend] = importlib.import_module(packages[scheme] + ".backend").BACKEND
+    return backend
+
+
+def backend_for(paths: WorkspacePaths, url: str = "", namespace_name: str | None = None) -> Backend:
+    """The workspace's backend for `url` ("": the default)."""
+    return backend_class(url)(paths, url, namespace_name)
 
 
 def open_backend(paths: WorkspacePaths) -> Backend:
     """The workspace's backend, as the process environment chooses it."""
-    return Backend(paths, team_database_url())
+    return backend_for(paths, team_database_url())
 
 
 def adopt_stores(paths: WorkspacePaths) -> tuple[list[str], int | None]:

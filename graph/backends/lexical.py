@@ -1,4 +1,4 @@
-"""What the retriever needs of its lexical lane: the in-memory BM25 index (graph.search.lexical),
+"""What the retriever needs of its lexical lane: the in-memory BM25 index (graph.core.lexical),
 rebuilt from every memory at start, by default; Postgres full-text over the namespace's memories
 (graph.backends.team.lexical), kept by the database, on the team backend. Opened by
 graph.backends.backend.Backend.lexical."""

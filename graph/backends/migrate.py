@@ -76,7 +76,8 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
             memories = list(source.iter_memories())
         finally:
             source.close()
-        from graph.backends.team.memory_store import PostgresMemoryStore, describe_url
+        from graph.backends.team.memory_store import PostgresMemoryStore
+        from graph.backends.team.schema import describe_url
 
         target = PostgresMemoryStore(url, namespace, owner=True)  # refused while a server holds the namespace
         try:
@@ -109,10 +110,14 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
 def migrate_workspace(workspace: str, url: str, namespace: str | None) -> dict[str, Any]:
     """`flowbaby migrate`'s engine call: the report as JSON-ready data."""
     from graph.backends.backend import namespace_for
+    from graph.core.namespaces import namespace_problem
     from graph.core.workspace import resolve_workspace
-    from graph.remote.settings import check_namespace
 
     if not url.startswith(("postgresql://", "postgres://")):
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, "--to takes a postgresql:// URL")
     paths = resolve_workspace(workspace)
-    return copy_to_namespace(paths, url, check_namespace(namespace or namespace_for(paths))).to_dict()
+    namespace = namespace or namespace_for(paths)
+    problem = namespace_problem(namespace)
+    if problem:
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"The namespace {problem}")
+    return copy_to_namespace(paths, url, namespace).to_dict()

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from graph.backends.embedded.session_store import Imported
-from graph.sessions.chunking import TurnChunk
+from graph.core.session_chunk import TurnChunk
 
 
 class SessionChunkStore(Protocol):

@@ -7,7 +7,16 @@ from __future__ import annotations
 from typing import Protocol
 
 from graph.core.memories import Memory
-from graph.search.memory_chunks import Chunk
+from graph.core.memory_chunks import Chunk
+
+
+class Embedding(Protocol):
+    """What a chunk index needs of the embedder (graph.search.embedder.Embedder): the vector size,
+    read when the index opens (a model that cannot load fails there), and normalised vectors."""
+
+    @property
+    def dimensions(self) -> int: ...
+    def encode(self, texts: list[str]) -> list[list[float]]: ...
 
 
 class MemoryVectors(Protocol):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from graph.capture.distil import MAX_DECISIONS, MAX_ITEMS, Distilled, distil
 from graph.core.contract import SummaryFields
+from graph.core.environment import Environment, export
 from graph.core.llm_routes import llm_environment
 from graph.core.redaction import clean
 from graph.core.settings import LLMSettings
@@ -59,8 +59,7 @@ class LLMDistillError(Exception):
 
 def llm_capture_enabled(llm: LLMSettings) -> bool:
     """An LLM is configured and FLOWBABY_CAPTURE_LLM is not 0."""
-    off = os.environ.get(CAPTURE_LLM_ENV, "1").strip().lower() in ("0", "false", "off", "no")
-    return not llm.offline and not off
+    return not llm.offline and Environment.read().flag(CAPTURE_LLM_ENV)
 
 
 def transcript(messages: Sequence[Message], edited: Sequence[str]) -> str:
@@ -99,7 +98,7 @@ def parse_summary(reply: str) -> SummaryFields:
 def complete(llm: LLMSettings, system: str, user: str, timeout_sec: float) -> str:
     """One chat completion through litellm with the workspace's LLM settings (as the worker maps
     them for cognee), no retries: a failure falls back to the offline distillation at once."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download at import
+    export({"LITELLM_LOCAL_MODEL_COST_MAP": "True"}, keep_set=True)  # no cost-map download at import
     import litellm
 
     env = llm_environment(llm, timeout_sec)

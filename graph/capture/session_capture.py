@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from graph.capture.chatter import covered, is_chatter, own_stores
 from graph.capture.distil import MAX_DECISIONS, MAX_REFERENCES, Distilled, distil, normal
 from graph.core.contract import CaptureRequest, MemoryStatus, utc_now
+from graph.core.environment import Environment
 from graph.core.files import write_atomic
 from graph.core.memories import Memory
 from graph.sessions.model import Message, SessionInfo, SourceError, within
@@ -37,7 +37,7 @@ CAPTURE_ENV = "FLOWBABY_CAPTURE"
 
 
 def capture_enabled() -> bool:
-    return os.environ.get(CAPTURE_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+    return Environment.read().flag(CAPTURE_ENV)
 
 
 def topic_id_for(source: str, session_id: str) -> str:

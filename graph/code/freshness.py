@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from graph.core.contract import CommitInfo, Freshness, ReferenceFreshness, parse_timestamp
+from graph.core.environment import Environment
 
 log = logging.getLogger("flowbaby.freshness")
 
@@ -166,7 +167,7 @@ def read_head(repo: Repo) -> str | None:
 
 
 def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env = Environment.read().without("GIT_")
     env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", LC_ALL="C", GIT_PAGER="cat", PAGER="cat")
     return env
 

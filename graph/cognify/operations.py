@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -28,6 +27,7 @@ from typing import Any, Protocol
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.worker_client import WorkerFailure
 from graph.core.contract import DATABASE_FAULTS, BackgroundErrorCode, ErrorCode, FlowbabyError, OperationStatus
+from graph.core.environment import Environment
 
 log = logging.getLogger("flowbaby.operations")
 
@@ -52,8 +52,9 @@ def lease_timing() -> tuple[float, float]:
     """(lease, renewal period) in seconds from FLOWBABY_LEASE_SEC (default 30) and
     FLOWBABY_LEASE_RENEW_SEC (default a third of the lease); the renewal must come well within the lease."""
     try:
-        lease = float(os.environ.get(LEASE_SEC_ENV) or LEASE_SEC)
-        renew = float(os.environ.get(RENEW_SEC_ENV) or lease / 3)
+        environment = Environment.read()
+        lease = environment.seconds(LEASE_SEC_ENV, LEASE_SEC)
+        renew = environment.seconds(RENEW_SEC_ENV, lease / 3)
     except ValueError:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{LEASE_SEC_ENV} and {RENEW_SEC_ENV} are seconds") from None
     if not 0 < renew <= lease / 2:

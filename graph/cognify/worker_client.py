@@ -16,6 +16,7 @@ from typing import Any
 
 from graph.core.child_python import child_env, module_command
 from graph.core.contract import BackgroundErrorCode
+from graph.core.environment import child_base
 from graph.core.workspace import open_no_follow
 
 log = logging.getLogger("flowbaby.worker")
@@ -57,7 +58,7 @@ class WorkerClient:
         if self._log_file.exists() and self._log_file.stat().st_size > 5 * 1024 * 1024:
             os.replace(self._log_file, self._log_file.with_suffix(".log.1"))  # rotate at each start
         log_handle = open(self._log_file, "ab", opener=open_no_follow)  # noqa: SIM115 (the child keeps it as stderr)
-        env = child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
+        env = child_env(dict(child_base(), PYTHONUNBUFFERED="1"))
         self._proc = await asyncio.create_subprocess_exec(
             *module_command(
                 "graph.cognify.worker", "--workspace", str(self._workspace), "--idle-sec", str(self._idle_sec)
@@ -102,7 +103,7 @@ class WorkerClient:
         return metrics
 
     async def _scrub(self, timeout_sec: float) -> dict[str, Any]:
-        env = child_env(dict(os.environ, PYTHONUNBUFFERED="1"))
+        env = child_env(dict(child_base(), PYTHONUNBUFFERED="1"))
         with open(self._log_file, "ab", opener=open_no_follow) as log_handle:
             proc = await asyncio.create_subprocess_exec(
                 *module_command("graph.cognify.worker.graph_scrub", "--workspace", str(self._workspace)),

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from graph.core.environment import child_base
+
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the graph, api and bridge packages: the project (editable or a checkout)
 or site-packages (an installed wheel)."""
@@ -27,7 +29,7 @@ def module_command(module: str, *args: str) -> list[str]:
 def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """`base` (default: this process's environment) with PYTHONPATH reduced to absolute
     entries after SOURCE_ROOT: an empty or relative entry names the working folder."""
-    env = dict(os.environ if base is None else base)
+    env = dict(child_base() if base is None else base)
     entries = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(e)]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(SOURCE_ROOT), *entries]))
     return env

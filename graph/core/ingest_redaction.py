@@ -8,12 +8,12 @@ whose owner wants raw text sets FLOWBABY_REDACT=0.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TypeVar
 
 from graph.core.contract import TEXT_LIST_FIELDS, ErrorCode, FlowbabyError, SummaryFields
+from graph.core.environment import Environment
 from graph.core.redaction import MARK, redact
 
 Fields = TypeVar("Fields", bound=SummaryFields)
@@ -23,8 +23,7 @@ URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)(?!" + re.
 
 
 def user_patterns_file() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "flowbaby" / "redact_patterns"
+    return Environment.read().config_home / "flowbaby" / "redact_patterns"
 
 
 def load_user_patterns(path: Path | None = None) -> list[re.Pattern[str]]:

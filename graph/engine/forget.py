@@ -21,7 +21,8 @@ from graph.core.contract import (
 from graph.core.memories import Memory
 from graph.engine.lifecycle import INIT_TIMEOUT_SEC, Lifecycle
 from graph.engine.state import log
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.catalog import Catalog
+from graph.search.retrieval import Retriever
 
 FORGET_WAIT_SEC = 45.0
 """How long forgetMemory's reply waits for the graph step (a build in progress ends first)."""

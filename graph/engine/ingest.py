@@ -22,8 +22,8 @@ from graph.core.contract import (
     validate_request,
 )
 from graph.core.memories import BacklogFull, Memory, new_operation_id
+from graph.core.memory_chunks import memory_chunks
 from graph.engine.state import EngineState
-from graph.search.memory_chunks import memory_chunks
 
 
 class Ingest(EngineState):

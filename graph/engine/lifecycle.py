@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from graph.backends.vectors import MemoryVectors
 from graph.code.branches import Ancestry
 from graph.core.contract import DATABASE_FAULTS, FlowbabyError
+from graph.core.lexical import LexicalIndex
 from graph.engine.protocol import OperationListener
 from graph.engine.state import WARM_RETRY_FIRST_SEC, WARM_RETRY_MAX_SEC, EngineState, log
 from graph.search import snapshot
-from graph.search.lexical import LexicalIndex
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.catalog import Catalog
+from graph.search.retrieval import Retriever
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graph.backends.backend import adopt_stores
+from graph.backends.backend import adopt_stores, backend_class
 from graph.core.api_tokens import TokenStore
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.core.settings import load_settings
@@ -115,7 +115,5 @@ def agent_forget_enabled(paths: object) -> bool:
 
 
 def open_token_store(url: str) -> TokenStore:
-    """The team database's per-user tokens (schema flowbaby_admin, migrated on open)."""
-    from graph.backends.team.admin import PostgresTokenStore
-
-    return PostgresTokenStore(url)
+    """The per-user tokens of the shared database at `url` (the team's: schema flowbaby_admin)."""
+    return backend_class(url).token_store(url)

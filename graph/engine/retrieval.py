@@ -26,7 +26,8 @@ from graph.core.contract import (
 )
 from graph.engine.lifecycle import INIT_TIMEOUT_SEC, Lifecycle
 from graph.engine.state import WARM_RETRY_FIRST_SEC, log
-from graph.search.retrieval import WEAK_CANDIDATES, Retrieved, Retriever, render_markdown
+from graph.search.markdown import render_markdown
+from graph.search.retrieval import WEAK_CANDIDATES, Retrieved, Retriever
 from graph.sessions.entries import merge
 
 FRESHNESS_WAIT_SEC = 10.0

@@ -14,7 +14,6 @@ from typing import Any
 
 from graph import __version__
 from graph.backends.backend import Backend
-from graph.backends.team.change_feed import RemoteChanges
 from graph.core.contract import ErrorCode, FlowbabyError, HealthResponse, HookProblems
 from graph.core.hook_problems import hook_problems
 from graph.core.logs import configure_logging
@@ -90,7 +89,8 @@ class FlowbabyService(Hooks, Memories, Forget, Inspection, Sessions):
         service._warm_task = asyncio.create_task(service._warm_up_through_outages(), name="flowbaby-warm")
         if build_graph:
             service.start_graph_work()
-        changes = RemoteChanges(
+        service._namespace_listener = await asyncio.to_thread(
+            service.backend.follow_changes,
             asyncio.get_running_loop(),
             service.store,
             lambda: service._retriever,
@@ -98,7 +98,6 @@ class FlowbabyService(Hooks, Memories, Forget, Inspection, Sessions):
             service.operations.notify,
             service._forgotten_elsewhere,
         )
-        service._namespace_listener = await asyncio.to_thread(service.backend.watch, changes.handle)
         try:
             await service._endpoint.start()
         except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before

@@ -133,7 +133,7 @@ class EngineState:
     def _cognee_empty(self) -> bool:
         """cognee never built here: it creates its databases (and then its data files) at the first
         build. A team namespace's cognee data lives in Postgres, shared by its servers: never assumed empty."""
-        if self.backend.team or (self.paths.cognee_system / "databases").exists():
+        if self.backend.shared or (self.paths.cognee_system / "databases").exists():
             return False
         return not self.paths.cognee_data.is_dir() or not any(self.paths.cognee_data.iterdir())
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.core.child_python import child_env, module_command
+from graph.core.environment import Environment
 from graph.core.files import write_atomic
 from graph.core.workspace_root import WorkspacePaths
 
@@ -53,7 +54,7 @@ def record_file(paths: WorkspacePaths) -> Path:
 def idle_exit_sec() -> float:
     """FLOWBABY_IDLE_EXIT_SEC, or the default; 0 never exits for idleness."""
     try:
-        return max(0.0, float(os.environ.get(IDLE_EXIT_ENV, DEFAULT_IDLE_EXIT_SEC)))
+        return max(0.0, float(Environment.read().get(IDLE_EXIT_ENV, str(DEFAULT_IDLE_EXIT_SEC))))
     except ValueError:
         return DEFAULT_IDLE_EXIT_SEC
 

@@ -27,6 +27,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
+from graph.core.environment import Environment
 from graph.core.workspace import WorkspacePaths
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -73,7 +74,7 @@ def socket_path(paths: WorkspacePaths) -> Path:
     preferred = paths.data / "owner.sock"
     if len(str(preferred)) <= SOCKET_PATH_MAX:
         return preferred
-    runtime = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()) / f"flowbaby-{os.getuid()}"
+    runtime = Path(Environment.read().runtime_dir or tempfile.gettempdir()) / f"flowbaby-{os.getuid()}"
     runtime.mkdir(mode=0o700, exist_ok=True)
     if not _private_folder(runtime):
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{runtime} is not a private folder of this user")

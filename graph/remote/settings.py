@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from graph.backends.backend import namespace_for
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 from graph.core.net import is_loopback
 from graph.core.seal import read_private_file, read_sealed_file, seal_path, write_sealed_file
 from graph.core.workspace import WorkspacePaths
@@ -92,16 +93,17 @@ def _token_from_file(path: str) -> str:
 
 def server_settings(paths: WorkspacePaths) -> ServerSettings | None:
     """The workspace's team server, or None to serve it locally. The environment wins over server.json."""
-    url = os.environ.get(SERVER_URL_ENV, "").strip()
+    environment = Environment.read()
+    url = environment.get(SERVER_URL_ENV).strip()
     if url:
-        token_file = os.environ.get(SERVER_TOKEN_FILE_ENV, "").strip()
-        token = _token_from_file(token_file) if token_file else os.environ.get(SERVER_TOKEN_ENV, "").strip()
+        token_file = environment.get(SERVER_TOKEN_FILE_ENV).strip()
+        token = _token_from_file(token_file) if token_file else environment.get(SERVER_TOKEN_ENV).strip()
         if not token:
             raise FlowbabyError(
                 ErrorCode.FLOWBABY_ERROR,
                 f"{SERVER_URL_ENV} is set but neither {SERVER_TOKEN_FILE_ENV} nor {SERVER_TOKEN_ENV} gives a token",
             )
-        namespace = os.environ.get(SERVER_NAMESPACE_ENV, "").strip() or namespace_for(paths)
+        namespace = environment.get(SERVER_NAMESPACE_ENV).strip() or namespace_for(paths)
         return ServerSettings(check_url(url), token, check_namespace(namespace), f"{SERVER_URL_ENV} (environment)")
     path = server_file(paths)
     if not os.path.lexists(path):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import os
 import threading
 from functools import cached_property
 from pathlib import Path
@@ -20,34 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from graph.core.sentences import sentences
+from graph.core.environment import export
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+export({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}, keep_set=True)
 
 _LIBC = ctypes.CDLL(None)
 TRIM_AFTER_TOKENS = 2048
 """A batch holding more padded tokens than this frees enough to hand back to the OS."""
-
-MAX_CHUNK_CHARS = 600
-"""MiniLM reads 256 word pieces at most; ~600 characters of English stays under that."""
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a field, with long ones cut at word boundaries so none is truncated."""
-    pieces: list[str] = []
-    for paragraph in text.splitlines():
-        for sentence in sentences(paragraph.strip()):
-            sentence = sentence.strip()
-            while len(sentence) > MAX_CHUNK_CHARS:
-                cut = sentence.rfind(" ", 0, MAX_CHUNK_CHARS)
-                cut = cut if cut > MAX_CHUNK_CHARS // 2 else MAX_CHUNK_CHARS
-                pieces.append(sentence[:cut].strip())
-                sentence = sentence[cut:].strip()
-            if sentence:
-                pieces.append(sentence)
-    return pieces
 
 
 class Embedder:

@@ -14,11 +14,12 @@ import argparse
 import fcntl
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from graph.core.child_python import run_module
+from graph.core.environment import Environment
+from graph.core.environment import export as export_environment
 from graph.core.files import write_atomic
 
 EXPORT_VERSION = "2"
@@ -30,7 +31,7 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = str(Environment.read().cache_home)
     return Path(base) / "flowbaby" / "onnx"
 
 
@@ -141,12 +142,11 @@ def main() -> None:
     )
     parser.add_argument("--out", help="target folder (default: the cache folder for the model's content)")
     args = parser.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    export_environment({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, keep_set=True)
     if args.model is None:
         from graph.core.settings import default_model_path
 
-        args.model = os.environ.get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
+        args.model = Environment.read().get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if args.out:
         export(args.model, Path(args.out))
         return

@@ -15,33 +15,28 @@ import math
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from operator import attrgetter, itemgetter
-from pathlib import Path
 from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from graph.backends.lexical import LexicalSearch
 from graph.code.branches import Ancestry, Checkout
-from graph.code.freshness import FreshnessChecker, describe
+from graph.code.freshness import FreshnessChecker
 from graph.core.contract import (
     NO_FRESHNESS,
     FlowbabyContextRequest,
     Freshness,
     MemoryStatus,
     RetrievalEntry,
-    parse_timestamp,
 )
 from graph.core.memories import Memory
+from graph.core.text import tokenize
 from graph.extract.extractor import query_names
-from graph.search.lexical import LexicalIndex
-from graph.search.links import Hop, NameLinks, is_identifier
-from graph.search.snapshot import load as load_snapshot
+from graph.search.catalog import Catalog
+from graph.search.links import Hop, is_identifier
 from graph.search.supersession import Pair, find_pairs, is_historic
-from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
@@ -191,79 +186,6 @@ def _strip_words(query: str, words: set[str]) -> str:
     text = re.sub(r"\s+([?.,!])", r"\1", " ".join(kept))
     text = re.sub(r"\b(and|both)\s+(?=(and|both)\b)", "", text).strip()
     return text or query
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-class Catalog:
-    """Every stored memory version, in memory, with the lexical index over them (in memory by
-    default; the team backend's is Postgres full-text, which the database keeps)."""
-
-    def __init__(
-        self, memories: Iterable[Memory], lexical: LexicalSearch | None = None, snapshot: Path | None = None
-    ) -> None:
-        """`snapshot`: a catalog snapshot (graph.search.snapshot) to take the in-memory lexical index and
-        name links from, for the memories it covers; the rest are indexed from their text."""
-        self._lock = threading.Lock()
-        self.by_id: dict[str, Memory] = {}
-        self.created: dict[str, datetime] = {}
-        self.created_us: dict[str, int] = {}
-        """`created` as exact microseconds since the epoch: recency's ages at a ranking's hot loop, without
-        datetime arithmetic (int differences over 10**6 are what timedelta.total_seconds computes)."""
-        self._topics: dict[str, list[str]] = defaultdict(list)
-        self.lexical: LexicalSearch = lexical if lexical is not None else LexicalIndex()
-        self.links = NameLinks()
-        self.changes = 0
-        """Counts status changes made after loading (a confirmed supersession), for caches."""
-        self.from_snapshot = 0
-        """How many memories the snapshot covered (their text was not indexed again)."""
-        memories = list(memories)
-        if snapshot is not None and isinstance(self.lexical, LexicalIndex) and not len(self.lexical):
-            unique = len({m.memory_id for m in memories}) == len(memories)  # the store's always are
-            restored = load_snapshot(snapshot, memories) if unique else None
-            if restored is not None:
-                state, names = restored
-                self.lexical.restore(state)
-                self.links.restore(zip(state.ids, names, strict=True))
-                self.from_snapshot = len(state.ids)
-        for memory in memories[: self.from_snapshot]:
-            self._catalogue(memory)
-        for memory in memories[self.from_snapshot :]:
-            self.add(memory)
-
-    def add(self, memory: Memory) -> None:
-        """A new version supersedes the older ones of its topic, as the store already did."""
-        if self._catalogue(memory):
-            text = memory.text()
-            self.lexical.add(memory.memory_id, text)
-            self.links.add(memory.memory_id, text)
-
-    def _catalogue(self, memory: Memory) -> bool:
-        """Everything add does but index the text; False when the memory was already catalogued."""
-        with self._lock:
-            if memory.memory_id in self.by_id:  # already catalogued (a backlog may queue it twice)
-                return False
-            for other in self._topics[memory.topic_id]:
-                # Backlog embedding may add an older version after a newer one.
-                if self.by_id[other].version < memory.version:
-                    self.by_id[other].status = MemoryStatus.SUPERSEDED
-                else:
-                    memory.status = MemoryStatus.SUPERSEDED
-            self.by_id[memory.memory_id] = memory
-            created = self.created[memory.memory_id] = parse_timestamp(memory.created_at)
-            self.created_us[memory.memory_id] = (created - _EPOCH) // _MICROSECOND
-            self._topics[memory.topic_id].append(memory.memory_id)
-        return True
-
-    def __len__(self) -> int:
-        return len(self.by_id)
-
-    def set_status(self, memory_id: str, status: MemoryStatus) -> None:
-        with self._lock:
-            self.by_id[memory_id].status = status
-            self.changes += 1
 
 
 class TextEncoder(Protocol):
@@ -798,7 +720,7 @@ def memory_words(memory: Memory) -> frozenset[str]:
 def word_coverage(
     query: str, memories: list[Memory], words_of: Callable[[Memory], frozenset[str]] = memory_words
 ) -> float:
-    """The largest share of the query's distinct content words (graph.search.text.tokenize: stop words
+    """The largest share of the query's distinct content words (graph.core.text.tokenize: stop words
     out, stemmed) that one of the memories holds; 1.0 for a query with no content word."""
     words = set(tokenize(query))
     if not words:
@@ -840,55 +762,3 @@ def abstain_reason(
             f"word match {covered:.2f} counting the query's words no memory holds)"
         )
     return None
-
-
-def render_markdown(entries: list[RetrievalEntry], abstained: str | None = None) -> str:
-    """The narrative an agent quotes: one section per memory or session turn. An abstained answer
-    says nothing was found (its weak candidates are in the JSON only)."""
-    lines = [f"# Retrieved Memories ({len(entries)} results)"]
-    if abstained and not entries:
-        lines += ["", f"Nothing relevant was found: {abstained}."]
-    for rank, entry in enumerate(entries, 1):
-        turn = entry.sessionTurn
-        if turn is not None:
-            lines += ["", f"## {rank}. {entry.topic}", "", entry.summaryText]
-            lines += [
-                "",
-                f"**Metadata:** session `{turn.sessionId}` ({turn.source}), turn `{turn.turnId}`, "
-                f"created {entry.createdAt}",
-                "",
-                f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})",
-            ]
-            continue
-        lines += ["", f"## {rank}. {entry.topic}", ""]
-        lines.append(f"**Context:** {entry.context}")
-        if entry.decisions:
-            lines += ["", "**Decisions:**"] + [f"- {d}" for d in entry.decisions]
-        meta = [
-            f"topicId `{entry.topicId}`",
-            f"status {entry.status.value}",
-            f"created {entry.createdAt}",
-            f"version {entry.version}",
-        ]
-        if entry.planId:
-            meta.insert(1, f"plan `{entry.planId}`")
-        if entry.via:
-            lines += ["", f"**Via:** {entry.via}"]
-        if entry.possiblySupersededBy:
-            lines += ["", f"**Possibly superseded by:** `{entry.possiblySupersededBy}` (unconfirmed)"]
-        references = describe(entry.freshness)
-        if references:
-            lines += ["", references]
-        if entry.unmerged:
-            made = f"`{entry.branch}`" if entry.branch else "a detached HEAD"
-            lines += [
-                "",
-                f"**Branch:** made on {made} at {(entry.commit or '')[:7]}, not merged into the current branch",
-            ]
-        lines += [
-            "",
-            f"**Metadata:** {', '.join(meta)}",
-            "",
-            f"**Relevance score:** {entry.score:.3f} ({', '.join(entry.lanes)})",
-        ]
-    return "\n".join(lines) + "\n"

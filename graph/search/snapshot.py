@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from graph.core.files import atomic_writer, remove_leftovers
+from graph.core.lexical import LexicalIndex, LexicalState
 from graph.core.memories import Memory
-from graph.search.lexical import LexicalIndex, LexicalState
 from graph.search.links import NameLinks
 
 log = logging.getLogger(__name__)

@@ -4,17 +4,20 @@ most agent LLMs bill in. Its files ship inside litellm, so nothing is downloaded
 from __future__ import annotations
 
 import importlib.util
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from graph.core.environment import export
 
 
 @lru_cache(maxsize=1)
 def _encoding() -> Any:
     spec = importlib.util.find_spec("litellm")
-    if spec and spec.origin and "TIKTOKEN_CACHE_DIR" not in os.environ:
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers")
+    if spec and spec.origin:
+        export(
+            {"TIKTOKEN_CACHE_DIR": str(Path(spec.origin).parent / "litellm_core_utils" / "tokenizers")}, keep_set=True
+        )
     import tiktoken
 
     return tiktoken.get_encoding("cl100k_base")

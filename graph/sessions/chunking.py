@@ -9,10 +9,10 @@ so each chunk is read whole, one topic per vector, and attention (quadratic in l
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from graph.core.redaction import MARK, clean
+from graph.core.session_chunk import TurnChunk
 from graph.sessions.model import Block, Message
 
 CHUNK_CHARS = 480
@@ -43,18 +43,6 @@ def own_tool(name: str) -> str | None:
         if name == tool or name.endswith("_" + tool):
             return tool
     return None
-
-
-@dataclass(frozen=True)
-class TurnChunk:
-    embedding_id: str
-    message_id: str
-    chunk_index: int
-    order: int
-    role: str
-    created_ms: int
-    text: str
-    redacted: bool
 
 
 def short_input(value: Any, tool: str = "") -> str:

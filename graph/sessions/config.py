@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from graph.core.environment import Environment
 from graph.core.trust import workspace_env
 from graph.core.workspace import WorkspacePaths
 from graph.sessions.sources import claude_code, opencode
@@ -37,7 +37,7 @@ class SessionSettings(BaseModel):
 def load_session_settings(workspace: Path) -> SessionSettings:
     env, _ = workspace_env(WorkspacePaths(workspace))
     values = {k: v for k, v in env.items() if v is not None}
-    values.update({k: v for k, v in os.environ.items() if k.startswith("FLOWBABY_SESSIONS_")})
+    values.update({k: v for k, v in Environment.read().settings().items() if k.startswith("FLOWBABY_SESSIONS_")})
 
     def flag(name: str, default: bool) -> bool:
         raw = values.get(name, "").strip().lower()

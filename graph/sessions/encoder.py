@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from graph.core.child_python import run_module
+from graph.core.environment import Environment
 from graph.core.files import write_atomic
 from graph.search.embedder import Embedder
 from graph.search.onnx_export import ensure_exported
@@ -204,7 +205,7 @@ def main() -> None:
     if args.model is None:
         from graph.core.settings import default_model_path
 
-        args.model = os.environ.get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
+        args.model = Environment.read().get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     print(json.dumps(derive(args.model), indent=2))
 
 

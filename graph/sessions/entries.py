@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from graph.core.contract import MemoryStatus, RetrievalEntry, SessionTurnRef
+from graph.core.text import tokenize
 from graph.search.retrieval import (
     GRAPH_EXPANSION_WEIGHT,
     GRAPH_SEED_WEIGHT,
@@ -19,7 +20,6 @@ from graph.search.retrieval import (
     SECOND_CHUNK_WEIGHT,
     VECTOR_WEIGHT,
 )
-from graph.search.text import tokenize
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 from graph.sessions.ranking import TurnHit
 

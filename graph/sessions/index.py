@@ -19,8 +19,9 @@ import numpy as np
 
 from graph.backends.backend import Backend, open_backend
 from graph.backends.sessions import SessionVectorStore
+from graph.core.session_chunk import TurnChunk
 from graph.core.workspace import WorkspacePaths
-from graph.sessions.chunking import TurnChunk, message_chunks
+from graph.sessions.chunking import message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.lexicon import ChunkLexicon
 from graph.sessions.model import SessionInfo, Source, SourceError, iso_ms, within

@@ -1,4 +1,4 @@
-"""The lexical lane of session search: BM25 (graph.search.lexical, the memories' tokenizer and
+"""The lexical lane of session search: BM25 (graph.core.lexical, the memories' tokenizer and
 scores) over every imported chunk of the workspace, in memory, on either backend.
 
 The index follows the bookkeeping: SessionIndex hands it the chunks it just wrote, and before a
@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 from typing import Protocol
 
-from graph.search.lexical import LexicalIndex
+from graph.core.lexical import LexicalIndex
 
 CANDIDATES = 300
 """Chunks the lane hands to fusion when every session is searched (a narrower search filters all hits)."""

@@ -26,9 +26,10 @@ from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.core.graph_projection import build_projection, save_projection
 from graph.core.memories import Memory, new_operation_id
 from graph.core.workspace import resolve_workspace
+from graph.search.catalog import Catalog
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import LANES, Catalog, Retriever
+from graph.search.retrieval import LANES, Retriever
 from tests.bench.latency import _cognee_shaped
 
 DEVSET = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "devmem_pawpoint.json"

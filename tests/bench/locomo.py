@@ -116,7 +116,7 @@ def maxsim_rank(
     """The README's MiniLM baseline: each memory ranked by its best sentence's cosine to the
     question. `questions` encodes the queries when the model has its own query encoder (default:
     `passages`)."""
-    from graph.search.embedder import split_sentences
+    from graph.core.memory_chunks import split_sentences
 
     owners, texts = [], []
     for index, r in enumerate(requests):

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from graph.search.lexical import LexicalIndex
+from graph.core.lexical import LexicalIndex
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex

@@ -51,23 +51,24 @@ def _timed(samples: dict[str, list[float]], owner: object, method: str, label: s
 def steps(
     root: Path, count: int, rounds: int, team: bool = False, loaded: tuple[str, str] | None = None
 ) -> list[dict[str, list[float]]]:
-    from graph.backends.backend import Backend
+    from graph.backends.backend import backend_for
     from graph.core.contract import FlowbabyContextRequest
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
+    from graph.search.catalog import Catalog
     from graph.search.embedder import Embedder
     from graph.search.graph_lane import GraphLane
-    from graph.search.retrieval import Catalog, Retriever
+    from graph.search.retrieval import Retriever
 
     embedder = Embedder(default_model_path())
     embedder.load()
     with contextlib.ExitStack() as cleanup:
         if loaded:
-            backend = Backend(resolve_workspace(root), *loaded)
+            backend = backend_for(resolve_workspace(root), *loaded)
         elif team:
             backend = _team_backend(root, embedder, cleanup)
         else:
-            backend = Backend(resolve_workspace(root))
+            backend = backend_for(resolve_workspace(root))
         store = backend.memory_store(owner=False)
         cleanup.callback(store.close)
         index, _ = backend.vectors(embedder, None)
@@ -100,7 +101,7 @@ def _team_backend(root: Path, embedder: Any, cleanup: contextlib.ExitStack) -> A
     """A throwaway Postgres holding the latency corpus at the workspace's size, as team_scale loads it."""
     import tempfile
 
-    from graph.backends.backend import Backend
+    from graph.backends.backend import backend_for
     from graph.backends.embedded.memory_store import MemoryStore
     from graph.core.workspace import resolve_workspace
     from tests.bench.latency import build_workspace
@@ -119,7 +120,7 @@ def _team_backend(root: Path, embedder: Any, cleanup: contextlib.ExitStack) -> A
     cleanup.callback(server.stop)
     projection = resolve_workspace(scratch / "embedded").projection
     load_namespace(server.url(), "steps", memories, cache, projection)
-    return Backend(resolve_workspace(scratch / "team"), server.url(), "steps")
+    return backend_for(resolve_workspace(scratch / "team"), server.url(), "steps")
 
 
 def _timers(retriever: Retriever) -> dict[str, list[float]]:

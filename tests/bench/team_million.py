@@ -22,9 +22,9 @@ from typing import Any
 
 from graph.core.graph_projection import build_projection
 from graph.core.memories import Memory, memory_uuid
+from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import default_model_path
 from graph.search.embedder import Embedder
-from graph.search.memory_chunks import memory_chunks
 from tests.bench.latency import CORPUS, CachedEmbedder, _cognee_shaped, _rss_mb, corpus
 from tests.bench.team_scale import (
     bridge_env,

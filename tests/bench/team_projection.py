@@ -21,8 +21,9 @@ from typing import Any
 
 import psycopg
 
-from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.projection import PostgresProjection
+from graph.backends.team.schema import schema_name
 from graph.core.graph_projection import dump_projection, load_projection, parse_projection_bytes
 from tests.support.postgres import PostgresServer
 

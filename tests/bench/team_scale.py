@@ -37,15 +37,16 @@ import psycopg
 from psycopg import sql
 
 from bridge.client import BridgeClient, BridgeClosed
-from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.projection import PostgresProjection
+from graph.backends.team.schema import schema_name
 from graph.backends.team.vectors import _literal
 from graph.core.graph_projection import load_projection
 from graph.core.memories import MEMORY_COLUMNS, Memory, memory_values
+from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import default_model_path
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
-from graph.search.memory_chunks import memory_chunks
 from tests.bench.ingest import percentile, synthetic_summary
 from tests.bench.latency import _rss_mb, build_workspace, queries
 from tests.support.postgres import PostgresServer

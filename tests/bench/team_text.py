@@ -27,11 +27,12 @@ from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.lexical import LexicalSearch
 from graph.backends.team.lexical import PgLexicalIndex
 from graph.backends.team.memory_store import PostgresMemoryStore
+from graph.core.lexical import LexicalIndex
 from graph.core.memories import Memory, new_operation_id
 from graph.core.workspace import resolve_workspace
+from graph.search.catalog import Catalog
 from graph.search.graph_lane import GraphLane
-from graph.search.lexical import LexicalIndex
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.retrieval import Retriever
 from tests.bench.devset import load_devset, rank_topics, score, to_memory
 from tests.bench.latency import _cognee_shaped
 from tests.bench.locomo import load_conversations, session_recall

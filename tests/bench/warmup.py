@@ -77,12 +77,12 @@ def phases(root: Path) -> list[dict[str, Any]]:
     from graph.backends.embedded.memory_store import MemoryStore
     from graph.backends.embedded.projection import FileProjection
     from graph.backends.embedded.vectors import open_vector_index
+    from graph.core.lexical import LexicalIndex
     from graph.core.settings import default_model_path
     from graph.core.workspace import resolve_workspace
+    from graph.search.catalog import Catalog
     from graph.search.embedder import Embedder
     from graph.search.graph_lane import GraphLane
-    from graph.search.lexical import LexicalIndex
-    from graph.search.retrieval import Catalog
 
     paths = resolve_workspace(root)
     out: list[dict[str, Any]] = []

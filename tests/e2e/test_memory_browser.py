@@ -226,10 +226,10 @@ def _seed(root: Path, count: int) -> None:
     from graph.backends.embedded.memory_store import open_sealed_store
     from graph.core.contract import MemoryStatus
     from graph.core.memories import insert_memory_sql, memory_uuid, memory_values
+    from graph.core.memory_chunks import memory_chunks
     from graph.core.settings import load_settings
     from graph.core.workspace import WorkspacePaths
     from graph.search.embedder import Embedder
-    from graph.search.memory_chunks import memory_chunks
 
     paths = WorkspacePaths(root)
     paths.data.mkdir(mode=0o700, parents=True)

@@ -168,8 +168,8 @@ def namespace_rows_holding(url: str, schemas: list[str], needle: str) -> list[st
 def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_path: Path) -> None:
     import uuid
 
-    from graph.backends.team.memory_store import schema_name
-    from graph.cognify.worker.cognee_runtime import cognee_schema
+    from graph.backends.team.cognee_databases import cognee_schema
+    from graph.backends.team.schema import schema_name
     from tests.integration.test_team_backend import _env
 
     namespace = f"forget{uuid.uuid4().hex[:8]}"

@@ -15,7 +15,9 @@ import pytest
 from bridge.client import BridgeClient
 from graph.code.freshness import FreshnessChecker, describe
 from graph.core.contract import FlowbabyContextRequest, Freshness
-from graph.search.retrieval import Catalog, Retriever, render_markdown
+from graph.search.catalog import Catalog
+from graph.search.markdown import render_markdown
+from graph.search.retrieval import Retriever
 from tests.conftest import summary
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 

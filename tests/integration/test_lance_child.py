@@ -18,7 +18,7 @@ from graph.backends.embedded.chunk_table import LanceChunkTable
 from graph.backends.embedded.lance_child import ChildChunkTable, TableUnreadable
 from graph.backends.embedded.session_table import ChildSessionTable, SessionTable
 from graph.backends.embedded.vectors import open_vector_index
-from graph.search.memory_chunks import Chunk
+from graph.core.memory_chunks import Chunk
 from tests.conftest import summary
 from tests.support.fakes import HashEmbedder
 from tests.support.session_fixtures import canary_session

@@ -21,8 +21,9 @@ import psycopg
 import pytest
 
 from bridge.client import PROJECT_ROOT
-from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.pool import POOL_MAX_ENV, POOL_TIMEOUT_ENV, RETRY_AFTER_UNAVAILABLE_SEC
+from graph.backends.team.schema import schema_name
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.memories import new_operation_id
 from tests.conftest import summary

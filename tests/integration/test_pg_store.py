@@ -16,8 +16,9 @@ import uuid
 import psycopg
 import pytest
 
-from graph.backends.team.memory_store import MIGRATIONS, PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.pool import CHECK_IDLE_SEC
+from graph.backends.team.schema import MIGRATIONS, schema_name
 from graph.core.contract import FlowbabyError, MemoryStatus
 from graph.core.memories import BacklogFull, memory_uuid, new_operation_id
 from tests.support.fakes import memory

@@ -161,7 +161,7 @@ def test_session_search_never_indexes_private_spans(spawn, workspace: Path, tmp_
 
 @pytest.mark.postgres
 def test_team_session_search_never_indexes_private_spans(spawn, postgres: PostgresServer, tmp_path: Path) -> None:
-    from graph.backends.team.memory_store import schema_name
+    from graph.backends.team.schema import schema_name
     from tests.integration.test_team_backend import _env
 
     namespace = f"priv{uuid.uuid4().hex[:8]}"

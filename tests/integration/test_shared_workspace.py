@@ -18,7 +18,8 @@ import pytest
 from bridge.client import PROJECT_ROOT, BridgeClient
 from graph.code.branches import Ancestry, checkout
 from graph.core.contract import FlowbabyContextRequest
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.catalog import Catalog
+from graph.search.retrieval import Retriever
 from tests.conftest import summary
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector
 from tests.support.fakes import memory as fake_memory

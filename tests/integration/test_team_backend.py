@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 
-from graph.backends.team.memory_store import schema_name
+from graph.backends.team.schema import schema_name
 from tests.conftest import summary
 from tests.support.commands import run_bridge_to_exit
 from tests.support.postgres import PostgresServer, free_port

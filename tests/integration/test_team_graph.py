@@ -13,8 +13,8 @@ from pathlib import Path
 import psycopg
 
 from bridge.client import BridgeClient
-from graph.backends.team.memory_store import schema_name
-from graph.cognify.worker.cognee_runtime import cognee_schema
+from graph.backends.team.cognee_databases import cognee_schema
+from graph.backends.team.schema import schema_name
 from tests.conftest import summary
 from tests.integration.test_team_backend import _env
 from tests.support.fake_openai import FakeOpenAI

@@ -17,7 +17,7 @@ import httpx
 import psycopg
 import pytest
 
-from graph.backends.team.memory_store import schema_name
+from graph.backends.team.schema import schema_name
 from tests.conftest import summary
 from tests.integration.test_http_api import Server
 from tests.support.fake_openai import FakeOpenAI

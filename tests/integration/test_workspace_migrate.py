@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from graph.backends.team.memory_store import schema_name
+from graph.backends.team.schema import schema_name
 from tests.conftest import summary
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
 from tests.support.postgres import PostgresServer

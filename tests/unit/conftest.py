@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.backends.backend import Backend
+from graph.backends.backend import Backend, backend_for
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.workspace import WorkspacePaths
 
@@ -32,7 +32,7 @@ def make_backend(backend: str, request: pytest.FixtureRequest) -> Callable[[Work
     Postgres server in a namespace of this test's own (the same for every folder of the test)."""
     url = request.getfixturevalue("postgres").url() if backend == "postgres" else ""
     namespace = f"t{uuid.uuid4().hex[:12]}" if url else None
-    return lambda paths: Backend(paths, url, namespace)
+    return lambda paths: backend_for(paths, url, namespace)
 
 
 @pytest.fixture

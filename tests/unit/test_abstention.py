@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from graph.core.contract import FlowbabyContextRequest
 from graph.search import retrieval as r
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.catalog import Catalog
+from graph.search.retrieval import Retriever
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
 QUERY = "invoice export"

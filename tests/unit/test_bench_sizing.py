@@ -15,7 +15,7 @@ from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.projection import PostgresProjection
 from graph.core.graph_projection import build_projection, save_projection
 from graph.core.memories import new_operation_id
-from graph.search.memory_chunks import memory_chunks
+from graph.core.memory_chunks import memory_chunks
 from tests.bench.latency import _cognee_shaped, corpus
 from tests.bench.team_scale import TEAM_MEMORIES, load_namespace, power_fit, relation_sizes, sizing
 from tests.support.postgres import PostgresServer

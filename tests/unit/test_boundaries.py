@@ -28,6 +28,7 @@ FRONT_MAY_IMPORT = {
     # the hooks' problems, the workspace's service record, the graph export formats.
     "graph.core.workspace_root",
     "graph.core.hook_problems",
+    "graph.core.environment",
     "graph.owner.service_record",
     "graph.inspection.names",
 }
@@ -178,6 +179,8 @@ def _reads_database_url(module: str) -> bool:
             func = ast.unparse(node.func)
             if func in ("os.environ.get", "os.getenv", "environ.get", "getenv", "os.environ.pop"):
                 return True
+            if func in ("Environment.read().get", "environment.get"):  # graph.core.environment's snapshot
+                return True
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and names_it(node.slice):
             return True
     return False
@@ -191,10 +194,6 @@ def test_only_open_backend_reads_the_database_url() -> None:
 
 BACKEND_IMPLEMENTATIONS = ("graph.backends.embedded", "graph.backends.team")
 REACHES_INTO_A_BACKEND = {
-    # applies other servers' changes (the team's change feed) to this server's indexes, and opens
-    # the team database's token store for `flowbaby tokens`
-    "graph.engine.service": {"graph.backends.team.change_feed"},
-    "graph.engine.opening": {"graph.backends.team.admin"},
     # the notebook's read-only look at a local workspace's store, which no backend object opens
     "graph.inspection.workspace_graph": {"graph.backends.embedded.memory_store"},
 }
@@ -215,3 +214,16 @@ def test_only_graph_backends_imports_a_backends_implementation() -> None:
         if reached:
             found[module] = reached
     assert found == REACHES_INTO_A_BACKEND
+
+
+@pytest.mark.parametrize("module", sorted(m for m in project_modules() if _within(m, "graph.backends")))
+def test_backends_import_only_graph_core(module: str) -> None:
+    """A backend is the engine's floor: it may use the core (contract, memory model, chunks, BM25)
+    and the other backend modules, never the engine above it (search, sessions, service...), so a
+    backend can be written, and replaced, without knowing the engine."""
+    above = sorted(
+        name
+        for name in imports_of(module)
+        if _within(name, "graph") and not _within(name, "graph.core") and not _within(name, "graph.backends")
+    )
+    assert not above, f"{module} imports {above}; graph.backends may import only graph.core"

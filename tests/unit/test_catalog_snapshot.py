@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph.core.lexical import LexicalIndex
 from graph.core.memories import Memory
 from graph.search import snapshot
-from graph.search.lexical import LexicalIndex
-from graph.search.retrieval import Catalog
+from graph.search.catalog import Catalog
 from tests.support.fakes import memory
 
 QUERIES = ["redis cache eviction", "PAW-1432 rollout", "pricing v1 table", "pp-scans-prod bucket", "vite build"]

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from sqlalchemy.engine import make_url
 
-from graph.cognify.worker.cognee_runtime import cognee_schema, postgres_environment
+from graph.backends.team.cognee_databases import cognee_schema, postgres_environment
 
 
 def test_a_password_with_url_characters_reaches_every_adapter() -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from flowbaby.memories_command import ImportRefused, export_to, import_from, read_export
 from graph.backends.backend import Backend
+from graph.backends.embedded.backend import EmbeddedBackend
 from graph.cognify.operations import OperationManager
 from graph.core.contract import export_json_schema
 from graph.core.settings import LLMSettings, Settings
@@ -37,8 +38,8 @@ def make_service(
     make_backend: Callable[[WorkspacePaths], Backend], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Callable[[str], FlowbabyService]]:
     """A new workspace's service; on Postgres each folder is its own namespace (its name)."""
-    in_process = Backend.vectors
-    monkeypatch.setattr(Backend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
+    in_process = EmbeddedBackend.vectors
+    monkeypatch.setattr(EmbeddedBackend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
     made: list[FlowbabyService] = []
 
     def make(name: str) -> FlowbabyService:

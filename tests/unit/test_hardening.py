@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graph.backends.backend import Backend
 from graph.backends.embedded.audit_log import AuditLog
+from graph.backends.embedded.backend import EmbeddedBackend
 from graph.backends.embedded.compact_vectors import compact_path
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.projection import FileProjection
@@ -29,13 +29,14 @@ from graph.cognify.operations import OperationManager
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, RetrievalError, validate_request
 from graph.core.graph_projection import load_projection, save_projection
 from graph.core.memories import Memory, new_operation_id
+from graph.core.memory_chunks import memory_chunks
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
 from graph.engine.service import FlowbabyService
 from graph.inspection.workspace_graph import WorkspaceGraph
+from graph.search.catalog import Catalog
 from graph.search.graph_lane import GraphLane
-from graph.search.memory_chunks import memory_chunks
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.retrieval import Retriever
 from tests.conftest import summary
 from tests.support.fakes import FakeWorker, memory
 
@@ -69,8 +70,8 @@ class HashEmbedder:
 def service(paths: WorkspacePaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FlowbabyService]:
     """A service that was never opened: no worker, no model (the test sets up what it needs), and
     LanceDB in this process (its child process is tested in tests/integration/test_lance_child.py)."""
-    in_process = Backend.vectors
-    monkeypatch.setattr(Backend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
+    in_process = EmbeddedBackend.vectors
+    monkeypatch.setattr(EmbeddedBackend, "vectors", lambda backend, e, idle_sec: in_process(backend, e, None))
     settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
     service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
     service.embedder = HashEmbedder()  # type: ignore[assignment]
@@ -128,7 +129,7 @@ def _ingest_model() -> Any:
 
 
 def test_tiny_items_are_merged_and_chunks_are_capped() -> None:
-    from graph.search.memory_chunks import MAX_CHUNKS_PER_MEMORY
+    from graph.core.memory_chunks import MAX_CHUNKS_PER_MEMORY
 
     tiny = memory("m1", decisions=[chr(97 + i % 26) for i in range(499)])
     chunks = memory_chunks(tiny)

@@ -11,10 +11,11 @@ import pytest
 
 from graph.backends.team import lexical as team_lexical
 from graph.backends.team.lexical import PgLexicalIndex
-from graph.backends.team.memory_store import FOLD_EVERY, PostgresMemoryStore
+from graph.backends.team.memory_store import PostgresMemoryStore
+from graph.backends.team.schema import FOLD_EVERY
+from graph.core.lexical import LexicalIndex
 from graph.core.memories import new_operation_id
-from graph.search.lexical import LexicalIndex
-from graph.search.text import light_stem, tokenize
+from graph.core.text import light_stem, tokenize
 from tests.support.fakes import memory
 from tests.support.postgres import PostgresServer
 

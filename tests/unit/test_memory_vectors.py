@@ -16,7 +16,7 @@ import pytest
 from graph.backends.embedded.vectors import VectorIndex
 from graph.backends.team.vectors import PgVectorIndex
 from graph.backends.vectors import MemoryVectors
-from graph.search.memory_chunks import Chunk
+from graph.core.memory_chunks import Chunk
 from tests.support.fakes import HashEmbedder, memory
 from tests.support.postgres import PostgresServer
 

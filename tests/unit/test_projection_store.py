@@ -18,8 +18,9 @@ from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.projection import ProjectionSource, load_graph
 from graph.backends.team import projection as team_projection
-from graph.backends.team.memory_store import PostgresMemoryStore, schema_name
+from graph.backends.team.memory_store import PostgresMemoryStore
 from graph.backends.team.projection import PostgresProjection
+from graph.backends.team.schema import schema_name
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.graph_projection import LaneRecords, projection_data
 from graph.core.workspace import WorkspacePaths, resolve_workspace

@@ -12,8 +12,10 @@ import pytest
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.core.memories import Memory
 from graph.search import retrieval as r
+from graph.search.catalog import Catalog
 from graph.search.links import Hop
-from graph.search.retrieval import Catalog, Retriever, Scored, summary_text
+from graph.search.markdown import render_markdown
+from graph.search.retrieval import Retriever, Scored, summary_text
 from graph.search.token_budget import count_tokens
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
 
@@ -245,7 +247,7 @@ def test_via_names_the_seed_topic_and_the_shared_name_in_entries_and_markdown() 
     by_topic = {e.topicId: e for e in entries}
     assert by_topic["nightly-export"].via is None
     assert by_topic["spot-pools"].via == "reached from `nightly-export` through `e_link`"
-    assert "**Via:** reached from `nightly-export` through `e_link`" in r.render_markdown(entries)
+    assert "**Via:** reached from `nightly-export` through `e_link`" in render_markdown(entries)
 
 
 def test_without_the_vector_lane_the_graph_alone_brings_the_second_hop() -> None:

@@ -17,7 +17,9 @@ from graph.backends.backend import Backend
 from graph.core.contract import NO_FRESHNESS, ContractFailure, FlowbabyContextRequest
 from graph.core.memories import Memory
 from graph.core.workspace import WorkspacePaths
-from graph.search.retrieval import Catalog, Retriever, Scored, render_markdown
+from graph.search.catalog import Catalog
+from graph.search.markdown import render_markdown
+from graph.search.retrieval import Retriever, Scored
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.entries import merge, session_entry
 from graph.sessions.index import SessionIndex, sources_from

@@ -180,7 +180,7 @@ def lose_vectors(home: dict[str, Path], backend: str, where: str) -> None:
         return
     import psycopg
 
-    from graph.backends.team.memory_store import schema_name
+    from graph.backends.team.schema import schema_name
 
     team = home["backend"]
     with psycopg.connect(team.url, autocommit=True) as conn:

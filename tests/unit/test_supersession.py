@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from graph.core.contract import FlowbabyContextRequest, MemoryStatus
 from graph.core.graph_projection import STRUCTURAL_TYPES, LaneRecords
+from graph.search.catalog import Catalog
 from graph.search.graph_lane import GraphLane
-from graph.search.retrieval import Catalog, Retriever
+from graph.search.retrieval import Retriever
 from graph.search.supersession import NamesDict, find_pairs, is_historic
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, FixedLaneRecords, chunk_vector, memory
 

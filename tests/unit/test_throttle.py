@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from graph.backends.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 from graph.core.contract import RetrievalError, RetrievalErrorCode
-from graph.search.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 
 WAIT = 5.0
 """Seconds before a test that would hang (a queue that never refuses) fails instead."""

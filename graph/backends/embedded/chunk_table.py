@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from graph.search.memory_chunks import Chunk
+from graph.core.memory_chunks import Chunk
 
 TABLE = "memory_chunks"
 FIELDS = ("memory_id", "topic_id", "field", "chunk_index", "text")

@@ -39,8 +39,8 @@ import numpy as np
 
 from graph.backends.embedded.chunk_table import FIELDS, LanceChunkTable
 from graph.core.child_python import child_env, module_command
+from graph.core.memory_chunks import Chunk
 from graph.core.stdio import die_with_parent, take_stdout
-from graph.search.memory_chunks import Chunk
 
 log = logging.getLogger("flowbaby.vectors")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.backends.embedded.sealed_db import check_sealed_db, new_sealed_db
-from graph.sessions.chunking import TurnChunk
+from graph.core.session_chunk import TurnChunk
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

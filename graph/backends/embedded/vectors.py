@@ -1,4 +1,4 @@
-"""Per-sentence MiniLM vectors of every memory version (graph.search.memory_chunks), durable in the
+"""Per-sentence MiniLM vectors of every memory version (graph.core.memory_chunks), durable in the
 workspace's LanceDB and searched in memory: the embedded backend's counterpart of
 graph.backends.team.vectors.
 """
@@ -30,9 +30,9 @@ from graph.backends.embedded.compact_vectors import (
     compact_path,
 )
 from graph.backends.embedded.lance_child import ChildChunkTable, LanceChildError
+from graph.backends.vectors import Embedding
 from graph.core.memories import Memory
-from graph.search.embedder import Embedder
-from graph.search.memory_chunks import Chunk, memory_chunks
+from graph.core.memory_chunks import Chunk, memory_chunks
 
 log = logging.getLogger("flowbaby.vectors")
 
@@ -93,7 +93,7 @@ class VectorIndex:
     shortlist that is re-ranked exactly from the mapped float32 file. Chunk texts stay on disk until asked for.
     """
 
-    def __init__(self, path: Path, embedder: Embedder, table: ChunkTable | None = None) -> None:
+    def __init__(self, path: Path, embedder: Embedding, table: ChunkTable | None = None) -> None:
         """`table`: the table at `path` (LanceDB in this process unless given, e.g. a ChildChunkTable)."""
         self.dimensions = dimensions = embedder.dimensions
         self._embedder = embedder
@@ -381,7 +381,9 @@ def _grown(buffer: np.ndarray, size: int, count: int) -> np.ndarray:
     return grown
 
 
-def open_vector_index(path: Path, embedder: Embedder, idle_sec: float | None = None) -> tuple[VectorIndex, Path | None]:
+def open_vector_index(
+    path: Path, embedder: Embedding, idle_sec: float | None = None
+) -> tuple[VectorIndex, Path | None]:
     """The index, or, if its folder cannot be read (a truncated file, another model's vector
     size), a new empty one after moving the folder aside: the vectors are derived from SQLite,
     so the caller re-embeds every memory. Returns the index and where the old folder went.

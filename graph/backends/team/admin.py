@@ -1,6 +1,6 @@
 """The team server's own schema, `flowbaby_admin`: per-user API tokens (graph.core.api_tokens).
 
-Its migrations are versioned SQL like a namespace's (graph.backends.team.memory_store), recorded in
+Its migrations are versioned SQL like a namespace's (graph.backends.team.schema), recorded in
 `flowbaby_admin.admin_migrations` and applied under the same database-wide advisory lock, so
 servers and `flowbaby tokens` starting together migrate once. `admin` is a reserved namespace
 name, so no namespace's schema can be this one.
@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from graph.backends.team.memory_store import MIGRATION_LOCK, connect
+from graph.backends.team.schema import MIGRATION_LOCK, connect
 from graph.core.api_tokens import TokenRecord
 
 SCHEMA = "flowbaby_admin"

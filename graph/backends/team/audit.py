@@ -18,7 +18,7 @@ from typing import Any, Unpack
 import psycopg
 from psycopg import sql
 
-from graph.backends.team.memory_store import connect, schema_name
+from graph.backends.team.schema import connect, schema_name
 from graph.core.audit import FORGOTTEN, STAGING_COMMANDS, WARN_EVERY_SEC, AuditFields, ForgottenKey, audit_entry
 
 log = logging.getLogger("flowbaby.audit")

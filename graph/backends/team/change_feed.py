@@ -14,11 +14,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from graph.backends.backend import Searching
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.backends.vectors import MemoryVectors
 from graph.core.contract import MemoryStatus
-from graph.search.memory_chunks import memory_chunks
-from graph.search.retrieval import Retriever
+from graph.core.memory_chunks import memory_chunks
 
 log = logging.getLogger("flowbaby.remote_changes")
 
@@ -28,7 +28,7 @@ class RemoteChanges:
         self,
         loop: asyncio.AbstractEventLoop,
         store: MemoryStoreBackend,
-        retriever: Callable[[], Retriever | None],
+        retriever: Callable[[], Searching | None],
         vectors: Callable[[], MemoryVectors | None],
         wake_operations: Callable[[], None],
         forget: Callable[[list[str]], None],

@@ -1,7 +1,7 @@
 """Listening to a namespace's changes on the team backend, so that every server's in-memory caches
 follow what the other servers do.
 
-The stores NOTIFY on the namespace's channel (graph.backends.team.memory_store.notify): `queued` (an operation
+The stores NOTIFY on the namespace's channel (graph.backends.team.schema.notify): `queued` (an operation
 to claim), `searchable` (a memory's vectors are committed), `status` (a memory's status changed).
 A notification can be lost (a dropped connection), so every poll period the listener also reads
 the chunks that arrived recently and reports their memories as searchable again; consumers ignore
@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from graph.backends.team.memory_store import channel_name, connect, schema_name
+from graph.backends.team.schema import channel_name, connect, schema_name
 
 log = logging.getLogger("flowbaby.pg_events")
 

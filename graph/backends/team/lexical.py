@@ -1,11 +1,11 @@
-"""The lexical lane on Postgres full-text, the team backend's counterpart of graph.search.lexical.
+"""The lexical lane on Postgres full-text, the team backend's counterpart of graph.core.lexical.
 
 The database keeps each memory's words: a trigger on `memories` writes, in the staging transaction
 (migration 5), `memory_lexemes` (a tsvector of the memory's whole text, GIN-indexed, and its length)
 and `memory_terms` (the tsvector's postings: word, memory number, count, memory length), so no
 server rebuilds an index at start and every server sees every memory.
 Words are runs of letters and digits (`redis-cache` -> redis, cache; `E_LEDGER_LOCK` -> e, ledger,
-lock; `billing/reconcile.py` -> billing, reconcile, py, as graph.search.text splits them), then
+lock; `billing/reconcile.py` -> billing, reconcile, py, as graph.core.text splits them), then
 Postgres' `english` configuration (its stopwords, the Snowball stemmer).
 
 The score is the in-memory lane's: BM25 (k1 1.2, b 0.75) self-normalised by what the query could
@@ -25,9 +25,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.search.lexical import K1, B
+from graph.backends.team.schema import configure_connection, connect, describe_url, migrate
+from graph.core.lexical import K1, B
 
 POSTINGS_BREADTH = 5_000
 """A word more memories hold than this picks candidates from only its newest this many postings

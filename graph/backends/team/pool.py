@@ -31,6 +31,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.environment import Environment
 
 log = logging.getLogger("flowbaby.postgres")
 logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
@@ -70,7 +71,7 @@ class PoolSettings:
         """The process environment's sizes; a bad value is refused at start with the variable's name."""
 
         def number(name: str, default: float, low: float) -> float:
-            text = os.environ.get(name, "").strip()
+            text = Environment.read().get(name).strip()
             if not text:
                 return default
             try:

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 
-from graph.backends.team.memory_store import configure_connection, connect, describe_url, schema_name
 from graph.backends.team.pool import acquire_pool, release_pool
+from graph.backends.team.schema import configure_connection, connect, describe_url, schema_name
 from graph.core.contract import FlowbabyError
 from graph.core.graph_projection import (
     LaneRecords,

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from graph.backends.embedded.session_store import Imported
-from graph.backends.team.memory_store import configure_connection, connect, describe_url, migrate
 from graph.backends.team.pool import acquire_pool, release_pool
-from graph.sessions.chunking import TurnChunk
+from graph.backends.team.schema import configure_connection, connect, describe_url, migrate
+from graph.core.session_chunk import TurnChunk
 
 _CHUNK_COLUMNS = ("embedding_id", "session_key", "message_id", "chunk_index", "ord", "role", "created_ms", "text")
 

@@ -1,4 +1,4 @@
-"""Retrieval throttling per namespace across every server on the team backend (graph.search.throttle
+"""Retrieval throttling per namespace across every server on the team backend (graph.backends.throttle
 is the one-process version): at most 2 retrievals running and 5 waiting in the namespace, and the
 per-minute start budget counted over all servers.
 
@@ -22,10 +22,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from graph.backends.team.memory_store import connect, describe_url, migrate, schema_name
 from graph.backends.team.pool import CHECK_IDLE_SEC, database_unavailable
+from graph.backends.team.schema import connect, describe_url, migrate, schema_name
+from graph.backends.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
-from graph.search.throttle import MAX_RUNNING, MAX_WAITING, WINDOW_SEC, RetrievalThrottle
 
 ADMIT_LOCK = 0x61646D74  # "admt": one of the namespace's MAX_RUNNING + MAX_WAITING admission places
 RUN_LOCK = 0x72756E73  # "runs": one of the namespace's MAX_RUNNING running places

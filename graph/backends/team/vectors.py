@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from graph.backends.team.memory_store import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
 from graph.backends.team.pool import acquire_pool, database_unavailable, release_pool
+from graph.backends.team.schema import EF_SEARCH, configure_connection, connect, describe_url, migrate, notify
+from graph.backends.vectors import Embedding
 from graph.core.contract import FlowbabyError
 from graph.core.memories import Memory
-from graph.search.embedder import Embedder
-from graph.search.memory_chunks import Chunk, memory_chunks
+from graph.core.memory_chunks import Chunk, memory_chunks
 
 DIMENSIONS = 384
 """The bundled MiniLM's; the table's column is declared with it (migration 2)."""
@@ -37,7 +37,7 @@ class PgVectorIndex:
     """VectorIndex's surface (add_memories, search, nearest_chunks, indexed_memory_ids, count,
     optimize, dimensions, write_failures) over pgvector, on the namespace's connection pool (shared with the store)."""
 
-    def __init__(self, url: str, namespace: str, embedder: Embedder) -> None:
+    def __init__(self, url: str, namespace: str, embedder: Embedding) -> None:
         self.dimensions = embedder.dimensions
         self.write_failures = 0  # appends are written before they return: a failure raises instead
         if self.dimensions != DIMENSIONS:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graph.core.environment import export
 from graph.search.embedder import Embedder
 
 if TYPE_CHECKING:
@@ -27,9 +27,10 @@ NO_VECTORS = "flowbaby-none"
 """cognee's vector store unless FLOWBABY_COGNEE_VECTORS=1: none (see no_vectors)."""
 
 
-def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Backend) -> None:
-    """Point every cognee root under .flowbaby/ (its databases into the namespace's schemas on the
-    team backend) and switch off all network reaches."""
+def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Backend) -> str | None:
+    """Point every cognee root under .flowbaby/ (its databases where the backend keeps them: the
+    namespace's schema on the team backend) and switch off all network reaches; the schema to pin
+    cognee's connections to once it is imported (None: its own files)."""
     spec = importlib.util.find_spec("litellm")  # located, not imported
     assert spec is not None and spec.origin is not None, "litellm is a dependency"
     litellm_dir = Path(spec.origin).parent
@@ -64,56 +65,14 @@ def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Ba
         "VECTOR_DB_SUBPROCESS_ENABLED": "false",
     }
     env.update(llm_environment(settings.llm, settings.llm_timeout_sec))
-    if backend.team:
-        create_cognee_schema(backend.url, cognee_schema(backend.namespace))
-        env.update(postgres_environment(backend.url))
+    databases, schema = backend.cognee_databases()
+    env.update(databases)
     if not settings.cognee_vectors:
         env["VECTOR_DB_PROVIDER"] = NO_VECTORS  # registered by install_no_vectors
     for folder in (paths.cognee_system, paths.cognee_data, paths.cognee_cache, paths.logs / "cognee"):
         folder.mkdir(parents=True, exist_ok=True)
-    os.environ.update(env)
-
-
-def cognee_schema(namespace: str) -> str:
-    """The Postgres schema that holds all of one namespace's cognee data (relational, vectors, graph).
-    Apart from flowbaby's own `flowbaby_<namespace>`: cognee's tables (users, data, graph_node, ...)
-    and its alembic history are its own, and `flowbaby_` + a namespace could name another namespace."""
-    return f"cognee_{namespace}"
-
-
-def postgres_environment(url: str) -> dict[str, str]:
-    """cognee's relational (DB_*), pgvector (VECTOR_DB_*) and postgres graph (GRAPH_DATABASE_*)
-    settings for the team database. The graph and vector adapters paste user and password into
-    a URL unescaped, so those go in quoted; TLS settings of the URL go in libpq's PGSSL* variables,
-    which asyncpg honours. `pin_schema` then keeps all three in one schema."""
-    from urllib.parse import quote
-
-    from psycopg.conninfo import conninfo_to_dict
-
-    info = conninfo_to_dict(url)
-    host, port = str(info.get("host") or "localhost"), str(info.get("port") or 5432)
-    user, password = str(info.get("user") or ""), str(info.get("password") or "")
-    dbname = str(info.get("dbname") or user)
-    remote = {"HOST": host, "PORT": port, "USERNAME": quote(user, safe=""), "NAME": dbname}
-    # asyncpg reads TLS settings from libpq's variables when a connection names none (alembic's engine has none)
-    tls = {
-        f"PG{key.upper()}": str(info[key]) for key in ("sslmode", "sslrootcert", "sslcert", "sslkey") if info.get(key)
-    }
-    return {
-        **tls,
-        "DB_PROVIDER": "postgres",
-        "DB_HOST": host,
-        "DB_PORT": port,
-        "DB_USERNAME": user,
-        "DB_PASSWORD": password,
-        "DB_NAME": dbname,
-        "VECTOR_DB_PROVIDER": "pgvector",
-        **{f"VECTOR_DB_{key}": value for key, value in remote.items()},
-        "VECTOR_DB_PASSWORD": quote(password, safe=""),
-        "GRAPH_DATABASE_PROVIDER": "postgres",
-        **{f"GRAPH_DATABASE_{key}": value for key, value in remote.items()},
-        "GRAPH_DATABASE_PASSWORD": quote(password, safe=""),
-    }
+    export(env)
+    return schema
 
 
 def pin_schema(schema: str) -> None:
@@ -145,15 +104,6 @@ def pin_schema(schema: str) -> None:
     from cognee.infrastructure.databases.vector.config import get_vectordb_config
 
     vector_db_config.set({**get_vectordb_config().to_dict(), "vector_db_schema": schema})
-
-
-def create_cognee_schema(url: str, schema: str) -> None:
-    """cognee creates its tables but not the schema its search_path names."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
 
 
 class MiniLMEmbeddingEngine:

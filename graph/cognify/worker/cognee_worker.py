@@ -61,11 +61,11 @@ class CogneeWorker:
         self.paths = resolve_workspace(workspace)
         self.backend = open_backend(self.paths)
         self.settings = load_settings(self.paths)
-        runtime.configure_environment(self.paths, self.settings, self.backend)
+        schema = runtime.configure_environment(self.paths, self.settings, self.backend)
         import cognee  # noqa: F401  (after the environment is set)
 
-        if self.backend.team:
-            runtime.pin_schema(runtime.cognee_schema(self.backend.namespace))
+        if schema is not None:
+            runtime.pin_schema(schema)
         if not self.settings.cognee_vectors:
             runtime.install_no_vectors()
 
@@ -200,12 +200,11 @@ class CogneeWorker:
     async def build(self, memory_ids: list[str]) -> BatchOutcome:
         """Build under the namespace's build lock on the team backend (build_lock: one cognee
         build per namespace across servers)."""
-        if not self.backend.team:
+        lock = self.backend.graph_build_lock()
+        if lock is None:
             return await self._build(memory_ids)
-        from graph.cognify.worker.build_lock import namespace_build_lock
-
         try:
-            async with namespace_build_lock(self.backend.url, self.backend.namespace) as waited:
+            async with lock as waited:
                 outcome = await self._build(memory_ids)
         except Exception as exc:  # the lock's own connection (_build reports its errors)
             traceback.print_exc(file=sys.stderr)
@@ -250,11 +249,10 @@ class CogneeWorker:
         from what cognee has left. Idempotent. `localGraph` in the metrics: cognee's files are under
         .flowbaby/, and the owner has them rewritten once this worker exits (graph_scrub)."""
         try:
-            if not self.backend.team:
+            lock = self.backend.graph_build_lock()
+            if lock is None:
                 return BatchOutcome(metrics=await self._forget_graph(memory_ids))
-            from graph.cognify.worker.build_lock import namespace_build_lock
-
-            async with namespace_build_lock(self.backend.url, self.backend.namespace):
+            async with lock:
                 return BatchOutcome(metrics=await self._forget_graph(memory_ids))
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
@@ -283,7 +281,7 @@ class CogneeWorker:
         return {
             "forgotten": deleted,
             "scrubbedRunRecords": scrubbed_runs,
-            "localGraph": not self.backend.team,
+            "localGraph": not self.backend.shared,
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
             "forgetSec": round(time.perf_counter() - started, 3),

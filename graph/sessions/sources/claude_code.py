@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
@@ -26,7 +27,7 @@ HEADER_LINES = 200
 
 
 def default_folder() -> Path:
-    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    return Environment.read().claude_home()
 
 
 def project_folder_name(cwd: str) -> str:

@@ -8,7 +8,6 @@ OpenCode's writer, and nothing here can write to it.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from graph.core.environment import Environment
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, Role, SessionInfo, SourceError, within
 
@@ -23,7 +23,7 @@ BUSY_TIMEOUT_MS = 2000
 
 
 def default_folder() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "opencode"
+    return Environment.read().data_home / "opencode"
 
 
 class OpenCodeSource:

@@ -10,7 +10,26 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from graph.core.memories import Memory
-from graph.search.embedder import split_sentences
+from graph.core.sentences import sentences
+
+MAX_CHUNK_CHARS = 600
+"""MiniLM reads 256 word pieces at most; ~600 characters of English stays under that."""
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a field, with long ones cut at word boundaries so none is truncated."""
+    pieces: list[str] = []
+    for paragraph in text.splitlines():
+        for sentence in sentences(paragraph.strip()):
+            sentence = sentence.strip()
+            while len(sentence) > MAX_CHUNK_CHARS:
+                cut = sentence.rfind(" ", 0, MAX_CHUNK_CHARS)
+                cut = cut if cut > MAX_CHUNK_CHARS // 2 else MAX_CHUNK_CHARS
+                pieces.append(sentence[:cut].strip())
+                sentence = sentence[cut:].strip()
+            if sentence:
+                pieces.append(sentence)
+    return pieces
 
 
 class Chunk(NamedTuple):

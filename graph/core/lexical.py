@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from graph.search.text import tokenize
+from graph.core.text import tokenize
 
 K1 = 1.2
 B = 0.75
