@@ -49,7 +49,7 @@ RESOURCE_NOT_FOUND = -32002
 LEVELS: tuple[LoggingLevel, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 DEFAULT_LEVEL: LoggingLevel = "warning"
 MAX_LEVELS = 1000
-"""HTTP sessions whose chosen level is kept (the oldest is forgotten first)."""
+"""HTTP sessions whose chosen level, and whose handshake, are kept (the oldest is forgotten first)."""
 
 
 def memory_uri(topic_id: str) -> str:
@@ -62,7 +62,8 @@ class Idioms:
     def __init__(self, service: MemoryService, bus: InMemorySubscriptionBus) -> None:
         self.service = service
         self.bus = bus
-        self.sessions: set[ServerSession] = set()
+        self.sessions: dict[ServerSession, None] = {}
+        """Handshake sessions, oldest first: one that has gone is dropped when a notice to it fails."""
         self.levels: OrderedDict[str, LoggingLevel] = OrderedDict()
 
     def install(self, server: MCPServer[Any]) -> None:
@@ -141,7 +142,9 @@ class Idioms:
         """Middleware: keep each handshake session, to tell it when the memory list changes."""
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized":
-            self.sessions.add(ctx.session)
+            self.sessions[ctx.session] = None
+            while len(self.sessions) > MAX_LEVELS:  # sessions that ended without a change since
+                del self.sessions[next(iter(self.sessions))]
         return result
 
     async def changed(self) -> None:
@@ -151,10 +154,10 @@ class Idioms:
             try:
                 await session.send_resource_list_changed()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
-                self.sessions.discard(session)
+                self.sessions.pop(session, None)
             except Exception:  # a transport's own failure: that session is gone for us
                 log.debug("list_changed to a session failed", exc_info=True)
-                self.sessions.discard(session)
+                self.sessions.pop(session, None)
 
     async def watch(self, interval: float = WATCH_SEC) -> None:
         """Until cancelled: notice when memories are stored, replaced or forgotten, by anyone."""
@@ -162,16 +165,19 @@ class Idioms:
         while True:
             await asyncio.sleep(interval)
             now = await self._fingerprint()
-            if now != seen and now is not None:
-                seen = now
+            if now is None:
+                continue
+            if seen is not None and now != seen:
                 await self.changed()
+            seen = now
 
     async def _fingerprint(self) -> tuple[Any, str] | None:
         """How many memories there are and which was staged last: a store, a new version or a forget moves it."""
         try:
             health = await self.service.health()
             page = await self.service.list_memories({"limit": 1, "allVersions": True})
-        except ContractFailure:
+        except Exception:  # an owner leaving, a team server down: the next poll tries again
+            log.debug("the memory list could not be read", exc_info=True)
             return None
         newest = page["memories"][0] if page["memories"] else {}
         return health.get("memories"), f"{newest.get('memoryId')}:{newest.get('stagedAt')}"

@@ -62,7 +62,7 @@ async def _session(workspace: Path) -> None:
             if notices:
                 break
             await asyncio.sleep(0.1)
-        assert notices == ["notifications/resources/list_changed"]
+        assert notices and set(notices) == {"notifications/resources/list_changed"}
 
         # The answer is the markdown index alone: no second copy as JSON, no structured content.
         found = await client.call_tool("flowbaby_retrieveMemory", {"query": "session cache, sync retries and logs"})
