@@ -201,7 +201,8 @@ async def framed(tool: str, call: Callable[[], Awaitable[CallToolResult]]) -> Ca
 class FlowbabyMCP(MCPServer[Any]):
     """An MCPServer whose argument errors are the contract's: arguments the SDK's schema check
     rejects go to the service as they are, which answers INVALID_PAYLOAD or INVALID_REQUEST
-    naming the field (and audits the call), exactly as over the bridge."""
+    naming the field (and audits the call), exactly as over the bridge. Its `idioms` (api/mcp_resources.py)
+    add the resources, the briefing prompt and log levels; each tool call ends with a log line to the client."""
 
     def __init__(self, handlers: dict[str, Handler], service: MemoryService) -> None:
         bus = InMemorySubscriptionBus()
