@@ -7,6 +7,7 @@ statuses here and nowhere else.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -191,7 +192,11 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         async with mcp.session_manager.run():
-            yield
+            watching = asyncio.create_task(mcp.idioms.watch())  # resources/list_changed when memories change
+            try:
+                yield
+            finally:
+                watching.cancel()
 
     # An explicit JSONResponse keeps FastAPI off its pydantic fast path for response models, so
     # bodies are written by json.dumps exactly as the bridge writes them (4.5e-05, not 0.000045).

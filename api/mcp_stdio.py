@@ -30,7 +30,12 @@ async def serve(workspace: str, rate_limit_per_minute: int | None, shutdown_grac
     try:
         # Awaited directly, not as a task: nothing has yielded since the service opened, so its
         # background work has not started and the transport takes fd 1 before anything can print.
-        await build_mcp_server(service).run_stdio_async()  # until the client closes stdin
+        server = build_mcp_server(service)
+        watching = asyncio.create_task(server.idioms.watch())  # resources/list_changed when memories change
+        try:
+            await server.run_stdio_async()  # until the client closes stdin
+        finally:
+            watching.cancel()
     except asyncio.CancelledError:
         main.uncancel()  # a signal: stop serving, then close the workspace cleanly
     finally:

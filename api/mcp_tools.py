@@ -19,11 +19,13 @@ from typing import Annotated, Any, Literal
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from api.mcp_resources import Idioms
 from graph import __version__
-from graph.api import MemoryService, agent_forget_enabled
+from graph.api import MemoryService, agent_forget_enabled, answer_index, memory_whole
 from graph.core.contract import (
     MAX_GET_TOPICS,
     ContractFailure,
@@ -65,8 +67,9 @@ RETRIEVE_DESCRIPTION = (
     "Retrieve memories relevant to a natural-language query from Flowbaby's workspace memory. "
     "Retrieve before reasoning: call it at the start of each task, and whenever the user refers to "
     "prior work, decisions or plans, so you build on what was decided instead of contradicting it. "
-    "Returns a markdown narrative of the best matches (quote it), then the whole reply (entries) as "
-    "JSON text. On 429_AGENT_THROTTLED wait retryAfterSec and retry with exponential backoff."
+    "Returns a short index, best first: one line per memory with its topicId, title, status and date and "
+    f"the decisions that answer; call {GET_MEMORY} with topicIds to read one whole. On 429_AGENT_THROTTLED "
+    "wait retryAfterSec and retry with exponential backoff."
 )
 
 BACKGROUND_DESCRIPTION = (
@@ -88,9 +91,9 @@ SESSIONS_DESCRIPTION = (
 )
 
 GET_MEMORY_DESCRIPTION = (
-    "Read stored memories in full by topicId (as returned in a retrieval's entries): every version, "
-    "oldest first, the newest one, what it supersedes and what supersedes it, the graph entities it holds "
-    "and where it came from. Give one or more topicIds; unknown ones are listed under notFound."
+    f"Read stored memories whole by topicId (as listed by {RETRIEVE}): the newest version with its context, "
+    "decisions, rationale, open questions, next steps and references, then its earlier versions and what it "
+    "supersedes or is superseded by, one line each. Give one or more topicIds; unknown ones are named at the end."
 )
 
 FORGET_DESCRIPTION = (
@@ -157,20 +160,18 @@ def client_name(ctx: Context[Any, Any]) -> str | None:
 
 
 def _text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def success(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text or _text(reply))], structured_content=reply)
 
 
-def narrative(markdown: str, reply: dict[str, Any]) -> CallToolResult:
-    """The retrieve answer as two text blocks, the markdown narrative first, then the reply as JSON,
-    and no structured content: Claude Code (2.1.332) hands the model only the structured content
-    when a result has any, which would hide the narrative the tool description says to quote."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=markdown), TextContent(type="text", text=_text(reply))]
-    )
+def markdown_only(text: str) -> CallToolResult:
+    """What the model reads, and nothing else: no structured content (the tools declare no outputSchema,
+    so none is required), because Claude Code (2.1.332) hands the model only the structured content when
+    a result has any, and a second copy of the entries as JSON cost more than the answer (issue 48)."""
+    return CallToolResult(content=[TextContent(type="text", text=text)])
 
 
 def failure(body: dict[str, Any]) -> CallToolResult:
@@ -200,19 +201,31 @@ async def framed(tool: str, call: Callable[[], Awaitable[CallToolResult]]) -> Ca
 class FlowbabyMCP(MCPServer[Any]):
     """An MCPServer whose argument errors are the contract's: arguments the SDK's schema check
     rejects go to the service as they are, which answers INVALID_PAYLOAD or INVALID_REQUEST
-    naming the field (and audits the call), exactly as over the bridge."""
+    naming the field (and audits the call), exactly as over the bridge. Its `idioms` (api/mcp_resources.py)
+    add the resources, the briefing prompt and log levels; each tool call ends with a log line to the client."""
 
-    def __init__(self, handlers: dict[str, Handler]) -> None:
-        super().__init__("flowbaby", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    def __init__(self, handlers: dict[str, Handler], service: MemoryService) -> None:
+        bus = InMemorySubscriptionBus()
+        super().__init__(
+            "flowbaby", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING", subscriptions=bus
+        )
         self.handlers = handlers
+        self.idioms = Idioms(service, bus)
+        self.idioms.install(self)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError) or name not in self.handlers or context is None:
                 raise
-            return await self.handlers[name](arguments, client_name(context))
+            result = await self.handlers[name](arguments, client_name(context))
+        if context is not None and isinstance(result, CallToolResult):
+            said = result.content[0].text if result.content and isinstance(result.content[0], TextContent) else ""
+            level: Literal["warning", "debug"] = "warning" if result.is_error else "debug"
+            message = said.splitlines()[0] if result.is_error and said else f"{name}: {len(said)} characters"
+            await self.idioms.log(context.request_context, level, message)
+        return result
 
 
 def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None) -> FlowbabyMCP:
@@ -229,8 +242,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
 
     async def retrieve_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            reply = await service.retrieve(params, markdown=True, agent_name=agent)
-            return narrative(reply.pop("markdown"), reply)
+            reply = await service.retrieve(params, markdown=True, agent_name=agent)  # retrieveMemory (3.6)
+            return markdown_only(answer_index(reply))
 
         return await framed(RETRIEVE, call)
 
@@ -252,7 +265,10 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
                     if error.code.value != "NOT_FOUND":
                         raise
                     missing.append(topic_id)
-            return success({"success": True, "memories": found, "notFound": missing})
+            text = "\n\n".join(memory_whole(got) for got in found)
+            if missing:
+                text += ("\n\n" if text else "") + "No memory with topicId: " + ", ".join(missing)
+            return markdown_only(text)
 
         return await framed(GET_MEMORY, call)
 
@@ -274,7 +290,7 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     }
     if agent_forget:
         handlers[FORGET] = forget_raw
-    server = FlowbabyMCP(handlers)
+    server = FlowbabyMCP(handlers, service)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 

@@ -44,6 +44,7 @@ from graph.engine.service import FlowbabyService
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner import service_record
 from graph.remote import connect_workspace
+from graph.search.agent_answer import answer_index, memory_whole
 from graph.sessions.agent_api import SessionOp
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see __getattr__
@@ -75,6 +76,9 @@ __all__ = [
     "start_watching",
     "agent_forget_enabled",
     "take_stdout",
+    # what an MCP client's model reads (api/mcp_tools.py): the retrieval index, a memory whole
+    "answer_index",
+    "memory_whole",
     # every file written whole (graph.core.files)
     "atomic_writer",
     "write_atomic",

@@ -123,6 +123,6 @@ def test_allowed_tools_run_and_the_model_reads_the_retrieve_markdown(tmp_path: P
         model.script.append(("tool", "mcp__flowbaby__flowbaby_retrieveMemory", {"query": "why did the cache move"}))
         run(model, "Why did the session cache move?")
         seen = _tool_result_texts(model)[-1]
-    assert seen.startswith("# Retrieved Memories ("), seen[:500]
-    assert f"## 1. {topic}\n\n**Context:** {context}" in seen  # the narrative, as markdown, not escaped JSON
-    assert '"topicId": "' + stored["summary_id"] + '"' in seen  # then the entries as JSON
+    assert seen.startswith("Flowbaby memory, best first ("), seen[:500]
+    # the index line, as markdown, not escaped JSON, and no second copy of the entries
+    assert f"1. {topic}: {context} [topicId {stored['summary_id']}, Active, " in seen and '"topicId"' not in seen

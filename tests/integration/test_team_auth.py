@@ -176,7 +176,7 @@ def test_one_server_many_namespaces_scoped_tokens_audit_and_isolation(postgres: 
         alpha_folder = tmp_path / "team-server" / ".flowbaby" / "namespaces" / "alpha"
         assert not (alpha_folder / ".flowbaby" / "agent_audit.log").exists()
         # MCP over HTTP serves the server's own namespace, and its tool calls are audited with the user too
-        assert asyncio.run(_http_session(f"{api}/mcp", ops))["totalResults"] >= 1
+        assert "[topicId " in asyncio.run(_http_session(f"{api}/mcp", ops))
         home_rows = _audit(url, "home", 2)
         assert ("storeMemory", "ops", "http-agent", "success") in home_rows
         assert ("retrieveMemory", "ops", "http-agent", "success") in home_rows
@@ -222,7 +222,7 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
     alice, bob, ops = made["alice"], made["bob"], made["ops"]
     with _team_server(tmp_path, env) as api:
         # alice stores and retrieves through /api/ns/alpha/mcp
-        assert asyncio.run(_http_session(f"{api}/api/ns/alpha/mcp", alice))["totalResults"] >= 1
+        assert "[topicId " in asyncio.run(_http_session(f"{api}/api/ns/alpha/mcp", alice))
         query = {"query": "session cache eviction"}
         in_alpha = httpx.post(f"{api}/api/ns/alpha/agent/retrieve", json=query, headers=_bearer(alice), timeout=120)
         assert [e["topic"] for e in in_alpha.json()["entries"]][:1] == ["HTTP note"], in_alpha.text
@@ -238,7 +238,7 @@ def test_mcp_over_http_in_any_namespace_with_the_token_s_scope_and_user(
             assert (refused.status_code, refused.json()["errorCode"]) == (403, "NAMESPACE_FORBIDDEN"), path
 
         # /mcp with the header: bob's session works in beta
-        assert asyncio.run(_http_session(f"{api}/mcp", bob, namespace="beta"))["totalResults"] >= 1
+        assert "[topicId " in asyncio.run(_http_session(f"{api}/mcp", bob, namespace="beta"))
 
         # each call runs in its own request's namespace and user, not those of the request that opened the
         # session (home, no memories; the session's task was started from that request's context)

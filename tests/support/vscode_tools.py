@@ -20,6 +20,7 @@ from bridge.client import PROJECT_ROOT
 EXTENSION = PROJECT_ROOT / "extension"
 INSTALL_CODE_SERVER = EXTENSION / "e2e" / "install-code-server.sh"
 BROWSER_TEST = PROJECT_ROOT / "tests" / "e2e" / "browser"
+CONFORMANCE = PROJECT_ROOT / "tests" / "e2e" / "conformance"
 DEBIAN_PACKAGES = {"chromium": "chromium", "libkrb5-dev": "/usr/include/krb5.h"}
 
 
@@ -35,6 +36,11 @@ def ensure_extension_npm() -> str | None:
 def ensure_browser_test_npm() -> str | None:
     """`npm ci` in tests/e2e/browser (playwright-core and axe-core for the memory browser's test)."""
     return _npm_ci(BROWSER_TEST)
+
+
+def ensure_conformance_npm() -> str | None:
+    """`npm ci` in tests/e2e/conformance (the official MCP conformance suite, pinned)."""
+    return _npm_ci(CONFORMANCE)
 
 
 def _npm_ci(folder: Path) -> str | None:
@@ -113,6 +119,7 @@ if __name__ == "__main__":
     for name, reason in (
         ("extension npm packages", ensure_extension_npm()),
         ("memory browser test npm packages", ensure_browser_test_npm()),
+        ("MCP conformance suite", ensure_conformance_npm()),
         ("code-server", ensure_code_server()[1]),
     ):
         print(f"{name}: {'ready' if reason is None else 'NOT AVAILABLE, its tests will skip: ' + reason}")
