@@ -19,6 +19,7 @@ import pytest
 
 from bridge.client import PROJECT_ROOT
 from graph.core.workspace import WorkspacePaths
+from tests.e2e.graph_labels import no_overlap
 from tests.e2e.test_memory_browser import _ensure_driver, _shots, _stop_serve
 from tests.support.vscode_tools import chromium
 
@@ -89,24 +90,16 @@ def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> No
     assert {g["name"] for g in seen["groups"]} == {*TYPES, "memory"}
     assert len({g["colour"] for g in seen["groups"]}) == len(seen["groups"])
     # The overview labels a few, the most connected first; none overlaps another.
-    _no_overlap(seen["overview"])
+    no_overlap(seen["overview"])
     assert 5 <= len(seen["overview"]) <= 40
     # Search-to-focus: the entity's neighbourhood, every node shown labelled, none overlapping.
     assert seen["focused"]["picked"] == focus["name"]
-    _no_overlap(seen["focused"]["labels"])
+    no_overlap(seen["focused"]["labels"])
     assert {box["id"] for box in seen["focused"]["labels"]} == set(seen["focused"]["shown"])
     assert focus["id"] in seen["focused"]["shown"] and len(seen["focused"]["shown"]) > 5
     serious = {v: [x for x in found if x["impact"] in ("serious", "critical")] for v, found in seen["axe"].items()}
     assert set(serious) == {"graph-overview", "graph-focus"} and not any(serious.values()), serious
     assert not seen["blocked"] and not [line for line in seen["console"] if "pageerror" in line]
-
-
-def _no_overlap(boxes: list[dict[str, Any]]) -> None:
-    for i, a in enumerate(boxes):
-        assert a["w"] > 0 and a["text"], a
-        for b in boxes[i + 1 :]:
-            side = a["x"] + a["w"] <= b["x"] or b["x"] + b["w"] <= a["x"]
-            assert side or a["y"] + a["h"] <= b["y"] or b["y"] + b["h"] <= a["y"], (a, b)
 
 
 def _drive(config: dict[str, object], folder: Path) -> dict[str, Any]:
