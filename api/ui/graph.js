@@ -185,7 +185,7 @@ function fitted(ctx, text, width) {
 /** The labels to try, most wanted first: the marked node, then (focused) its columns or the most connected. */
 function candidates(g) {
   const marked = g.hovered || (g.focus && g.focus.centre);
-  if (g.focus) return [marked, ...g.focus.pos.keys()].filter(Boolean);
+  if (g.focus) return [marked, ...g.focus.pos.keys()].filter((n) => n && g.focus.pos.has(n));  // what is shown
   const top = g.ranked.slice(0, 400);
   return marked ? [marked, ...g.around.get(marked), ...top] : top;
 }

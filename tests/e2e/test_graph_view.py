@@ -97,6 +97,7 @@ def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> No
     no_overlap(seen["focused"]["labels"])
     assert {box["id"] for box in seen["focused"]["labels"]} == set(seen["focused"]["shown"])
     assert focus["id"] in seen["focused"]["shown"] and len(seen["focused"]["shown"]) > 5
+    no_overlap(seen["focused"]["keyboard"])
     serious = {v: [x for x in found if x["impact"] in ("serious", "critical")] for v, found in seen["axe"].items()}
     assert set(serious) == {"graph-overview", "graph-focus"} and not any(serious.values()), serious
     assert not seen["blocked"] and not [line for line in seen["console"] if "pageerror" in line]
