@@ -48,3 +48,16 @@ export function download(name, data) {
   link.click();
   setTimeout(() => { URL.revokeObjectURL(link.href); link.remove(); }, 1000);
 }
+
+/** A field's text as the page's own: `code` and **bold** (the markdown memories carry) become
+ * <code> and <strong> built as elements, everything else stays text (nothing is parsed as HTML). */
+export function inline(text) {
+  const parts = [];
+  for (const piece of String(text ?? "").split(/(`[^`\n]+`|\*\*[^*\n]+\*\*)/)) {
+    if (!piece) continue;
+    if (piece.length > 2 && piece.startsWith("`") && piece.endsWith("`")) parts.push(el("code", {}, piece.slice(1, -1)));
+    else if (piece.length > 4 && piece.startsWith("**") && piece.endsWith("**")) parts.push(el("strong", {}, piece.slice(2, -2)));
+    else parts.push(piece);
+  }
+  return parts;
+}

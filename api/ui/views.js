@@ -1,5 +1,5 @@
 // The views: each renders into `main` and may return {stop()} to end its timers.
-import { announce, confirmAction, download, el, failure } from "./dom.js";
+import { announce, confirmAction, download, el, failure, inline } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { go } from "./nav.js";
 import { api, timings } from "./session.js";
@@ -60,9 +60,9 @@ async function search(main, args, params) {
       el("span", { class: "lanes", "aria-label": "Lanes" }, e.lanes.map((l) => el("span", { class: "chip lane" }, l))),
       el("span", {}, `v${e.version}`),
       el("span", {}, when(e.updatedAt))),
-    e.via ? el("p", { class: "via" }, el("strong", {}, "Via: "), e.via) : null,
+    e.via ? el("p", { class: "via" }, el("strong", {}, "Via: "), inline(e.via)) : null,
     e.possiblySupersededBy ? el("p", { class: "via" }, "Possibly superseded by ", memoryLink(e.possiblySupersededBy)) : null,
-    el("p", { class: "snippet" }, e.context.length > 400 ? e.context.slice(0, 400) + "…" : e.context)));
+    el("p", { class: "snippet" }, inline(e.context.length > 400 ? e.context.slice(0, 400) + "…" : e.context))));
   const head = reply.abstained || !reply.entries.length
     ? el("p", { class: "abstain", role: "status" }, el("strong", {}, "No memory returned. "), reply.abstainReason || "Nothing matched.")
     : el("p", { class: "muted", role: "status" }, `${reply.totalResults} memories, ${reply.tokensUsed} tokens`);
@@ -108,7 +108,7 @@ async function memories(main, args, params) {
     return;
   }
   const rows = reply.memories.map((m) => el("tr", {},
-    el("td", { class: "wrap" }, memoryLink(m.topicId, m.topic), el("div", { class: "muted" }, m.preview)),
+    el("td", { class: "wrap" }, memoryLink(m.topicId, m.topic), el("div", { class: "muted" }, inline(m.preview))),
     el("td", {}, status(m.status)), el("td", {}, `v${m.version}`), el("td", {}, m.agentName || ""),
     el("td", {}, when(m.updatedAt)), el("td", {}, m.graphState)));
   const page = (next) => {
@@ -197,8 +197,8 @@ async function memory(main, args) {
     left.append(el("article", { class: "card version", "data-version": v.version },
       el("h3", {}, `Version ${v.version} `, status(v.status)),
       el("div", { class: "meta" }, el("span", {}, `created ${when(v.createdAt)}`), v.sessionId ? el("span", {}, `session ${v.sessionId}`) : null),
-      el("p", { class: "snippet" }, v.context),
-      v.decisions.length ? el("ul", {}, v.decisions.map((d) => el("li", {}, d))) : null,
+      el("p", { class: "snippet" }, inline(v.context)),
+      v.decisions.length ? el("ul", {}, v.decisions.map((d) => el("li", {}, inline(d)))) : null,
       i > 0 ? el("details", {}, el("summary", {}, `Changes from version ${versions[i - 1].version}`), changes(versions[i - 1], v)) : null));
   }
 
@@ -219,7 +219,7 @@ async function memory(main, args) {
     } }, "Confirm");
     chain.append(el("div", { class: "card implied" },
       el("p", {}, older ? "Implied: seems superseded by " : "Implied: seems to supersede ", memoryLink(older ? pair.newer.topicId : pair.older.topicId, older ? pair.newer.topic : pair.older.topic)),
-      el("p", { class: "muted" }, `"${pair.replaced}" → "${pair.replacement}": ${pair.evidence}`), button));
+      el("p", { class: "muted" }, inline(`"${pair.replaced}" → "${pair.replacement}": ${pair.evidence}`)), button));
   }
   right.append(chain);
 
@@ -238,7 +238,10 @@ async function memory(main, args) {
   if (neighbourhood && neighbourhood.nodes.length) {
     const canvas = el("canvas", { class: "graph small", tabindex: "0", role: "img", "aria-label": `Graph neighbourhood of ${topicId}: ${neighbourhood.nodes.length} nodes` });
     left.append(el("h3", {}, "Graph neighbourhood"), canvas);
-    return drawGraph(canvas, neighbourhood, { onPick: (node) => pickNode(node) });
+    const drawing = drawGraph(canvas, neighbourhood, { onPick: (node) => pickNode(node) });
+    const own = neighbourhood.nodes.filter((n) => n.kind === "memory" && n.topic_id === topicId).sort((a, b) => b.version - a.version)[0];
+    if (own) drawing.focus(own.id, 1);  // its entities and memories in columns, every label readable
+    return drawing;
   }
   return null;
 }
@@ -332,21 +335,30 @@ function supersedeForm(topicId) {
 }
 
 // -- Graph -------------------------------------------------------------------------------------
-async function graph(main, args, params) {
-  main.append(el("h2", {}, "Graph"), el("p", { class: "muted" }, "Loading the graph…"));
-  let snapshot;
-  try { snapshot = await api("/api/graph"); } catch (error) { main.replaceChildren(el("h2", {}, "Graph"), failure(error)); return; }
-  const nodes = snapshot.nodes;
-  const entities = nodes.filter((n) => n.kind === "entity").sort((a, b) => a.name.localeCompare(b.name));
-  const canvas = el("canvas", { class: "graph", tabindex: "0", role: "img", id: "graph-canvas",
-    "aria-label": `Entity graph: ${nodes.length} nodes, ${snapshot.edges.length} edges. Arrow keys pan, plus and minus zoom; pick entities from the list.` });
-  const filter = el("input", { type: "search", id: "entity-filter", placeholder: "Filter entities" });
-  const list = el("ul", { class: "plain entity-list", id: "entity-list" });
-  const detail = el("section", { "aria-label": "Selected entity", id: "entity-detail", "aria-live": "polite" });
-  const side = el("div", { class: "side" }, detail, el("label", { for: "entity-filter" }, "Entities", filter), list);
-  main.replaceChildren(el("h2", {}, "Graph"),
-    el("p", { class: "muted" }, `${entities.length} entities, ${nodes.length - entities.length} memories and plans, ${snapshot.edges.length} edges`),
-    el("div", { class: "graph-wrap" }, canvas, side));
+/** The side panel of a chosen node: what it is, its memories (or, for a memory, a link to it), its entities. */
+function nodeDetail(node, linked) {
+  const mems = linked.filter((n) => n.kind === "memory");
+  const kind = node.kind === "entity" ? node.entity_type || "entity" : node.kind;
+  return [el("h3", {}, node.name),
+    el("p", { class: "muted" }, kind, node.description ? [" · ", inline(node.description)] : null),
+    node.kind === "memory" && node.topic_id ? el("p", {}, memoryLink(node.topic_id, `Open this memory (v${node.version})`)) : null,
+    el("h3", {}, `Memories (${mems.length})`),
+    el("ul", { class: "plain", id: "entity-memories" }, mems.map((m) => el("li", {}, memoryLink(m.topic_id, `${m.name} v${m.version}`), " ", status(m.status)))),
+    el("p", { class: "muted" }, `Linked entities: ${linked.filter((n) => n.kind === "entity").map((n) => n.name).slice(0, 20).join(", ") || "none"}`)].filter(Boolean);
+}
+
+/** The legend: each group's colour, name and size (the overview groups and colours by type). */
+function legend(groups) {
+  const swatch = (colour) => {  // set through the CSSOM: the page's CSP allows no style attribute
+    const dot = el("span", { class: "swatch", "aria-hidden": "true" });
+    dot.style.background = colour;
+    return dot;
+  };
+  return el("ul", { class: "plain legend", id: "graph-legend", "aria-label": "Node types" },
+    groups.map((g) => el("li", {}, swatch(g.colour), `${g.name} (${g.count})`)));
+}
+
+function neighboursOf(snapshot) {
   const neighbours = new Map();
   for (const e of snapshot.edges) {
     if (!neighbours.has(e.source)) neighbours.set(e.source, []);
@@ -354,32 +366,67 @@ async function graph(main, args, params) {
     neighbours.get(e.source).push(e.target);
     neighbours.get(e.target).push(e.source);
   }
-  const byId = new Map(nodes.map((n) => [n.id, n]));
+  return neighbours;
+}
+
+async function graph(main, args, params) {
+  const started = performance.now();
+  main.append(el("h2", {}, "Graph"), el("p", { class: "muted" }, "Loading the graph…"));
+  let snapshot;
+  try { snapshot = await api("/api/graph"); } catch (error) { main.replaceChildren(el("h2", {}, "Graph"), failure(error)); return; }
+  const fetched = performance.now(), nodes = snapshot.nodes;
+  const entities = nodes.filter((n) => n.kind === "entity").sort((a, b) => a.name.localeCompare(b.name));
+  const canvas = el("canvas", { class: "graph", tabindex: "0", role: "img", id: "graph-canvas",
+    "aria-label": `Entity graph: ${nodes.length} nodes, ${snapshot.edges.length} edges, grouped by type. Arrow keys pan, plus and minus zoom, Escape returns to the overview; pick entities from the list.` });
+  const filter = el("input", { type: "search", id: "entity-filter", placeholder: "Find an entity, Enter to focus it" });
+  const hops = el("select", { id: "graph-hops" }, el("option", { value: "1" }, "1 hop"), el("option", { value: "2" }, "2 hops"));
+  const list = el("ul", { class: "plain entity-list", id: "entity-list" });
+  const detail = el("section", { "aria-label": "Selected entity", id: "entity-detail", "aria-live": "polite" });
+  const back = el("button", { type: "button", id: "graph-overview", hidden: true }, "Back to the overview");
+  const side = el("div", { class: "side" }, detail, el("label", { for: "entity-filter" }, "Entities", filter), list);
+  const legendSlot = el("div", {});
+  main.replaceChildren(el("h2", {}, "Graph"),
+    el("p", { class: "muted" }, `${entities.length} entities, ${nodes.length - entities.length} memories and plans, ${snapshot.edges.length} edges. Labels name the most connected; choose a node to see its neighbourhood.`),
+    el("div", { class: "row" }, back, el("label", { class: "inline", for: "graph-hops" }, "Neighbourhood", hops)), legendSlot,
+    el("div", { class: "graph-wrap" }, canvas, side));
+  const neighbours = neighboursOf(snapshot), byId = new Map(nodes.map((n) => [n.id, n]));
+  let chosen = null;
   const select = (node) => {
+    chosen = node;
     for (const b of list.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b.dataset.id === node.id));
-    drawing.highlight(node.id);
+    drawing.focus(node.id, Number(hops.value));
+    back.hidden = false;
     const linked = (neighbours.get(node.id) || []).map((id) => byId.get(id)).filter(Boolean);
-    const mems = linked.filter((n) => n.kind === "memory");
-    detail.replaceChildren(el("h3", {}, node.name), el("p", { class: "muted" }, `${node.entity_type || node.kind}${node.description ? " · " + node.description : ""}`),
-      el("h3", {}, `Memories (${mems.length})`),
-      el("ul", { class: "plain", id: "entity-memories" }, mems.map((m) => el("li", {}, memoryLink(m.topic_id, `${m.name} v${m.version}`), " ", status(m.status)))),
-      el("p", { class: "muted" }, `Linked entities: ${linked.filter((n) => n.kind === "entity").map((n) => n.name).slice(0, 20).join(", ") || "none"}`));
-    announce(`${node.name}: ${mems.length} memories`);
+    detail.replaceChildren(...nodeDetail(node, linked));
+    announce(`${node.name}: neighbourhood shown`);
   };
-  const fill = () => {
+  const overview = () => { chosen = null; back.hidden = true; drawing.overview(); };
+  back.addEventListener("click", overview);
+  hops.addEventListener("change", () => { if (chosen) select(chosen); });
+  const matches = () => {
     const q = filter.value.trim().toLowerCase();
-    const shown = entities.filter((n) => !q || n.name.toLowerCase().includes(q)).slice(0, 300);
-    list.replaceChildren(...shown.map((n) => el("li", {}, el("button", { type: "button", "data-id": n.id, "aria-pressed": "false", onclick: () => select(n) }, n.name))));
+    return entities.filter((n) => !q || n.name.toLowerCase().includes(q));
   };
+  const fill = () => list.replaceChildren(...matches().slice(0, 300).map((n) => el("li", {}, el("button", { type: "button", "data-id": n.id, "aria-pressed": "false",
+    onclick: () => select(n), onfocus: () => drawing.hover(n.id), onmouseenter: () => drawing.hover(n.id) }, n.name))));
   filter.addEventListener("input", fill);
+  filter.addEventListener("keydown", (event) => {  // search to focus: Enter shows the best match's neighbourhood
+    if (event.key !== "Enter") return;
+    event.preventDefault();
+    const q = filter.value.trim().toLowerCase(), found = matches();
+    const best = found.find((n) => n.name.toLowerCase() === q) || found[0];
+    if (best) select(best);
+  });
   fill();
-  const drawing = drawGraph(canvas, snapshot, { onPick: (node) => (node.kind === "entity" ? select(node) : pickNode(node)) });
+  const drawing = drawGraph(canvas, snapshot, { onPick: select, onEscape: overview });
+  legendSlot.replaceChildren(legend(drawing.groups()));
   window.__flowbabyGraph = drawing;
   const wanted = params.get("entity");
-  if (wanted) {
-    const node = entities.find((n) => n.name === wanted);
-    if (node) select(node);
-  }
+  const node = wanted ? entities.find((n) => n.name === wanted) : null;
+  if (node) select(node);
+  await afterPaint();
+  timings.graph = { nodes: nodes.length, fetchMs: fetched - started, drawMs: performance.now() - started };
+  canvas.dataset.drawMs = String(timings.graph.drawMs);
   return drawing;
 }
 
@@ -408,14 +455,14 @@ async function sessions(main, args, params) {
     const turns = el("div", {});
     const card = el("article", { class: "card session-hit" },
       el("div", { class: "meta" }, el("span", {}, hit.source), el("span", {}, `session ${hit.session_id}`), el("span", {}, `distance ${hit.distance.toFixed(3)}`)),
-      el("p", { class: "snippet" }, hit.chunk_text.length > 500 ? hit.chunk_text.slice(0, 500) + "…" : hit.chunk_text),
+      el("p", { class: "snippet" }, inline(hit.chunk_text.length > 500 ? hit.chunk_text.slice(0, 500) + "…" : hit.chunk_text)),
       el("button", { type: "button", onclick: async (event) => {
         event.target.disabled = true;
         try {
           const ctx = await api(`/api/agent/sessions/${encodeURIComponent(hit.session_id)}/context`, { query: { q: query, context_turns: 2, limit: 1, source: hit.source } });
           const found = ctx.results.find((r) => r.turn_source_id === hit.turn_source_id) || ctx.results[0];
           turns.replaceChildren(...(found ? found.turns : []).map((t) => el("div", { class: `turn${t.is_hit ? " hit" : ""}` },
-            el("strong", {}, `${t.role} `), el("span", { class: "muted" }, when(t.created_at)), el("div", {}, t.text))));
+            el("strong", {}, `${t.role} `), el("span", { class: "muted" }, when(t.created_at)), el("div", {}, inline(t.text)))));
         } catch (error) { turns.replaceChildren(failure(error)); }
       } }, "Show context turns"), turns);
     out.append(card);

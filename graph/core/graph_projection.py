@@ -30,6 +30,17 @@ if TYPE_CHECKING:  # imported where a graph is built or loaded: the owner's sear
 STRUCTURAL_TYPES = frozenset({"topic", "session", "decision", "plan"})
 """Entity types that describe a memory's own frame rather than what it talks about."""
 
+STATEMENT_WORDS = 9
+"""An "entity" named by this many words or more is a statement, not a thing."""
+
+
+def is_statement(name: str, entity_type: str) -> bool:
+    """A whole sentence rather than a thing: the offline extractor's decision nodes (a decision's text,
+    keyed by its hash, which links only its own memory's entities) or any entity named by a long run of
+    words. Left out of the projection: the memory itself holds its decisions, and as nodes they are drawn
+    and listed beside real entities (issue 49)."""
+    return entity_type == "decision" or len(name.split()) >= STATEMENT_WORDS
+
 
 def memory_node(memory_id: str) -> str:
     return f"memory:{memory_id}"
@@ -106,6 +117,9 @@ def fold_projection(
     for src, dst, rel, _ in edges:
         if rel == "is_a" and props.get(dst, {}).get("type") == "EntityType":
             entity_type[src] = str(props[dst].get("name", ""))
+    for node_id, data in nodes:  # statements are not entities: no node, no edge
+        if data.get("type") == "Entity" and is_statement(str(data.get("name", "")), entity_type.get(node_id, "")):
+            props[node_id] = {**data, "type": "Statement"}
 
     sources: dict[str, set[str]] = defaultdict(set)
     related: set[str] = set()
@@ -122,7 +136,7 @@ def fold_projection(
             related.update((src, dst))
 
     for node_id, data in nodes:
-        if data.get("type") != "Entity":  # chunks, documents, summaries, types: cognee's plumbing
+        if props[node_id].get("type") != "Entity":  # chunks, documents, summaries, types, statements
             continue
         if node_id not in graph and not sources.get(node_id):
             continue

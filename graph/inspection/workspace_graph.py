@@ -21,7 +21,13 @@ import networkx as nx
 from graph.backends.embedded.memory_store import MemoryStore, check_store_sealed
 from graph.core.contract import OperationStatus
 from graph.core.files import atomic_writer
-from graph.core.graph_projection import STRUCTURAL_TYPES, load_projection, memory_attributes, memory_node
+from graph.core.graph_projection import (
+    STRUCTURAL_TYPES,
+    is_statement,
+    load_projection,
+    memory_attributes,
+    memory_node,
+)
 from graph.core.memories import Memory
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.inspection.html_page import render_html
@@ -38,6 +44,14 @@ class WorkspaceGraph:
         self, projection: nx.MultiDiGraph, memories: Iterable[Memory], operations: Iterable[OperationStatus] = ()
     ) -> None:
         self.graph = projection.copy()
+        # A projection saved before statements were left out still holds them: not shown as entities.
+        self.graph.remove_nodes_from(
+            [
+                n
+                for n, d in projection.nodes(data=True)
+                if d.get("kind") == "entity" and is_statement(str(d.get("name", "")), str(d.get("entity_type", "")))
+            ]
+        )
         self.memories: dict[str, Memory] = {}
         self.topics: dict[str, list[Memory]] = {}
         for memory in memories:

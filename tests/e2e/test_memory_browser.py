@@ -24,6 +24,7 @@ import pytest
 from bridge.client import PROJECT_ROOT, BridgeClient
 from flowbaby.demo_data import DEMO_SUMMARIES
 from tests.bench.devset import DEVSET
+from tests.e2e.graph_labels import no_overlap
 from tests.integration.test_http_api import Server
 from tests.support.fakes import memory
 from tests.support.session_fixtures import Transcript
@@ -145,7 +146,9 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
     assert first[0]["topicId"] == "redis-session-cache" and "vector" in first[0]["lanes"]
     assert first[0]["status"] == "DecisionRecord" and "score 0." in first[0]["score"]
     cause = {e["topicId"]: e for e in seen["views"][f"search:{CAUSE}"]["entries"]}
-    assert cause["spot-cost-review"]["via"] == "Via: reached from `rec-transcode-job` through `media-pool`"
+    # `via` reads as the page's own text: the backticked names are code elements, no backtick shows.
+    assert cause["spot-cost-review"]["via"] == "Via: reached from rec-transcode-job through media-pool"
+    assert cause["spot-cost-review"]["viaCode"] == ["rec-transcode-job", "media-pool"]
     abstained = seen["views"][f"search:{UNANSWERABLE}"]
     assert abstained["entries"] == [] and "no memory" in abstained["abstain"]
     for view in seen["views"].values():
@@ -165,6 +168,12 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
     graph = seen["views"]["graph"]
     assert graph["target"] is not None and graph["picked"] == "media-pool"
     assert any("transcode" in m.lower() for m in graph["memories"]) and len(graph["memories"]) >= 2
+    # The overview names a few without overlap; the neighbourhood names every node it shows.
+    assert graph["overview"] and len(graph["overview"]) < 40
+    no_overlap(graph["overview"])
+    no_overlap(graph["focused"]["labels"])
+    assert {box["id"] for box in graph["focused"]["labels"]} == set(graph["focused"]["shown"])
+    assert len(graph["focused"]["shown"]) > len(graph["memories"])
 
     # At 2,000 nodes: drawn within a second, settled in seconds, and a frame stays interactive.
     graph2000 = seen["timings"]["graph2000"]

@@ -29,6 +29,7 @@ from graph.core.graph_projection import (
 )
 from graph.core.memories import Memory, new_operation_id
 from graph.extract.extractor import extract_graph
+from graph.inspection.workspace_graph import WorkspaceGraph
 from graph.search.graph_lane import GraphLane
 from tests.support.fakes import memory as fake_memory
 
@@ -352,3 +353,28 @@ def test_a_reader_does_not_wait_for_a_save_in_progress_and_leaves_lane_json_to_i
         os.close(fd)
     source.read_lane()
     assert source.lane_path.exists()  # once the save is over, the next parse writes it
+
+
+def test_decision_sentences_are_not_entities_of_the_projection(tmp_path: Path) -> None:
+    """The offline extractor makes each decision a node (its whole sentence as the name); the projection,
+    which the memory browser draws and lists, keeps the entities the decision is about and not the
+    sentence, and a projection saved before that reads without them too."""
+    store = MemoryStore(tmp_path / "store.sqlite")
+    rng = random.Random(5)
+    memories = [store.stage(_memory(f"d-{i}", rng), new_operation_id()) for i in range(4)]
+    cognee = FakeCognee()
+    cognee.cognify(memories)
+    sentence = memories[0].decisions[0].lower()
+    assert any(d.get("name") == sentence for _, d in cognee.nodes.items())  # the extractor's decision node
+    cognee.nodes["entity:said"] = {"type": "Entity", "name": "we agreed to keep the billing ledger on postgres"}
+    cognee.link(f"chunk-{memories[0].memory_id}", "entity:said", "contains")
+    graph = build_projection(*cognee.data(), store.iter_memories())
+    store.close()
+    entities = {d["name"]: d for _, d in graph.nodes(data=True) if d.get("kind") == "entity"}
+    assert entities and sentence not in entities and "entity:said" not in graph
+    assert not [d for d in entities.values() if d["entity_type"] == "decision"]
+    assert {"redis", "postgres", "kafka", "grpc"} & set(entities)  # what the decisions are about stays
+    old = graph.copy()
+    old.add_node("entity:old", kind="entity", name=sentence, entity_type="decision", sources=[])
+    old.add_edge(memory_node(memories[0].memory_id), "entity:old", key="mentions", relation="mentions")
+    assert "entity:old" not in WorkspaceGraph(old, memories).graph

@@ -77,6 +77,7 @@ async function main() {
           topicId: c.dataset.topic,
           lanes: [...c.querySelectorAll(".lane")].map((l) => l.textContent),
           via: c.querySelector(".via") ? c.querySelector(".via").textContent : null,
+          viaCode: [...c.querySelectorAll(".via code")].map((x) => x.textContent),
           status: c.querySelector(".status").textContent,
           score: c.querySelector(".meta").textContent,
         }))),
@@ -123,12 +124,15 @@ async function main() {
       const node = [...document.querySelectorAll("#entity-list button")].find((b) => b.textContent === name);
       return node ? window.__flowbabyGraph.position(node.dataset.id) : null;
     }, config.entity);
-    seen.views.graph = { target };
+    // The overview's labels (none may overlap), then the clicked entity's neighbourhood (every node named).
+    seen.views.graph = { target, overview: await page.evaluate(() => window.__flowbabyGraph.labels()) };
+    await shot(page, "browser-graph");
     if (target) await page.mouse.click(target.x, target.y);
     await page.waitForSelector("#entity-memories li", { timeout: 10000 }).catch(() => undefined);
     seen.views.graph.picked = await page.locator("#entity-detail h3").first().innerText().catch(() => null);
     seen.views.graph.memories = await page.$$eval("#entity-memories li a", (l) => l.map((a) => a.textContent));
-    await shot(page, "browser-graph");
+    seen.views.graph.focused = await page.evaluate(() => ({ labels: window.__flowbabyGraph.labels(), shown: window.__flowbabyGraph.shown() }));
+    await shot(page, "browser-graph-focus");
     await axe(page, "graph");
     // The same drawing at 2,000 nodes (1,700 entities, 300 memories, 5,000 edges): time to a
     // settled layout, and one frame (what a pan, zoom or click costs).

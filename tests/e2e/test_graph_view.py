@@ -1,0 +1,118 @@
+"""The memory browser's graph at 2,000 entities, in headless chromium against a real `flowbaby serve`
+(started by `flowbaby ui`) on a workspace whose projection is generated: the overview is drawn within a
+second, groups its nodes by type, labels only what fits (no two visible labels overlap), and search-to-
+focus shows an entity's neighbourhood with every node shown labelled. tests/e2e/browser/graph.js drives
+the page (and takes the docs/ screenshots with FLOWBABY_UPDATE_SCREENSHOT); axe-core runs on both views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.client import PROJECT_ROOT
+from graph.core.workspace import WorkspacePaths
+from tests.e2e.graph_labels import no_overlap
+from tests.e2e.test_memory_browser import _ensure_driver, _shots, _stop_serve
+from tests.support.vscode_tools import chromium
+
+pytestmark = pytest.mark.slow
+
+DRIVER = Path(__file__).with_name("browser") / "graph.js"
+ENTITIES, MEMORIES = 2000, 300
+TYPES = ["technology", "concept", "component", "file", "person", "ticket", "organisation", "date"]
+
+
+def _projection(root: Path) -> dict[str, str]:
+    """A projection file as the worker saves it: MEMORIES memories mentioning ENTITIES entities of a few
+    types (a long tail: some entities in many memories), and relations between entities. Returns the
+    entity the test focuses, by name and id."""
+    rng = random.Random(49)
+    memories = [
+        {"id": f"memory:m{i}", "kind": "memory", "name": f"Decision record {i}", "topic_id": f"topic-{i}", "version": 1}
+        | {"status": "Active", "plan_id": "", "session_id": "", "created_at": "2026-01-01T00:00:00Z"}
+        | {"graph_state": "indexed"}
+        for i in range(MEMORIES)
+    ]
+    sources: list[set[str]] = [set() for _ in range(ENTITIES)]
+    edges = []
+    for i in range(MEMORIES):
+        hubs = {min(ENTITIES - 1, int(rng.paretovariate(0.7))) for _ in range(4)}
+        for j in hubs | set(rng.sample(range(ENTITIES), 5)):
+            sources[j].add(f"m{i}")
+            edges.append({"source": f"memory:m{i}", "target": f"entity:{j}", "key": "mentions", "relation": "mentions"})
+    for _ in range(600):
+        a, b = rng.sample(range(ENTITIES), 2)
+        edges.append({"source": f"entity:{a}", "target": f"entity:{b}", "key": "relates_to", "relation": "relates_to"})
+    entities = [
+        {"id": f"entity:{j}", "kind": "entity", "name": f"{TYPES[j % len(TYPES)]} {j} of the platform"[:28]}
+        | {"entity_type": TYPES[j % len(TYPES)], "description": "", "sources": sorted(sources[j])}
+        for j in range(ENTITIES)
+    ]
+    data = {"directed": True, "multigraph": True, "graph": {}, "nodes": memories + entities, "edges": edges}
+    paths = WorkspacePaths(root)
+    paths.projection.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    paths.projection.write_text(json.dumps(data))
+    paths.projection.chmod(0o600)
+    return {"name": entities[1]["name"], "id": entities[1]["id"]}
+
+
+def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> None:
+    reason = _ensure_driver()
+    if reason:
+        pytest.skip(reason)
+    root = tmp_path / "ws"
+    root.mkdir()
+    focus = _projection(root)
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_SESSIONS_WATCH": "0"}
+    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"]
+    ui = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    try:
+        assert ui.returncode == 0, ui.stderr
+        link = ui.stdout.strip().splitlines()[-1]
+        config = {"chromium": chromium(), "link": link, "base": link.split("/ui/")[0], "shots": _shots()}
+        config |= {"focus": focus["name"], "suffix": "-2000"}
+        seen = _drive(config, tmp_path)
+    finally:
+        _stop_serve(root)
+    print(json.dumps({"drawMs": seen["drawMs"], "fetchMs": seen["fetchMs"], "labels": len(seen["overview"])}))
+    assert seen["nodes"] == ENTITIES + MEMORIES
+    # Drawn within a second of choosing the view (the snapshot fetched, laid out and painted).
+    assert min(seen["drawMs"]) < 1000, seen["drawMs"]
+    # Grouped by type: a legend entry per type, colours distinct.
+    assert {g["name"] for g in seen["groups"]} == {*TYPES, "memory"}
+    assert len({g["colour"] for g in seen["groups"]}) == len(seen["groups"])
+    # The overview labels a few, the most connected first; none overlaps another.
+    no_overlap(seen["overview"])
+    assert 5 <= len(seen["overview"]) <= 40
+    # Search-to-focus: the entity's neighbourhood, every node shown labelled, none overlapping.
+    assert seen["focused"]["picked"] == focus["name"]
+    no_overlap(seen["focused"]["labels"])
+    assert {box["id"] for box in seen["focused"]["labels"]} == set(seen["focused"]["shown"])
+    assert focus["id"] in seen["focused"]["shown"] and len(seen["focused"]["shown"]) > 5
+    no_overlap(seen["focused"]["keyboard"])
+    serious = {v: [x for x in found if x["impact"] in ("serious", "critical")] for v, found in seen["axe"].items()}
+    assert set(serious) == {"graph-overview", "graph-focus"} and not any(serious.values()), serious
+    assert not seen["blocked"] and not [line for line in seen["console"] if "pageerror" in line]
+
+
+def _drive(config: dict[str, object], folder: Path) -> dict[str, Any]:
+    config_file, out = folder / "config.json", folder / "seen.json"
+    config_file.write_text(json.dumps(config))
+    done = subprocess.run(
+        ["node", str(DRIVER)],
+        env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seen: dict[str, Any] = json.loads(out.read_text())
+    assert done.returncode == 0, seen.get("error") or done.stderr
+    return seen
