@@ -46,12 +46,9 @@ check: setup
 
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
 # their own bridge and cognee worker subprocesses, so two run side by side on two cores.
-# Files go out in collection order (--no-loadscope-reorder): tests/e2e, the longest, first and
-# tests/unit's many short files last, where they fill the gap; xdist's default order (most tests
-# first) left the one-test files that take minutes (VS Code, OpenCode, HTTP fuzzing) for the end.
 # Tests that assert a latency bound (marker `alone`) run afterwards with the machine to themselves.
 test: setup e2e-setup
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=15 -m "not alone" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone" tests
 	$(PY) -m pytest -q -p no:cacheprovider -m alone tests
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder, a local Postgres
