@@ -28,6 +28,9 @@ def test_claude_code_connects_to_flowbaby(tmp_path: Path) -> None:
     for folder in (project, home, config):
         folder.mkdir()
     env = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(config), "PWD": str(project)}
+    # The user's model cache (as below): `claude mcp list` ends a session, whose SessionEnd hook starts a detached
+    # capture that would otherwise export the ONNX model again into this home (~22 CPU-s, after the test ended).
+    env["XDG_CACHE_HOME"] = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     for scope in ("user", "project"):
         install = subprocess.run(
             [sys.executable, "-c", "from flowbaby.cli import main; main()", "install", "--client", "claude-code"]

@@ -176,7 +176,8 @@ def _attackers_store(tmp_path: Path) -> Path:
     """A store made by a real flowbaby run by someone else (another seal key), holding PLANTED."""
     folder = tmp_path / "upstream"
     folder.mkdir()
-    env = _env(XDG_DATA_HOME=str(tmp_path / "attacker-data"))
+    # No graph: only memories.sqlite is committed, and closing would wait ~30 s for cognee to build one.
+    env = _env(XDG_DATA_HOME=str(tmp_path / "attacker-data"), FLOWBABY_BUILD_GRAPH="0")
     client = BridgeClient(folder, env=env)
     try:
         planted = summary("setup-ritual", topic="Project setup ritual", decisions=[PLANTED])
@@ -211,20 +212,21 @@ def test_a_committed_store_never_reaches_the_briefing(spawn, tmp_path: Path) -> 
 
 
 def test_a_store_from_before_seals_is_kept_by_adopt(spawn, workspace: Path) -> None:
-    with BridgeClient(workspace, env=_env()) as first:
+    env = _env(FLOWBABY_BUILD_GRAPH="0")  # adopt seals the stores, not cognee's graph: closing need not wait for one
+    with BridgeClient(workspace, env=env) as first:
         first.result("ingestForAgent", summary("kept-decision"))
         first.close()
     store = workspace / ".flowbaby" / "memories.sqlite"
     with sqlite3.connect(store) as db:  # as versions before seals left it: no id, no seal
         db.execute("DROP TABLE store_identity")
     (workspace / ".flowbaby" / "memories.sqlite.seal").unlink()
-    health, refusal = _first_reply(spawn(workspace, env=_env()))
+    health, refusal = _first_reply(spawn(workspace, env=env))
     assert health is None and refusal is not None and "flowbaby adopt" in refusal["error"], refusal
-    done = run_flowbaby("adopt", str(workspace), env=_env())
+    done = run_flowbaby("adopt", str(workspace), env=env)
     assert done.returncode == 0, done.stderr
     reply = json.loads(done.stdout)
     assert reply["memories"] == 1 and str(store) in reply["sealed"], reply
-    client = spawn(workspace, env=_env())
+    client = spawn(workspace, env=env)
     found = client.result("retrieveForAgent", {"query": "Redis session cache"})
     assert [entry["topicId"] for entry in found["entries"]] == ["kept-decision"], found
 
@@ -251,7 +253,10 @@ def test_a_committed_owner_json_never_briefs_another_workspaces_memories(
     assert Path(published).parent == runtime / f"flowbaby-{os.getuid()}", published
     clone = clone_with(tmp_path, {".flowbaby/owner.json": json.dumps({"pid": 1, "socket": published}).encode()})
     payload = json.dumps({"session_id": "s1", "cwd": str(clone)})
-    done = run_flowbaby("hook", "SessionStart", "--workspace", str(clone), input=payload, env=env, timeout=60)
+    # FLOWBABY_HOOK_START_SEC=0: the hook refuses the planted socket all the same, and starts no service of the clone's
+    # that would wait for its model and then stay up for the rest of the test session.
+    alone = {**env, "FLOWBABY_HOOK_START_SEC": "0"}
+    done = run_flowbaby("hook", "SessionStart", "--workspace", str(clone), input=payload, env=alone, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "OTHER-9" not in done.stdout, done.stdout
     assert "not a socket of this workspace" in (clone / ".flowbaby" / "logs" / "hooks.log").read_text()
