@@ -97,7 +97,7 @@ def _claude_home(home: Path) -> Path:
 
 def _codex_dir(scope: Scope, workspace: Path, home: Path) -> Path:
     """The project's `.codex/` or CODEX_HOME (default ~/.codex): config.toml and hooks.json."""
-    return workspace / ".codex" if scope == "project" else Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    return workspace / ".codex" if scope == "project" else Environment.read().codex_home(home)
 
 
 def config_file(client: Client, scope: Scope, workspace: Path, home: Path) -> tuple[Path, str]:
@@ -119,7 +119,7 @@ def config_file(client: Client, scope: Scope, workspace: Path, home: Path) -> tu
     if client == "copilot":
         if scope == "project":
             raise InstallError("Copilot CLI reads its MCP servers from ~/.copilot/mcp-config.json: pass --scope user")
-        return Path(os.environ.get("COPILOT_HOME") or home / ".copilot") / "mcp-config.json", "mcpServers"
+        return Environment.read().copilot_home(home) / "mcp-config.json", "mcpServers"
     if scope == "project":
         return workspace / ".vscode" / "mcp.json", "servers"
     if sys.platform == "darwin":

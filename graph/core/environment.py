@@ -73,6 +73,18 @@ class Environment:
         """Claude Code's settings folder: CLAUDE_CONFIG_DIR, else `~/.claude`."""
         return self._folder("CLAUDE_CONFIG_DIR", (home or Path.home()) / ".claude")
 
+    def codex_home(self, home: Path | None = None) -> Path:
+        """Codex CLI's folder (config.toml, hooks.json, sessions/): CODEX_HOME, else `~/.codex`."""
+        return self._folder("CODEX_HOME", (home or Path.home()) / ".codex")
+
+    def gemini_home(self) -> Path:
+        """Gemini CLI's folder: `.gemini` under GEMINI_CLI_HOME, else under the home folder."""
+        return self._folder("GEMINI_CLI_HOME", Path.home()) / ".gemini"
+
+    def copilot_home(self, home: Path | None = None) -> Path:
+        """Copilot CLI's folder: COPILOT_HOME, else `~/.copilot`."""
+        return self._folder("COPILOT_HOME", (home or Path.home()) / ".copilot")
+
     @property
     def claude_config_dir(self) -> str | None:
         return self.values.get("CLAUDE_CONFIG_DIR") or None

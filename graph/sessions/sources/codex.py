@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, Role, SessionInfo, SourceError, within
@@ -25,7 +26,7 @@ HARNESS_PREFIXES = ("<environment_context", "<user_instructions", "# AGENTS.md i
 
 
 def default_folder() -> Path:
-    return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    return Environment.read().codex_home()
 
 
 def records(path: Path) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
@@ -27,7 +28,7 @@ HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
 
 
 def default_folder() -> Path:
-    return Path(os.environ.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini"
+    return Environment.read().gemini_home()
 
 
 @dataclass
