@@ -1,4 +1,4 @@
-"""`flowbaby memories list|show|forget` (and `edit|supersede`, flowbaby/correct_command.py),
+"""`flowbaby memories list|show|restore|forget` (and `edit|supersede`, flowbaby/correct_command.py),
 `flowbaby export` and `flowbaby import`: what a workspace stores, from the shell.
 
 Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
@@ -60,7 +60,9 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_memories_command(commands: Any) -> None:
-    parser = commands.add_parser("memories", help="list, show, edit, supersede and forget a workspace's memories")
+    parser = commands.add_parser(
+        "memories", help="list, show, edit, supersede, restore and forget a workspace's memories"
+    )
     actions = parser.add_subparsers(dest="memories_command", required=True)
     listing = actions.add_parser("list", help="one page of memories, newest first")
     listing.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -72,6 +74,11 @@ def add_memories_command(commands: Any) -> None:
     show = actions.add_parser("show", help="one memory: every version, links, entities, provenance")
     show.add_argument("topic_id", help="the memory's topicId")
     show.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    restore = actions.add_parser(
+        "restore", help="undo the newest automatic decision (replace, update, skip) that superseded this memory"
+    )
+    restore.add_argument("topic_id", help="the topicId of the memory made Superseded")
+    restore.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
     forget = actions.add_parser("forget", help="forget a memory (a version, a topic, or a filter) from every store")
     forget.add_argument("topic_id", nargs="?", help="the topic (every version unless --version)")
     forget.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -139,6 +146,8 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         if args.cursor:
             params["cursor"] = args.cursor
         return await service.list_memories(params)
+    if args.memories_command == "restore":
+        return await service.restore_memory({"topicId": args.topic_id})
     return await service.get_memory({"topicId": args.topic_id})
 
 

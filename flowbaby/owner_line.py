@@ -93,6 +93,9 @@ class OwnerLine:
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return dict(self.call("confirm_supersession", params=params))
 
+    async def restore_memory(self, params: Any) -> dict[str, Any]:
+        return dict(self.call("restore_memory", params=params))
+
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
         return dict(self.call("forget_memory", params=params, agent_name=agent_name))
 

@@ -221,7 +221,7 @@ async function memory(main, args) {
       el("p", {}, older ? "Implied: seems superseded by " : "Implied: seems to supersede ", memoryLink(older ? pair.newer.topicId : pair.older.topicId, older ? pair.newer.topic : pair.older.topic)),
       el("p", { class: "muted" }, inline(`"${pair.replaced}" → "${pair.replacement}": ${pair.evidence}`)), button));
   }
-  right.append(chain);
+  right.append(chain, reconciled(topicId, detail.reconcile || []));
 
   // Entities, related memories and the graph neighbourhood.
   const entities = (detail.entities || (context && context.entities) || []);
@@ -244,6 +244,35 @@ async function memory(main, args) {
     return drawing;
   }
   return null;
+}
+
+// Automatic reconcile decisions on writes (INGEST_CONTRACT.md 7.1), each with its evidence and, until
+// undone, a Restore button that gives the superseded memories their status back.
+function reconciled(topicId, entries) {
+  const box = el("section", { "aria-label": "Reconcile decisions", id: "reconcile" }, el("h3", {}, `Reconcile decisions (${entries.length})`));
+  if (!entries.length) box.append(el("p", { class: "muted" }, "No automatic decision concerns this memory."));
+  for (const entry of entries.slice().reverse()) {
+    const ev = entry.evidence || {};
+    const others = entry.superseded.filter((r) => r.topicId !== entry.newer.topicId);
+    const card = el("div", { class: "card reconcile", "data-decision": entry.decision },
+      el("p", {}, `${entry.decision} (${entry.decidedBy}) `, entry.newer.topicId === topicId ? "made by this memory" : "by ",
+        entry.newer.topicId === topicId ? null : memoryLink(entry.newer.topicId, entry.newer.topicId)),
+      el("p", { class: "muted" }, `${entry.reason}${ev.cosine !== undefined ? ` · cosine ${ev.cosine}` : ""}${ev.retired ? ` · retires "${ev.retired}"` : ""}${ev.cue ? ` · "${ev.cue}"` : ""}`),
+      others.length ? el("p", {}, "Superseded: ", others.map((r) => memoryLink(r.topicId, r.topicId))) : null);
+    if (entry.restoredAt) card.append(el("p", { class: "muted" }, `Undone ${when(entry.restoredAt)}`));
+    else if (entry.superseded.length) {
+      const target = entry.superseded.some((r) => r.topicId === topicId) ? topicId : entry.superseded[0].topicId;
+      card.append(el("button", { type: "button", class: "restore", onclick: async () => {
+        try {
+          await api("/api/agent/memories/restore", { method: "POST", body: { topicId: target } });
+          announce(`Restored ${target}`);
+          go("memory", [topicId]);
+        } catch (error) { card.append(failure(error)); }
+      } }, "Restore"));
+    }
+    box.append(card);
+  }
+  return box;
 }
 
 function pickNode(node) {

@@ -40,13 +40,15 @@ class AuditFields(TypedDict):
     error_code: str | None
     duration_ms: float
     redacted: NotRequired[int | None]
+    reconcile: NotRequired[dict[str, Any] | None]
 
 
 def audit_entry(command: str, **fields: Unpack[AuditFields]) -> dict[str, Any]:
     """One entry; `user` only when a per-user token made the call (the file stays as it was);
-    `redacted` only on a stored memory: how many secrets its text lost."""
+    `redacted` only on a stored memory: how many secrets its text lost; `reconcile` only on a
+    reconciled write: its decision (INGEST_CONTRACT.md section 7)."""
     agent_name = fields["agent_name"]
-    entry = {
+    entry: dict[str, Any] = {
         "timestamp": utc_now(),
         "command": command,
         "agentName": agent_name[:256] if agent_name else agent_name,
@@ -61,6 +63,9 @@ def audit_entry(command: str, **fields: Unpack[AuditFields]) -> dict[str, Any]:
     redacted = fields.get("redacted")
     if redacted is not None:
         entry["redacted"] = redacted
+    reconcile = fields.get("reconcile")
+    if reconcile is not None:
+        entry["reconcile"] = reconcile
     return entry
 
 

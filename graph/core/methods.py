@@ -29,6 +29,8 @@ from graph.core.contract import (
     GraphSnapshotRequest,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
+    RestoreMemoryRequest,
+    RestoreMemoryResponse,
     StoreMemoryResponse,
     validate_retrieval,
 )
@@ -122,6 +124,13 @@ METHODS: tuple[Method, ...] = (
     Method("memory_versions"),
     Method("list_memories", "listMemories", "GET /api/agent/memories"),
     Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
+    Method(
+        "restore_memory",
+        "restoreMemory",
+        "POST /api/agent/memories/restore",
+        body=RestoreMemoryRequest,
+        response=RestoreMemoryResponse,
+    ),
     # flowbaby_forgetMemory is offered to agents only with FLOWBABY_AGENT_FORGET=1 (section 20.3).
     Method(
         "forget_memory",

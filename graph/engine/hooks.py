@@ -85,7 +85,7 @@ class Hooks(Retrieval, Ingest):
                 if got.fallback:
                     reply["llmFallback"] = got.fallback
             if plan is not None:
-                staged = await self.ingest(plan)
+                staged = await self.ingest(plan, capture=True)
                 metrics = staged["ingestion_metrics"]
                 reply |= {
                     "captured": True,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,9 @@ from graph.core.contract import (
 )
 from graph.core.memories import BacklogFull, Memory, new_operation_id
 from graph.core.memory_chunks import memory_chunks
-from graph.engine.state import EngineState
+from graph.engine.state import EngineState, log
+from graph.search.reconcile import Decision
+from graph.search.reconciler import RECONCILE_WAIT_SEC
 
 
 class Ingest(EngineState):
@@ -39,6 +43,51 @@ class Ingest(EngineState):
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
+
+    async def _reconciled_stage(
+        self,
+        fields: FlowbabyIngestRequest,
+        params: Any,
+        *,
+        bulk: bool = False,
+        origin: str | None = None,
+        capture: bool = False,
+    ) -> tuple[Memory, float, dict[str, Any] | None]:
+        """_stage, reconciled first (graph/search/reconciler.py) when the write names no topicId or is
+        a capture; the reply's `reconcile` object (None: not reconciled, as a versioned ingest)."""
+        meta = fields.metadata.model_dump(mode="json")
+        given = params.get("metadata") if isinstance(params, dict) else None
+        named = isinstance(given, dict) and isinstance(given.get("topicId"), str) and bool(given["topicId"].strip())
+        if named and not capture:
+            memory, store_sec = await self._stage(fields, meta, bulk=bulk, origin=origin)
+            return memory, store_sec, None
+        decision: Decision | None = None
+        why = "the search index is loading"
+        warming = self._warm_task
+        if self._retriever is None and warming is not None and not warming.done():
+            with contextlib.suppress(Exception):  # a cold start: wait a little for search, then store anyway
+                await asyncio.wait_for(asyncio.shield(warming), RECONCILE_WAIT_SEC)
+        retriever, index = self._retriever, self._vectors
+        late: asyncio.Future[Decision] | None = None
+        if retriever is not None and index is not None:
+            decide = functools.partial(self.reconciler.decide, fields, meta, retriever, index, capture=capture)
+            thinking = asyncio.get_running_loop().run_in_executor(self.reconciler.executor, decide)
+            try:  # within its budget, or the write is staged now and the decision applied when it comes
+                decision = await asyncio.wait_for(asyncio.shield(thinking), self.reconciler.budget_sec())
+            except TimeoutError:
+                late, why = thinking, "decided after the reply (over its time budget): getMemory shows the decision"
+            except Exception as exc:  # reconciling must never cost the write
+                log.exception("reconcile failed; the memory is stored as sent")
+                why = f"reconcile failed: {type(exc).__name__}"
+        staged_meta = self.reconciler.staged_meta(meta, decision)
+        memory, store_sec = await self._stage(fields, staged_meta, bulk=bulk, origin=origin)
+        catalog = retriever.catalog if retriever is not None else None
+        if late is not None:
+            self.reconciler.apply_later(late, memory, self.store, catalog)
+        if decision is None:
+            return memory, store_sec, {"decision": "pending" if late else "add", "decidedBy": "none", "reason": why}
+        reply = await asyncio.to_thread(self.reconciler.apply, decision, memory, self.store, catalog)
+        return memory, store_sec, reply
 
     def _commit(
         self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
@@ -94,16 +143,19 @@ class Ingest(EngineState):
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Could not store the memory: {exc}") from exc
         return memory, time.perf_counter() - started
 
-    async def ingest(self, params: Any, *, bulk: bool = False, origin: str | None = None) -> dict[str, Any]:
-        """ingestForAgent: validate, stage durably, queue graph building; milliseconds.
+    async def ingest(
+        self, params: Any, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+    ) -> dict[str, Any]:
+        """ingestForAgent: validate, reconcile, stage durably, queue graph building; milliseconds.
         `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
-        calling front's folder (an owner client's), whose git checkout the memory records."""
+        calling front's folder (an owner client's), whose git checkout the memory records;
+        `capture`: a session capture's version, reconciled although it names its topicId."""
         started = time.perf_counter()
         try:
             request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
             request, redacted = self.redactor.summary(request)
-            memory, store_sec = await self._stage(
-                request, request.metadata.model_dump(mode="json"), bulk=bulk, origin=origin
+            memory, store_sec, reconciled = await self._reconciled_stage(
+                request, params, bulk=bulk, origin=origin, capture=capture
             )
         except FlowbabyError as error:
             self._audited("ingestForAgent", params, started, error)
@@ -123,6 +175,7 @@ class Ingest(EngineState):
             ),
             staging_duration_sec=round(time.perf_counter() - started, 6),
             redacted=redacted,
+            reconcile=reconciled,
             ingestion_metrics={
                 "memoryId": memory.memory_id,
                 "version": memory.version,
@@ -133,8 +186,8 @@ class Ingest(EngineState):
                 "graph": "pending",
             },
         )
-        self._audited("ingestForAgent", params, started, None, redacted, request.topic)
-        return response.model_dump(mode="json")
+        self._audited("ingestForAgent", params, started, None, redacted, request.topic, reconciled)
+        return response.model_dump(mode="json", exclude=None if reconciled else {"reconcile"})
 
     async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
         """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
@@ -142,18 +195,19 @@ class Ingest(EngineState):
         try:
             full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
             full, redacted = self.redactor.summary(full)
-            memory, _ = await self._stage(full, full.metadata.model_dump(mode="json"), origin=origin)
+            memory, _, reconciled = await self._reconciled_stage(full, params, origin=origin)
         except FlowbabyError as error:
             self._audited("storeMemory", params, started, error)
             raise
-        self._audited("storeMemory", params, started, None, redacted, full.topic)
+        self._audited("storeMemory", params, started, None, redacted, full.topic, reconciled)
         return StoreMemoryResponse(
             summary_id=memory.topic_id,
             operationId=memory.operation_id or "",
             ingested_chars=memory.char_count,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             redacted=redacted,
-        ).model_dump(mode="json")
+            reconcile=reconciled,
+        ).model_dump(mode="json", exclude_none=True)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None

@@ -26,6 +26,8 @@ from graph.core.contract import (
     MemoryFilter,
     MemoryStatus,
     MemoryVersionsResponse,
+    RestoreMemoryRequest,
+    RestoreMemoryResponse,
     RetrievalError,
     RetrievalErrorCode,
     utc_now,
@@ -193,6 +195,7 @@ class Memories(Retrieval):
                     "operationId": latest.operation_id,
                     "graphState": latest.graph_state,
                 },
+                "reconcile": [entry.shown() for entry in self.reconciler.log.for_topic(topic_id)],
             }
         ).model_dump(mode="json")
 
@@ -337,3 +340,11 @@ class Memories(Retrieval):
                 "supersededBy": request.newerTopicId,
             }
         ).model_dump(mode="json")
+
+    async def restore_memory(self, params: Any) -> dict[str, Any]:
+        """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the
+        topic (graph/search/reconciler.py); NOT_FOUND when none is left to undo."""
+        request = validate_request(RestoreMemoryRequest, params)
+        catalog = self._retriever.catalog if self._retriever is not None else None
+        undone = await asyncio.to_thread(self.reconciler.restore, request.topicId, self.store, catalog)
+        return RestoreMemoryResponse.model_validate({"topicId": request.topicId, **undone}).model_dump(mode="json")

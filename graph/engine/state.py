@@ -27,6 +27,8 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.search.briefing import RecallCounts
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.reconcile_log import DecisionLog
+from graph.search.reconciler import Reconciler, audit_decision
 from graph.search.retrieval import Retriever
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.encoder import SessionEncoder
@@ -124,6 +126,9 @@ class EngineState:
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
+        self.reconciler = Reconciler(
+            DecisionLog(paths.data / "reconcile.jsonl"), settings.llm, self.store.topic_versions
+        )
         self._capture_lock = asyncio.Lock()
         self.origin = paths.root
         self._checkers: dict[Path, FreshnessChecker] = {}
@@ -152,6 +157,7 @@ class EngineState:
         started: float,
         error_code: str | None,
         redacted: int | None = None,
+        reconciled: dict[str, Any] | None = None,
     ) -> None:
         self.audit.record(
             command,
@@ -161,6 +167,7 @@ class EngineState:
             error_code=error_code,
             duration_ms=(time.perf_counter() - started) * 1000,
             redacted=redacted,
+            reconcile=audit_decision(reconciled),
         )
 
     def _audited(
@@ -171,13 +178,14 @@ class EngineState:
         error: FlowbabyError | None,
         redacted: int | None = None,
         stored_topic: str | None = None,
+        reconciled: dict[str, Any] | None = None,
     ) -> None:
         """`stored_topic`: the topic as stored (redacted), digested instead of the sent one, so that a
-        forget finds the line again (graph.core.audit.forgotten_key)."""
+        forget finds the line again (graph.core.audit.forgotten_key); `reconciled`: the write's decision."""
         params = params if isinstance(params, dict) else {}
         topic = stored_topic or (params.get("topic") if isinstance(params.get("topic"), str) else None)
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
-        self._record(command, agent, topic, started, error.code.value if error else None, redacted)
+        self._record(command, agent, topic, started, error.code.value if error else None, redacted, reconciled)
 
     def _origin(self, origin: str | None) -> Path:
         return Path(origin) if origin and os.path.isabs(origin) else self.origin

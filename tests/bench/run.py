@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS: dict[str, Callable[[Path, argparse.Namespace], dict[str, Any]]] = {}
-OPT_IN = {"latency100k", "postgres100k", "postgres1m"}
+OPT_IN = {"latency100k", "postgres100k", "postgres1m", "reconcile100k"}
 """Sections too long for a default `make bench` (about half an hour here); run with --only."""
 
 
@@ -125,6 +125,17 @@ runs("import", "tests.bench.code_import:run_code_import")
 runs("devset", "tests.bench.devset:run_devset")
 # Issue 46: `flowbaby` commands from the shell, with a service running and without (FLOWBABY_BENCH_CLI_CODE).
 runs("cli", "tests.bench.cli:run_cli")
+# Issue 50: reconcile on write, on the labelled set (tune and held-out splits), and its write cost.
+runs("reconcile", "tests.bench.reconcile:run_reconcile")
+runs("reconcile_cost", "tests.bench.reconcile_cost:run_reconcile_cost")
+
+
+@section("reconcile100k")
+def _reconcile100k(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Opt-in: reconcile's write cost at 100k memories (the 10k corpus ten times, its vectors cached)."""
+    from tests.bench.reconcile_cost import run_reconcile_cost
+
+    return run_reconcile_cost(root, sizes=(10_000, 100_000))
 
 
 @section("postgres")

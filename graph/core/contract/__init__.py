@@ -82,6 +82,9 @@ from graph.core.contract.memories import (
     MemoryFilter,
     MemoryListItem,
     MemoryProvenance,
+    RestoredRef,
+    RestoreMemoryRequest,
+    RestoreMemoryResponse,
     SupersessionLink,
 )
 from graph.core.contract.retrieval import (
@@ -155,6 +158,9 @@ __all__ = [
     "GetMemoriesRequest",
     "GetMemoryRequest",
     "GetMemoryResponse",
+    "RestoreMemoryRequest",
+    "RestoreMemoryResponse",
+    "RestoredRef",
     "GraphComponent",
     "GraphSnapshotRequest",
     "GraphSnapshotResponse",

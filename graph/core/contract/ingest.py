@@ -135,6 +135,8 @@ class FlowbabyIngestResponse(BaseModel):
     ingestion_metrics: dict[str, Any]
     redacted: int = 0
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
+    reconcile: dict[str, Any] | None = None
+    """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
 
 
 class StoreMemoryResponse(BaseModel):
@@ -145,6 +147,8 @@ class StoreMemoryResponse(BaseModel):
     duration_ms: float
     redacted: int = 0
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
+    reconcile: dict[str, Any] | None = None
+    """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
 
 
 OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]

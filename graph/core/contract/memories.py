@@ -131,6 +131,30 @@ class GetMemoryResponse(MemoryVersionsResponse):
     supersededBy: list[SupersessionLink]
     entities: list[ContextEntity]
     provenance: MemoryProvenance
+    reconcile: list[dict[str, Any]] = []
+    """Reconcile decisions (section 7.1) that made or superseded a version of this topic, oldest first."""
+
+
+class RestoreMemoryRequest(_Strict):
+    """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the topic."""
+
+    topicId: str = Field(min_length=1, max_length=256)
+
+
+class RestoredRef(_Reply):
+    topicId: str
+    memoryId: str
+    status: MemoryStatus
+
+
+class RestoreMemoryResponse(_Reply):
+    success: Literal[True] = True
+    topicId: str
+    id: str
+    """The decision undone (its `reconcile.id`)."""
+    decision: str
+    restored: list[RestoredRef]
+    restoredAt: str
 
 
 class ForgetMemoryRequest(_Strict):

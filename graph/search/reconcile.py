@@ -1,0 +1,256 @@
+"""Reconcile on write (issue 50): is a new memory a repeat, a new version, or a replacement of a live one?
+
+Agents store the same decision again under new topics, restate it, and later replace it under yet
+another topic. Before a memory without an explicit topicId is staged, its live neighbours (nearest
+by vector over every chunk, and by BM25, to its topic and decisions; graph.search.reconciler) are
+compared with it, each with every version of its topic:
+
+- **skip**: the same words (after case, spacing and punctuation) or almost (cosine >= SKIP_COSINE
+  and word overlap >= SKIP_OVERLAP). The new memory is stored `Superseded`, so nothing is lost.
+- **replace**: the new memory retires a name the candidate decided ("moved logs from Elasticsearch
+  to Loki", read as graph.search.supersession reads it) and is about the same subject once that name
+  is taken out of both (cosine >= RETIRED_SUBJECT); or it is the same subject (cosine >= SAME_SUBJECT)
+  and says it changed ("now", "instead of", "raised to"). The older ones become `Superseded`.
+- **update**: the same subject without a change cue: a new version of the candidate's topic, so the
+  older version is superseded as versions always are.
+- **add**: anything else. A candidate at cosine >= SUGGEST_COSINE (or a replacement cue that is not
+  clear enough) is returned as a suggestion and changes nothing: precision first.
+
+The cosine is over the "subject" text (topic and decisions) with the names one of them retires
+taken out, so a look-alike that only shares the replaced name ("the search index stays in
+Elasticsearch") is not the same subject as the logs. Thresholds were chosen on the `tune` split of
+tests/bench/data/reconcile (never on `heldout`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from graph.core.memories import Memory
+from graph.core.text import STOPWORDS, light_stem
+from graph.extract.extractor import query_names
+from graph.search.supersession import LIVE, _mentions, _pattern, _retired_names  # its reading of names, reused
+
+Action = Literal["add", "update", "replace", "skip"]
+ACTIONS: tuple[Action, ...] = ("add", "update", "replace", "skip")
+
+CANDIDATES = 8
+"""Live memories compared with a new one by vector (chunks of one memory count once)."""
+LEXICAL_CANDIDATES = 3
+"""... and by BM25, besides those."""
+SKIP_COSINE = 0.97
+SKIP_OVERLAP = 0.8
+SAME_SUBJECT = 0.68
+"""Cosine of two subject texts from which on they are one subject (tune split: look-alikes <= 0.66)."""
+RETIRED_SUBJECT = 0.42
+"""With the retired name taken out of both texts, the cosine from which a holder of it is the subject
+that was replaced (tune split: look-alikes holding the name <= 0.37, the subjects replaced >= 0.43)."""
+SUGGEST_COSINE = 0.5
+
+_CHANGE = re.compile(
+    r"(?i)\b(?:instead of|now|no longer|switched|moved|migrated|replaced|replaces|dropped|retired|raised|lowered|"
+    r"changed|increased|decreased|reduced|bumped|from\s+\S+(?:\s+\S+)?\s+to)\b"
+)
+_PUNCT = re.compile(r"[^\w\s]+")
+_WORD = re.compile(r"[a-z0-9][a-z0-9.+#-]*")
+
+
+@dataclass
+class Candidate:
+    """A live memory the new one may repeat or replace, with what was measured about the pair."""
+
+    memory: Memory
+    cosine: float = 0.0
+    overlap: float = 0.0
+    retired: str = ""
+    """The name the new memory retires and this one decided ("" when none)."""
+    cue: str = ""
+    """The new memory's sentence that says what changed."""
+    same_words: bool = False
+    """One of its versions says exactly what the new memory says (case, spacing, punctuation aside)."""
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "topicId": self.memory.topic_id,
+            "memoryId": self.memory.memory_id,
+            "topic": self.memory.topic,
+            "cosine": round(self.cosine, 3),
+            "wordOverlap": round(self.overlap, 3),
+            **({"retired": self.retired} if self.retired else {}),
+            **({"cue": self.cue} if self.cue else {}),
+        }
+
+
+@dataclass
+class Decision:
+    action: Action
+    target: Candidate | None = None
+    reason: str = ""
+    decided_by: str = "offline"
+    suggestions: list[Candidate] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    llm_fallback: str = ""
+    also: list[Candidate] = field(default_factory=list)
+    """Further live memories a replacement supersedes (restatements of the same subject)."""
+
+    def reply(self) -> dict[str, Any]:
+        """The `reconcile` object of the write's reply, the audit log and the decision log."""
+        out: dict[str, Any] = {"decision": self.action, "decidedBy": self.decided_by, "reason": self.reason}
+        if self.target is not None:
+            out["topicId"] = self.target.memory.topic_id
+            out["memoryId"] = self.target.memory.memory_id
+            out["evidence"] = self.target.evidence()
+        if self.also:
+            out["alsoSuperseded"] = [c.evidence() for c in self.also]
+        if self.suggestions:
+            out["suggestions"] = [s.evidence() for s in self.suggestions]
+        if self.llm_fallback:
+            out["llmFallback"] = self.llm_fallback
+        return out
+
+
+def subject_text(memory: Memory) -> str:
+    """What a memory is about: its topic and decisions (its context when it decided nothing)."""
+    return " ".join([memory.topic, *(memory.decisions or [memory.context])])
+
+
+def normal(text: str) -> str:
+    return " ".join(_PUNCT.sub(" ", text.lower()).split())
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(light_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 0.0
+
+
+def _without(text: str, names: Sequence[str]) -> str:
+    for name in names:
+        text = re.sub(r"(?i)(?<![\w-])" + re.escape(name) + r"(?![\w-])", " ", text)
+    return text
+
+
+_MOVED_FROM = re.compile(
+    r"(?i)\b(?:mov|migrat|switch|port)\w*\b[^.;]{0,40}?\bfrom\s+([^.;]{1,40}?)\s+(?:to|onto|into)\b"
+)
+
+
+def _set_aside(memory: Memory, names: Sequence[str]) -> dict[str, str]:
+    """Names a decision sets aside in ways graph.search.supersession does not read: "instead of X",
+    "X (is) no longer ...", and any name inside "moved from X Y to Z"."""
+    found: dict[str, str] = {}
+    for text in memory.decisions:
+        spans = [m.group(1) for m in _MOVED_FROM.finditer(text)]
+        for name in names:
+            pattern = _pattern(name)
+            if (
+                re.search(r"(?i)\binstead of (?:the |a |an )?" + pattern, text)
+                or re.search(r"(?i)" + pattern + r"\s+(?:is |are )?no longer\b", text)
+                or any(re.search(r"(?i)" + pattern, span) for span in spans)
+            ):
+                found.setdefault(name, text)
+    return found
+
+
+def change_cue(memory: Memory) -> str:
+    """The sentence of the new memory's topic or decisions that says something changed, or ""."""
+    for text in [*memory.decisions, memory.topic]:
+        if _CHANGE.search(text):
+            return text
+    return ""
+
+
+def measure(
+    new: Memory,
+    live: Sequence[Memory],
+    encode: Callable[[list[str]], Any],
+    earlier: Callable[[Memory], Sequence[Memory]] = lambda m: (),
+) -> list[Candidate]:
+    """Each live memory's cosine, word overlap and replacement evidence against the new one. A topic
+    is every version it had (`earlier`: a live memory's older versions): a restatement merged into
+    it must not hide what the first version decided."""
+    if not live:
+        return []
+    versions = [[*earlier(m), m] for m in live]
+    names_new = [name for name, _ in query_names(subject_text(new))]
+    names = sorted(
+        {name for vs in versions for m in vs for name, _ in query_names(subject_text(m))} | set(names_new), key=len
+    )
+    retired = {**_set_aside(new, names), **(_retired_names(new, names[::-1]) if names else {})}
+    flat = [m for vs in versions for m in vs]
+    texts = [_without(subject_text(new), list(retired))] + [_without(subject_text(m), list(retired)) for m in flat]
+    vectors = np.asarray(encode(texts), dtype=np.float32)
+    cosine_of = dict(zip((id(m) for m in flat), (float(c) for c in vectors[1:] @ vectors[0]), strict=True))
+    words, said = content_words(subject_text(new)), normal(subject_text(new))
+    cue = change_cue(new)
+    out = []
+    for memory, history in zip(live, versions, strict=True):
+        candidate = Candidate(
+            memory,
+            max(cosine_of[id(m)] for m in history),
+            max(_jaccard(words, content_words(subject_text(m))) for m in history),
+        )
+        candidate.same_words = any(normal(subject_text(m)) == said for m in history)
+        decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
+        for name, sentence in retired.items():
+            if _mentions(decided, name) and not _retired_names(memory, [name]):
+                candidate.retired, candidate.cue = name, sentence
+                break
+        if not candidate.cue and cue:
+            candidate.cue = cue
+        out.append(candidate)
+    return sorted(out, key=lambda c: -c.cosine)
+
+
+def decide(new: Memory, candidates: list[Candidate]) -> Decision:
+    """The offline decision among measured candidates (best cosine first)."""
+    for c in candidates:
+        same_words = c.same_words
+        if same_words or (c.cosine >= SKIP_COSINE and c.overlap >= SKIP_OVERLAP):
+            return Decision("skip", c, "the same words" if same_words else "a near-exact repeat", candidates=candidates)
+    replaced = [
+        c for c in candidates if (c.retired and c.cosine >= RETIRED_SUBJECT) or (c.cue and c.cosine >= SAME_SUBJECT)
+    ]
+    if replaced:
+        best = replaced[0]
+        said = "the same subject, said to have changed"
+        reason = f"retires {best.retired}, which it decided" if best.retired else said
+        return Decision("replace", best, reason=reason, also=replaced[1:], candidates=candidates)
+    top = candidates[0] if candidates else None
+    if top is not None and top.cosine >= SAME_SUBJECT:
+        return Decision("update", top, "the same subject", candidates=candidates)
+    weak = [c for c in candidates if c.cosine >= SUGGEST_COSINE or c.retired]
+    return Decision("add", None, "no live memory on the same subject", suggestions=weak[:3], candidates=candidates)
+
+
+def live_neighbours(
+    new: Memory,
+    vector: list[float],
+    nearest: Callable[[list[float], int], list[tuple[str, float]]],
+    lexical: Callable[[str, int], dict[str, float]],
+    by_id: Mapping[str, Memory],
+) -> list[Memory]:
+    """The live memories nearest the new memory's subject: by its vector over every chunk (the best
+    CANDIDATES memories), then by BM25 (the best LEXICAL_CANDIDATES more)."""
+    found: dict[str, Memory] = {}
+
+    def take(memory_ids: Iterable[str], limit: int) -> None:
+        added = 0
+        for memory_id in memory_ids:
+            memory = by_id.get(memory_id)
+            if added >= limit or memory is None or memory_id in found:
+                continue
+            if memory.status in LIVE and memory.topic_id != new.topic_id:
+                found[memory_id] = memory
+                added += 1
+
+    take((memory_id for memory_id, _ in nearest(vector, CANDIDATES * 6)), CANDIDATES)
+    take(lexical(subject_text(new), CANDIDATES), LEXICAL_CANDIDATES)
+    return list(found.values())

@@ -1,0 +1,117 @@
+"""The log of reconcile decisions (`.flowbaby/reconcile.jsonl`): what each automatic decision
+changed, with its evidence, so that getMemory and the browser can show it and `restore` can undo it.
+
+One JSON object a line, appended: a decision (`id`, `at`, `decision`, `decidedBy`, `reason`,
+`newer` {topicId, memoryId}, `superseded` [{topicId, memoryId}], `evidence`, `suggestions`), or an
+undo (`id`, `restoredAt`). The file may come from a cloned repository: a line that does not parse
+as one of these is skipped, and restore only ever touches memories its own store holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from graph.core.contract import utc_now
+from graph.core.workspace import PRIVATE_FILE_MODE
+
+log = logging.getLogger("flowbaby.reconcile")
+
+
+class Ref(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    topicId: str
+    memoryId: str
+    status: str = "Active"
+    """Its status before the decision (what restore gives back)."""
+
+
+class Entry(BaseModel):
+    """One decision as logged (unknown keys ignored, strings never coerced)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    id: str
+    at: str
+    decision: str
+    decidedBy: str
+    reason: str = ""
+    newer: Ref
+    superseded: list[Ref] = []
+    evidence: dict[str, Any] | None = None
+    suggestions: list[dict[str, Any]] = []
+    restoredAt: str | None = None
+
+    def shown(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+class DecisionLog:
+    """Appends decisions; reads them back whole (kept until the file changes)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._cache: tuple[tuple[int, int], dict[str, Entry]] | None = None
+
+    def _append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+    def add(self, entry: dict[str, Any]) -> Entry:
+        """Log a decision; its id and time are given here."""
+        record = Entry.model_validate({"id": "rc_" + uuid.uuid4().hex[:16], "at": utc_now(), **entry})
+        self._append(record.model_dump(mode="json", exclude={"restoredAt"}))
+        return record
+
+    def restored(self, entry_id: str) -> str:
+        at = utc_now()
+        self._append({"id": entry_id, "restoredAt": at})
+        return at
+
+    def entries(self) -> dict[str, Entry]:
+        """Every decision by id, oldest first, with its undo time when it was undone."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return {}
+        key = (stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            if self._cache is not None and self._cache[0] == key:
+                return self._cache[1]
+        found: dict[str, Entry] = {}
+        with open(self.path, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                try:
+                    data = json.loads(line)
+                    if isinstance(data, dict) and "restoredAt" in data and "decision" not in data:
+                        if isinstance(data.get("id"), str) and data["id"] in found:
+                            found[data["id"]].restoredAt = str(data["restoredAt"])
+                        continue
+                    entry = Entry.model_validate(data)
+                except (ValueError, ValidationError):
+                    continue
+                found[entry.id] = entry
+        with self._lock:
+            self._cache = (key, found)
+        return found
+
+    def for_topic(self, topic_id: str) -> list[Entry]:
+        """Decisions whose new memory or a superseded one is of this topic."""
+        return [
+            e
+            for e in self.entries().values()
+            if e.newer.topicId == topic_id or any(ref.topicId == topic_id for ref in e.superseded)
+        ]

@@ -1,0 +1,267 @@
+"""Reconcile on write, in the owner (issue 50): decide before a write is staged, apply after it.
+
+The service asks `decide` (in a thread, with its warm retriever) for a write without an explicit
+topicId, or for a capture; stages the memory with `staged_meta` (an update joins the candidate's topic,
+a skip is stored `Superseded`, so nothing is ever lost); then `apply` supersedes what a replacement
+replaces and logs the decision with its evidence (graph.search.reconcile_log). `restore` undoes one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, SummaryFields
+from graph.core.environment import Environment
+from graph.core.memories import Memory
+from graph.core.settings import LLMSettings
+from graph.search.catalog import Catalog
+from graph.search.reconcile import Decision, decide, live_neighbours, measure, subject_text
+from graph.search.reconcile_llm import ask, llm_enabled, timeout_sec, worth_asking
+from graph.search.reconcile_log import DecisionLog
+from graph.search.retrieval import ChunkIndex, Retriever
+from graph.search.supersession import LIVE
+
+log = logging.getLogger("flowbaby.reconcile")
+
+RECONCILE_WAIT_SEC = 1.0
+"""How long a write waits for search to be loaded (a cold start's first writes)."""
+BUDGET_ENV = "FLOWBABY_RECONCILE_BUDGET_MS"
+BUDGET_MS = 150.0
+"""What reconciling may add to a write's reply; a slower decision is applied after the reply."""
+RECENT = 64
+"""Memories staged here lately, compared too while they wait for their vectors (read-your-writes
+without waiting for the embedding)."""
+CACHED = 4096
+EARLIER = 3
+"""Earlier versions of a candidate's topic compared too (the newest ones)."""
+
+
+class CachedEncoder:
+    """Subject texts' vectors, kept for the last CACHED texts: the same live memories are the candidates
+    of write after write, and a version's text never changes."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str], encode: Callable[[list[str]], list[list[float]]]) -> list[list[float]]:
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        fresh = dict(zip(missing, encode(missing), strict=True)) if missing else {}
+        with self._lock:
+            for text, vector in fresh.items():
+                self._vectors[text] = vector
+            out = [fresh.get(t) or self._vectors[t] for t in texts]
+            for text in texts:
+                self._vectors.move_to_end(text)
+            while len(self._vectors) > CACHED:
+                self._vectors.popitem(last=False)
+        return out
+
+
+class StatusStore(Protocol):
+    """What apply and restore need of the memory store (graph.backends.memory_store.MemoryStore)."""
+
+    def get_memories(self, memory_ids: list[str]) -> list[Memory]: ...
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None: ...
+
+
+def draft(fields: SummaryFields, topic_id: str, created_at: str) -> Memory:
+    """The memory about to be staged, as far as reconcile reads it."""
+    return Memory(
+        memory_id="",
+        topic_id=topic_id,
+        version=0,
+        status=MemoryStatus.ACTIVE,
+        topic=fields.topic,
+        context=fields.context,
+        decisions=list(fields.decisions),
+        rationale=list(fields.rationale),
+        open_questions=list(fields.openQuestions),
+        next_steps=list(fields.nextSteps),
+        references=list(fields.references),
+        time_scope=fields.timeScope,
+        agent_name=fields.agentName,
+        session_id=None,
+        plan_id=None,
+        created_at=created_at,
+        updated_at=created_at,
+    )
+
+
+def _ref(memory: Memory) -> dict[str, str]:
+    return {"topicId": memory.topic_id, "memoryId": memory.memory_id, "status": memory.status.value}
+
+
+class Reconciler:
+    def __init__(self, log: DecisionLog, llm: LLMSettings, versions: Callable[[str], list[Memory]]) -> None:
+        """`versions`: a topic's versions, oldest first (the store's topic_versions)."""
+        self.log = log
+        self.llm = llm
+        self.versions = versions
+        self._encoder = CachedEncoder()
+        self.pending: set[asyncio.Task[None]] = set()
+        """Decisions being applied after their write's reply (kept until done)."""
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowbaby-reconcile")
+        """One decision at a time, off the default pool: slow decisions queue here, never in front of
+        the staging commits (which run in the default pool)."""
+        self.recent: deque[Memory] = deque(maxlen=RECENT)
+        """Filled by the service after each staging."""
+
+    def decide(
+        self, fields: SummaryFields, meta: dict[str, Any], retriever: Retriever, index: ChunkIndex, *, capture: bool
+    ) -> Decision:
+        """The decision for a write: offline, or the LLM's when it is on (offline on any failure). A
+        capture keeps its session's topic: what would join another topic is left as a suggestion."""
+        new = draft(fields, meta["topicId"], meta["createdAt"])
+        encode = functools.partial(self._encoder.encode, encode=retriever.embedder.encode)
+        catalog = retriever.catalog
+        vector = encode([subject_text(new)])[0]
+        neighbours = live_neighbours(new, vector, index.search, catalog.lexical.search, catalog.by_id)
+        seen = {m.memory_id for m in neighbours}
+        by_id = retriever.catalog.by_id
+        pending = [m for m in list(self.recent) if m.memory_id not in by_id and m.memory_id not in seen]
+        neighbours += [m for m in pending if m.status in LIVE and m.topic_id != new.topic_id]
+        decision = decide(new, measure(new, neighbours, encode, self._earlier))
+        if llm_enabled(self.llm) and worth_asking(decision):
+            decision = ask(new, decision, self.llm)
+        if capture and decision.action == "update" and decision.target is not None:
+            kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
+            kept.suggestions, kept.candidates = [decision.target], decision.candidates
+            return kept
+        return decision
+
+    def budget_sec(self) -> float:
+        """FLOWBABY_RECONCILE_BUDGET_MS (default 150); with the LLM on, its timeout and half a second more."""
+        try:
+            budget = max(0.0, Environment.read().seconds(BUDGET_ENV, BUDGET_MS)) / 1000
+        except ValueError:
+            budget = BUDGET_MS / 1000
+        return max(budget, timeout_sec() + 0.5) if llm_enabled(self.llm) else budget
+
+    def apply_later(
+        self, deciding: asyncio.Future[Decision], memory: Memory, store: StatusStore, catalog: Catalog | None
+    ) -> None:
+        """Apply a decision that came after the write was staged as sent: an update then becomes a
+        replacement (the memory keeps its own topic), a skip supersedes the memory just staged."""
+
+        async def later() -> None:
+            try:
+                decision = await deciding
+                if decision.action == "update" and decision.target is not None:
+                    decision.action = "replace"
+                    decision.reason += "; decided after the reply, so the new memory keeps its topic"
+                await asyncio.to_thread(self.apply, decision, memory, store, catalog, late=True)
+            except Exception:  # the write is stored as sent; nothing else to undo
+                log.exception("reconcile after the reply failed; the memory stays as sent")
+
+        task = asyncio.get_running_loop().create_task(later())
+        self.pending.add(task)
+        task.add_done_callback(self.pending.discard)
+
+    async def settled(self) -> None:
+        """Until every decision applied after its reply is done (tests, bench)."""
+        while self.pending:
+            await asyncio.gather(*list(self.pending), return_exceptions=True)
+
+    def _earlier(self, memory: Memory) -> list[Memory]:
+        """A live memory's earlier versions (none read for a first version)."""
+        if memory.version <= 1:
+            return []
+        return [m for m in self.versions(memory.topic_id) if m.version < memory.version][-EARLIER:]
+
+    @staticmethod
+    def staged_meta(meta: dict[str, Any], decision: Decision | None) -> dict[str, Any]:
+        """The metadata the write is staged with: an update joins the candidate's topic; a skip is
+        stored, but Superseded (restore makes it current)."""
+        if decision is None or decision.target is None:
+            return meta
+        if decision.action == "update":
+            return {**meta, "topicId": decision.target.memory.topic_id}
+        if decision.action == "skip":
+            return {**meta, "status": MemoryStatus.SUPERSEDED.value}
+        return meta
+
+    def apply(
+        self, decision: Decision, memory: Memory, store: StatusStore, catalog: Catalog | None, *, late: bool = False
+    ) -> dict[str, Any]:
+        """After staging: supersede what a replacement replaces; log the decision (unless a plain add);
+        the reply's `reconcile` object. `late`: the memory was staged as sent, so a skip supersedes it now."""
+        superseded: list[dict[str, str]] = []
+        self.recent.append(memory)
+        if decision.action == "replace":
+            for candidate in [c for c in [decision.target, *decision.also] if c is not None]:
+                superseded.append(_ref(candidate.memory))
+                store.set_status(candidate.memory.memory_id, MemoryStatus.SUPERSEDED)
+                candidate.memory.status = MemoryStatus.SUPERSEDED  # also a recent one, not catalogued yet
+                if catalog is not None and candidate.memory.memory_id in catalog.by_id:
+                    catalog.set_status(candidate.memory.memory_id, MemoryStatus.SUPERSEDED)
+        elif decision.action == "update" and decision.target is not None:
+            superseded.append(_ref(decision.target.memory))  # the store superseded it, as a new version does
+            decision.target.memory.status = MemoryStatus.SUPERSEDED
+        elif decision.action == "skip":
+            superseded.append({**_ref(memory), "status": MemoryStatus.ACTIVE.value})
+            if late:
+                store.set_status(memory.memory_id, MemoryStatus.SUPERSEDED)
+                memory.status = MemoryStatus.SUPERSEDED
+                if catalog is not None and memory.memory_id in catalog.by_id:
+                    catalog.set_status(memory.memory_id, MemoryStatus.SUPERSEDED)
+        reply = decision.reply()
+        if decision.action == "add" and not decision.suggestions:
+            return reply
+        entry = self.log.add(
+            {
+                "decision": decision.action,
+                "decidedBy": decision.decided_by,
+                "reason": decision.reason,
+                "newer": {"topicId": memory.topic_id, "memoryId": memory.memory_id},
+                "superseded": superseded,
+                "evidence": reply.get("evidence"),
+                "suggestions": reply.get("suggestions", []),
+            }
+        )
+        return {**reply, "id": entry.id}
+
+    def restore(self, topic_id: str, store: StatusStore, catalog: Catalog | None) -> dict[str, Any]:
+        """Undo the newest automatic decision that made a memory of this topic Superseded: each memory
+        it superseded gets its status back. NOT_FOUND when there is none left to undo."""
+        entries = [
+            e
+            for e in self.log.for_topic(topic_id)
+            if e.restoredAt is None and e.superseded and any(ref.topicId == topic_id for ref in e.superseded)
+        ]
+        if not entries:
+            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No automatic decision superseded a memory of "{topic_id}"')
+        entry = entries[-1]
+        held = {m.memory_id: m for m in store.get_memories([ref.memoryId for ref in entry.superseded])}
+        restored = []
+        for ref in entry.superseded:
+            memory = held.get(ref.memoryId)
+            known = ref.status in (MemoryStatus.ACTIVE.value, MemoryStatus.DECISION_RECORD.value)
+            if memory is None or memory.status is not MemoryStatus.SUPERSEDED or not known:
+                continue  # not this store's memory, changed since, or a status no decision takes away
+            status = MemoryStatus(ref.status)
+            store.set_status(ref.memoryId, status)
+            if catalog is not None and ref.memoryId in catalog.by_id:
+                catalog.set_status(ref.memoryId, status)
+            restored.append({"topicId": ref.topicId, "memoryId": ref.memoryId, "status": status.value})
+        at = self.log.restored(entry.id)
+        return {"id": entry.id, "decision": entry.decision, "restored": restored, "restoredAt": at}
+
+
+def audit_decision(reply: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The audit line's `reconcile`: the decision, who made it, and the topic it concerns (no text)."""
+    if not reply:
+        return None
+    shown: dict[str, Any] = {key: reply[key] for key in ("decision", "decidedBy", "topicId", "id") if key in reply}
+    superseded = reply.get("alsoSuperseded")
+    if superseded:
+        shown["alsoSuperseded"] = [item["topicId"] for item in superseded]
+    return shown

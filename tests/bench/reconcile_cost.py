@@ -1,0 +1,88 @@
+"""Write cost of reconcile on write (issue 50): storeMemory's reply time through a real bridge at 1k and
+10k memories (`--only reconcile_cost`) and 100k (`--only reconcile100k`, opt-in).
+
+The workspaces are built directly in the store, as the latency bench builds them (graph.backends'
+own store and LanceDB vectors, the synthetic corpus of tests.bench.latency; 100k repeats the 10k texts
+under new topic ids, so their vectors come from a text -> vector cache), without the graph projection,
+which reconcile does not read. Then a warm bridge gets the labelled set's writes
+(tests/bench/data/reconcile) as storeMemory without a topicId (reconciled), and the same writes with
+an explicit topicId (today's path, not reconciled), alternately. Reported: the round trip and the
+reply's own `duration_ms`, p50 / p95, and the decisions made.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, cast
+
+from bridge.client import BridgeClient
+from graph.backends.embedded.memory_store import open_sealed_store
+from graph.backends.embedded.vectors import VectorIndex
+from graph.core.memories import new_operation_id
+from graph.core.settings import default_model_path
+from graph.core.workspace import resolve_workspace
+from graph.search.embedder import Embedder
+from tests.bench.latency import CachedEmbedder, corpus
+from tests.bench.reconcile import DATA, percentile, plan
+
+
+def build(root: Path, count: int, embedder: Embedder, cache: dict[str, list[float]]) -> dict[str, float]:
+    paths = resolve_workspace(root)
+    store = open_sealed_store(paths)
+    store._conn.execute("PRAGMA synchronous=OFF")  # building the bench workspace only, not measured
+    started = time.perf_counter()
+    for memory in corpus(count):
+        store.stage(memory, op := new_operation_id())
+        store.finish([op], "completed")
+    memories = list(store.iter_memories())
+    staged = time.perf_counter()
+    index = VectorIndex(paths.vectors, cast(Embedder, CachedEmbedder(embedder, cache)))
+    for start in range(0, count, 2000):
+        index.add_memories(memories[start : start + 2000])
+    index.optimize()
+    store.close()
+    return {"stageSec": round(staged - started, 1), "embedSec": round(time.perf_counter() - staged, 1)}
+
+
+def timed_writes(workspace: Path, writes: int) -> dict[str, Any]:
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    fields = [w.fields for w in plan(json.loads(DATA.read_text()))][:writes]
+    client = BridgeClient(workspace, extra_args=["--rate-limit-per-minute", "0"])
+    out: dict[str, list[float]] = {"reconciled": [], "reconciledReply": [], "named": [], "namedReply": []}
+    decisions: dict[str, int] = {}
+    try:
+        client.result("retrieveForAgent", {"query": "warm up"}, timeout=1800)
+        for i, memory in enumerate(fields):
+            for kind, params in (
+                ("reconciled", {**memory, "agentName": "bench"}),
+                ("named", {**memory, "agentName": "bench", "metadata": {"topicId": f"named-{i}"}}),
+            ):
+                started = time.perf_counter()
+                reply = client.result("storeMemory", params, timeout=120)
+                out[kind].append((time.perf_counter() - started) * 1000)
+                out[kind + "Reply"].append(reply["duration_ms"])
+                if "reconcile" in reply:
+                    decision = reply["reconcile"]["decision"]
+                    decisions[decision] = decisions.get(decision, 0) + 1
+    finally:
+        client.close()
+    result: dict[str, Any] = {
+        f"{kind}_{q}_ms": percentile(values, p)
+        for kind, values in out.items()
+        for q, p in (("p50", 0.5), ("p95", 0.95))
+    }
+    return {"writes": len(fields), **result, "decisions": decisions}
+
+
+def run_reconcile_cost(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), writes: int = 80) -> dict[str, Any]:
+    embedder = Embedder(default_model_path())
+    cache: dict[str, list[float]] = {}
+    out: dict[str, Any] = {}
+    for size in sizes:
+        workspace = root / f"scale-{size}"
+        workspace.mkdir()
+        built = build(workspace, size, embedder, cache)
+        out[str(size)] = {"build": built, **timed_writes(workspace, writes)}
+    return out

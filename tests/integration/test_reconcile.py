@@ -1,0 +1,147 @@
+"""Issue 50 items 1-3 through a real bridge and the real `flowbaby` command: memories stored the way
+agents store them (storeMemory without a topicId) are reconciled on write. A repeat is skipped (stored
+Superseded), a replacement under another topic supersedes the older memory with its evidence (reply,
+getMemory, audit log), a look-alike that only shares the replaced name stays Active, and `flowbaby
+memories restore` undoes the replacement."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bridge.client import PROJECT_ROOT, BridgeClient
+from graph.search.reconcile_llm import PROMPT
+from tests.support.commands import run_flowbaby
+from tests.support.fake_openai import FakeOpenAI
+
+
+def _store(client: BridgeClient, topic: str, decision: str, day: int) -> dict[str, Any]:
+    stamp = f"2026-03-{day:02d}T10:00:00Z"
+    params = {"topic": topic, "context": f"{topic}.", "decisions": [decision], "agentName": "claude-code"}
+    reply = client.result("storeMemory", {**params, "metadata": {"createdAt": stamp}})
+    assert reply["success"], reply
+    return reply
+
+
+def _status(client: BridgeClient, topic_id: str) -> str:
+    return str(client.result("getMemory", {"topicId": topic_id})["latest"]["status"])
+
+
+def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
+    spawn: Callable[..., BridgeClient], tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    # A generous budget: every decision in its reply, however loaded the machine (the budget is tested below).
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "20000"}
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    logs = _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
+    search = _store(client, "Product search index", "The product search index stays in Elasticsearch", 2)
+    assert logs["reconcile"]["decision"] == search["reconcile"]["decision"] == "add"
+
+    repeat = _store(
+        client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster.", 3
+    )
+    assert repeat["reconcile"]["decision"] == "skip", repeat
+    assert repeat["reconcile"]["topicId"] == logs["summary_id"]
+    assert _status(client, repeat["summary_id"]) == "Superseded"  # stored, not lost, and out of search
+
+    moved = _store(
+        client, "Application log storage", "Moved application log storage from Elasticsearch to Grafana Loki", 4
+    )
+    decided = moved["reconcile"]
+    assert decided["decision"] == "replace" and decided["topicId"] == logs["summary_id"], json.dumps(decided)
+    assert decided["evidence"]["retired"].lower() == "elasticsearch"
+    assert _status(client, logs["summary_id"]) == "Superseded"
+    assert _status(client, search["summary_id"]) == "Active"  # shares the name, not the subject
+    shown = client.result("getMemory", {"topicId": logs["summary_id"]})
+    entry = next(e for e in shown["reconcile"] if e["decision"] == "replace")
+    assert entry["newer"]["topicId"] == moved["summary_id"] and entry["evidence"]["retired"]
+    found = client.result("retrieveForAgent", {"query": "where do application logs go?", "maxResults": 3})
+    assert found["entries"][0]["topicId"] == moved["summary_id"]
+
+    audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
+    assert [a["reconcile"]["decision"] for a in audit if "reconcile" in a][-2:] == ["skip", "replace"]
+
+    restored = run_flowbaby("memories", "restore", logs["summary_id"], "--workspace", str(workspace))
+    assert restored.returncode == 0, restored.stderr
+    undone = json.loads(restored.stdout)
+    assert (undone["decision"], undone["id"]) == ("replace", decided["id"])
+    assert _status(client, logs["summary_id"]) == "Active"
+    again = run_flowbaby("memories", "restore", logs["summary_id"], "--workspace", str(workspace))
+    assert again.returncode == 1 and "NOT_FOUND" in again.stderr  # nothing left to undo
+
+    named = client.result(
+        "storeMemory",
+        {"topic": "Application logs", "context": "Application logs.", "metadata": {"topicId": "logs-explicit"}},
+    )
+    assert "reconcile" not in named  # an explicit topicId keeps plain versioning
+
+
+def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
+    """FLOWBABY_RECONCILE_BUDGET_MS=0: the write is staged as sent at once (`pending`), and the decision
+    is applied when it comes: a repeat is then Superseded, with the decision in getMemory."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "0"}
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    first = _store(client, "Help width", "Cap the help text width at 80 columns", 1)
+    again = _store(client, "Help width", "Cap the help text width at 80 columns.", 2)
+    assert again["reconcile"]["decision"] == "pending", again
+    deadline = time.monotonic() + 30
+    while _status(client, again["summary_id"]) != "Superseded" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    shown = client.result("getMemory", {"topicId": again["summary_id"]})
+    assert shown["latest"]["status"] == "Superseded"
+    assert [(e["decision"], e["evidence"]["topicId"]) for e in shown["reconcile"]] == [("skip", first["summary_id"])]
+
+
+def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer_falls_back(
+    spawn: Callable[..., BridgeClient], tmp_path: Path
+) -> None:
+    """FLOWBABY_RECONCILE_LLM=1 and an LLM on a loopback fake OpenAI server: a replacement the offline
+    evidence leaves as a suggestion is decided by the LLM, with the same measured evidence; an
+    unusable answer keeps the offline decision and says why. (About 30 s here: the bridge imports
+    litellm for its first LLM call.)"""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    with FakeOpenAI() as fake:
+        fake.reply_for = lambda system, user: (
+            '{"decision": "replace", "candidate": 1, "reason": "the logs moved to Loki"}' if system == PROMPT else None
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(PROJECT_ROOT),
+            "FLOWBABY_RECONCILE_BUDGET_MS": "0",  # with the LLM on, its timeout (and 0.5 s) is the budget
+            "FLOWBABY_RECONCILE_LLM_TIMEOUT_SEC": "60",  # the bridge's first LLM call imports litellm
+            "LLM_PROVIDER": "openai",
+            "LLM_MODEL": "gpt-4o-mini",
+            "LLM_API_KEY": "sk-test",
+            "LLM_ENDPOINT": fake.url,
+            "FLOWBABY_RECONCILE_LLM": "1",
+        }
+        client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+        logs = _store(
+            client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1
+        )
+        moved = _store(client, "Log storage cost cut", "Moved log storage from Elasticsearch to Grafana Loki", 2)
+        decided = moved["reconcile"]
+        assert (decided["decision"], decided["decidedBy"]) == ("replace", "llm"), json.dumps(decided)
+        assert decided["topicId"] == logs["summary_id"] and decided["reason"] == "the logs moved to Loki"
+        assert decided["evidence"]["retired"] == "Elasticsearch" and "cosine" in decided["evidence"]
+        assert _status(client, logs["summary_id"]) == "Superseded"
+        asked = [r["text"] for r in fake.requests if "memory store true" in r["text"]]
+        assert len(asked) == 1 and "Grafana Loki" in asked[0] and "Filebeat" in asked[0]
+
+        fake.mode = "garbage"
+        again = _store(client, "Log retention", "Moved log retention from Grafana Loki to Elasticsearch", 3)[
+            "reconcile"
+        ]
+        assert again["decidedBy"] == "offline" and again["llmFallback"], json.dumps(again)

@@ -1,0 +1,205 @@
+"""Reconcile on write (issue 50): the offline decision, the LLM's choice and its fallback, the decision
+log, and restore, with in-process fakes (a hashed bag-of-words encoder, a dict store)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStatus
+from graph.core.memories import Memory
+from graph.core.settings import LLMSettings
+from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, Decision, decide, measure
+from graph.search.reconcile_llm import ask, parse
+from graph.search.reconcile_log import DecisionLog
+from graph.search.reconciler import Reconciler, audit_decision
+from graph.search.retrieval import Retriever
+from tests.support.fakes import HashEncoder, memory
+
+ENCODE = HashEncoder().encode
+NEW = memory("new", topic="Log storage", decisions=["Moved log storage from Elasticsearch to Grafana Loki"])
+
+
+def _candidate(m: Memory, cosine: float, **fields: object) -> Candidate:
+    c = Candidate(m, cosine)
+    for name, value in fields.items():
+        setattr(c, name, value)
+    return c
+
+
+def test_the_same_words_are_skipped_and_a_near_exact_repeat_too() -> None:
+    old = memory("old", topic="Help width", decisions=["Cap the help text at 80 columns"])
+    new = memory("n", topic="help width", decisions=["Cap the help text at 80 columns."])
+    found = measure(new, [old], ENCODE)
+    assert found[0].same_words
+    assert decide(new, found).action == "skip"
+    assert decide(new, [_candidate(old, 0.98, overlap=0.9)]).action == "skip"
+    assert decide(new, [_candidate(old, 0.98, overlap=0.5)]).action != "skip"
+
+
+def test_a_replacement_supersedes_the_holder_of_the_retired_name_on_its_subject_only() -> None:
+    logs = memory("logs", topic="Log storage", decisions=["Ship application log storage to Elasticsearch"])
+    index = memory("index", topic="Search index", decisions=["The product search index stays in Elasticsearch"])
+    found = {c.memory.memory_id: c for c in measure(NEW, [logs, index], ENCODE)}
+    assert found["logs"].retired == found["index"].retired == "Elasticsearch"
+    assert found["logs"].cosine >= RETIRED_SUBJECT > found["index"].cosine
+    decision = decide(NEW, sorted(found.values(), key=lambda c: -c.cosine))
+    assert decision.action == "replace" and decision.target is not None
+    assert decision.target.memory.memory_id == "logs" and not decision.also
+    assert decision.reply()["evidence"]["retired"] == "Elasticsearch"
+
+
+def test_weak_evidence_is_left_as_a_suggestion() -> None:
+    index = memory("index", topic="Search index", decisions=["The search index stays in Elasticsearch"])
+    decision = decide(NEW, [_candidate(index, RETIRED_SUBJECT - 0.1, retired="Elasticsearch", cue="moved")])
+    assert decision.action == "add" and decision.target is None
+    assert [s["topicId"] for s in decision.reply()["suggestions"]] == ["index"]
+
+
+def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> None:
+    old = memory("old", topic="Help width", decisions=["Cap the help text at 80 columns"])
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01)]).action == "update"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, cue="now 100 columns")]).action == "replace"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT - 0.01)]).action == "add"
+
+
+def test_a_topic_is_compared_through_its_earlier_versions() -> None:
+    first = memory("v1", topic_id="t", decisions=["Ship application log storage to Elasticsearch"])
+    second = memory("v2", topic_id="t", version=2, topic="Logs", decisions=["Kibana dashboards for the team"])
+    alone = measure(NEW, [second], ENCODE)[0]
+    with_history = measure(NEW, [second], ENCODE, lambda m: [first])[0]
+    assert not alone.retired and with_history.retired == "Elasticsearch"
+    assert with_history.cosine > alone.cosine
+
+
+def test_the_llm_choice_is_parsed_strictly() -> None:
+    c = [_candidate(memory("a"), 0.7)]
+    assert parse('{"decision": "replace", "candidate": 1, "reason": "moved"}', c)[:2] == ("replace", c[0])
+    assert parse('```json\n{"decision": "add", "candidate": null}\n```', c)[:2] == ("add", None)
+    for bad in ('{"decision": "merge"}', '{"decision": "skip", "candidate": 2}', "not json", '{"decision": "skip"}'):
+        with pytest.raises(ValueError):
+            parse(bad, c)
+
+
+def test_the_llm_decides_with_the_same_evidence_and_any_failure_keeps_the_offline_decision() -> None:
+    old = memory("old", topic="Log storage", decisions=["Ship application log storage to Elasticsearch"])
+    offline = decide(NEW, measure(NEW, [old], ENCODE))
+    llm = LLMSettings(provider="openai", model="gpt-4o-mini", api_key="k")
+    chosen = ask(NEW, offline, llm, lambda *a: '{"decision": "update", "candidate": 1, "reason": "same"}')
+    assert (chosen.action, chosen.decided_by, chosen.reason) == ("update", "llm", "same")
+    assert chosen.reply()["evidence"] == offline.reply()["evidence"]
+
+    def broken(*args: object) -> str:
+        raise TimeoutError("no answer in 8s")
+
+    kept = ask(NEW, offline, llm, broken)
+    assert kept is offline and kept.decided_by == "offline" and "TimeoutError" in kept.llm_fallback
+
+
+class DictStore:
+    def __init__(self, *memories: Memory) -> None:
+        self.by_id = {m.memory_id: m for m in memories}
+
+    def get_memories(self, memory_ids: list[str]) -> list[Memory]:
+        return [self.by_id[m] for m in memory_ids if m in self.by_id]
+
+    def set_status(self, memory_id: str, status: MemoryStatus) -> None:
+        self.by_id[memory_id].status = status
+
+
+def test_apply_logs_the_decision_and_restore_gives_the_status_back_once(tmp_path: Path) -> None:
+    old = memory("old", topic="Log storage", decisions=["Ship application log storage to Elasticsearch"])
+    new = memory("new-id", topic_id="new", topic=NEW.topic, decisions=NEW.decisions)
+    store = DictStore(old, new)
+    reconciler = Reconciler(DecisionLog(tmp_path / "reconcile.jsonl"), LLMSettings(), lambda t: [])
+    decision = decide(NEW, measure(NEW, [old], ENCODE))
+    reply = reconciler.apply(decision, new, store, None)
+    assert reply["decision"] == "replace" and old.status is MemoryStatus.SUPERSEDED
+    assert audit_decision(reply) == {"decision": "replace", "decidedBy": "offline", "topicId": "old", "id": reply["id"]}
+    logged = reconciler.log.for_topic("old")
+    assert [e.id for e in logged] == [reply["id"]] and logged[0].superseded[0].status == "Active"
+
+    undone = reconciler.restore("old", store, None)
+    assert undone["restored"] == [{"topicId": "old", "memoryId": "old", "status": "Active"}]
+    assert store.by_id["old"].status.value == "Active" and reconciler.log.for_topic("old")[0].restoredAt
+    with pytest.raises(FlowbabyError) as error:
+        reconciler.restore("old", store, None)
+    assert error.value.code.value == "NOT_FOUND"
+
+
+def test_a_damaged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(tmp_path: Path) -> None:
+    path = tmp_path / "reconcile.jsonl"
+    foreign = {
+        "id": "rc_1",
+        "at": "2026-01-01T00:00:00.000Z",
+        "decision": "replace",
+        "decidedBy": "offline",
+        "newer": {"topicId": "x", "memoryId": "x"},
+        "superseded": [
+            {"topicId": "t", "memoryId": "not-here", "status": "Active"},
+            {"topicId": "t", "memoryId": "held", "status": "Bogus"},
+        ],
+    }
+    path.write_text("not json\n" + json.dumps({"id": 5}) + "\n" + json.dumps(foreign) + "\n")
+    reconciler = Reconciler(DecisionLog(path), LLMSettings(), lambda t: [])
+    assert list(reconciler.log.entries()) == ["rc_1"]
+    held = memory("held", topic_id="t", status=MemoryStatus.SUPERSEDED)
+    assert reconciler.restore("t", DictStore(held), None)["restored"] == []
+    assert held.status is MemoryStatus.SUPERSEDED
+
+
+def test_an_update_joins_the_topic_a_skip_is_stored_superseded_and_a_capture_keeps_its_topic() -> None:
+    old = memory("old", topic="Help width", decisions=["Cap the help text width at 80 columns"])
+    retriever = SimpleNamespace(
+        embedder=HashEncoder(),
+        catalog=SimpleNamespace(by_id={"old": old}, lexical=SimpleNamespace(search=lambda text, limit: {"old": 1.0})),
+    )
+    index = SimpleNamespace(search=lambda vector, limit: [("old", 0.9)])
+    fields = FlowbabyIngestRequest.model_validate(
+        {
+            "topic": "Help width",
+            "context": "CLI.",
+            "decisions": ["Cap the help text width at 80 columns on wide terminals"],
+        }
+    )
+    meta = fields.metadata.model_dump(mode="json")
+    reconciler = Reconciler(DecisionLog(Path("/nonexistent/reconcile.jsonl")), LLMSettings(), lambda t: [])
+    update = reconciler.decide(fields, meta, cast(Retriever, retriever), index, capture=False)
+    assert update.action == "update"
+    assert Reconciler.staged_meta(meta, update)["topicId"] == "old"
+    kept = reconciler.decide(fields, meta, cast(Retriever, retriever), index, capture=True)
+    assert kept.action == "add" and [s.memory.memory_id for s in kept.suggestions] == ["old"]
+    assert Reconciler.staged_meta(meta, kept) == meta
+    skip = decide(NEW, [_candidate(old, 0.99, overlap=0.95)])
+    assert Reconciler.staged_meta(meta, skip)["status"] == "Superseded"
+
+
+def test_a_decision_after_the_reply_supersedes_the_staged_repeat_and_turns_an_update_into_a_replacement(
+    tmp_path: Path,
+) -> None:
+    old = memory("old", topic="Help width", decisions=["Cap the help text width at 80 columns"])
+    repeat = memory("repeat", topic="Help width", decisions=["Cap the help text width at 80 columns."])
+    restated = memory("restated", topic="Help width", decisions=["Help wraps at 80 columns"])
+    store = DictStore(old, repeat, restated)
+    reconciler = Reconciler(DecisionLog(tmp_path / "reconcile.jsonl"), LLMSettings(), lambda t: [])
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for staged, decision in (
+            (repeat, decide(NEW, [_candidate(old, 0.99, overlap=0.95)])),
+            (restated, decide(NEW, [_candidate(old, SAME_SUBJECT + 0.05)])),
+        ):
+            deciding: asyncio.Future[Decision] = loop.create_future()
+            reconciler.apply_later(deciding, staged, store, None)
+            deciding.set_result(decision)
+        await reconciler.settled()
+
+    asyncio.run(run())
+    assert store.by_id["repeat"].status is MemoryStatus.SUPERSEDED
+    assert store.by_id["old"].status is MemoryStatus.SUPERSEDED and store.by_id["restated"].topic_id == "restated"
+    assert [e.decision for e in reconciler.log.entries().values()] == ["skip", "replace"]
