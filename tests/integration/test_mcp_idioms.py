@@ -77,8 +77,9 @@ async def _session(workspace: Path) -> None:
         assert not whole.is_error and THREE["logs"] in shown and shown.endswith("No memory with topicId: nope")
 
         # Resources: one per memory, paginated by listMemories' cursor, each readable whole.
-        for i in range(48):
-            await client.call_tool("flowbaby_storeMemory", {"topic": f"Note {i}", "context": f"Filler note {i}."})
+        for i in range(48):  # named topics: near-identical notes without one would be reconciled as repeats
+            note = {"topic": f"Note {i}", "context": f"Filler note {i}.", "metadata": {"topicId": f"note-{i}"}}
+            await client.call_tool("flowbaby_storeMemory", note)
         first = await client.list_resources()
         assert len(first.resources) == 50 and first.next_cursor
         rest = await client.list_resources(cursor=first.next_cursor)
