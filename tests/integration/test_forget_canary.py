@@ -176,10 +176,11 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
     folder = tmp_path / "team"
     folder.mkdir()
     client = spawn(folder, env=_env(postgres.url(), namespace))
+    # the canary in a path: an entity of the projection (a decision sentence is no entity, issue 49)
     secret = summary(
         "secret-rotation",
         topic="Redis credential rotation",
-        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
+        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the key is in vault/{CANARY}.key.",
         decisions=[f"Store {CANARY} in the vault, never in Redis"],
         agentName=AGENT,
     )

@@ -160,6 +160,7 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
         await service.ingest({"topic": "t", "context": "c"}, bulk=True, origin="/here")
         await service.store_memory({"topic": "s"}, origin="/here")
         await service.confirm_supersession({"olderTopicId": "a", "newerTopicId": "b"})
+        await service.restore_memory({"topicId": "a"})
         await service.forget_memory({"filter": {"status": ["Active"]}})
         await service.import_memories({"memories": []})
         await service.close()
@@ -169,6 +170,7 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
         ("POST", "/api/agent/ingest", {"topic": "t", "context": "c"}),
         ("POST", "/api/agent/memories", {"topic": "s"}),
         ("POST", "/api/agent/supersessions/confirm", {"olderTopicId": "a", "newerTopicId": "b"}),
+        ("POST", "/api/agent/memories/restore", {"topicId": "a"}),
         ("POST", "/api/agent/memories/forget", {"filter": {"status": ["Active"]}}),
         ("POST", "/api/agent/import", {"memories": []}),
     ]
