@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
+from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms
 
 HEADER_LINES = 200
 """Records read to find a transcript's cwd and title without parsing it whole."""
@@ -34,69 +33,28 @@ def project_folder_name(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
-@dataclass
-class _Header:
-    stamp: tuple[int, int]
-    cwd: str
-    title: str
-    count: int
-    updated_ms: int
-
-
-class ClaudeCodeSource:
+class ClaudeCodeSource(JsonlSessions):
     name = "claude-code"
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.problems: list[str] = []
-        self._headers: dict[Path, _Header] = {}
+    root = "projects"
+    what = "Claude Code transcript"
+    whole = "Claude Code transcripts"
 
     def _files(self, main: Path) -> list[Path]:
         subagents = main.with_suffix("") / "subagents"
         return [main, *sorted(subagents.glob("*.jsonl"))] if subagents.is_dir() else [main]
 
-    def sessions(self, workspace: str) -> list[SessionInfo]:
-        projects = self.folder / "projects"
-        if not projects.is_dir():
-            return []
+    def _list(self, root: Path, workspace: str) -> list[SessionInfo]:
         prefix = project_folder_name(workspace)
-        found = []
-        self.problems = []
-        try:
-            folders = [p for p in projects.iterdir() if p.name == prefix or p.name.startswith(prefix + "-")]
-            for folder in folders:
-                for main in folder.glob("*.jsonl"):
-                    try:
-                        header = self._header(main)
-                    except OSError as exc:
-                        self.problems.append(f"Claude Code transcript {main} cannot be read: {exc}")
-                        continue
-                    if header is None or not within(header.cwd, workspace):
-                        continue
-                    files = self._files(main)
-                    stats = [f.stat() for f in files]
-                    found.append(
-                        SessionInfo(
-                            source=self.name,
-                            session_id=main.stem,
-                            title=header.title,
-                            directory=header.cwd,
-                            updated_ms=max(header.updated_ms, int(max(s.st_mtime for s in stats) * 1000)),
-                            message_count=header.count,
-                            fingerprint=str(main) + "|" + ";".join(f"{s.st_size}:{s.st_mtime_ns}" for s in stats),
-                        )
-                    )
-        except OSError as exc:
-            raise SourceError(f"Claude Code transcripts under {projects} cannot be read: {exc}") from None
-        return found
+        folders = [p for p in root.iterdir() if p.name == prefix or p.name.startswith(prefix + "-")]
+        return [
+            self._info(main, header, header.cwd, self._files(main))
+            for folder in folders
+            for main, header in self._with_headers(folder.glob("*.jsonl"))
+            if within(header.cwd, workspace)
+        ]
 
-    def _header(self, path: Path) -> _Header | None:
-        """cwd, title and message count of a transcript, cached by size and mtime."""
-        info = path.stat()
-        stamp = (info.st_size, info.st_mtime_ns)
-        cached = self._headers.get(path)
-        if cached is not None and cached.stamp == stamp:
-            return cached
+    def _parse_header(self, path: Path) -> Header | None:
+        """cwd, title and message count of a transcript."""
         cwd, title, last = "", "", 0
         keys: set[str] = set()
         with path.open("rb") as handle:
@@ -109,15 +67,13 @@ class ClaudeCodeSource:
                     title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
                 if record.get("type") in ("user", "assistant"):
                     keys.add(_key(record))
-                    last = max(last, _ms(record.get("timestamp")))
+                    last = max(last, ms(record.get("timestamp")))
                     if not title and record.get("type") == "user" and number < HEADER_LINES:
                         first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
                         title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
         if not cwd:
             return None
-        header = _Header(stamp, os.path.normpath(cwd), title.strip(), len(keys), last)
-        self._headers[path] = header
-        return header
+        return Header(path.stem, os.path.normpath(cwd), title.strip(), len(keys), last)
 
     def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
         main = Path(session.fingerprint.split("|", 1)[0])
@@ -160,7 +116,7 @@ class ClaudeCodeSource:
                     role = record["type"]
                     if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
                         role = "tool"
-                    stamp = _ms(record.get("timestamp"))
+                    stamp = ms(record.get("timestamp"))
                     message = messages[key] = Message(key, role, stamp, stamp)
                 for block in blocks:
                     if block not in message.blocks:  # a record repeated with the same block
@@ -184,13 +140,6 @@ def _key(record: dict[str, Any]) -> str:
     if record.get("type") == "assistant" and isinstance(message, dict) and message.get("id"):
         return str(message["id"])
     return str(record.get("uuid") or "")
-
-
-def _ms(stamp: Any) -> int:
-    try:
-        return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp() * 1000)
-    except ValueError:
-        return 0
 
 
 def _text(value: Any) -> str:

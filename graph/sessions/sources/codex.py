@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from graph.core.environment import Environment
-from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
-from graph.sessions.model import Batch, Block, Message, Role, SessionInfo, SourceError, within
-from graph.sessions.sources.claude_code import _ms
+from graph.sessions.model import Block, Message, Role, SessionInfo, within
+from graph.sessions.sources.jsonl_files import Header, WholeFileSessions, first_user_title, ms, records
 
 HARNESS_PREFIXES = ("<environment_context", "<user_instructions", "# AGENTS.md instructions", "<skills_")
 
@@ -29,97 +27,33 @@ def default_folder() -> Path:
     return Environment.read().codex_home()
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    """The file's whole lines as JSON objects (a line being written, or not JSON, is skipped)."""
-    found = []
-    with path.open("rb") as handle:
-        for line in handle:
-            if not line.endswith(b"\n"):
-                break
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                found.append(record)
-    return found
-
-
-@dataclass
-class _Header:
-    stamp: tuple[int, int]
-    session_id: str
-    cwd: str
-    title: str
-    count: int
-    updated_ms: int
-
-
-class CodexSource:
+class CodexSource(WholeFileSessions):
     name = "codex"
+    root = "sessions"
+    what = "Codex rollout"
+    whole = "Codex sessions"
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.problems: list[str] = []
-        self._headers: dict[Path, _Header] = {}
+    def _list(self, root: Path, workspace: str) -> list[SessionInfo]:
+        return [
+            self._info(path, header, header.cwd)
+            for path, header in self._with_headers(root.glob("*/*/*/rollout-*.jsonl"))
+            if within(header.cwd, workspace)
+        ]
 
-    def sessions(self, workspace: str) -> list[SessionInfo]:
-        root = self.folder / "sessions"
-        if not root.is_dir():
-            return []
-        self.problems = []
-        found = []
-        try:
-            for path in root.glob("*/*/*/rollout-*.jsonl"):
-                try:
-                    header = self._header(path)
-                except OSError as exc:
-                    self.problems.append(f"Codex rollout {path} cannot be read: {exc}")
-                    continue
-                if header is None or not within(header.cwd, workspace):
-                    continue
-                info = path.stat()
-                found.append(
-                    SessionInfo(
-                        source=self.name,
-                        session_id=header.session_id,
-                        title=header.title,
-                        directory=header.cwd,
-                        updated_ms=max(header.updated_ms, int(info.st_mtime * 1000)),
-                        message_count=header.count,
-                        fingerprint=f"{path}|{info.st_size}:{info.st_mtime_ns}",
-                    )
-                )
-        except OSError as exc:
-            raise SourceError(f"Codex sessions under {root} cannot be read: {exc}") from None
-        return found
-
-    def _header(self, path: Path) -> _Header | None:
-        info = path.stat()
-        stamp = (info.st_size, info.st_mtime_ns)
-        cached = self._headers.get(path)
-        if cached is not None and cached.stamp == stamp:
-            return cached
+    def _parse_header(self, path: Path) -> Header | None:
         lines = records(path)
         meta = next((r.get("payload") for r in lines if r.get("type") == "session_meta"), None)
         if not isinstance(meta, dict) or not meta.get("cwd") or not meta.get("id"):
             return None
         messages = conversation(lines)
-        first = next((b.text for m in messages if m.role == "user" for b in m.blocks if b.kind == "text"), "")
-        updated = max((_ms(r.get("timestamp")) for r in lines), default=0)
-        header = _Header(
-            stamp, str(meta["id"]), os.path.normpath(str(meta["cwd"])), clean(first)[0][:80], len(messages), updated
+        updated = max((ms(r.get("timestamp")) for r in lines), default=0)
+        return Header(
+            str(meta["id"]), os.path.normpath(str(meta["cwd"])), first_user_title(messages), len(messages), updated
         )
-        self._headers[path] = header
-        return header
 
-    def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
-        path = Path(session.fingerprint.split("|", 1)[0])
-        try:
-            messages = conversation(records(path))
-        except OSError as exc:
-            raise SourceError(f"Codex rollout {path} cannot be read: {exc}") from None
-        return Batch(messages, {"fingerprint": session.fingerprint}, True)
+    @staticmethod
+    def conversation(lines: list[dict[str, Any]]) -> list[Message]:
+        return conversation(lines)
 
 
 def _text(content: Any) -> str:
@@ -145,7 +79,7 @@ def conversation(lines: list[dict[str, Any]]) -> list[Message]:
         item = record.get("payload")
         if record.get("type") != "response_item" or not isinstance(item, dict):
             continue
-        kind, stamp = item.get("type"), _ms(record.get("timestamp"))
+        kind, stamp = item.get("type"), ms(record.get("timestamp"))
         role: Role
         if kind == "message" and item.get("role") in ("user", "assistant"):
             text = _text(item.get("content")).strip()

@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from graph.core.environment import Environment
-from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
-from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
-from graph.sessions.sources.claude_code import _ms
-from graph.sessions.sources.codex import records
+from graph.sessions.model import Block, Message, SessionInfo, within
+from graph.sessions.sources.jsonl_files import Header, WholeFileSessions, first_user_title, ms, records
 
 HOOK_CONTEXT = re.compile(r"<hook_context>.*?</hook_context>", re.DOTALL)
 
@@ -31,81 +28,33 @@ def default_folder() -> Path:
     return Environment.read().gemini_home()
 
 
-@dataclass
-class _Header:
-    stamp: tuple[int, int]
-    session_id: str
-    title: str
-    count: int
-    updated_ms: int
-
-
-class GeminiSource:
+class GeminiSource(WholeFileSessions):
     name = "gemini"
+    root = "tmp"
+    what = "Gemini CLI chat"
+    whole = "Gemini CLI chats"
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.problems: list[str] = []
-        self._headers: dict[Path, _Header] = {}
-
-    def sessions(self, workspace: str) -> list[SessionInfo]:
-        root = self.folder / "tmp"
-        if not root.is_dir():
-            return []
-        self.problems = []
-        found = []
-        try:
-            for marker in root.glob("*/.project_root"):
-                cwd = os.path.normpath(marker.read_text(encoding="utf-8").strip())
-                if not os.path.isabs(cwd) or not within(cwd, workspace):
-                    continue
-                for path in (marker.parent / "chats").glob("session-*.jsonl"):
-                    try:
-                        header = self._header(path)
-                    except OSError as exc:
-                        self.problems.append(f"Gemini CLI chat {path} cannot be read: {exc}")
-                        continue
-                    if header is None:
-                        continue
-                    info = path.stat()
-                    found.append(
-                        SessionInfo(
-                            source=self.name,
-                            session_id=header.session_id,
-                            title=header.title,
-                            directory=cwd,
-                            updated_ms=max(header.updated_ms, int(info.st_mtime * 1000)),
-                            message_count=header.count,
-                            fingerprint=f"{path}|{info.st_size}:{info.st_mtime_ns}",
-                        )
-                    )
-        except OSError as exc:
-            raise SourceError(f"Gemini CLI chats under {root} cannot be read: {exc}") from None
+    def _list(self, root: Path, workspace: str) -> list[SessionInfo]:
+        found: list[SessionInfo] = []
+        for marker in root.glob("*/.project_root"):
+            cwd = os.path.normpath(marker.read_text(encoding="utf-8").strip())
+            if not os.path.isabs(cwd) or not within(cwd, workspace):
+                continue
+            chats = (marker.parent / "chats").glob("session-*.jsonl")
+            found.extend(self._info(path, header, cwd) for path, header in self._with_headers(chats))
         return found
 
-    def _header(self, path: Path) -> _Header | None:
-        info = path.stat()
-        stamp = (info.st_size, info.st_mtime_ns)
-        cached = self._headers.get(path)
-        if cached is not None and cached.stamp == stamp:
-            return cached
+    def _parse_header(self, path: Path) -> Header | None:
         lines = records(path)
         if not lines or not lines[0].get("sessionId"):
             return None
         messages = conversation(lines)
-        first = next((b.text for m in messages if m.role == "user" for b in m.blocks if b.kind == "text"), "")
-        updated = max([_ms(m.get("timestamp")) for m in _messages(lines)] + [_ms(lines[0].get("startTime"))])
-        header = _Header(stamp, str(lines[0]["sessionId"]), clean(first)[0][:80], len(messages), updated)
-        self._headers[path] = header
-        return header
+        updated = max([ms(m.get("timestamp")) for m in _messages(lines)] + [ms(lines[0].get("startTime"))])
+        return Header(str(lines[0]["sessionId"]), "", first_user_title(messages), len(messages), updated)
 
-    def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
-        path = Path(session.fingerprint.split("|", 1)[0])
-        try:
-            messages = conversation(records(path))
-        except OSError as exc:
-            raise SourceError(f"Gemini CLI chat {path} cannot be read: {exc}") from None
-        return Batch(messages, {"fingerprint": session.fingerprint}, True)
+    @staticmethod
+    def conversation(lines: list[dict[str, Any]]) -> list[Message]:
+        return conversation(lines)
 
 
 def _messages(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,6 +98,6 @@ def conversation(lines: list[dict[str, Any]]) -> list[Message]:
             if result:
                 blocks.append(Block("tool_result", result if isinstance(result, str) else json.dumps(result), name))
         if blocks:
-            stamp = _ms(message.get("timestamp"))
+            stamp = ms(message.get("timestamp"))
             found.append(Message(str(message.get("id") or f"message-{order}"), role, order, stamp, blocks))  # type: ignore[arg-type]
     return found
