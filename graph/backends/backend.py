@@ -91,6 +91,22 @@ class Searching(Protocol):
 
 
 @dataclass(frozen=True)
+class ServerCaches:
+    """What this server keeps in memory that another server's changes to a shared namespace must reach:
+    one value because the engine hands it through `Backend.follow_changes` to the team change feed,
+    which alone opens it. `retriever` and `vectors` are read at each change (they are built later)."""
+
+    loop: asyncio.AbstractEventLoop
+    store: MemoryStoreBackend
+    retriever: Callable[[], Searching | None]
+    vectors: Callable[[], MemoryVectors | None]
+    wake_operations: Callable[[], None]
+    """Work was queued elsewhere: look at the ledger now."""
+    forget: Callable[[list[str]], None]
+    """Drop memories another server forgot from this server's caches."""
+
+
+@dataclass(frozen=True)
 class Backend(ABC):
     """One workspace's backend: every durable store the engine uses, opened from here.
 
@@ -152,18 +168,10 @@ class Backend(ABC):
         started and listening; None where one process owns the data (nothing to follow)."""
         return None
 
-    def follow_changes(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        store: MemoryStoreBackend,
-        retriever: Callable[[], Searching | None],
-        vectors: Callable[[], MemoryVectors | None],
-        wake_operations: Callable[[], None],
-        forget: Callable[[list[str]], None],
-    ) -> Closeable | None:
+    def follow_changes(self, caches: ServerCaches) -> Closeable | None:
         """Where the backend is `shared`: apply the other servers' changes to this server's caches
-        (the retriever's catalog, the vector count; `wake_operations` when work was queued, `forget`
-        for memories forgotten elsewhere), listening from now on; None where one process owns the data."""
+        (the retriever's catalog, the vector count, the operation queue), listening from now on;
+        None where one process owns the data."""
         return None
 
     @classmethod

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graph import __version__
-from graph.backends.backend import Backend
+from graph.backends.backend import Backend, ServerCaches
 from graph.core.contract import ErrorCode, FlowbabyError, HealthResponse, HookProblems
 from graph.core.hook_problems import hook_problems
 from graph.core.logs import configure_logging
@@ -89,8 +89,7 @@ class FlowbabyService(Hooks, Memories, Forget, Inspection, Sessions):
         service._warm_task = asyncio.create_task(service._warm_up_through_outages(), name="flowbaby-warm")
         if build_graph:
             service.start_graph_work()
-        service._namespace_listener = await asyncio.to_thread(
-            service.backend.follow_changes,
+        caches = ServerCaches(
             asyncio.get_running_loop(),
             service.store,
             lambda: service._retriever,
@@ -98,6 +97,7 @@ class FlowbabyService(Hooks, Memories, Forget, Inspection, Sessions):
             service.operations.notify,
             service._forgotten_elsewhere,
         )
+        service._namespace_listener = await asyncio.to_thread(service.backend.follow_changes, caches)
         try:
             await service._endpoint.start()
         except OSError as exc:  # fronts that come later then get WORKSPACE_BUSY, as before

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from graph.backends.backend import ServerCaches
 from graph.backends.team.change_feed import RemoteChanges
 from tests.conftest import summary
 from tests.unit.test_hardening import run, service  # noqa: F401 (fixture)
@@ -16,12 +17,14 @@ def test_a_forget_on_another_server_reaches_this_servers_catalog() -> None:
 
     async def scenario() -> None:
         changes = RemoteChanges(
-            asyncio.get_running_loop(),
-            store=None,  # type: ignore[arg-type]
-            retriever=lambda: None,
-            vectors=lambda: None,
-            wake_operations=lambda: None,
-            forget=forgotten.append,
+            ServerCaches(
+                asyncio.get_running_loop(),
+                store=None,  # type: ignore[arg-type]
+                retriever=lambda: None,
+                vectors=lambda: None,
+                wake_operations=lambda: None,
+                forget=forgotten.append,
+            )
         )
         changes.handle("forgotten", ["m1", "m2"], {"kind": "forgotten", "ids": ["m1", "m2"]})
         changes.handle("queued", ["op"], {})

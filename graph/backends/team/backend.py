@@ -3,14 +3,13 @@ is imported when opened, so the embedded default never loads psycopg."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from graph.backends.backend import REFRESH_POLL_ENV, REFRESH_POLL_SEC, Backend, Searching
+from graph.backends.backend import REFRESH_POLL_ENV, REFRESH_POLL_SEC, Backend, ServerCaches
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.environment import Environment
 
@@ -91,19 +90,11 @@ class TeamBackend(Backend):
 
         return namespace_build_lock(self.url, self.namespace)
 
-    def follow_changes(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        store: MemoryStoreBackend,
-        retriever: Callable[[], Searching | None],
-        vectors: Callable[[], MemoryVectors | None],
-        wake_operations: Callable[[], None],
-        forget: Callable[[list[str]], None],
-    ) -> Closeable | None:
+    def follow_changes(self, caches: ServerCaches) -> Closeable | None:
         """The namespace's change feed (graph.backends.team.change_feed) on the listener of `watch`."""
         from graph.backends.team.change_feed import RemoteChanges
 
-        changes = RemoteChanges(loop, store, retriever, vectors, wake_operations, forget)
+        changes = RemoteChanges(caches)
         return self.watch(changes.handle)
 
     @classmethod

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
-from graph.backends.backend import Searching
-from graph.backends.memory_store import MemoryStoreBackend
-from graph.backends.vectors import MemoryVectors
+from graph.backends.backend import ServerCaches
 from graph.core.contract import MemoryStatus
 from graph.core.memory_chunks import memory_chunks
 
@@ -24,56 +21,43 @@ log = logging.getLogger("flowbaby.remote_changes")
 
 
 class RemoteChanges:
-    def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        store: MemoryStoreBackend,
-        retriever: Callable[[], Searching | None],
-        vectors: Callable[[], MemoryVectors | None],
-        wake_operations: Callable[[], None],
-        forget: Callable[[list[str]], None],
-    ) -> None:
-        """`forget`: drop memories another server forgot from this server's caches (the rows,
-        vectors and lexical rows are already gone from the namespace)."""
-        self._loop = loop
-        self._store = store
-        self._retriever = retriever
-        self._vectors = vectors
-        self._wake = wake_operations
-        self._forget = forget
+    def __init__(self, caches: ServerCaches) -> None:
+        """A forgotten memory's rows, vectors and lexical rows are already gone from the namespace:
+        only `caches.forget` is left to do."""
+        self._caches = caches
         self._tasks: set[asyncio.Task[None]] = set()
 
     def handle(self, kind: str, ids: list[str], payload: dict[str, Any]) -> None:
         """From the listener's thread: hand the change to the event loop."""
-        self._loop.call_soon_threadsafe(self._apply, kind, ids, payload)
+        self._caches.loop.call_soon_threadsafe(self._apply, kind, ids, payload)
 
     def _apply(self, kind: str, ids: list[str], payload: dict[str, Any]) -> None:
         if kind == "queued":
-            self._wake()
+            self._caches.wake_operations()
         elif kind == "status":
-            retriever = self._retriever()
+            retriever = self._caches.retriever()
             status = MemoryStatus(payload["status"])
             known = retriever.catalog.by_id if retriever is not None else {}
             for memory_id in ids:
                 if memory_id in known and known[memory_id].status is not status and retriever is not None:
                     retriever.catalog.set_status(memory_id, status)
         elif kind == "forgotten":
-            self._forget(ids)
+            self._caches.forget(ids)
         elif kind == "searchable":
-            task = self._loop.create_task(self._adopt(ids))
+            task = self._caches.loop.create_task(self._adopt(ids))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def _adopt(self, ids: list[str]) -> None:
         """Catalogue the memories this server does not have yet (warm-up, still running, reads them all)."""
-        retriever = self._retriever()
+        retriever = self._caches.retriever()
         if retriever is None:
             return
         new = [memory_id for memory_id in dict.fromkeys(ids) if memory_id not in retriever.catalog.by_id]
         if not new:
             return
         try:
-            memories = await asyncio.to_thread(self._store.get_memories, new)
+            memories = await asyncio.to_thread(self._caches.store.get_memories, new)
         except Exception:  # the next poll reports them again
             log.warning("could not read %d memories another server staged", len(new), exc_info=True)
             return
@@ -82,7 +66,7 @@ class RemoteChanges:
             retriever.catalog.add(memory)
         from graph.backends.team.vectors import PgVectorIndex  # only the team backend gets here
 
-        vectors = self._vectors()
+        vectors = self._caches.vectors()
         if isinstance(vectors, PgVectorIndex):
             vectors.note_added(sum(len(memory_chunks(m)) for m in fresh))
         if fresh:
