@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from bridge.client import BridgeClient
-from tests.e2e.test_claude_hooks import DECISION, FACT
+from tests.support.agent_cli import DECISION, FACT
 from tests.support.client_env import (
     CLAUDE_CODE,
     OPENCODE,

@@ -20,16 +20,12 @@ import pytest
 from tests.integration.test_http_api import Server
 from tests.support.agent_cli import (
     CODEX,
-    DECISION,
-    FACT,
-    STORED_DECISION,
-    STORED_TOPIC,
+    STORED_MEMORY,
     WEBHOOKS,
-    captured,
-    retrieve,
-    served,
-    session_search,
-    until,
+    AgentProject,
+    assert_briefed_and_recalled,
+    assert_captured_and_searchable,
+    until_stored,
 )
 from tests.support.client_env import flowbaby_install, isolated_env
 from tests.support.fake_responses_model import FakeResponsesModel
@@ -38,31 +34,18 @@ from tests.support.npm_tools import npm_tool
 pytestmark = pytest.mark.slow
 
 
-class Codex:
-    def __init__(self, root: Path, model: FakeResponsesModel) -> None:
-        self.project, self.model = root / "project", model
-        self.project.mkdir()
-        (self.project / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # nothing here reads the graph
-        self.home = root / "codex"
+class Codex(AgentProject[FakeResponsesModel]):
+    client, fake = CODEX, FakeResponsesModel
+
+    def environment(self) -> dict[str, str]:
+        self.home = self.root / "codex"
         self.home.mkdir()
         (self.home / "config.toml").write_text(
             '# the fake model: the only settings not written by flowbaby install\nmodel = "fake-model"\n'
             'model_provider = "fake"\n\n[model_providers.fake]\nname = "Fake"\n'
-            f'base_url = "{model.url}"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
+            f'base_url = "{self.model.url}"\nwire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
         )
-        self.env = isolated_env(root) | {"CODEX_HOME": str(self.home), "FAKE_MODEL_KEY": "x"}
-
-    def run(self, *args: str) -> str:
-        done = subprocess.run(
-            [str(npm_tool(*CODEX)), *args],
-            cwd=self.project,
-            env={**self.env, "PWD": str(self.project)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
+        return isolated_env(self.root) | {"CODEX_HOME": str(self.home), "FAKE_MODEL_KEY": "x"}
 
     def exec(self, message: str) -> None:
         self.run("exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", message)
@@ -70,16 +53,13 @@ class Codex:
 
 @pytest.fixture(scope="module")
 def codex(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Codex, Server, dict[str, str]]]:
-    with FakeResponsesModel() as model:
-        codex = Codex(tmp_path_factory.mktemp("codex"), model)
-        flowbaby_install(codex.project, codex.env, "--client", "codex", "--scope", "user")
-        with served(codex.project, codex.env) as (server, headers):
-            yield codex, server, headers
+    with Codex.serving(tmp_path_factory.mktemp("codex"), "--client", "codex", "--scope", "user") as running:
+        yield running
 
 
 def test_codex_mcp_list_shows_flowbaby(codex: tuple[Codex, Server, dict[str, str]]) -> None:
     client, _, _ = codex
-    listed = client.run("mcp", "list", "--json")
+    listed = client.run("mcp", "list", "--json").stdout
     servers = {s["name"]: s for s in json.loads(listed)}
     assert str(client.project) in json.dumps(servers["flowbaby"])
     assert "fake-model" in (client.home / "config.toml").read_text()  # the user's own settings kept
@@ -91,32 +71,19 @@ def test_stored_memories_reach_the_first_request_without_a_tool_call(
     client, _, _ = codex
     start = len(client.model.requests)
     client.exec("When does the staging database password rotate?")
-    first = json.dumps(client.model.requests[start])
-    assert DECISION in first, "the session-start briefing holds the current decision"
-    assert "Flowbaby recalled for this prompt" in first and FACT in first, "the prompt's recall holds the fact"
+    assert_briefed_and_recalled(json.dumps(client.model.requests[start]))
     assert '"function_call' not in json.dumps(client.model.requests[start:])
 
 
 def test_a_scripted_tool_call_stores_a_memory(codex: tuple[Codex, Server, dict[str, str]]) -> None:
     client, server, headers = codex
-    memory = {
-        "topic": STORED_TOPIC,
-        "context": "The finance team needs fresher numbers than the hourly export gave them during close.",
-        "decisions": [STORED_DECISION],
-    }
-    client.model.script.append(("tool", "flowbaby_storeMemory", memory))
+    client.model.script.append(("tool", "flowbaby_storeMemory", STORED_MEMORY))
     start = len(client.model.requests)
     client.exec("Store our decision about the ledger export cadence in flowbaby.")
     names = [json.dumps(body.get("tools")) for body in client.model.requests[start:]]
     assert any("flowbaby_storeMemory" in tools for tools in names), "flowbaby's tools were offered"
     assert any("operationId" in output for output in client.model.tool_outputs()), "the store answered the model"
-
-    def stored() -> bool:
-        return any(
-            STORED_DECISION in json.dumps(e) for e in retrieve(server, headers, "how often is the ledger exported")
-        )
-
-    until(stored, f"the memory the tool call stored is retrieved: {client.model.tool_outputs()}")
+    until_stored(server, headers, f"the memory the tool call stored is retrieved: {client.model.tool_outputs()}")
 
 
 def test_the_sessions_decision_is_captured_and_its_rollout_searchable(
@@ -124,12 +91,7 @@ def test_the_sessions_decision_is_captured_and_its_rollout_searchable(
 ) -> None:
     client, server, headers = codex
     client.exec(f"{WEBHOOKS} Note it for the team.")
-    entry = captured(client.project, client.env, "codex")
-    assert any("retry outgoing webhooks 6 times" in d for d in entry["decisions"])
-    results = session_search(server, headers, "codex", "how many times do we retry outgoing webhooks")
-    assert results and "retry outgoing webhooks 6 times" in results[0]["chunk_text"]
-    every = json.dumps(session_search(server, headers, "codex", "staging database password ops vault"))
-    assert "Flowbaby workspace memory" not in every  # the injected briefing is not indexed as conversation
+    assert_captured_and_searchable(client, server, headers, "codex")
 
 
 def test_a_project_install_is_read_once_the_project_is_trusted(tmp_path: Path) -> None:

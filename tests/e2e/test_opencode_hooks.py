@@ -8,30 +8,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.e2e.test_claude_hooks import DECISION, FACT, _retrieve, _until, assert_captured
+from tests.e2e.test_claude_hooks import assert_captured
 from tests.integration.test_http_api import Server
-from tests.support.client_env import OPENCODE, flowbaby_install, isolated_env, opencode_config, run_client
+from tests.support.agent_cli import DECISION, FACT, AgentProject, retrieve, until
+from tests.support.client_env import OPENCODE, flowbaby_install, isolated_env, opencode_config
 from tests.support.fake_agent_model import FakeAgentModel
 
 pytestmark = pytest.mark.slow
 
 
-class Setup:
-    def __init__(self, root: Path, model: FakeAgentModel) -> None:
-        self.project, self.model = root / "project", model
-        self.project.mkdir()
-        (self.project / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # nothing here reads the graph
-        self.env = isolated_env(root)
-        opencode_config(self.project, model.url)
+class Setup(AgentProject[FakeAgentModel]):
+    client, fake = OPENCODE, FakeAgentModel
+
+    def environment(self) -> dict[str, str]:
+        opencode_config(self.project, self.model.url)
+        return isolated_env(self.root)
 
     def opencode(self, message: str) -> None:
-        run_client(OPENCODE, ["run", message], self.project, self.env)
+        self.run("run", message)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +55,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                 f"{server.url}/api/agent/memories", headers=headers, json={**memory, "agentName": "claude-code"}
             )
             assert stored.status_code == 202, stored.text
-        _until(lambda: _retrieve(server, headers, "staging database password rotation"), "the memory is searchable")
+        until(lambda: retrieve(server, headers, "staging database password rotation"), "the memory is searchable")
         yield setup
         server.stop()
 

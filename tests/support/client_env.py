@@ -70,13 +70,16 @@ def opencode_config(project: Path, model_url: str) -> None:
     (project / "opencode.json").write_text(json.dumps({"provider": {"fake": provider}, "model": "fake/fake-model"}))
 
 
-def run_client(client: tuple[str, str, str], args: list[str], project: Path, env: dict[str, str]) -> None:
+def run_client(
+    client: tuple[str, str, str], args: list[str], project: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     """One non-interactive run of a real client in `project`; it must succeed."""
     command = [str(npm_tool(*client)), *args]
     result = subprocess.run(
         command, cwd=project, env={**env, "PWD": str(project)}, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
 
 def flowbaby_install(project: Path, env: dict[str, str], *args: str) -> None:

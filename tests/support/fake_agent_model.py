@@ -11,27 +11,24 @@ client sent back in its `role: "tool"` messages.
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import QuietHandler, ScriptedModel
 
 RETRY_WHEN = ("NOT_INITIALIZED", "BRIDGE_TIMEOUT")
 """Tool errors after which the model repeats its call (a cold start on a busy machine)."""
 
 
-class FakeAgentModel(LoopbackServer):
+class FakeAgentModel(ScriptedModel):
+    """`script`: tool calls still to make, in order: (tool name suffix, arguments)."""
+
     base_path = "/v1"
 
     def __init__(self) -> None:
-        self.script: list[tuple[str, dict[str, Any]]] = []
-        """Tool calls still to make, in order: (tool name suffix, arguments)."""
-        self.requests: list[dict[str, Any]] = []
         self.last_call: dict[str, str] | None = None
         self.after_tool = "Done."
         """The text that answers a tool's result (and any other request without a scripted call)."""
-        self._lock = threading.Lock()
         super().__init__()
 
     def tool_messages(self) -> list[str]:
@@ -79,16 +76,12 @@ class FakeAgentModel(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:  # noqa: N802 (model listings)
-                self._json(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                self.send_json({"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.json_body()
                 chunks = model.answer(body)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -104,13 +97,5 @@ class FakeAgentModel(LoopbackServer):
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
-
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
         return Handler

@@ -8,22 +8,19 @@ once its result comes back. Every request body is kept."""
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import QuietHandler, ScriptedModel
 
 
-class FakeAnthropicModel(LoopbackServer):
+class FakeAnthropicModel(ScriptedModel):
+    """`script`: replies still to give: ("text", "...") or ("tool", name, input)."""
+
     def __init__(self) -> None:
-        self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
-        """Replies still to give: ("text", "...") or ("tool", name, input)."""
-        self.requests: list[dict[str, Any]] = []
         self.after_tool = "Done."
         """The text that answers a tool's result."""
-        self._lock = threading.Lock()
         self._count = 0
         super().__init__()
 
@@ -57,11 +54,8 @@ class FakeAnthropicModel(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
 
             def do_HEAD(self) -> None:  # noqa: N802
                 self.send_response(200)
@@ -69,17 +63,16 @@ class FakeAnthropicModel(LoopbackServer):
                 self.end_headers()
 
             def do_GET(self) -> None:  # noqa: N802
-                self._json({"data": [], "has_more": False})
+                self.send_json({"data": [], "has_more": False})
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.json_body()
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
-                    self._json({"input_tokens": 10})
+                    self.send_json({"input_tokens": 10})
                     return
                 blocks = model.reply(body)
                 if not body.get("stream"):
-                    self._json(_message(body, blocks))
+                    self.send_json(_message(body, blocks))
                     return
                 events = [
                     ("message_start", {"type": "message_start", "message": {**_message(body, []), "content": []}})
@@ -110,19 +103,7 @@ class FakeAnthropicModel(LoopbackServer):
                 )
                 events.append(("message_stop", {"type": "message_stop"}))
                 data = b"".join(f"event: {name}\ndata: {json.dumps(event)}\n\n".encode() for name, event in events)
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _json(self, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_whole("text/event-stream", data)
 
         return Handler
 

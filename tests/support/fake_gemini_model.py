@@ -9,19 +9,14 @@ CLI's own routing and summary calls) get a short text. Every generation request 
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import QuietHandler, ScriptedModel
 
 
-class FakeGeminiModel(LoopbackServer):
-    def __init__(self) -> None:
-        self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        super().__init__()
+class FakeGeminiModel(ScriptedModel):
+    """`script`: steps still to take: ("text", "...") or ("tool", name, args)."""
 
     def with_tools(self) -> list[dict[str, Any]]:
         """The agent's own requests (those that declare tools), in order."""
@@ -59,26 +54,20 @@ class FakeGeminiModel(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
             def do_GET(self) -> None:  # noqa: N802
-                self._send("application/json", json.dumps({"models": []}).encode())
+                self.send_json({"models": []})
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.json_body()
                 path = self.path.split("?", 1)[0]
                 if path.endswith(":countTokens"):
-                    self._send("application/json", b'{"totalTokens": 10}')
+                    self.send_json({"totalTokens": 10})
                     return
                 if not path.endswith((":generateContent", ":streamGenerateContent")):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.not_found()
                     return
                 part = model.reply(body)
                 answer = {
@@ -87,15 +76,8 @@ class FakeGeminiModel(LoopbackServer):
                     "modelVersion": "fake",
                 }
                 if path.endswith(":streamGenerateContent"):
-                    self._send("text/event-stream", f"data: {json.dumps(answer)}\r\n\r\n".encode())
+                    self.send_whole("text/event-stream", f"data: {json.dumps(answer)}\r\n\r\n".encode())
                 else:
-                    self._send("application/json", json.dumps(answer).encode())
-
-            def _send(self, kind: str, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                    self.send_json(answer)
 
         return Handler

@@ -10,23 +10,21 @@ fake asks for a `sleep 1` command (up to MAX_WAITS times). Every request body is
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback_server import LoopbackServer
+from tests.support.loopback_server import QuietHandler, ScriptedModel
 
 MAX_WAITS = 30
 
 
-class FakeResponsesModel(LoopbackServer):
+class FakeResponsesModel(ScriptedModel):
+    """`script`: steps still to take: ("text", "...") or ("tool", name, arguments)."""
+
     base_path = "/v1"
 
     def __init__(self) -> None:
-        self.script: list[tuple[str, ...] | tuple[str, str, dict[str, Any]]] = []
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         self.waits = 0
         """Turns spent waiting for a scripted tool the client did not offer yet (a `sleep 1` command each)."""
         super().__init__()
@@ -72,22 +70,16 @@ class FakeResponsesModel(LoopbackServer):
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         model = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
             def do_GET(self) -> None:  # noqa: N802
-                self._send("application/json", json.dumps({"object": "list", "data": [], "models": []}).encode())
+                self.send_json({"object": "list", "data": [], "models": []})
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                body = self.json_body()
                 if not self.path.rstrip("/").endswith("/responses"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
+                    self.not_found()
                     return
                 item = model.reply(body)
                 response = {"id": f"resp_{uuid.uuid4().hex[:12]}", "object": "response", "status": "in_progress"}
@@ -108,14 +100,7 @@ class FakeResponsesModel(LoopbackServer):
                     },
                 ]
                 data = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-                self._send("text/event-stream", data)
-
-            def _send(self, kind: str, data: bytes) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_whole("text/event-stream", data)
 
         return Handler
 

@@ -1,11 +1,14 @@
 """What the fake model APIs share: a threaded HTTP server on a free loopback port that `with`
-starts and stops; each fake gives its request handler."""
+starts and stops, a quiet request handler that reads a JSON body and sends a whole reply, and (for
+the fakes that drive real agent clients) the script of steps and the kept request bodies; each fake
+gives its handler and its API's wording of a reply."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
 
 class LoopbackServer:
@@ -31,3 +34,45 @@ class LoopbackServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A fake API's request handler: no access log on the test's output, and the request and reply
+    plumbing every fake repeats (its routes are its own)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def json_body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length", 0))
+        body: dict[str, Any] = json.loads(self.rfile.read(length) or b"{}")
+        return body
+
+    def send_whole(self, kind: str, data: bytes, status: int = 200) -> None:
+        """One reply with its length (so an HTTP/1.1 client can keep the connection)."""
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, payload: dict[str, Any], status: int = 200) -> None:
+        self.send_whole("application/json", json.dumps(payload).encode(), status)
+
+    def not_found(self) -> None:
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+class ScriptedModel(LoopbackServer):
+    """A fake model that a real agent client talks to: each test appends the steps it wants (a tool
+    call, a text) to `script`, and reads back every request body the client sent (`requests`), both
+    guarded by `_lock` since the server answers on its own threads."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[Any, ...]] = []
+        """Steps still to take, in order; each fake's docstring says their form."""
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        super().__init__()
