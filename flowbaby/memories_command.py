@@ -16,22 +16,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, failure_body, open_for
+from graph.core.filter_conditions import FILTER_CONDITIONS
 
 if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
     from graph.api import MemoryService
     from graph.core.contract import FlowbabyError
-
-FILTER_OPTIONS = (
-    "status",
-    "topicIdPrefix",
-    "agentName",
-    "createdAfter",
-    "createdBefore",
-    "updatedAfter",
-    "updatedBefore",
-    "text",
-)
-"""listMemories' filter conditions (graph.core.contract.FILTER_CONDITIONS; a unit test holds them equal)."""
 
 
 def filter_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +42,8 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def filter_params(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {name: getattr(args, name) for name in FILTER_OPTIONS if getattr(args, name) is not None}
+    chosen = {name: getattr(args, name) for name in FILTER_CONDITIONS}
+    params: dict[str, Any] = {name: value for name, value in chosen.items() if value is not None}
     if args.allVersions:
         params["allVersions"] = True
     return params

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from flowbaby import hook
-from flowbaby.memories_command import FILTER_OPTIONS
 from flowbaby.next_steps import flowbaby_command
-from graph.core.contract import FILTER_CONDITIONS
+from graph.core.contract import FILTER_CONDITIONS, MemoryFilter
 from graph.core.hook_problems import hook_problems, problems_text
 
 
@@ -52,8 +51,10 @@ def test_a_planted_record_is_ignored_or_shown_harmless(tmp_path: Path) -> None:
     assert len(shown) == 1 and "\x1b" not in shown[0]["reason"] and "\x07" not in shown[0]["reason"]
 
 
-def test_the_command_lines_filter_names_are_the_contracts() -> None:
-    assert FILTER_OPTIONS == FILTER_CONDITIONS
+def test_the_filter_conditions_are_the_contracts_filter_fields() -> None:
+    """The command line offers FILTER_CONDITIONS as options: each is a MemoryFilter field, and every field
+    but allVersions is one."""
+    assert set(FILTER_CONDITIONS) == set(MemoryFilter.model_fields) - {"allVersions"}
 
 
 def test_the_demos_hints_name_a_command_that_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

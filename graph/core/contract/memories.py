@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
+from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
 
 MAX_LIST_LIMIT = 500
 """Most memories one listMemories page holds."""
@@ -45,19 +46,6 @@ class MemoryFilter(_Strict):
     @classmethod
     def _iso(cls, value: str | None) -> str | None:
         return None if value is None else _stamp(value)
-
-
-FILTER_CONDITIONS = (
-    "status",
-    "topicIdPrefix",
-    "agentName",
-    "createdAfter",
-    "createdBefore",
-    "updatedAfter",
-    "updatedBefore",
-    "text",
-)
-"""The fields of a MemoryFilter that narrow it (allVersions only says how)."""
 
 
 class ListMemoriesRequest(MemoryFilter):
