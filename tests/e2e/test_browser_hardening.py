@@ -20,7 +20,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -32,14 +31,13 @@ import pytest
 
 from bridge.client import PROJECT_ROOT
 from tests.conftest import summary
-from tests.e2e.test_memory_browser import _ensure_driver
 from tests.integration.test_http_api import Server
+from tests.support.browser_driver import drive, flowbaby_ui, require_driver
 from tests.support.vscode_tools import chromium
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 """The other user runs Debian's python: this test's interpreter may live under /root."""
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(SYSTEM_PYTHON)]
-DRIVER = Path(__file__).with_name("browser") / "attack.js"
 ODD_TOPICS = ["a/b", "..", "a/context"]
 
 pytestmark = [
@@ -126,20 +124,10 @@ def _bearer(root: Path) -> dict[str, str]:
     return {"Authorization": f"Bearer {(root / '.flowbaby' / 'api_token').read_text().strip()}"}
 
 
-def _ui(root: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    """`flowbaby ui` reuses the running server (the workspace's service record names it)."""
-    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), *extra]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
-    assert done.returncode == 0, done.stderr
-    return done
-
-
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[dict[str, Any]]:
     """Everything the browser, the listener and the reader saw, and the server to check against."""
-    reason = _ensure_driver()
-    if reason:
-        pytest.skip(reason)
+    require_driver()
     base = tmp_path_factory.mktemp("hardening")
     root = base / "ws"
     root.mkdir()
@@ -169,7 +157,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[
         fake = base / "fake-browser"
         fake.write_text(FAKE_BROWSER)
         fake.chmod(0o700)
-        _ui(root, {**env, "BROWSER": str(fake), "FAKE_BROWSER_RECORD": str(record)})
+        flowbaby_ui(root, {**env, "BROWSER": str(fake), "FAKE_BROWSER_RECORD": str(record)})
         for _ in range(100):
             if record.exists():
                 break
@@ -181,7 +169,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[
         )
         assert reader.returncode == 0, reader.stderr
 
-        link = _ui(root, env, "--no-open").stdout.strip().splitlines()[-1]
+        link = flowbaby_ui(root, env, "--no-open").stdout.strip().splitlines()[-1]
         config = {
             "chromium": chromium(),
             "link": link,
@@ -190,17 +178,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory, elsewhere: Path) -> Iterator[
             "topics": ODD_TOPICS,
             "handed": handed,
         }
-        config_file, out = base / "config.json", base / "seen.json"
-        config_file.write_text(json.dumps(config))
-        done = subprocess.run(
-            ["node", str(DRIVER)],
-            env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        found: dict[str, Any] = json.loads(out.read_text())
-        assert done.returncode == 0, found.get("error") or done.stderr
+        found = drive("attack.js", config, base)
         received = [json.loads(line) for line in (elsewhere / "received.jsonl").read_text().splitlines()]
         yield {
             "steps": found["steps"],

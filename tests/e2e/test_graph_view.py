@@ -8,24 +8,18 @@ the page (and takes the docs/ screenshots with FLOWBABY_UPDATE_SCREENSHOT); axe-
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bridge.client import PROJECT_ROOT
 from graph.core.workspace import WorkspacePaths
 from tests.e2e.graph_labels import no_overlap
-from tests.e2e.test_memory_browser import _ensure_driver, _shots, _stop_serve
+from tests.support.browser_driver import drive, require_driver, shots, ui_started
 from tests.support.vscode_tools import chromium
 
 pytestmark = pytest.mark.slow
 
-DRIVER = Path(__file__).with_name("browser") / "graph.js"
 ENTITIES, MEMORIES = 2000, 300
 TYPES = ["technology", "concept", "component", "file", "person", "ticket", "organisation", "date"]
 
@@ -65,23 +59,15 @@ def _projection(root: Path) -> dict[str, str]:
 
 
 def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> None:
-    reason = _ensure_driver()
-    if reason:
-        pytest.skip(reason)
+    require_driver()
     root = tmp_path / "ws"
     root.mkdir()
     focus = _projection(root)
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_SESSIONS_WATCH": "0"}
-    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"]
-    ui = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    try:
-        assert ui.returncode == 0, ui.stderr
+    with ui_started(root) as (ui, _):
         link = ui.stdout.strip().splitlines()[-1]
-        config = {"chromium": chromium(), "link": link, "base": link.split("/ui/")[0], "shots": _shots()}
+        config = {"chromium": chromium(), "link": link, "base": link.split("/ui/")[0], "shots": shots()}
         config |= {"focus": focus["name"], "suffix": "-2000"}
-        seen = _drive(config, tmp_path)
-    finally:
-        _stop_serve(root)
+        seen = drive("graph.js", config, tmp_path)
     print(json.dumps({"drawMs": seen["drawMs"], "fetchMs": seen["fetchMs"], "labels": len(seen["overview"])}))
     assert seen["nodes"] == ENTITIES + MEMORIES
     # Drawn within a second of choosing the view (the snapshot fetched, laid out and painted).
@@ -101,18 +87,3 @@ def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> No
     serious = {v: [x for x in found if x["impact"] in ("serious", "critical")] for v, found in seen["axe"].items()}
     assert set(serious) == {"graph-overview", "graph-focus"} and not any(serious.values()), serious
     assert not seen["blocked"] and not [line for line in seen["console"] if "pageerror" in line]
-
-
-def _drive(config: dict[str, object], folder: Path) -> dict[str, Any]:
-    config_file, out = folder / "config.json", folder / "seen.json"
-    config_file.write_text(json.dumps(config))
-    done = subprocess.run(
-        ["node", str(DRIVER)],
-        env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    seen: dict[str, Any] = json.loads(out.read_text())
-    assert done.returncode == 0, seen.get("error") or done.stderr
-    return seen

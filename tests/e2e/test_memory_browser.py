@@ -8,15 +8,10 @@ this test checks what it saw.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -26,31 +21,18 @@ from flowbaby.demo_data import DEMO_SUMMARIES
 from tests.bench.devset import DEVSET
 from tests.e2e.graph_labels import no_overlap
 from tests.integration.test_http_api import Server
+from tests.support.browser_driver import drive, flowbaby_ui, require_driver, shots, ui_started
 from tests.support.fakes import memory
 from tests.support.session_fixtures import Transcript
-from tests.support.vscode_tools import chromium, ensure_browser_test_npm, ensure_debian_packages
+from tests.support.vscode_tools import chromium
 
 pytestmark = pytest.mark.slow
 
-DRIVER = Path(__file__).with_name("browser")
-SHOTS = PROJECT_ROOT / "docs"
-"""Refreshed only when FLOWBABY_UPDATE_SCREENSHOT is set (as test_vscode_e2e does): a test run leaves the
-tracked docs/ pictures alone."""
 DEVSET_SLICE = ["rec-transcode-job", "spot-cost-review", "mobile-offline-realm", "offline-store-sqlite", "repo-layout"]
 CAUSE = "Why have telehealth recording transcodes been failing halfway through since early March?"
 UNANSWERABLE = "Which GraphQL gateway did we pick for the partner API?"
 EDITED = "Limit each API key to 600 requests per minute in a Redis sliding window"
 SESSION_LINE = "The flaky checkout test fails because the payment sandbox times out after 30 seconds"
-
-
-def _shots() -> str:
-    """docs/ when the screenshots are to be refreshed, else "" (drive.js takes none)."""
-    return str(SHOTS) if os.environ.get("FLOWBABY_UPDATE_SCREENSHOT") else ""
-
-
-def _ensure_driver() -> str | None:
-    """Debian's chromium, and the pinned playwright-core and axe-core of tests/e2e/browser."""
-    return ensure_debian_packages() or ensure_browser_test_npm()
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +66,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 
 
 def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
-    reason = _ensure_driver()
-    if reason:
-        pytest.skip(reason)
+    require_driver()
     root, env = workspace
     server = Server(root, "--rate-limit-per-minute", "0", env=env)
     try:
@@ -102,21 +82,14 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
                 break
             time.sleep(0.5)
         # `flowbaby ui` reuses the running server (the workspace's service record names it) for the link.
-        ui = subprocess.run(
-            [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**env, "PYTHONPATH": str(PROJECT_ROOT)},
-        )
-        assert ui.returncode == 0, ui.stderr
+        ui = flowbaby_ui(root, {**env, "PYTHONPATH": str(PROJECT_ROOT)}, "--no-open")
         link = ui.stdout.strip().splitlines()[-1]
         assert link.startswith(f"{server.url}/ui/signin?code=") and "started" not in ui.stderr
         config = {
             "chromium": chromium(),
             "link": link,
             "base": server.url,
-            "shots": _shots(),
+            "shots": shots(),
             "queries": ["What TTL do we use for the Redis session cache now?", CAUSE, UNANSWERABLE],
             "versionedTopic": "redis-session-cache",
             "impliedTopic": "mobile-offline-realm",
@@ -127,7 +100,7 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
         config |= {"editTopic": "rate-limiter", "editDecision": EDITED, "supersedeOlder": "celery-vs-queue"}
         if _can_forget(server.url, headers):
             config |= {"forgetTopic": "repo-layout", "forgetQuery": "Where does the mobile app live in the monorepo?"}
-        seen = _drive(config, tmp_path, timeout=600)
+        seen = drive("drive.js", config, tmp_path, timeout=600)
     finally:
         server.stop()
     searches = {k: v["timing"] for k, v in seen["views"].items() if "timing" in v}
@@ -276,17 +249,11 @@ def _seed(root: Path, count: int) -> None:
 
 def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
     """`flowbaby ui` starts the server itself; the list's first meaningful paint at 10k memories."""
-    reason = _ensure_driver()
-    if reason:
-        pytest.skip(reason)
+    require_driver()
     root = tmp_path / "list"
     root.mkdir()
     _seed(root, LIST_COUNT)
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_SESSIONS_WATCH": "0"}
-    command = [sys.executable, "-m", "flowbaby", "ui", "--workspace", str(root), "--no-open"]
-    ui = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    try:
-        assert ui.returncode == 0, ui.stderr
+    with ui_started(root) as (ui, env):
         assert "started the workspace's service" in ui.stderr
         base = ui.stdout.strip().splitlines()[-1].split("/ui/")[0]
         headers = {"Authorization": f"Bearer {(root / '.flowbaby' / 'api_token').read_text().strip()}"}
@@ -300,17 +267,15 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
                 break
             time.sleep(1)
         # A code lives 120 s: a fresh one now, from `flowbaby ui` reusing the server it started.
-        again = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
-        assert again.returncode == 0 and "started" not in again.stderr, again.stderr
+        again = flowbaby_ui(root, env, "--no-open", timeout=120)
+        assert "started" not in again.stderr, again.stderr
         config: dict[str, object] = {
             "chromium": chromium(),
             "link": again.stdout.strip().splitlines()[-1],
             "base": base,
         }
-        config |= {"shots": _shots(), "listOnly": True}
-        seen = _drive(config, tmp_path, timeout=300)
-    finally:
-        _stop_serve(root)
+        config |= {"shots": shots(), "listOnly": True}
+        seen = drive("drive.js", config, tmp_path)
     timings = seen["timings"]
     print(json.dumps({"listPaintMs": timings["listPaintMs"], "vectors": counts["vectors"]}))
     assert timings["listRows"] == 50 and timings["secondPageFirst"] != "Decision 9999 about subsystem 8"
@@ -318,38 +283,6 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
     assert sorted(timings["listPaintMs"])[len(timings["listPaintMs"]) // 2] < 1000, timings["listPaintMs"]
     assert not [v for v in seen["axe"]["memories-10k"] if v["impact"] in ("serious", "critical")]
     assert not seen["blocked"]
-
-
-def _drive(config: dict[str, object], folder: Path, timeout: float) -> dict[str, Any]:
-    """What the browser driver (browser/drive.js) saw when walking `config`; it must exit cleanly."""
-    config_file, out = folder / "config.json", folder / "seen.json"
-    config_file.write_text(json.dumps(config))
-    done = subprocess.run(
-        ["node", str(DRIVER / "drive.js")],
-        env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    seen: dict[str, Any] = json.loads(out.read_text())
-    assert done.returncode == 0, seen.get("error") or done.stderr
-    return seen
-
-
-def _stop_serve(root: Path) -> None:
-    """SIGTERM the `flowbaby serve` that `flowbaby ui` started for `root` (by its pid), and wait."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in args and str(root).encode() in args:
-            pid = int(cmdline.parent.name)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-                for _ in range(120):
-                    os.kill(pid, 0)
-                    time.sleep(0.5)
 
 
 def _can_forget(url: str, headers: dict[str, str]) -> bool:

@@ -7,7 +7,6 @@ the screenshot docs/vscode-extension.md shows (docs/vscode-extension.png)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import PROJECT_ROOT
+from tests.support.browser_driver import stop_serve
 from tests.support.vscode_tools import EXTENSION, chromium, ensure_code_server, ensure_extension_npm
 
 pytestmark = pytest.mark.slow
@@ -76,18 +76,6 @@ def _wait_no_process(needle: str, timeout: float) -> bool:
             return True
         time.sleep(0.5)
     return False
-
-
-def _stop_serve(workspace: Path) -> None:
-    """SIGTERM the `flowbaby serve` of this workspace, found by its command line (by pid)."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"serve" in args and str(workspace).encode() in args:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(cmdline.parent.name), 15)
 
 
 def test_extension_in_code_server(tmp_path: Path) -> None:
@@ -184,7 +172,7 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
         log.close()
         record = workspace / ".flowbaby" / "service.json"  # the port `flowbaby ui` gave the workspace's service
         browser_port = json.loads(record.read_text())["port"] if record.exists() else 0
-        _stop_serve(workspace)  # the memory browser's `flowbaby serve` (started by `flowbaby ui`) outlives VS Code
+        stop_serve(workspace)  # the memory browser's `flowbaby serve` (started by `flowbaby ui`) outlives VS Code
     # Closing VS Code stops the bridge: no flowbaby process for this workspace is left behind.
     assert _wait_no_process(str(workspace), 60), f"a flowbaby process for {workspace} outlived code-server"
     elapsed = time.monotonic() - started
