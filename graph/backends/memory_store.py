@@ -3,17 +3,35 @@
 The engine (graph.engine, graph.cognify) reaches the store only through `MemoryStoreBackend`,
 opened by graph.backends.backend.Backend: the embedded default is `graph.backends.embedded.memory_store.MemoryStore`
 (SQLite under `.flowbaby/`), the team backend `graph.backends.team.memory_store`, one namespace per
-workspace.
+workspace. The writes the two stores make alike (staging a version, queueing an operation, closing one)
+are here once, over either driver's cursor; what differs (locks, notifications, leases) stays in each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Protocol
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, TypedDict, Unpack
 
-from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus
-from graph.core.memories import ForgetEntry, Memory
+from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus, utc_now
+from graph.core.memories import ForgetEntry, Memory, insert_memory_sql, memory_uuid, memory_values
 from graph.core.memory_query import Page
+
+
+class Outcome(TypedDict, total=False):
+    """How finished operations ended beyond their state (`finish`'s keywords, each None by default): named
+    once for the protocol and both stores, which record them alike."""
+
+    error_code: str | None
+    error: str | None
+    metrics: dict[str, Any] | None
+
+
+def closing(state: str, outcome: Outcome) -> tuple[str, str | None, str | None, str]:
+    """What both stores record for operations that finish in `state`: the graph state their memories move
+    to (one already indexed keeps it), the error code, the error and the metrics as JSON."""
+    graph_state = {"completed": "indexed", "failed": "failed"}.get(state, "pending")
+    return graph_state, outcome.get("error_code"), outcome.get("error"), json.dumps(outcome.get("metrics") or {})
 
 
 class MemoryStoreBackend(Protocol):
@@ -47,20 +65,58 @@ class MemoryStoreBackend(Protocol):
     def claim(self, limit: int, lease_sec: float) -> list[OperationStatus]: ...
     def renew(self, operation_ids: list[str], lease_sec: float) -> list[str]: ...
     def requeue(self, operation_ids: list[str], *, refund_attempt: bool = False) -> None: ...
-    def finish(
-        self,
-        operation_ids: list[str],
-        state: str,
-        *,
-        error_code: str | None = None,
-        error: str | None = None,
-        metrics: dict[str, Any] | None = None,
-    ) -> None: ...
+    def finish(self, operation_ids: list[str], state: str, **outcome: Unpack[Outcome]) -> None: ...
     def memories_without_graph(self) -> list[str]: ...
     def queue_operation(self, memory_ids: list[str]) -> str: ...
     def queue_operations(self, groups: list[list[str]]) -> list[str]: ...
     def recover_interrupted(self) -> list[str]: ...
     def prune_operations(self, keep: int = ...) -> int: ...
+
+
+WITHOUT_GRAPH = (
+    "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
+    "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
+    "ORDER BY m.staged_at"
+)
+"""`memories_without_graph` of both stores: memories whose graph failed or is missing and that no unfinished
+operation covers, in staging order (SQLite adds its rowid to break ties)."""
+
+
+class Cursor(Protocol):
+    """A DB-API cursor whose rows are read by column name: sqlite3's (rows as sqlite3.Row) or psycopg's (dict rows)."""
+
+    def execute(self, query: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+
+def stage_version(cur: Cursor, mark: str, memory: Memory, operation_id: str) -> Memory:
+    """The write both stores' `stage` makes in its transaction (after its own checks and locks): `memory`
+    becomes the topic's next version, superseding the newest, the older versions turn Superseded, and its
+    operation is queued. `mark`: the driver's placeholder, `?` for sqlite3, `%s` for psycopg."""
+    row = cur.execute(
+        f"SELECT memory_id, version FROM memories WHERE topic_id = {mark} ORDER BY version DESC LIMIT 1",
+        (memory.topic_id,),
+    ).fetchone()
+    memory.version = (row["version"] + 1) if row else 1
+    memory.memory_id = memory_uuid(memory.topic_id, memory.version)
+    memory.supersedes = row["memory_id"] if row else None
+    memory.operation_id = operation_id
+    if row:
+        cur.execute(
+            f"UPDATE memories SET status = {mark} WHERE topic_id = {mark} AND version < {mark}",
+            (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
+        )
+    cur.execute(insert_memory_sql(mark), memory_values(memory, operation_id))
+    queue_pending(cur, mark, operation_id, [memory.memory_id])
+    return memory
+
+
+def queue_pending(cur: Cursor, mark: str, operation_id: str, memory_ids: list[str]) -> None:
+    """A new pending operation over `memory_ids` in the ledger (staging, repair), in the caller's transaction."""
+    cur.execute(
+        "INSERT INTO operations (operation_id, state, memory_ids, created_at)"
+        f" VALUES ({mark}, 'pending', {mark}, {mark})",
+        (operation_id, json.dumps(memory_ids), utc_now()),
+    )
 
 
 class Closeable(Protocol):

@@ -16,9 +16,10 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from graph.backends.embedded.sealed_db import check_sealed_db, new_sealed_db, seal_db
+from graph.backends.memory_store import WITHOUT_GRAPH, Outcome, closing, queue_pending, stage_version
 from graph.core.contract import MemoryFilter, MemoryStatus, OperationStatus, utc_now
 from graph.core.jsonwire import loads_stored
 from graph.core.memories import (
@@ -29,7 +30,6 @@ from graph.core.memories import (
     Memory,
     StoreDamaged,
     insert_memory_sql,
-    memory_uuid,
     memory_values,
     new_operation_id,
     revived_versions,
@@ -195,25 +195,7 @@ class MemoryStore:
                 unfinished = cur.execute("SELECT COUNT(*) FROM operations WHERE state IN ('pending', 'running')")
                 if unfinished.fetchone()[0] >= capacity:
                     raise BacklogFull(capacity)
-            row = cur.execute(
-                "SELECT memory_id, version FROM memories WHERE topic_id = ? ORDER BY version DESC LIMIT 1",
-                (memory.topic_id,),
-            ).fetchone()
-            memory.version = (row["version"] + 1) if row else 1
-            memory.memory_id = memory_uuid(memory.topic_id, memory.version)
-            memory.supersedes = row["memory_id"] if row else None
-            memory.operation_id = operation_id
-            if row:
-                cur.execute(
-                    "UPDATE memories SET status = ? WHERE topic_id = ? AND version < ?",
-                    (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
-                )
-            cur.execute(insert_memory_sql("?"), memory_values(memory, operation_id))
-            cur.execute(
-                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
-                (operation_id, json.dumps([memory.memory_id]), utc_now()),
-            )
-        return memory
+            return stage_version(cur, "?", memory, operation_id)
 
     # -- memories ----------------------------------------------------------------
     def get_memories(self, memory_ids: list[str]) -> list[Memory]:
@@ -437,24 +419,16 @@ class MemoryStore:
                 [(refund, op) for op in operation_ids],
             )
 
-    def finish(
-        self,
-        operation_ids: list[str],
-        state: str,
-        *,
-        error_code: str | None = None,
-        error: str | None = None,
-        metrics: dict[str, Any] | None = None,
-    ) -> None:
+    def finish(self, operation_ids: list[str], state: str, **outcome: Unpack[Outcome]) -> None:
         """Close operations and move their memories' graph state in one transaction."""
-        graph_state = {"completed": "indexed", "failed": "failed"}.get(state, "pending")
+        graph_state, error_code, error, metrics = closing(state, outcome)
         now = utc_now()
         with self._transaction() as cur:
             for op in operation_ids:
                 cur.execute(
                     "UPDATE operations SET state=?, finished_at=?, error_code=?, error=?, metrics=?"
                     " WHERE operation_id=?",
-                    (state, now, error_code, error, json.dumps(metrics or {}), op),
+                    (state, now, error_code, error, metrics, op),
                 )
                 cur.execute(
                     "UPDATE memories SET graph_state=? WHERE operation_id=? AND graph_state!='indexed'",
@@ -464,21 +438,14 @@ class MemoryStore:
     def memories_without_graph(self) -> list[str]:
         """Memories whose graph is failed or missing and that no unfinished operation covers."""
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
-                "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
-                "ORDER BY m.staged_at, m.rowid"
-            ).fetchall()
+            rows = self._conn.execute(WITHOUT_GRAPH + ", m.rowid").fetchall()
         return [row["memory_id"] for row in rows]
 
     def queue_operation(self, memory_ids: list[str]) -> str:
         """One new pending operation for these memories (repair)."""
         operation_id = new_operation_id()
         with self._transaction() as cur:
-            cur.execute(
-                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (?, 'pending', ?, ?)",
-                (operation_id, json.dumps(memory_ids), utc_now()),
-            )
+            queue_pending(cur, "?", operation_id, memory_ids)
             cur.executemany(
                 "UPDATE memories SET operation_id=?, graph_state='pending' WHERE memory_id=?",
                 [(operation_id, m) for m in memory_ids],

@@ -21,10 +21,11 @@ import socket
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 
+from graph.backends.memory_store import WITHOUT_GRAPH, Outcome, closing, queue_pending, stage_version
 from graph.backends.team.pool import acquire_pool, release_pool
 from graph.backends.team.schema import configure_connection, connect, describe_url, migrate, notify
 from graph.core.contract import (
@@ -41,7 +42,6 @@ from graph.core.memories import (
     ForgetEntry,
     Memory,
     insert_memory_sql,
-    memory_uuid,
     memory_values,
     new_operation_id,
     revived_versions,
@@ -107,24 +107,7 @@ class PostgresMemoryStore:
                 if int(unfinished.fetchone()["n"]) >= capacity:  # type: ignore[index]
                     raise BacklogFull(capacity)
             cur.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TOPIC_LOCK, memory.topic_id))
-            row = cur.execute(
-                "SELECT memory_id, version FROM memories WHERE topic_id = %s ORDER BY version DESC LIMIT 1",
-                (memory.topic_id,),
-            ).fetchone()
-            memory.version = (row["version"] + 1) if row else 1
-            memory.memory_id = memory_uuid(memory.topic_id, memory.version)
-            memory.supersedes = row["memory_id"] if row else None
-            memory.operation_id = operation_id
-            if row:
-                cur.execute(
-                    "UPDATE memories SET status = %s WHERE topic_id = %s AND version < %s",
-                    (MemoryStatus.SUPERSEDED.value, memory.topic_id, memory.version),
-                )
-            cur.execute(insert_memory_sql("%s"), memory_values(memory, operation_id))
-            cur.execute(
-                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
-                (operation_id, json.dumps([memory.memory_id]), utc_now()),
-            )
+            stage_version(cur, "%s", memory, operation_id)
             notify(cur, self.namespace, "queued", [operation_id])
         return memory
 
@@ -372,22 +355,14 @@ class PostgresMemoryStore:
             if cur.rowcount:
                 notify(cur, self.namespace, "queued", operation_ids)
 
-    def finish(
-        self,
-        operation_ids: list[str],
-        state: str,
-        *,
-        error_code: str | None = None,
-        error: str | None = None,
-        metrics: dict[str, Any] | None = None,
-    ) -> None:
+    def finish(self, operation_ids: list[str], state: str, **outcome: Unpack[Outcome]) -> None:
         """Close operations and move their memories' graph state in one transaction."""
-        graph_state = {"completed": "indexed", "failed": "failed"}.get(state, "pending")
+        graph_state, error_code, error, metrics = closing(state, outcome)
         with self._cursor(transaction=True) as cur:
             closed = cur.execute(
                 "UPDATE operations SET state=%s, finished_at=%s, error_code=%s, error=%s, metrics=%s, lease_until=NULL"
                 f" WHERE operation_id = ANY(%s) AND {self._NOT_HELD_ELSEWHERE} RETURNING operation_id",
-                (state, utc_now(), error_code, error, json.dumps(metrics or {}), operation_ids, self.holder),
+                (state, utc_now(), error_code, error, metrics, operation_ids, self.holder),
             ).fetchall()
             cur.execute(
                 "UPDATE memories SET graph_state=%s WHERE operation_id = ANY(%s) AND graph_state != 'indexed'",
@@ -396,21 +371,14 @@ class PostgresMemoryStore:
 
     def memories_without_graph(self) -> list[str]:
         with self._cursor() as cur:
-            rows = cur.execute(
-                "SELECT m.memory_id FROM memories m LEFT JOIN operations o ON o.operation_id = m.operation_id "
-                "WHERE m.graph_state != 'indexed' AND (o.state IS NULL OR o.state NOT IN ('pending', 'running')) "
-                "ORDER BY m.staged_at"
-            ).fetchall()
+            rows = cur.execute(WITHOUT_GRAPH).fetchall()
         return [row["memory_id"] for row in rows]
 
     def queue_operation(self, memory_ids: list[str]) -> str:
         """One new pending operation for these memories (repair)."""
         operation_id = new_operation_id()
         with self._cursor(transaction=True) as cur:
-            cur.execute(
-                "INSERT INTO operations (operation_id, state, memory_ids, created_at) VALUES (%s, 'pending', %s, %s)",
-                (operation_id, json.dumps(memory_ids), utc_now()),
-            )
+            queue_pending(cur, "%s", operation_id, memory_ids)
             cur.execute(
                 "UPDATE memories SET operation_id=%s, graph_state='pending' WHERE memory_id = ANY(%s)",
                 (operation_id, memory_ids),
