@@ -104,6 +104,13 @@ def load_settings(paths: WorkspacePaths, environment: Environment | None = None)
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{key} must not be negative, got {raw!r}")
         return value
 
+    def switch(key: str, default: str) -> bool:
+        """An on/off setting: 1 or 0, anything else refused by name (a typo must not pick a side)."""
+        raw = get(key, default)
+        if raw not in {"0", "1"}:
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{key} takes 0 or 1, got {raw!r}")
+        return raw == "1"
+
     lanes = frozenset(
         part.strip() for part in get("FLOWBABY_RETRIEVAL_LANES", "vector,lexical,graph").split(",") if part.strip()
     )
@@ -112,18 +119,6 @@ def load_settings(paths: WorkspacePaths, environment: Environment | None = None)
     log_level = get("FLOWBABY_LOG_LEVEL", "INFO").upper()
     if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_LOG_LEVEL is not a log level: {log_level!r}")
-    cognee_vectors = get("FLOWBABY_COGNEE_VECTORS", "0")
-    if cognee_vectors not in {"0", "1"}:
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_COGNEE_VECTORS takes 0 or 1, got {cognee_vectors!r}")
-    redact = get("FLOWBABY_REDACT", "1")
-    if redact not in {"0", "1"}:
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_REDACT takes 0 or 1, got {redact!r}")
-    agent_forget = get("FLOWBABY_AGENT_FORGET", "0")
-    if agent_forget not in {"0", "1"}:
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_AGENT_FORGET takes 0 or 1, got {agent_forget!r}")
-    build_graph = get("FLOWBABY_BUILD_GRAPH", "1")
-    if build_graph not in {"0", "1"}:
-        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_BUILD_GRAPH takes 0 or 1, got {build_graph!r}")
     model = get("FLOWBABY_EMBEDDING_MODEL") or default_model_path()
     if not Path(model).is_dir():
         raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"FLOWBABY_EMBEDDING_MODEL is not a local folder: {model}")
@@ -149,8 +144,8 @@ def load_settings(paths: WorkspacePaths, environment: Environment | None = None)
         retrieval_timeout_sec=number("FLOWBABY_RETRIEVAL_TIMEOUT_SEC", "10", float),
         retrieval_lanes=lanes,
         llm_source=llm_source,
-        cognee_vectors=cognee_vectors == "1",
-        redact=redact == "1",
-        agent_forget=agent_forget == "1",
-        build_graph=build_graph == "1",
+        cognee_vectors=switch("FLOWBABY_COGNEE_VECTORS", "0"),
+        redact=switch("FLOWBABY_REDACT", "1"),
+        agent_forget=switch("FLOWBABY_AGENT_FORGET", "0"),
+        build_graph=switch("FLOWBABY_BUILD_GRAPH", "1"),
     )
