@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -351,13 +352,20 @@ def _measure_http(root: Path, asked: list[str]) -> list[float]:
     return latencies
 
 
-def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
+def scales(root: Path, sizes: tuple[int, ...]) -> Iterator[tuple[int, Path, Embedder, dict[str, list[float]]]]:
+    """A fresh workspace folder per size under `root`, with the one embedder and the embedding cache every
+    build of a run shares: the loop of the benches that measure at several sizes."""
     embedder = Embedder(default_model_path())
     cache: dict[str, list[float]] = {}
-    out: dict[str, Any] = {}
     for size in sizes:
         workspace = root / f"scale-{size}"
         workspace.mkdir()
+        yield size, workspace, embedder, cache
+
+
+def run_latency(root: Path, sizes: tuple[int, ...] = (1_000, 10_000)) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for size, workspace, embedder, cache in scales(root, sizes):
         build, built = build_workspace(workspace, size, embedder, cache)
         out[str(size)] = {"build": build, **measure(workspace, embedder), "projection": projection_cost(built)}
     return out

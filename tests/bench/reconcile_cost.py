@@ -21,10 +21,9 @@ from bridge.client import BridgeClient
 from graph.backends.embedded.memory_store import open_sealed_store
 from graph.backends.embedded.vectors import VectorIndex
 from graph.core.memories import new_operation_id
-from graph.core.settings import default_model_path
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
-from tests.bench.latency import CachedEmbedder, corpus
+from tests.bench.latency import CachedEmbedder, corpus, scales
 from tests.bench.reconcile import DATA, percentile, plan
 
 
@@ -77,12 +76,8 @@ def timed_writes(workspace: Path, writes: int) -> dict[str, Any]:
 
 
 def run_reconcile_cost(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), writes: int = 80) -> dict[str, Any]:
-    embedder = Embedder(default_model_path())
-    cache: dict[str, list[float]] = {}
     out: dict[str, Any] = {}
-    for size in sizes:
-        workspace = root / f"scale-{size}"
-        workspace.mkdir()
+    for size, workspace, embedder, cache in scales(root, sizes):
         built = build(workspace, size, embedder, cache)
         out[str(size)] = {"build": built, **timed_writes(workspace, writes)}
     return out

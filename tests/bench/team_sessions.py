@@ -25,7 +25,7 @@ from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, sources_from
 from tests.bench.sessions import MESSAGES, _lines, build_session
 from tests.support.fakes import HashEncoder
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import database_url
 from tests.support.session_fixtures import OpenCodeDb, text
 
 
@@ -84,22 +84,19 @@ def main() -> None:
     parser.add_argument("--locomo", type=Path, default=Path("/work/shared/bench/locomo-dev.json"))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    server = None if args.url else PostgresServer.start()
-    url = args.url or server.url()  # type: ignore[union-attr]
     lines = _lines(args.locomo if args.locomo.is_file() else None, 11)
     report: dict[str, Any] = {}
-    try:
-        for backend in ("embedded", "postgres"):
-            if backend == "postgres":
-                os.environ[DATABASE_URL_ENV] = url
-                os.environ[NAMESPACE_ENV] = f"s{uuid.uuid4().hex[:12]}"
-            with tempfile.TemporaryDirectory() as tmp:
-                report[backend] = run(Path(tmp), lines)
-            print(backend, json.dumps(report[backend]), flush=True)
-    finally:
-        os.environ.pop(DATABASE_URL_ENV, None)
-        if server is not None:
-            server.remove()
+    with database_url(args.url) as url:
+        try:
+            for backend in ("embedded", "postgres"):
+                if backend == "postgres":
+                    os.environ[DATABASE_URL_ENV] = url
+                    os.environ[NAMESPACE_ENV] = f"s{uuid.uuid4().hex[:12]}"
+                with tempfile.TemporaryDirectory() as tmp:
+                    report[backend] = run(Path(tmp), lines)
+                print(backend, json.dumps(report[backend]), flush=True)
+        finally:
+            os.environ.pop(DATABASE_URL_ENV, None)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 

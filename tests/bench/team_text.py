@@ -36,7 +36,7 @@ from graph.search.retrieval import Retriever
 from tests.bench.devset import load_devset, rank_topics, score, to_memory
 from tests.bench.latency import _cognee_shaped
 from tests.bench.locomo import load_conversations, session_recall
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import database_url
 
 WORDS = "regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')"
 SHIPPED = f"to_tsvector('pg_catalog.english'::regconfig, {WORDS})"
@@ -228,11 +228,9 @@ def main() -> None:
     from graph.core.settings import default_model_path
     from graph.search.embedder import Embedder
 
-    server = None if args.url else PostgresServer.start()
-    url = args.url or server.url()  # type: ignore[union-attr]
     embedder = Embedder(default_model_path())
     report: dict[str, Any] = {}
-    try:
+    with database_url(args.url) as url:
         if not args.skip_quality:
             with tempfile.TemporaryDirectory() as tmp:
                 requests, questions = load_devset()
@@ -290,9 +288,6 @@ def main() -> None:
                     print(json.dumps(report["locomo"], indent=1), flush=True)
         report["warm_up"] = [warm_up(url, n) for n in args.warm]
         print(json.dumps(report["warm_up"], indent=1), flush=True)
-    finally:
-        if server is not None:
-            server.remove()
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 

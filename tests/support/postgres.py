@@ -15,6 +15,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
@@ -122,3 +124,17 @@ class PostgresServer:
             self.stop()
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def database_url(given: str) -> Iterator[str]:
+    """The benches' `--url`: the team database the caller runs, or else a throw-away server's, removed at
+    the end."""
+    if given:
+        yield given
+        return
+    server = PostgresServer.start()
+    try:
+        yield server.url()
+    finally:
+        server.remove()
