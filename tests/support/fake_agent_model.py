@@ -33,14 +33,8 @@ class FakeAgentModel(ScriptedModel):
 
     def tool_messages(self) -> list[str]:
         """The text of every tool result the client sent back to the model."""
-        with self._lock:
-            found = []
-            for body in self.requests:
-                for message in body.get("messages", []):
-                    if message.get("role") == "tool":
-                        content = message.get("content")
-                        found.append(content if isinstance(content, str) else json.dumps(content))
-            return found
+        contents = [message.get("content") for message in self.sent("messages") if message.get("role") == "tool"]
+        return [content if isinstance(content, str) else json.dumps(content) for content in contents]
 
     def tool_names(self) -> set[str]:
         with self._lock:

@@ -25,14 +25,8 @@ class FakeAnthropicModel(ScriptedModel):
         super().__init__()
 
     def tool_results(self) -> list[str]:
-        with self._lock:
-            found = []
-            for body in self.requests:
-                for message in body.get("messages", []):
-                    for block in message.get("content") if isinstance(message.get("content"), list) else []:
-                        if isinstance(block, dict) and block.get("type") == "tool_result":
-                            found.append(json.dumps(block.get("content")))
-            return found
+        blocks = [b for m in self.sent("messages") if isinstance(m.get("content"), list) for b in m["content"]]
+        return [json.dumps(b.get("content")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
 
     def reply(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """Content blocks of the answer to one request."""

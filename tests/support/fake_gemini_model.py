@@ -24,14 +24,9 @@ class FakeGeminiModel(ScriptedModel):
             return [body for body in self.requests if body.get("tools")]
 
     def function_responses(self) -> list[str]:
-        with self._lock:
-            return [
-                json.dumps(part["functionResponse"])
-                for body in self.requests
-                for content in body.get("contents") or []
-                for part in content.get("parts") or []
-                if isinstance(part, dict) and "functionResponse" in part
-            ]
+        parts = [part for content in self.sent("contents") for part in content.get("parts") or []]
+        answered = [part for part in parts if isinstance(part, dict) and "functionResponse" in part]
+        return [json.dumps(part["functionResponse"]) for part in answered]
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The part answering one request."""

@@ -31,13 +31,8 @@ class FakeResponsesModel(ScriptedModel):
 
     def tool_outputs(self) -> list[str]:
         """Every function call's output the client sent back."""
-        with self._lock:
-            return [
-                json.dumps(item.get("output"))
-                for body in self.requests
-                for item in body.get("input") or []
-                if isinstance(item, dict) and item.get("type") == "function_call_output"
-            ]
+        outputs = [item for item in self.sent("input") if item.get("type") == "function_call_output"]
+        return [json.dumps(item.get("output")) for item in outputs]
 
     def reply(self, body: dict[str, Any]) -> dict[str, Any]:
         """The output item answering one request."""

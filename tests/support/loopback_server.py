@@ -76,3 +76,9 @@ class ScriptedModel(LoopbackServer):
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         super().__init__()
+
+    def sent(self, key: str) -> list[dict[str, Any]]:
+        """Every object of the `key` list (messages, contents, input items) of every kept request, in order:
+        where each fake finds what the client sent back, such as a tool's result."""
+        with self._lock:
+            return [item for body in self.requests for item in body.get(key) or [] if isinstance(item, dict)]
