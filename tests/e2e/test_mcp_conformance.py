@@ -69,6 +69,16 @@ def _node() -> str | None:
     return None
 
 
+async def _request_body(receive: Any) -> bytes:
+    """An ASGI request's whole body, however many messages it came in (both apps here answer it whole)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
 def _relay(target: str) -> Any:
     """An ASGI app that forwards every request to `target` with the bearer token, streaming the reply."""
     client = httpx.AsyncClient(timeout=None)
@@ -77,12 +87,7 @@ def _relay(target: str) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await _request_body(receive)
         own = f"127.0.0.1:{scope['server'][1]}".encode()
         headers = [
             (k, netloc if k == b"host" and v == own else v) for k, v in scope["headers"] if k != b"authorization"
@@ -137,12 +142,7 @@ def _stdio_relay(workspace: Path) -> tuple[Any, list[subprocess.Popen[bytes]]]:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            part = await receive()
-            body += part.get("body", b"")
-            if not part.get("more_body"):
-                break
+        body = await _request_body(receive)
         if scope["method"] != "POST":
             status = 405 if scope["method"] == "GET" else 200
             await send({"type": "http.response.start", "status": status, "headers": []})

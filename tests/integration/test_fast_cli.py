@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
-from tests.conftest import summary
+from tests.integration.test_memories_cli import store_three
 from tests.support.commands import run_flowbaby
 
 pytestmark = pytest.mark.slow
@@ -33,13 +33,7 @@ def owned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Brid
     root.mkdir()
     log = open(root.parent / "bridge.stderr", "wb")  # noqa: SIM115 (closed below)
     client = BridgeClient(root, extra_args=["--shutdown-grace", "2"], stderr=log)
-    for payload in (
-        summary("redis-cache"),
-        summary("frontend-build", topic="Frontend build", context="We build the frontend with vite now."),
-        summary("scratch/a", topic="Scratch", context="A scratch note about nothing in particular."),
-    ):
-        assert client.result("ingestForAgent", payload)["success"]
-    client.wait_idle(600)
+    store_three(client)
     yield root, client
     client.close()
     log.close()

@@ -47,19 +47,24 @@ def export_all(client: Any) -> list[dict[str, Any]]:
             return memories
 
 
+def secret_rotation(key: str) -> dict[str, Any]:
+    """The memory to forget: CANARY in its decision and agent name, and in its context after `key`."""
+    return summary(
+        "secret-rotation",
+        topic="Redis credential rotation",
+        context=f"The Redis cache for billing/reconcile.py rotates its credentials; {key}",
+        decisions=[f"Store {CANARY} in the vault, never in Redis"],
+        agentName=AGENT,
+    )
+
+
 def ranked(reply: dict[str, Any]) -> list[str]:
     return [entry["topicId"] for entry in reply["entries"]]
 
 
 def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> None:
     client = spawn(workspace)
-    secret = summary(
-        "secret-rotation",
-        topic="Redis credential rotation",
-        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the rotation key is {CANARY}.",
-        decisions=[f"Store {CANARY} in the vault, never in Redis"],
-        agentName=AGENT,
-    )
+    secret = secret_rotation(f"the rotation key is {CANARY}.")
     neighbour = summary("redis-cache")  # shares Redis and billing/reconcile.py with the secret
     other = summary(
         "frontend-build",
@@ -177,13 +182,7 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
     folder.mkdir()
     client = spawn(folder, env=_env(postgres.url(), namespace))
     # the canary in a path: an entity of the projection (a decision sentence is no entity, issue 49)
-    secret = summary(
-        "secret-rotation",
-        topic="Redis credential rotation",
-        context=f"The Redis cache for billing/reconcile.py rotates its credentials; the key is in vault/{CANARY}.key.",
-        decisions=[f"Store {CANARY} in the vault, never in Redis"],
-        agentName=AGENT,
-    )
+    secret = secret_rotation(f"the key is in vault/{CANARY}.key.")
     for payload in (summary("redis-cache"), secret):
         assert client.result("ingestForAgent", payload)["success"]
     client.wait_idle(600)

@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -267,21 +268,25 @@ def test_a_memory_whose_every_reference_is_gone_ranks_below_an_equal_current_one
     assert "**References:** `billing/ledger.py` missing (deleted" in render_markdown(entries)
 
 
+def reconcile_batches(*references: str) -> dict[str, Any]:
+    """The memory the bridge tests store, written at WRITTEN: reconcile ledger rows in batches of 500."""
+    return summary(
+        "reconcile-batches",
+        topic="Reconcile in batches",
+        context="The nightly reconcile job processes ledger rows in batches of 500.",
+        decisions=["Reconcile ledger rows in batches of 500"],
+        references=list(references),
+        metadata={"topicId": "reconcile-batches", "createdAt": WRITTEN, "updatedAt": WRITTEN},
+    )
+
+
 @pytest.mark.slow
 def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., BridgeClient], repo: Git) -> None:
     """The service wires the checker to its workspace: a bridge on a git work tree answers on the git basis."""
     (repo.root / ".gitignore").write_text(".flowbaby/\n")
     client = spawn(repo.root, "--rate-limit-per-minute", "0")
     staged = client.result(
-        "ingestForAgent",
-        summary(
-            "reconcile-batches",
-            topic="Reconcile in batches",
-            context="The nightly reconcile job processes ledger rows in batches of 500.",
-            decisions=["Reconcile ledger rows in batches of 500"],
-            references=["billing/reconcile.py:reconcile_batch", "billing/export.py"],
-            metadata={"topicId": "reconcile-batches", "createdAt": WRITTEN, "updatedAt": WRITTEN},
-        ),
+        "ingestForAgent", reconcile_batches("billing/reconcile.py:reconcile_batch", "billing/export.py")
     )
     assert staged["success"], staged
     repo.write("billing/reconcile.py", RECONCILE + "# split\n")  # after the memory was made (item 5 of issue 50)
@@ -306,17 +311,7 @@ def test_the_commit_a_memory_was_made_at_does_not_make_it_stale_a_later_one_does
     repo.write("billing/reconcile.py", RECONCILE + "BATCH = 500\n")
     implementing = repo.commit("Reconcile in batches of 500", "2026-02-03T10:00:00Z")
     client = spawn(repo.root, "--rate-limit-per-minute", "0")
-    staged = client.result(
-        "ingestForAgent",
-        summary(
-            "reconcile-batches",
-            topic="Reconcile in batches",
-            context="The nightly reconcile job processes ledger rows in batches of 500.",
-            decisions=["Reconcile ledger rows in batches of 500"],
-            references=["billing/reconcile.py"],
-            metadata={"topicId": "reconcile-batches", "createdAt": WRITTEN, "updatedAt": WRITTEN},
-        ),
-    )
+    staged = client.result("ingestForAgent", reconcile_batches("billing/reconcile.py"))
     assert staged["success"], staged
     query = {"query": "How does the nightly reconcile job batch ledger rows?"}
 

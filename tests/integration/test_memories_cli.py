@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bridge.client import BridgeClient
 from tests.conftest import summary
 from tests.support.commands import run_flowbaby
 
@@ -21,8 +22,9 @@ def flowbaby(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return run_flowbaby(*args, input=stdin)
 
 
-def test_list_show_forget_export_import(spawn, workspace: Path, tmp_path: Path) -> None:
-    client = spawn(workspace)
+def store_three(client: BridgeClient) -> None:
+    """redis-cache, frontend-build and scratch/a stored and their graph built: what the command-line tests
+    list, show, filter and forget."""
     for payload in (
         summary("redis-cache"),
         summary("frontend-build", topic="Frontend build", context="We build the frontend with vite now."),
@@ -30,6 +32,11 @@ def test_list_show_forget_export_import(spawn, workspace: Path, tmp_path: Path) 
     ):
         assert client.result("ingestForAgent", payload)["success"]
     client.wait_idle(600)
+
+
+def test_list_show_forget_export_import(spawn, workspace: Path, tmp_path: Path) -> None:
+    client = spawn(workspace)
+    store_three(client)
     ws = ("--workspace", str(workspace))
 
     listed = flowbaby("memories", "list", *ws, "--json")

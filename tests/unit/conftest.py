@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +34,22 @@ def make_backend(backend: str, request: pytest.FixtureRequest) -> Callable[[Work
     url = request.getfixturevalue("postgres").url() if backend == "postgres" else ""
     namespace = f"t{uuid.uuid4().hex[:12]}" if url else None
     return lambda paths: backend_for(paths, url, namespace)
+
+
+@pytest.fixture
+def home(tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]) -> dict[str, Any]:
+    """The session tests' folders (test_sessions, test_session_search): the sources on disk, a workspace with
+    a sub folder, and its backend: SQLite and LanceDB under the workspace, or the namespace's tables on the
+    session's real Postgres."""
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    return {
+        "ws": ws,
+        "opencode": tmp_path / "opencode",
+        "claude": tmp_path / "claude",
+        "data": ws / ".flowbaby",
+        "backend": make_backend(WorkspacePaths(ws)),
+    }
 
 
 @pytest.fixture

@@ -6,25 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from graph.core.settings import LLMSettings, Settings
-from graph.core.workspace import WorkspaceLock, WorkspacePaths
+from graph.core.workspace import WorkspacePaths
 from graph.engine.service import FlowbabyService
 from tests.bench.chatter import run as measure
-from tests.unit.test_hook_capture import Transcript
-
-
-@pytest.fixture
-def service(paths: WorkspacePaths, tmp_path: Path) -> Iterator[FlowbabyService]:
-    """Never opened: no worker, no model; storeMemory and capture only stage."""
-    settings = Settings(llm=LLMSettings(), embedding_model=str(tmp_path))
-    service = FlowbabyService(paths, settings, WorkspaceLock(paths), None)
-    yield service
-    service.store.close()
+from tests.unit.test_hook_capture import Transcript, service  # noqa: F401 (fixture: never opened, capture only stages)
 
 
 def test_the_labelled_chatter_set_keeps_decisions_and_drops_chatter() -> None:
@@ -35,7 +22,9 @@ def test_the_labelled_chatter_set_keeps_decisions_and_drops_chatter() -> None:
 
 
 def test_a_session_that_stored_its_decision_is_not_captured_again(
-    service: FlowbabyService, paths: WorkspacePaths, tmp_path: Path
+    service: FlowbabyService,  # noqa: F811 (the fixture of test_hook_capture)
+    paths: WorkspacePaths,
+    tmp_path: Path,
 ) -> None:
     summary = {
         "topic": "Help text width",

@@ -136,9 +136,7 @@ def test_an_append_cut_short_is_cut_off(tmp_path: Path) -> None:
 def test_a_table_changed_behind_the_folder_is_not_trusted(tmp_path: Path) -> None:
     """Rows the table gained without the folder (a crash between the two writes) are found after a start."""
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(10))
-    first.close()
+    _built(path, 10)
     extra = memory("late", context="written to the table only")
     chunks = memory_chunks(extra)
     LanceChunkTable(path, 384).add(chunks, np.asarray(HashEmbedder().encode([c.text for c in chunks]), np.float32))
@@ -149,9 +147,7 @@ def test_a_table_changed_behind_the_folder_is_not_trusted(tmp_path: Path) -> Non
 
 def test_forget_leaves_the_folder_without_the_memory(tmp_path: Path) -> None:
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(10))
-    first.close()
+    _built(path, 10)
     index = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
     index.add_memories(_memories(12, 10))
     index.forget(["m3", "m11"])
@@ -276,9 +272,7 @@ def test_after_a_refused_write_the_next_start_reads_the_table(tmp_path: Path) ->
     """A table that refused a write may be damaged: the folder is no longer trusted by version alone,
     so the next start reads the table (and finds the memory missing, to be embedded again)."""
     path = tmp_path / "vectors.lance"
-    first = VectorIndex(path, HashEmbedder())  # type: ignore[arg-type]
-    first.add_memories(_memories(10))
-    first.close()
+    _built(path, 10)
     refusing = VectorIndex(path, HashEmbedder(), RefusingTable(path))  # type: ignore[arg-type]
     refusing.add_memories([memory("late", context="refused by the table")])
     refusing.flush()

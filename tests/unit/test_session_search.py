@@ -7,40 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graph.backends.backend import Backend
 from graph.core.contract import NO_FRESHNESS, ContractFailure, FlowbabyContextRequest
 from graph.core.memories import Memory
-from graph.core.workspace import WorkspacePaths
 from graph.search.catalog import Catalog
 from graph.search.markdown import render_markdown
 from graph.search.retrieval import Retriever, Scored
 from graph.sessions.agent_api import SessionMemory
 from graph.sessions.entries import merge, session_entry
-from graph.sessions.index import SessionIndex, sources_from
+from graph.sessions.index import SessionIndex
 from graph.sessions.ranking import TurnHit
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, HashEncoder, chunk_vector, memory
 from tests.support.session_fixtures import Transcript
-from tests.unit.test_sessions import settings
-
-
-@pytest.fixture
-def home(tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]) -> dict[str, Any]:
-    """As in test_sessions: sources on disk, the index on the test's backend (SQLite and LanceDB, or Postgres)."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return {
-        "ws": ws,
-        "opencode": tmp_path / "opencode",
-        "claude": tmp_path / "claude",
-        "data": ws / ".flowbaby",
-        "backend": make_backend(WorkspacePaths(ws)),
-    }
+from tests.unit.test_sessions import grown_after_import, make_index, settings
 
 
 def open_memory(home: dict[str, Any], encoder: HashEncoder | None = None) -> SessionMemory:
@@ -59,15 +42,8 @@ class ProseEncoder(HashEncoder):
 
 
 def make(home: dict[str, Any], encoder: HashEncoder | None = None) -> SessionIndex:
-    config = settings(home)
-    return SessionIndex(
-        home["ws"],
-        home["data"] / "sessions",
-        encoder or ProseEncoder(),
-        config,
-        sources_from(config),
-        backend=home["backend"],
-    )
+    """test_sessions' index, seen through ProseEncoder unless told otherwise."""
+    return make_index(home, encoder or ProseEncoder())
 
 
 def coding_session(home: dict[str, Any]) -> Transcript:
@@ -126,14 +102,11 @@ def test_recency_orders_equal_turns_newest_first(home: dict[str, Any]) -> None:
 
 
 def test_the_lexical_lane_follows_updates_and_restarts(home: dict[str, Any]) -> None:
-    t = Transcript(home["claude"], home["ws"])
-    t.user("Start")
-    t.assistant("msg_1", {"type": "text", "text": "First block mentions ZEBRA_TOKEN_41."})
     index = make(home)
-    info = index.find(t.session_id)[0]
-    index.import_session(info)
-    t.assistant("msg_1", {"type": "text", "text": "Second block mentions OKAPI_TOKEN_77."})  # the message grows
-    index.update_session(index.find(t.session_id)[0])
+    t, info = grown_after_import(
+        home, index, "First block mentions ZEBRA_TOKEN_41.", "Second block mentions OKAPI_TOKEN_77."
+    )
+    index.update_session(info)
     hits = index.search([info.key], "OKAPI_TOKEN_77", 5).results
     assert hits[0]["turn_source_id"] == "msg_1" and "lexical" in hits[0]["lanes"]
     assert "OKAPI_TOKEN_77" in hits[0]["chunk_text"]

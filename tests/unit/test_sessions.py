@@ -22,25 +22,11 @@ from graph.sessions.agent_api import SessionMemory
 from graph.sessions.chunking import TOOL_RESULT_CHARS, message_chunks
 from graph.sessions.config import SessionSettings
 from graph.sessions.index import SessionIndex, SessionNotFound, sources_from
+from graph.sessions.model import SessionInfo
 from graph.sessions.sources.claude_code import ClaudeCodeSource
 from graph.sessions.sources.opencode import OpenCodeSource
 from tests.support.fakes import HashEncoder
 from tests.support.session_fixtures import T0, OpenCodeDb, Transcript, text, tool
-
-
-@pytest.fixture
-def home(tmp_path: Path, make_backend: Callable[[WorkspacePaths], Backend]) -> dict[str, Any]:
-    """Session sources on disk; the index is kept by the test's backend (tests/unit/conftest.py): SQLite
-    and LanceDB under the workspace, or the namespace's tables on the session's real Postgres."""
-    ws = tmp_path / "ws"
-    (ws / "sub").mkdir(parents=True)
-    return {
-        "ws": ws,
-        "opencode": tmp_path / "opencode",
-        "claude": tmp_path / "claude",
-        "data": ws / ".flowbaby",
-        "backend": make_backend(WorkspacePaths(ws)),
-    }
 
 
 def settings(home: dict[str, Path]) -> SessionSettings:
@@ -271,14 +257,22 @@ def test_vectors_of_another_encoder_variant_are_dropped_and_repaired(home: dict[
     index.close()
 
 
-def test_a_growing_message_replaces_its_chunks(home: dict[str, Path]) -> None:
+def grown_after_import(
+    home: dict[str, Any], index: SessionIndex, first: str, second: str
+) -> tuple[Transcript, SessionInfo]:
+    """A Claude Code session `index` imported while its assistant message msg_1 held `first`, and that then
+    grew by `second` (the same message, still streaming): its transcript and its listing now."""
     t = Transcript(home["claude"], home["ws"])
     t.user("Start")
-    t.assistant("msg_1", {"type": "text", "text": "First block about pagination."})
-    index = make_index(home)
+    t.assistant("msg_1", {"type": "text", "text": first})
     index.import_session(index.find(t.session_id)[0])
-    t.assistant("msg_1", {"type": "text", "text": "Second block about cursors."})  # same message, still streaming
-    info = index.find(t.session_id)[0]
+    t.assistant("msg_1", {"type": "text", "text": second})
+    return t, index.find(t.session_id)[0]
+
+
+def test_a_growing_message_replaces_its_chunks(home: dict[str, Path]) -> None:
+    index = make_index(home)
+    _, info = grown_after_import(home, index, "First block about pagination.", "Second block about cursors.")
     assert index.status(info)["status"] == "dirty"
     index.update_session(info)
     texts = [h["chunk_text"] for h in index.search([info.key], "cursors pagination", 10).results]
