@@ -46,6 +46,14 @@ def summary(topic_id: str = "redis-cache", **overrides: Any) -> dict[str, Any]:
     return payload
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`make test` runs the `alone` tests from the files that spell `mark.alone` (Makefile): a test
+    marked some other way would run in neither of its two steps, so it is refused here."""
+    for item in items:
+        if item.get_closest_marker("alone") and "mark.alone" not in item.path.read_text():
+            raise pytest.UsageError(f"{item.nodeid}: mark it with pytest.mark.alone in its file (see Makefile: test)")
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"

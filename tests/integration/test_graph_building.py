@@ -6,9 +6,11 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bridge.client import BridgeClient
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.embedded.vectors import VectorIndex
 from graph.core.graph_projection import load_projection, memory_node
@@ -26,17 +28,41 @@ def _entity_names(workspace: Path) -> dict[str, dict]:
     return {d["name"]: {"id": n, **d} for n, d in graph.nodes(data=True) if d.get("kind") == "entity"}
 
 
-def test_summary_becomes_an_entity_graph(spawn, workspace: Path) -> None:
-    client = spawn(workspace)
-    reply = client.result("ingestForAgent", summary())
+LIMITER = summary(
+    "limiter",
+    topic="API rate limiter",
+    context="The gateway rate limiter stores its sliding windows in the redis cluster.",
+    decisions=["Return HTTP 429 with Retry-After"],
+    references=[],
+)
+"""A second memory that shares the redis component with summary()."""
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One workspace for the module's graph reading tests (one bridge and cognee worker instead of one
+    per test): summary() ingested and built, its notice and status taken, then LIMITER built after it."""
+    workspace = tmp_path_factory.mktemp("built") / "ws"
+    workspace.mkdir()
+    client = BridgeClient(workspace, extra_args=["--shutdown-grace", "2"])
+    try:
+        reply = client.result("ingestForAgent", summary())
+        notice = client.wait_notification(300)
+        status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
+        second = client.result("ingestForAgent", LIMITER)
+        client.wait_idle(300)
+    finally:
+        client.close()
+    return {"workspace": workspace, "reply": reply, "notice": notice, "status": status, "second": second}
+
+
+def test_summary_becomes_an_entity_graph(built: dict[str, Any]) -> None:
+    reply, notice, status, workspace = built["reply"], built["notice"], built["status"], built["workspace"]
     assert reply["success"] and reply["staged"]
-    notice = client.wait_notification(300)
     assert notice["method"] == "backgroundOperationCompleted"
     assert notice["params"] == {"operationId": reply["operationId"], "status": "completed"}
-    status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
     assert status["status"] == "completed" and status["startedAt"] and status["finishedAt"]
     assert status["metrics"]["llmCalls"] >= 1 and status["metrics"]["graphNodes"] > 5
-    client.close()
 
     entities = _entity_names(workspace)
     for expected in ("redis", "memcached", "billing/reconcile.py", "e_ledger_lock", "session cache", "plan-015"):
@@ -67,23 +93,11 @@ def test_cognee_vectors_when_asked(spawn, workspace: Path) -> None:
     assert {"Entity_name.lance", "DocumentChunk_text.lance"} <= tables, tables
 
 
-def test_shared_component_links_two_summaries(spawn, workspace: Path) -> None:
-    client = spawn(workspace)
-    first = client.result("ingestForAgent", summary("cache"))
-    second = client.result(
-        "ingestForAgent",
-        summary(
-            "limiter",
-            topic="API rate limiter",
-            context="The gateway rate limiter stores its sliding windows in the redis cluster.",
-            decisions=["Return HTTP 429 with Retry-After"],
-            references=[],
-        ),
-    )
-    client.wait_idle(300)
-    client.close()
-    redis = _entity_names(workspace)["redis"]
-    assert {first["ingestion_metrics"]["memoryId"], second["ingestion_metrics"]["memoryId"]} <= set(redis["sources"])
+def test_shared_component_links_two_summaries(built: dict[str, Any]) -> None:
+    """The second memory, built in a later batch, joins the first one's redis entity."""
+    redis = _entity_names(built["workspace"])["redis"]
+    memory_ids = {built["reply"]["ingestion_metrics"]["memoryId"], built["second"]["ingestion_metrics"]["memoryId"]}
+    assert memory_ids <= set(redis["sources"])
 
 
 def test_kill_9_after_staged_reply_loses_nothing(spawn, workspace: Path) -> None:
@@ -128,17 +142,6 @@ def test_running_operation_interrupted_is_resumed_under_its_id(spawn, workspace:
     assert (resumed["status"], resumed["attempts"], resumed["errorCode"]) == ("completed", 1, None)
 
 
-def test_batch_over_deadline_fails_with_bridge_timeout(spawn, workspace: Path) -> None:
-    env = {**os.environ, "FLOWBABY_OPERATION_TIMEOUT_SEC": "0.2"}
-    client = spawn(workspace, env=env)
-    reply = client.result("ingestForAgent", summary())
-    notice = client.wait_notification(300)
-    assert notice["params"] == {"operationId": reply["operationId"], "status": "failed", "errorCode": "BRIDGE_TIMEOUT"}
-    status = client.result("backgroundStatus", {"operationId": reply["operationId"]})
-    assert "deadline" in status["error"]
-    assert client.result("health")["memories"] == 1  # the memory itself is kept
-
-
 def test_crashed_worker_is_retried(spawn, workspace: Path) -> None:
     client = spawn(workspace)
     reply = client.result("ingestForAgent", summary())
@@ -157,10 +160,15 @@ def test_memory_ids_are_stable_per_version() -> None:
     assert memory_uuid("t", 1) == memory_uuid("t", 1) != memory_uuid("t", 2)
 
 
-def test_index_status_and_repair_after_a_failed_operation(spawn, workspace: Path) -> None:
+def test_batch_over_deadline_fails_with_bridge_timeout_then_index_status_and_repair(spawn, workspace: Path) -> None:
+    """A batch over its deadline fails with BRIDGE_TIMEOUT and keeps the memory; indexStatus then asks for
+    a repair, which a healthy owner does once."""
     failing = spawn(workspace, env={**os.environ, "FLOWBABY_OPERATION_TIMEOUT_SEC": "0.2"})
     reply = failing.result("ingestForAgent", summary())
-    assert failing.wait_notification(300)["params"]["status"] == "failed"
+    notice = failing.wait_notification(300)
+    assert notice["params"] == {"operationId": reply["operationId"], "status": "failed", "errorCode": "BRIDGE_TIMEOUT"}
+    assert "deadline" in failing.result("backgroundStatus", {"operationId": reply["operationId"]})["error"]
+    assert failing.result("health")["memories"] == 1  # the memory itself is kept
     status = failing.result("indexStatus")
     assert status["status"] == "repair_needed" and status["needs_repair"] and status["can_search"]
     assert status["counts"]["withoutGraph"] == 1 and status["counts"]["failedOperations"] == 1

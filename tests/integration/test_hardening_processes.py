@@ -115,9 +115,11 @@ def test_idle_worker_exits_and_comes_back(spawn, workspace: Path) -> None:
 def test_kill_loop(tmp_path: Path) -> None:
     """kill -9 at random moments across bridge, serve and the cognee worker: nothing staged is
     lost or duplicated, every memory is retrievable and its graph built or failed with a code,
-    and the lock is always taken over. FLOWBABY_KILL_LOOP_KILLS sets the count (CI: 12; the
-    bench runs 200)."""
-    result = run_kill_loop(tmp_path, kills=int(os.environ.get("FLOWBABY_KILL_LOOP_KILLS", "12")))
+    and the lock is always taken over. FLOWBABY_KILL_LOOP_KILLS sets the count (CI: 8; the
+    bench runs 200). With the loop's seed the 8 are the first 8 of any longer run: bridge 3 (0.01,
+    0.20, 0.34 s into a burst), serve 3 (0.05, 0.24, 0.32 s), worker 2 (0.56, 1.23 s after it
+    appears, inside its cognee import, where every worker kill of a longer run lands too)."""
+    result = run_kill_loop(tmp_path, kills=int(os.environ.get("FLOWBABY_KILL_LOOP_KILLS", "8")))
     print(json.dumps(result, indent=2))
     assert result["lost"] == 0 and result["duplicated"] == 0
     assert result["notRetrievable"] == 0
