@@ -246,6 +246,7 @@ class Memories(Retrieval):
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
             seen.add(memory.memory_id)
         reply, added = await asyncio.to_thread(self._import, memories, request.dryRun)
+        self.reconciler.staged(added)
         for memory in added:
             self._embed_queue.put_nowait(memory)
         if added:

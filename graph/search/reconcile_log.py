@@ -46,6 +46,8 @@ class Entry(BaseModel):
     superseded: list[Ref] = []
     evidence: dict[str, Any] | None = None
     suggestions: list[dict[str, Any]] = []
+    continues: str | None = None
+    """A late update's: the topic the new memory would have joined (its versions count as the new topic's)."""
     restoredAt: str | None = None
 
     def shown(self) -> dict[str, Any]:
@@ -59,6 +61,7 @@ class DecisionLog:
         self.path = path
         self._lock = threading.Lock()
         self._cache: tuple[tuple[int, int], dict[str, Entry]] | None = None
+        self._continues: tuple[dict[str, Entry], dict[str, list[Entry]]] | None = None
 
     def _append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
@@ -107,6 +110,19 @@ class DecisionLog:
         with self._lock:
             self._cache = (key, found)
         return found
+
+    def continued(self, topic_id: str) -> list[str]:
+        """The topics a topic continues (late updates not undone), oldest first."""
+        entries = self.entries()
+        with self._lock:
+            if self._continues is None or self._continues[0] is not entries:
+                joined: dict[str, list[Entry]] = {}
+                for entry in entries.values():
+                    if entry.continues:
+                        joined.setdefault(entry.newer.topicId, []).append(entry)
+                self._continues = (entries, joined)
+            found = self._continues[1].get(topic_id, [])
+        return [e.continues for e in found if e.continues and e.restoredAt is None]
 
     def for_topic(self, topic_id: str) -> list[Entry]:
         """Decisions whose new memory or a superseded one is of this topic."""

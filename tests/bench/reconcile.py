@@ -38,6 +38,7 @@ class Write:
     fields: dict[str, Any]
     topic_id: str = ""
     version: int = 0
+    memory_id: str = ""
     decision: str = "add"
     target: str = ""
     """The topicId the decision concerns (its candidate), "" for a plain add."""
@@ -77,6 +78,7 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
     writes = plan(data)
     staging: list[float] = []
     decisions: dict[str, int] = {}
+    late = 0
     try:
         for i, w in enumerate(writes):
             stamp = f"{DAYS[w.phase]}T{9 + i // 60:02d}:{i % 60:02d}:00Z"
@@ -84,11 +86,19 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
             reply = await service.store_memory(params)
             staging.append(reply["duration_ms"])
             w.topic_id = reply["summary_id"]
-            w.version = service.store.topic_versions(w.topic_id)[-1].version
+            latest = service.store.topic_versions(w.topic_id)[-1]
+            w.version, w.memory_id = latest.version, latest.memory_id
             w.decision = (reply.get("reconcile") or {}).get("decision", "add")
             w.target = (reply.get("reconcile") or {}).get("topicId", "")
+            late += w.decision == "pending"
+        await service.reconciler.settled()  # the state measured is the one after every decision is applied
+        logged = {e.newer.memoryId: e for e in service.reconciler.log.entries().values()}
+        for w in writes:
+            if w.decision == "pending":
+                entry = logged.get(w.memory_id)
+                w.decision = entry.decision if entry else "add"
+                w.target = str((entry.evidence or {}).get("topicId", "")) if entry else ""
             decisions[w.decision] = decisions.get(w.decision, 0) + 1
-        await service.reconciler.settled()
         await service.flush_vectors()
         status = {(m.topic_id, m.version): m.status.value for m in service.store.iter_memories()}
         firsts: dict[str, str | None] = {}
@@ -97,7 +107,7 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
             firsts[s["id"]] = found["entries"][0]["topicId"] if found["entries"] else None
     finally:
         await service.close()
-    result: dict[str, Any] = {"writes": len(writes), "decisions": decisions}
+    result: dict[str, Any] = {"writes": len(writes), "decisions": decisions, "decidedAfterReply": late}
     for split in ("tune", "heldout"):
         result[split] = score([w for w in writes if w.split == split], status, firsts, writes)
     result["all"] = score(writes, status, firsts, writes)

@@ -100,6 +100,14 @@ def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., B
     shown = client.result("getMemory", {"topicId": again["summary_id"]})
     assert shown["latest"]["status"] == "Superseded"
     assert [(e["decision"], e["evidence"]["topicId"]) for e in shown["reconcile"]] == [("skip", first["summary_id"])]
+    audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
+    writes = [line.get("reconcile", {}).get("decision") for line in audit if line["command"] == "storeMemory"]
+    assert writes[-1] == "pending"  # the write's line, written with its reply
+    late = [line for line in audit if line["command"] == "reconcile"]  # the decision's own line, when it came
+    assert [(line["reconcile"]["decision"], line["reconcile"].get("topicId")) for line in late] == [
+        ("add", None),
+        ("skip", first["summary_id"]),
+    ], late
 
 
 def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer_falls_back(

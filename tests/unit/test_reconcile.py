@@ -7,14 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
 from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStatus
 from graph.core.memories import Memory
 from graph.core.settings import LLMSettings
-from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, Decision, decide, measure
+from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, decide, measure
 from graph.search.reconcile_llm import ask, parse
 from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
@@ -188,18 +188,20 @@ def test_a_decision_after_the_reply_supersedes_the_staged_repeat_and_turns_an_up
     store = DictStore(old, repeat, restated)
     reconciler = Reconciler(DecisionLog(tmp_path / "reconcile.jsonl"), LLMSettings(), lambda t: [])
 
+    late: list[dict[str, Any]] = []
+
     async def run() -> None:
-        loop = asyncio.get_running_loop()
         for staged, decision in (
             (repeat, decide(NEW, [_candidate(old, 0.99, overlap=0.95)])),
             (restated, decide(NEW, [_candidate(old, SAME_SUBJECT + 0.05)])),
         ):
-            deciding: asyncio.Future[Decision] = loop.create_future()
-            reconciler.apply_later(deciding, staged, store, None)
-            deciding.set_result(decision)
+            turn = reconciler.begin(lambda since, decision=decision: decision)
+            reconciler.apply_later(turn, staged, store, None, late.append)
         await reconciler.settled()
 
     asyncio.run(run())
     assert store.by_id["repeat"].status is MemoryStatus.SUPERSEDED
     assert store.by_id["old"].status is MemoryStatus.SUPERSEDED and store.by_id["restated"].topic_id == "restated"
     assert [e.decision for e in reconciler.log.entries().values()] == ["skip", "replace"]
+    assert [r["decision"] for r in late] == ["skip", "replace"]  # each reaches the audit log on its own line
+    assert reconciler.log.continued("restated") == ["old"]  # the update it was: old's versions count as restated's
