@@ -12,7 +12,10 @@ sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout
 - `replacementFirstPct`: the subject's question ranks the replacement's topic first (target >= 95 %);
 - `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes.
 
-Each write's staging time (the reply's duration_ms) is reported as p50 / p95.
+Each write's staging time (the reply's duration_ms) is reported as p50 / p95. The state is measured
+once every decision is applied (`decidedAfterReply`: how many came after their write's reply), so it
+does not depend on the machine's load. `main`: the same writes, each with a topicId of its own (not
+reconciled, as before reconcile on write).
 """
 
 from __future__ import annotations
@@ -70,7 +73,9 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else 0.0
 
 
-async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
+async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dict[str, Any]:
+    """`reconciled=False`: each write names a topicId of its own, so nothing is reconciled: the store
+    behaves as main did before reconcile on write (every write a topic of its own, all current)."""
     from graph.api import FlowbabyService
 
     (root / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # graph building off: the set is about the store
@@ -82,7 +87,8 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
     try:
         for i, w in enumerate(writes):
             stamp = f"{DAYS[w.phase]}T{9 + i // 60:02d}:{i % 60:02d}:00Z"
-            params = {**w.fields, "agentName": "bench", "metadata": {"createdAt": stamp}}
+            own = {} if reconciled else {"topicId": f"bench-{i}"}
+            params = {**w.fields, "agentName": "bench", "metadata": {"createdAt": stamp, **own}}
             reply = await service.store_memory(params)
             staging.append(reply["duration_ms"])
             w.topic_id = reply["summary_id"]
@@ -154,8 +160,11 @@ def score(
 def run_reconcile(root: Path) -> dict[str, Any]:
     os.environ.setdefault("LLM_PROVIDER", "offline")
     data = json.loads(DATA.read_text())
-    workspace = root / "ws"
+    workspace, unreconciled = root / "ws", root / "main"
     workspace.mkdir()
+    unreconciled.mkdir()
     result = asyncio.run(_run(workspace, data))
+    before = asyncio.run(_run(unreconciled, data, reconciled=False))
+    result["main"] = {split: before[split] for split in ("tune", "heldout", "all")}
     result["data"] = str(DATA.relative_to(DATA.parents[4]))
     return result
