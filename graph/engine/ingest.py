@@ -98,14 +98,6 @@ class Ingest(EngineState):
             if not late:
                 turn.done()
 
-    def _late_audit(self, params: Any, topic: str, reply: dict[str, Any]) -> None:
-        """A decision applied after its write's reply gets an audit line of its own (`reconcile`): the
-        write's line, already written, says `pending`."""
-        agent = params.get("agentName") if isinstance(params, dict) else None
-        self._record(
-            "reconcile", agent if isinstance(agent, str) else None, topic, time.perf_counter(), None, None, reply
-        )
-
     def _commit(
         self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None
     ) -> tuple[Memory, float]:

@@ -284,6 +284,10 @@ class Lifecycle(EngineState):
         `hand_on` (a front leaving): if work is left, start the finisher (graph.owner.finisher),
         which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
+        try:  # reconcile decisions still coming (after their write's reply, or an import's) are applied first
+            await asyncio.wait_for(self.reconciler.settled(), grace_sec)
+        except TimeoutError:
+            log.warning("closing with reconcile decisions still pending; those memories stay as they were sent")
         await self.operations.stop(grace_sec)
         can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
         # Graph building off: pending operations wait for a process with it on, not for a finisher.

@@ -187,6 +187,14 @@ class EngineState:
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None, redacted, reconciled)
 
+    def _late_audit(self, params: Any, topic: str, reply: dict[str, Any]) -> None:
+        """A decision applied after its write's reply gets an audit line of its own (`reconcile`): the
+        write's line, already written, says `pending`."""
+        agent = params.get("agentName") if isinstance(params, dict) else None
+        self._record(
+            "reconcile", agent if isinstance(agent, str) else None, topic, time.perf_counter(), None, None, reply
+        )
+
     def _origin(self, origin: str | None) -> Path:
         return Path(origin) if origin and os.path.isabs(origin) else self.origin
 

@@ -249,8 +249,8 @@ def measure(
         candidate.same_words = any(normal(subject_text(m)) == said for m in history)
         decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
         for name, sentence in retired.items():
-            written = forms.get(canonical.get(name, name), {name})
-            if any(_mentions(decided, form) for form in written) and not _retired_names(memory, list(written)):
+            forms_of = forms.get(canonical.get(name, name), {name})
+            if any(_mentions(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
                 candidate.retired, candidate.cue = name, sentence
                 break
         candidate.shared = sorted(

@@ -145,9 +145,16 @@ class Reconciler:
         capture: bool,
     ) -> Decision:
         """The decision for a write whose turn began at `since` (only memories staged before it are
-        compared; None: all): offline, or the LLM's when it is on (offline on any failure). A capture keeps its
-        session's topic: what would join another topic is left as a suggestion."""
-        new = draft(fields, meta["topicId"], meta["createdAt"])
+        compared; None: all): offline, or the LLM's when it is on (offline on any failure). A capture
+        keeps its session's topic: what would join another topic is left as a suggestion."""
+        decision = self.decide_memory(draft(fields, meta["topicId"], meta["createdAt"]), retriever, index, since)
+        if capture and decision.action == "update" and decision.target is not None:
+            kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
+            kept.suggestions, kept.candidates = [decision.target], decision.candidates
+            return kept
+        return decision
+
+    def decide_memory(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int | None) -> Decision:
         encode = functools.partial(self._encoder.encode, encode=retriever.embedder.encode)
         catalog = retriever.catalog
         vector = encode([subject_text(new)])[0]
@@ -161,10 +168,23 @@ class Reconciler:
         decision = decide(new, measure(new, neighbours, encode, self._earlier))
         if llm_enabled(self.llm) and worth_asking(decision):
             decision = ask(new, decision, self.llm)
-        if capture and decision.action == "update" and decision.target is not None:
-            kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
-            kept.suggestions, kept.candidates = [decision.target], decision.candidates
+        return decision
+
+    def decide_import(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int) -> Decision:
+        """An imported memory's decision (a topic the store did not hold): it keeps its ids, so an update
+        is applied as a replacement that continues the topic; it never replaces a memory made after it
+        (that one is left as a suggestion)."""
+        decision = self.decide_memory(new, retriever, index, since)
+        target = decision.target
+        if (
+            decision.action in ("update", "replace")
+            and target is not None
+            and target.memory.created_at > new.created_at
+        ):
+            kept = Decision("add", None, "an imported memory older than the one it would replace", decision.decided_by)
+            kept.suggestions, kept.candidates = [target], decision.candidates
             return kept
+        decision.also = [c for c in decision.also if c.memory.created_at <= new.created_at]
         return decision
 
     def budget_sec(self) -> float:
@@ -186,17 +206,24 @@ class Reconciler:
             while len(self._order) > CACHED:
                 self._order.popitem(last=False)
 
+    @property
+    def last_staged(self) -> int:
+        """The number of the last memory staged here (a write's or import's `since`)."""
+        return self._seq
+
     def before(self, since: int) -> Callable[[Memory], bool]:
         """Whether a memory was staged before a write whose turn began at `since` (older ones, and those
         staged by another process, count as before)."""
         return lambda memory: self._order.get(memory.memory_id, 0) <= since
 
-    def begin(self, decide: Callable[[int], Decision]) -> Turn:
+    def begin(self, decide: Callable[[int], Decision], since: int | None = None) -> Turn:
         """Queue a write's decision behind the previous write's: it is made once every earlier decision
         is applied (in time or late), so it never weighs a memory an earlier one superseded, and the
-        outcome does not depend on which came first, the decision or the reply's budget."""
+        outcome does not depend on which came first, the decision or the reply's budget. `since`: the
+        last memory staged before the write (default: the last staged now)."""
         loop = asyncio.get_running_loop()
-        previous, applied, since = self._last, loop.create_future(), self._seq
+        previous, applied = self._last, loop.create_future()
+        since = self._seq if since is None else since
         self._last = applied
 
         async def deciding() -> Decision:
