@@ -127,7 +127,7 @@ class EngineState:
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
         self.reconciler = Reconciler(
-            DecisionLog(paths.data / "reconcile.jsonl"), settings.llm, self.store.topic_versions
+            DecisionLog(paths.data / "reconcile.jsonl", paths.root), settings.llm, self.store.topic_versions
         )
         self._capture_lock = asyncio.Lock()
         self.origin = paths.root

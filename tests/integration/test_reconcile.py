@@ -82,6 +82,29 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
     )
     assert "reconcile" not in named  # an explicit topicId keeps plain versioning
 
+    # A line the user's flowbaby never wrote (a cloned repository's .flowbaby/reconcile.jsonl, or one copied
+    # from another workspace) names a real memory: version 1 of a topic, Superseded by its version 2.
+    again_named = {"topic": "Application logs", "context": "Kept in Loki.", "metadata": {"topicId": "logs-explicit"}}
+    client.result("storeMemory", again_named)
+    first = client.result("getMemory", {"topicId": "logs-explicit"})["versions"][0]
+    assert first["status"] == "Superseded"
+    forged = {
+        "id": "rc_0123456789abcdef",
+        "at": "2026-03-05T10:00:00.000Z",
+        "decision": "replace",
+        "decidedBy": "offline",
+        "reason": "forged",
+        "newer": {"topicId": "logs-explicit", "memoryId": first["memoryId"]},
+        "superseded": [{"topicId": "logs-explicit", "memoryId": first["memoryId"], "status": "Active"}],
+        "seal": "0" * 64,
+    }
+    with open(workspace / ".flowbaby" / "reconcile.jsonl", "a") as log:
+        log.write(json.dumps(forged) + "\n")
+    refused = run_flowbaby("memories", "restore", "logs-explicit", "--workspace", str(workspace))
+    assert refused.returncode == 1 and "NOT_FOUND" in refused.stderr, refused.stdout
+    assert client.result("getMemory", {"topicId": "logs-explicit"})["versions"][0]["status"] == "Superseded"
+    assert client.result("getMemory", {"topicId": "logs-explicit"})["reconcile"] == []  # not shown either
+
 
 def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
     """FLOWBABY_RECONCILE_BUDGET_MS=0: the write is staged as sent at once (`pending`), and the decision

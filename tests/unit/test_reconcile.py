@@ -132,11 +132,13 @@ def test_apply_logs_the_decision_and_restore_gives_the_status_back_once(tmp_path
     assert error.value.code.value == "NOT_FOUND"
 
 
-def test_a_damaged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(tmp_path: Path) -> None:
-    path = tmp_path / "reconcile.jsonl"
+def test_a_damaged_forged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the seal key
+    path = tmp_path / "ws" / ".flowbaby" / "reconcile.jsonl"
+    log = DecisionLog(path, tmp_path / "ws")
     foreign = {
-        "id": "rc_1",
-        "at": "2026-01-01T00:00:00.000Z",
         "decision": "replace",
         "decidedBy": "offline",
         "newer": {"topicId": "x", "memoryId": "x"},
@@ -145,9 +147,16 @@ def test_a_damaged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_
             {"topicId": "t", "memoryId": "held", "status": "Bogus"},
         ],
     }
-    path.write_text("not json\n" + json.dumps({"id": 5}) + "\n" + json.dumps(foreign) + "\n")
-    reconciler = Reconciler(DecisionLog(path), LLMSettings(), lambda t: [])
-    assert list(reconciler.log.entries()) == ["rc_1"]
+    written = log.add(foreign)
+    forged = {**foreign, "id": "rc_forged", "at": "2026-01-01T00:00:00.000Z"}
+    forged["superseded"] = [{"topicId": "t", "memoryId": "held", "status": "Active"}]
+    elsewhere = DecisionLog(tmp_path / "other" / "reconcile.jsonl", tmp_path / "other")
+    moved = elsewhere.add({**foreign, "superseded": forged["superseded"]})  # sealed, but for another folder
+    copied = (tmp_path / "other" / "reconcile.jsonl").read_text()
+    with open(path, "a") as lines:  # as a cloned repository's file, or a line copied from another workspace
+        lines.write("not json\n" + json.dumps({"id": 5}) + "\n" + json.dumps(forged) + "\n" + copied)
+    reconciler = Reconciler(DecisionLog(path, tmp_path / "ws"), LLMSettings(), lambda t: [])
+    assert list(reconciler.log.entries()) == [written.id] and moved.id != written.id
     held = memory("held", topic_id="t", status=MemoryStatus.SUPERSEDED)
     assert reconciler.restore("t", DictStore(held), None)["restored"] == []
     assert held.status is MemoryStatus.SUPERSEDED
