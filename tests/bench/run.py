@@ -128,6 +128,7 @@ runs("cli", "tests.bench.cli:run_cli")
 # Issue 50: reconcile on write, on the labelled set (tune and held-out splits), and its write cost.
 runs("reconcile", "tests.bench.reconcile:run_reconcile")
 runs("reconcile_cost", "tests.bench.reconcile_cost:run_reconcile_cost")
+runs("reconcile_recall", "tests.bench.reconcile_recall:run_reconcile_recall", locomo=True)
 
 
 @section("reconcile100k")
