@@ -113,7 +113,7 @@ class Lifecycle(EngineState):
         missing = [m for m in memories if m.memory_id not in indexed]
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
-        retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index, self.reconciler.log.replaced_by)
         # A team server's namespace folder holds no code: its memories' references name the clients'.
         retriever.freshness = self._freshness_for(self.origin)
         retriever.ancestry = Ancestry()

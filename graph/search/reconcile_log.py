@@ -79,6 +79,7 @@ class DecisionLog:
         self._lock = threading.Lock()
         self._cache: tuple[tuple[int, int], dict[str, Entry]] | None = None
         self._continues: tuple[dict[str, Entry], dict[str, list[Entry]]] | None = None
+        self._replaced: tuple[dict[str, Entry], dict[str, list[str]]] | None = None
 
     def _sealed(self, record: dict[str, Any]) -> str:
         if self._seal is None:
@@ -149,6 +150,26 @@ class DecisionLog:
                 self._continues = (entries, joined)
             found = self._continues[1].get(topic_id, [])
         return [e.continues for e in found if e.continues and e.restoredAt is None]
+
+    def replaced_by(self) -> dict[str, list[str]]:
+        """Older memoryId -> the memoryIds that replaced it by a decision not undone (a skipped repeat:
+        the memory it repeats), for retrieval to rank the current one first (graph.search.retrieval)."""
+        entries = self.entries()
+        with self._lock:
+            if self._replaced is not None and self._replaced[0] is entries:
+                return self._replaced[1]
+        links: dict[str, list[str]] = {}
+        for entry in entries.values():
+            if entry.restoredAt is not None:
+                continue
+            if entry.decision == "replace":
+                for ref in entry.superseded:
+                    links.setdefault(ref.memoryId, []).append(entry.newer.memoryId)
+            elif entry.decision == "skip" and isinstance((entry.evidence or {}).get("memoryId"), str):
+                links.setdefault(entry.newer.memoryId, []).append(str((entry.evidence or {})["memoryId"]))
+        with self._lock:
+            self._replaced = (entries, links)
+        return links
 
     def for_topic(self, topic_id: str) -> list[Entry]:
         """Decisions whose new memory or a superseded one is of this topic."""

@@ -39,6 +39,7 @@ async def _store_and_ask(
     service = await FlowbabyService.open(root, log_to_stderr=False, build_graph=False, rate_limit_per_minute=0)
     origin: dict[str, str] = {}  # memoryId -> the request's own topicId
     decisions: dict[str, int] = {}
+    taken: dict[str, str] = {}
     staging: list[float] = []
     try:
         for request in requests:
@@ -47,9 +48,12 @@ async def _store_and_ask(
             reply = await service.ingest({**request, "agentName": "bench", "metadata": meta})
             origin[reply["ingestion_metrics"]["memoryId"]] = own
             staging.append(1000 * reply["staging_duration_sec"])
-            decision = (reply.get("reconcile") or {}).get("decision", "named")
-            decisions[decision] = decisions.get(decision, 0) + 1
+            taken[reply["ingestion_metrics"]["memoryId"]] = (reply.get("reconcile") or {}).get("decision", "named")
         await service.reconciler.settled()
+        logged = {e.newer.memoryId: e.decision for e in service.reconciler.log.entries().values()}
+        for memory_id, decision in taken.items():  # a decision made after its reply, as it was applied
+            settled = logged.get(memory_id, "add") if decision == "pending" else decision
+            decisions[settled] = decisions.get(settled, 0) + 1
         await service.flush_vectors()
         ranked = []
         for question in questions:

@@ -64,6 +64,10 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
     assert entry["newer"]["topicId"] == moved["summary_id"] and entry["evidence"]["retired"]
     found = client.result("retrieveForAgent", {"query": "where do application logs go?", "maxResults": 3})
     assert found["entries"][0]["topicId"] == moved["summary_id"]
+    # With the replaced memory asked for too, the one that replaced it comes first and says so.
+    query = {"query": "Do we ship application logs with Filebeat?", "maxResults": 3, "includeSuperseded": True}
+    both = {e["topicId"]: e["possiblySupersededBy"] for e in client.result("retrieveForAgent", query)["entries"]}
+    assert list(both)[0] == moved["summary_id"] and both.get(logs["summary_id"]) == moved["summary_id"], both
 
     audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
     assert [a["reconcile"]["decision"] for a in audit if "reconcile" in a][-2:] == ["skip", "replace"]
