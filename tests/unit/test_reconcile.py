@@ -64,8 +64,14 @@ def test_weak_evidence_is_left_as_a_suggestion() -> None:
 def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> None:
     old = memory("old", topic="Help width", decisions=["Cap the help text at 80 columns"])
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01)]).action == "update"
-    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, cue="now 100 columns")]).action == "replace"
+    said = {"cue": "now 100 columns", "cue_cosine": SAME_SUBJECT + 0.01}
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, **said)]).action == "replace"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT - 0.01)]).action == "add"
+    # The cue sentence about something else (one fact of many), or a memory of many decisions: no change.
+    aside = {**said, "cue_cosine": SAME_SUBJECT - 0.1}
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, **aside)]).action == "update"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True)]).action == "add"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True, **said)]).action == "add"
 
 
 def test_a_topic_is_compared_through_its_earlier_versions() -> None:
