@@ -74,7 +74,7 @@ class Ingest(EngineState):
             return memory, store_sec, {"decision": "add", "decidedBy": "none", "reason": why}
         decide = functools.partial(self.reconciler.decide, fields, meta, retriever, index, capture=capture)
         turn = self.reconciler.begin(decide)
-        late = False
+        late = handed = False
         try:
             try:  # within its budget, or the write is staged now and the decision applied when it comes
                 decision = await asyncio.wait_for(asyncio.shield(turn.deciding), self.reconciler.budget_sec())
@@ -89,13 +89,14 @@ class Ingest(EngineState):
             if late:
                 audit = functools.partial(self._late_audit, params, memory.topic)
                 self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
+                handed = True  # apply_later lets the next decision start
                 return memory, store_sec, {"decision": "pending", "decidedBy": "none", "reason": why}
             if decision is None:
                 return memory, store_sec, {"decision": "add", "decidedBy": "none", "reason": why}
             reply = await asyncio.to_thread(self.reconciler.apply, decision, memory, self.store, retriever.catalog)
             return memory, store_sec, reply
         finally:
-            if not late:
+            if not handed:  # applied, failed, or the staging failed: the next write's decision may start
                 turn.done()
 
     def _commit(
