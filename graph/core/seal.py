@@ -19,6 +19,7 @@ import hmac
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
@@ -97,6 +98,12 @@ def seal_of(purpose: str, folder: Path, content: bytes) -> str:
     """The seal of `content` for `purpose` in `folder` (its real path: a link to it seals the same)."""
     message = b"\0".join([_VERSION, purpose.encode(), os.fsencode(folder.resolve()), content])
     return hmac.new(_key(), message, hashlib.sha256).hexdigest()
+
+
+def sealer(purpose: str, folder: Path) -> Callable[[bytes], str]:
+    """seal_of for many contents (each line of a log), the key and folder read once."""
+    key, prefix = _key(), b"\0".join([_VERSION, purpose.encode(), os.fsencode(folder.resolve()), b""])
+    return lambda content: hmac.new(key, prefix + content, hashlib.sha256).hexdigest()
 
 
 def seal_path(path: Path) -> Path:

@@ -156,4 +156,6 @@ class Forget(Lifecycle):
         for memory_id, memory in list(old.catalog.by_id.items()):
             if memory_id not in catalog.by_id and memory_id not in self._forgotten_ids:
                 catalog.add(memory)
-        self._retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        self._retriever = Retriever(
+            catalog, self.embedder, self.graph_lane, lambda: index, self.reconciler.log.replaced_by
+        )

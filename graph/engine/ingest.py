@@ -40,6 +40,7 @@ class Ingest(EngineState):
         `bridge --http`), then queue the memory's vectors and wake the operation manager.
         `origin`: the folder of the front that sent it (its git checkout is recorded)."""
         memory, store_sec = await asyncio.to_thread(self._commit, fields, meta, bulk, self._origin(origin))
+        self.reconciler.staged([memory])
         self._embed_queue.put_nowait(memory)
         self.operations.notify()
         return memory, store_sec
@@ -68,26 +69,35 @@ class Ingest(EngineState):
             with contextlib.suppress(Exception):  # a cold start: wait a little for search, then store anyway
                 await asyncio.wait_for(asyncio.shield(warming), RECONCILE_WAIT_SEC)
         retriever, index = self._retriever, self._vectors
-        late: asyncio.Future[Decision] | None = None
-        if retriever is not None and index is not None:
-            decide = functools.partial(self.reconciler.decide, fields, meta, retriever, index, capture=capture)
-            thinking = asyncio.get_running_loop().run_in_executor(self.reconciler.executor, decide)
+        if retriever is None or index is None:
+            memory, store_sec = await self._stage(fields, meta, bulk=bulk, origin=origin)
+            return memory, store_sec, {"decision": "add", "decidedBy": "none", "reason": why}
+        decide = functools.partial(self.reconciler.decide, fields, meta, retriever, index, capture=capture)
+        turn = self.reconciler.begin(decide)
+        late = handed = False
+        try:
             try:  # within its budget, or the write is staged now and the decision applied when it comes
-                decision = await asyncio.wait_for(asyncio.shield(thinking), self.reconciler.budget_sec())
+                decision = await asyncio.wait_for(asyncio.shield(turn.deciding), self.reconciler.budget_sec())
             except TimeoutError:
-                late, why = thinking, "decided after the reply (over its time budget): getMemory shows the decision"
+                late, why = True, "decided after the reply (over its time budget): getMemory shows the decision"
             except Exception as exc:  # reconciling must never cost the write
                 log.exception("reconcile failed; the memory is stored as sent")
                 why = f"reconcile failed: {type(exc).__name__}"
-        staged_meta = self.reconciler.staged_meta(meta, decision)
-        memory, store_sec = await self._stage(fields, staged_meta, bulk=bulk, origin=origin)
-        catalog = retriever.catalog if retriever is not None else None
-        if late is not None:
-            self.reconciler.apply_later(late, memory, self.store, catalog)
-        if decision is None:
-            return memory, store_sec, {"decision": "pending" if late else "add", "decidedBy": "none", "reason": why}
-        reply = await asyncio.to_thread(self.reconciler.apply, decision, memory, self.store, catalog)
-        return memory, store_sec, reply
+            memory, store_sec = await self._stage(
+                fields, self.reconciler.staged_meta(meta, decision), bulk=bulk, origin=origin
+            )
+            if late:
+                audit = functools.partial(self._late_audit, params, memory.topic)
+                self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
+                handed = True  # apply_later lets the next decision start
+                return memory, store_sec, {"decision": "pending", "decidedBy": "none", "reason": why}
+            if decision is None:
+                return memory, store_sec, {"decision": "add", "decidedBy": "none", "reason": why}
+            reply = await asyncio.to_thread(self.reconciler.apply, decision, memory, self.store, retriever.catalog)
+            return memory, store_sec, reply
+        finally:
+            if not handed:  # applied, failed, or the staging failed: the next write's decision may start
+                turn.done()
 
     def _commit(
         self, fields: SummaryFields, meta: dict[str, Any], bulk: bool = False, origin: Path | None = None

@@ -113,7 +113,7 @@ class Lifecycle(EngineState):
         missing = [m for m in memories if m.memory_id not in indexed]
         if await asyncio.to_thread(self._check_projection):
             self.operations.notify()
-        retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index)
+        retriever = Retriever(catalog, self.embedder, self.graph_lane, lambda: index, self.reconciler.log.replaced_by)
         # A team server's namespace folder holds no code: its memories' references name the clients'.
         retriever.freshness = self._freshness_for(self.origin)
         retriever.ancestry = Ancestry()
@@ -284,6 +284,10 @@ class Lifecycle(EngineState):
         `hand_on` (a front leaving): if work is left, start the finisher (graph.owner.finisher),
         which owns the workspace after this process and finishes it within FLOWBABY_FINISH_SEC."""
         await self._endpoint.close()  # fronts working through us take the workspace over
+        try:  # reconcile decisions still coming (after their write's reply, or an import's) are applied first
+            await asyncio.wait_for(self.reconciler.settled(), grace_sec)
+        except TimeoutError:
+            log.warning("closing with reconcile decisions still pending; those memories stay as they were sent")
         await self.operations.stop(grace_sec)
         can_hand = hand_on and self.settings.finish_sec > 0 and not self.store.shared
         # Graph building off: pending operations wait for a process with it on, not for a finisher.

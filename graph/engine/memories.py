@@ -4,6 +4,7 @@ and the implied supersessions a person confirms."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from graph.core.contract import (
@@ -45,7 +46,9 @@ from graph.engine.records import (
     version_fields,
 )
 from graph.engine.retrieval import Retrieval
+from graph.engine.state import log
 from graph.search.corrections import named_pair
+from graph.search.supersession import LIVE
 
 
 class Memories(Retrieval):
@@ -245,14 +248,41 @@ class Memories(Retrieval):
                 field = f"memories.{index}.memoryId"
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
             seen.add(memory.memory_id)
-        reply, added = await asyncio.to_thread(self._import, memories, request.dryRun)
+        since = self.reconciler.last_staged
+        reply, added, new_topics = await asyncio.to_thread(self._import, memories, request.dryRun)
+        self.reconciler.staged(added)
         for memory in added:
             self._embed_queue.put_nowait(memory)
         if added:
             self.operations.notify()
+            await self._reconcile_imported(added, new_topics, since)
         return reply
 
-    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory]]:
+    async def _reconcile_imported(self, added: list[Memory], new_topics: set[str], since: int) -> None:
+        """Reconcile (section 7.1) the newest live version of each imported topic the store did not hold,
+        against the memories stored before the import only: an export imported into an empty store, or
+        into the store it came from, changes nothing. Applied after the reply, each decision logged."""
+        latest: dict[str, Memory] = {}
+        for memory in added:
+            if memory.topic_id in new_topics and memory.version > getattr(latest.get(memory.topic_id), "version", 0):
+                latest[memory.topic_id] = memory
+        chosen = [m for m in latest.values() if m.status in LIVE]
+        if not chosen:
+            return
+        try:
+            retriever = await self._ready_retriever()
+            index = await self.vectors()
+        except Exception:  # search is not loaded: the memories stay as imported
+            log.warning("imported memories not reconciled: the search index is not loaded")
+            return
+        for memory in chosen:
+            decide = functools.partial(self.reconciler.decide_import, memory, retriever, index)
+            turn = self.reconciler.begin(decide, since)
+            audit = functools.partial(self._late_audit, {"agentName": memory.agent_name}, memory.topic)
+            self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
+
+    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory], set[str]]:
+        """The reply, the versions inserted, and the topics the store held no version of before."""
         stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
         for index, memory in enumerate(memories):
             there = stored.get(memory.memory_id)
@@ -266,8 +296,10 @@ class Memories(Retrieval):
         fresh = [m for m in memories if m.memory_id not in stored]
         reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
         if dry_run or not fresh:
-            return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json"), []
+            none = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json")
+            return none, [], set()
         with self._stage_lock:
+            new_topics = {t for t in {m.topic_id for m in fresh} if not self.store.topic_versions(t)}
             inserted, _ = self.store.import_memories(fresh)
             self._stored = None
             self.store.supersede_older(sorted({m.topic_id for m in fresh}))
@@ -277,7 +309,7 @@ class Memories(Retrieval):
         reply["imported"] = len(inserted)
         reply["skipped"] = len(memories) - len(inserted)
         answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
-        return answer.model_dump(mode="json"), self.store.get_memories(inserted)
+        return answer.model_dump(mode="json"), self.store.get_memories(inserted), new_topics
 
     async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
         """Pairs where a newer memory (another topicId) seems to replace what an older one decided,

@@ -127,7 +127,7 @@ class EngineState:
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
         self.reconciler = Reconciler(
-            DecisionLog(paths.data / "reconcile.jsonl"), settings.llm, self.store.topic_versions
+            DecisionLog(paths.data / "reconcile.jsonl", paths.root), settings.llm, self.store.topic_versions
         )
         self._capture_lock = asyncio.Lock()
         self.origin = paths.root
@@ -186,6 +186,14 @@ class EngineState:
         topic = stored_topic or (params.get("topic") if isinstance(params.get("topic"), str) else None)
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None, redacted, reconciled)
+
+    def _late_audit(self, params: Any, topic: str, reply: dict[str, Any]) -> None:
+        """A decision applied after its write's reply gets an audit line of its own (`reconcile`): the
+        write's line, already written, says `pending`."""
+        agent = params.get("agentName") if isinstance(params, dict) else None
+        self._record(
+            "reconcile", agent if isinstance(agent, str) else None, topic, time.perf_counter(), None, None, reply
+        )
 
     def _origin(self, origin: str | None) -> Path:
         return Path(origin) if origin and os.path.isabs(origin) else self.origin

@@ -24,6 +24,7 @@ tests/bench/data/reconcile (never on `heldout`).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +32,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from graph.capture.chatter import is_chatter
 from graph.core.memories import Memory
 from graph.core.text import STOPWORDS, light_stem
-from graph.extract.extractor import query_names
+from graph.extract.extractor import extract_graph
 from graph.search.supersession import LIVE, _mentions, _pattern, _retired_names  # its reading of names, reused
 
 Action = Literal["add", "update", "replace", "skip"]
@@ -50,7 +52,21 @@ SAME_SUBJECT = 0.68
 RETIRED_SUBJECT = 0.42
 """With the retired name taken out of both texts, the cosine from which a holder of it is the subject
 that was replaced (tune split: look-alikes holding the name <= 0.37, the subjects replaced >= 0.43)."""
+RETIRED_NEAR = 0.3
+RETIRED_SCORE = 0.6
+"""... or from RETIRED_NEAR when cosine and word overlap add up to RETIRED_SCORE (tune split: replaced
+subjects 0.63-1.2, look-alikes holding the name <= 0.52)."""
+ALSO_RESTATES = 0.35
+"""A replacement also supersedes a further candidate (one that retires the same name, or is replaced on
+its own) only when it restates the one replaced (cosine of their versions; tune split: restatements
+0.36-0.56, look-alikes holding the name <= 0.26)."""
+SAME_NAMED_SUBJECT = 0.55
+"""... and from this cosine on when both name the same thing (tune split: restatements naming what the
+first decided 0.57-0.67; look-alikes naming a thing of the memory they resemble <= 0.52)."""
 SUGGEST_COSINE = 0.5
+ONE_SUBJECT = 3
+"""Decisions (chatter aside) a memory about one subject has at most (the labelled set: 1-3; LoCoMo's
+sessions, 3-15 facts each, of one conversation are at cosine 0.73-0.83 with one another)."""
 
 _CHANGE = re.compile(
     r"(?i)\b(?:instead of|now|no longer|switched|moved|migrated|replaced|replaces|dropped|retired|raised|lowered|"
@@ -73,6 +89,22 @@ class Candidate:
     """The new memory's sentence that says what changed."""
     same_words: bool = False
     """One of its versions says exactly what the new memory says (case, spacing, punctuation aside)."""
+    shared: list[str] = field(default_factory=list)
+    """Names both mention, other than as a sentence's first word (lower case)."""
+    long: bool = False
+    """It or the new memory decides more than ONE_SUBJECT things (a session's summary): their subject texts
+    look alike by their form, so closeness alone makes neither an update nor a replacement."""
+    cue_cosine: float = 0.0
+    """Cosine of the cue sentence alone with its subject: a long memory (a session's twenty facts) with one
+    "now" in it does not replace a memory its other facts resemble."""
+    vectors: Any = None
+    """Its versions' subject vectors (the retired names taken out), to compare candidates."""
+
+    def like(self, other: Candidate) -> float:
+        """The best cosine of two candidates' versions: is one a restatement of the other?"""
+        if self.vectors is None or other.vectors is None:
+            return 0.0
+        return float(np.max(self.vectors @ other.vectors.T))
 
     def evidence(self) -> dict[str, Any]:
         return {
@@ -97,6 +129,8 @@ class Decision:
     llm_fallback: str = ""
     also: list[Candidate] = field(default_factory=list)
     """Further live memories a replacement supersedes (restatements of the same subject)."""
+    continues: str = ""
+    """An update applied late, as a replacement: the topic the new memory would have joined."""
 
     def reply(self) -> dict[str, Any]:
         """The `reconcile` object of the write's reply, the audit log and the decision log."""
@@ -115,8 +149,32 @@ class Decision:
 
 
 def subject_text(memory: Memory) -> str:
-    """What a memory is about: its topic and decisions (its context when it decided nothing)."""
-    return " ".join([memory.topic, *(memory.decisions or [memory.context])])
+    """What a memory is about: its topic and decisions (its context when it decided nothing). Chatter a
+    captured session kept ("Store what we decided in flowbaby.") is no part of what it is about."""
+    decided = [d for d in memory.decisions if not is_chatter(d)]
+    return " ".join([memory.topic, *(decided or [memory.context])])
+
+
+@functools.lru_cache(maxsize=4096)
+def names_of(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The names a text mentions, each with the forms it is written in ("Postgres": {"PostgreSQL"}):
+    a memory that says "PostgreSQL no longer stores them" retires what another calls Postgres."""
+    return tuple(
+        (node["name"], frozenset([node["name"], *node.get("aliases", [])]))
+        for node in extract_graph(text)["nodes"]
+        if node["type"] != "decision"
+    )
+
+
+def specific_names(text: str) -> frozenset[str]:
+    """Names (lower case) a text mentions other than as the first word of its sentences: a sentence's
+    capitalised first word ("Product", "Tracking") is seldom the name of a thing two subjects share."""
+    firsts = {m.group(1).lower() for m in re.finditer(r"(?:^|[.;:!?]\s+)([\w.+#-]+)", text)}
+    return frozenset(name.lower() for name, forms in names_of(text) if not {f.lower() for f in forms} <= firsts)
+
+
+def decided_count(memory: Memory) -> int:
+    return sum(not is_chatter(d) for d in memory.decisions)
 
 
 def normal(text: str) -> str:
@@ -179,17 +237,32 @@ def measure(
     if not live:
         return []
     versions = [[*earlier(m), m] for m in live]
-    names_new = [name for name, _ in query_names(subject_text(new))]
-    names = sorted(
-        {name for vs in versions for m in vs for name, _ in query_names(subject_text(m))} | set(names_new), key=len
-    )
+    forms: dict[str, set[str]] = {}
+    for memory in [new, *(m for vs in versions for m in vs)]:
+        for name, written in names_of(subject_text(memory)):
+            forms.setdefault(name, set()).update(written)
+    canonical = {form: name for name, written in forms.items() for form in written}
+    names = sorted(canonical, key=len)
     retired = {**_set_aside(new, names), **(_retired_names(new, names[::-1]) if names else {})}
     flat = [m for vs in versions for m in vs]
     texts = [_without(subject_text(new), list(retired))] + [_without(subject_text(m), list(retired)) for m in flat]
     vectors = np.asarray(encode(texts), dtype=np.float32)
     cosine_of = dict(zip((id(m) for m in flat), (float(c) for c in vectors[1:] @ vectors[0]), strict=True))
+    vector_of = dict(zip((id(m) for m in flat), vectors[1:], strict=True))
     words, said = content_words(subject_text(new)), normal(subject_text(new))
     cue = change_cue(new)
+    said_by = sorted({*retired.values(), *([cue] if cue else [])})
+    cue_vectors = (
+        dict(
+            zip(
+                said_by,
+                np.asarray(encode([_without(t, list(retired)) for t in said_by]), dtype=np.float32),
+                strict=True,
+            )
+        )
+        if said_by
+        else {}
+    )
     out = []
     for memory, history in zip(live, versions, strict=True):
         candidate = Candidate(
@@ -197,16 +270,34 @@ def measure(
             max(cosine_of[id(m)] for m in history),
             max(_jaccard(words, content_words(subject_text(m))) for m in history),
         )
+        candidate.vectors = np.stack([vector_of[id(m)] for m in history])
+        candidate.long = decided_count(new) > ONE_SUBJECT or any(decided_count(m) > ONE_SUBJECT for m in history)
         candidate.same_words = any(normal(subject_text(m)) == said for m in history)
         decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
         for name, sentence in retired.items():
-            if _mentions(decided, name) and not _retired_names(memory, [name]):
+            forms_of = forms.get(canonical.get(name, name), {name})
+            if any(_mentions(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
                 candidate.retired, candidate.cue = name, sentence
                 break
+        candidate.shared = sorted(
+            specific_names(subject_text(new)) & set().union(*(specific_names(subject_text(m)) for m in history))
+        )
         if not candidate.cue and cue:
             candidate.cue = cue
+        if candidate.cue:
+            candidate.cue_cosine = float(np.max(candidate.vectors @ cue_vectors[candidate.cue]))
         out.append(candidate)
     return sorted(out, key=lambda c: -c.cosine)
+
+
+def _replaced(c: Candidate) -> bool:
+    """It decided a name the new memory retires and is about the same subject, or it is the same subject
+    and the new memory says it changed in a sentence about that subject (tune split: 0.76-0.91)."""
+    if c.retired and (
+        c.cosine >= RETIRED_SUBJECT or (c.cosine >= RETIRED_NEAR and c.cosine + c.overlap >= RETIRED_SCORE)
+    ):
+        return True
+    return bool(c.cue) and c.cosine >= SAME_SUBJECT and c.cue_cosine >= SAME_SUBJECT and not c.long
 
 
 def decide(new: Memory, candidates: list[Candidate]) -> Decision:
@@ -215,17 +306,24 @@ def decide(new: Memory, candidates: list[Candidate]) -> Decision:
         same_words = c.same_words
         if same_words or (c.cosine >= SKIP_COSINE and c.overlap >= SKIP_OVERLAP):
             return Decision("skip", c, "the same words" if same_words else "a near-exact repeat", candidates=candidates)
-    replaced = [
-        c for c in candidates if (c.retired and c.cosine >= RETIRED_SUBJECT) or (c.cue and c.cosine >= SAME_SUBJECT)
-    ]
+    replaced = [c for c in candidates if _replaced(c)]
     if replaced:
         best = replaced[0]
         said = "the same subject, said to have changed"
         reason = f"retires {best.retired}, which it decided" if best.retired else said
-        return Decision("replace", best, reason=reason, also=replaced[1:], candidates=candidates)
+        also = [
+            c
+            for c in candidates
+            if c is not best
+            and (c in replaced or (c.retired and c.retired == best.retired))
+            and c.like(best) >= ALSO_RESTATES
+        ]
+        return Decision("replace", best, reason=reason, also=also, candidates=candidates)
     top = candidates[0] if candidates else None
-    if top is not None and top.cosine >= SAME_SUBJECT:
+    if top is not None and top.cosine >= SAME_SUBJECT and not top.long:
         return Decision("update", top, "the same subject", candidates=candidates)
+    if top is not None and top.cosine >= SAME_NAMED_SUBJECT and top.shared and not top.retired and not top.long:
+        return Decision("update", top, f"the same subject, naming {', '.join(top.shared)}", candidates=candidates)
     weak = [c for c in candidates if c.cosine >= SUGGEST_COSINE or c.retired]
     return Decision("add", None, "no live memory on the same subject", suggestions=weak[:3], candidates=candidates)
 
@@ -253,4 +351,12 @@ def live_neighbours(
 
     take((memory_id for memory_id, _ in nearest(vector, CANDIDATES * 6)), CANDIDATES)
     take(lexical(subject_text(new), CANDIDATES), LEXICAL_CANDIDATES)
+    for name in retires(new):  # what decided a name it retires may say little else like it ("npm ci in pipelines")
+        take(lexical(name, CANDIDATES), LEXICAL_CANDIDATES)
     return list(found.values())
+
+
+def retires(memory: Memory) -> list[str]:
+    """The names a memory retires among those it mentions ("moved from npm to pnpm": npm)."""
+    names = sorted({form for _, forms in names_of(subject_text(memory)) for form in forms}, key=len)
+    return list({**_set_aside(memory, names), **(_retired_names(memory, names[::-1]) if names else {})})

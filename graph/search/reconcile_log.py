@@ -3,23 +3,28 @@ changed, with its evidence, so that getMemory and the browser can show it and `r
 
 One JSON object a line, appended: a decision (`id`, `at`, `decision`, `decidedBy`, `reason`,
 `newer` {topicId, memoryId}, `superseded` [{topicId, memoryId}], `evidence`, `suggestions`), or an
-undo (`id`, `restoredAt`). The file may come from a cloned repository: a line that does not parse
-as one of these is skipped, and restore only ever touches memories its own store holds.
+undo (`id`, `restoredAt`), each with its `seal`: HMAC-SHA256 under this user's seal key
+(graph.core.seal) of the line and this workspace folder. The file may come from a cloned repository:
+a line without this folder's seal, or that does not parse as one of these, is skipped (neither shown
+nor undone), and restore only ever touches memories its own store holds.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from graph.core.contract import utc_now
+from graph.core.seal import sealer
 from graph.core.workspace import PRIVATE_FILE_MODE
 
 log = logging.getLogger("flowbaby.reconcile")
@@ -46,21 +51,43 @@ class Entry(BaseModel):
     superseded: list[Ref] = []
     evidence: dict[str, Any] | None = None
     suggestions: list[dict[str, Any]] = []
+    continues: str | None = None
+    """A late update's: the topic the new memory would have joined (its versions count as the new topic's)."""
     restoredAt: str | None = None
 
     def shown(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
 
-class DecisionLog:
-    """Appends decisions; reads them back whole (kept until the file changes)."""
+PURPOSE = "reconcile-decision"
 
-    def __init__(self, path: Path) -> None:
+
+def _canonical(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode(
+        "utf-8", "surrogatepass"
+    )
+
+
+class DecisionLog:
+    """Appends decisions, each line sealed for `folder` (the workspace); reads back the sealed ones whole
+    (kept until the file changes)."""
+
+    def __init__(self, path: Path, folder: Path | None = None) -> None:
         self.path = path
+        self.folder = folder or path.parent
+        self._seal: Callable[[bytes], str] | None = None
         self._lock = threading.Lock()
         self._cache: tuple[tuple[int, int], dict[str, Entry]] | None = None
+        self._continues: tuple[dict[str, Entry], dict[str, list[Entry]]] | None = None
+        self._replaced: tuple[dict[str, Entry], dict[str, list[str]]] | None = None
+
+    def _sealed(self, record: dict[str, Any]) -> str:
+        if self._seal is None:
+            self._seal = sealer(PURPOSE, self.folder)
+        return self._seal(_canonical(record))
 
     def _append(self, record: dict[str, Any]) -> None:
+        record = {**record, "seal": self._sealed(record)}
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +123,9 @@ class DecisionLog:
             for line in lines:
                 try:
                     data = json.loads(line)
+                    seal = data.pop("seal", None) if isinstance(data, dict) else None
+                    if not isinstance(seal, str) or not hmac.compare_digest(seal, self._sealed(data)):
+                        continue  # not written here by this user (a cloned repository's, another folder's)
                     if isinstance(data, dict) and "restoredAt" in data and "decision" not in data:
                         if isinstance(data.get("id"), str) and data["id"] in found:
                             found[data["id"]].restoredAt = str(data["restoredAt"])
@@ -107,6 +137,39 @@ class DecisionLog:
         with self._lock:
             self._cache = (key, found)
         return found
+
+    def continued(self, topic_id: str) -> list[str]:
+        """The topics a topic continues (late updates not undone), oldest first."""
+        entries = self.entries()
+        with self._lock:
+            if self._continues is None or self._continues[0] is not entries:
+                joined: dict[str, list[Entry]] = {}
+                for entry in entries.values():
+                    if entry.continues:
+                        joined.setdefault(entry.newer.topicId, []).append(entry)
+                self._continues = (entries, joined)
+            found = self._continues[1].get(topic_id, [])
+        return [e.continues for e in found if e.continues and e.restoredAt is None]
+
+    def replaced_by(self) -> dict[str, list[str]]:
+        """Older memoryId -> the memoryIds that replaced it by a decision not undone (a skipped repeat:
+        the memory it repeats), for retrieval to rank the current one first (graph.search.retrieval)."""
+        entries = self.entries()
+        with self._lock:
+            if self._replaced is not None and self._replaced[0] is entries:
+                return self._replaced[1]
+        links: dict[str, list[str]] = {}
+        for entry in entries.values():
+            if entry.restoredAt is not None:
+                continue
+            if entry.decision == "replace":
+                for ref in entry.superseded:
+                    links.setdefault(ref.memoryId, []).append(entry.newer.memoryId)
+            elif entry.decision == "skip" and isinstance((entry.evidence or {}).get("memoryId"), str):
+                links.setdefault(entry.newer.memoryId, []).append(str((entry.evidence or {})["memoryId"]))
+        with self._lock:
+            self._replaced = (entries, links)
+        return links
 
     def for_topic(self, topic_id: str) -> list[Entry]:
         """Decisions whose new memory or a superseded one is of this topic."""

@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, SummaryFields
@@ -66,6 +67,19 @@ class CachedEncoder:
         return out
 
 
+@dataclass
+class Turn:
+    """One write's place in the line of decisions: `deciding` gives its decision; `done` lets the next
+    write's decision start (call it once this one is applied, or given up)."""
+
+    deciding: asyncio.Task[Decision]
+    applied: asyncio.Future[None]
+
+    def done(self) -> None:
+        if not self.applied.done():
+            self.applied.set_result(None)
+
+
 class StatusStore(Protocol):
     """What apply and restore need of the memory store (graph.backends.memory_store.MemoryStore)."""
 
@@ -107,20 +121,40 @@ class Reconciler:
         self.llm = llm
         self.versions = versions
         self._encoder = CachedEncoder()
+        self._last: asyncio.Future[None] | None = None
+        """Done when the latest write's decision is applied (or given up): the next one waits for it."""
         self.pending: set[asyncio.Task[None]] = set()
         """Decisions being applied after their write's reply (kept until done)."""
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flowbaby-reconcile")
         """One decision at a time, off the default pool: slow decisions queue here, never in front of
         the staging commits (which run in the default pool)."""
         self.recent: deque[Memory] = deque(maxlen=RECENT)
-        """Filled by the service after each staging."""
+        """Filled by `staged`."""
+        self._seq = 0
+        self._order: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
 
     def decide(
-        self, fields: SummaryFields, meta: dict[str, Any], retriever: Retriever, index: ChunkIndex, *, capture: bool
+        self,
+        fields: SummaryFields,
+        meta: dict[str, Any],
+        retriever: Retriever,
+        index: ChunkIndex,
+        since: int | None = None,
+        *,
+        capture: bool,
     ) -> Decision:
-        """The decision for a write: offline, or the LLM's when it is on (offline on any failure). A
-        capture keeps its session's topic: what would join another topic is left as a suggestion."""
-        new = draft(fields, meta["topicId"], meta["createdAt"])
+        """The decision for a write whose turn began at `since` (only memories staged before it are
+        compared; None: all): offline, or the LLM's when it is on (offline on any failure). A capture
+        keeps its session's topic: what would join another topic is left as a suggestion."""
+        decision = self.decide_memory(draft(fields, meta["topicId"], meta["createdAt"]), retriever, index, since)
+        if capture and decision.action == "update" and decision.target is not None:
+            kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
+            kept.suggestions, kept.candidates = [decision.target], decision.candidates
+            return kept
+        return decision
+
+    def decide_memory(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int | None) -> Decision:
         encode = functools.partial(self._encoder.encode, encode=retriever.embedder.encode)
         catalog = retriever.catalog
         vector = encode([subject_text(new)])[0]
@@ -129,13 +163,28 @@ class Reconciler:
         by_id = retriever.catalog.by_id
         pending = [m for m in list(self.recent) if m.memory_id not in by_id and m.memory_id not in seen]
         neighbours += [m for m in pending if m.status in LIVE and m.topic_id != new.topic_id]
+        if since is not None:
+            neighbours = [m for m in neighbours if self.before(since)(m)]
         decision = decide(new, measure(new, neighbours, encode, self._earlier))
         if llm_enabled(self.llm) and worth_asking(decision):
             decision = ask(new, decision, self.llm)
-        if capture and decision.action == "update" and decision.target is not None:
-            kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
-            kept.suggestions, kept.candidates = [decision.target], decision.candidates
+        return decision
+
+    def decide_import(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int) -> Decision:
+        """An imported memory's decision (a topic the store did not hold): it keeps its ids, so an update
+        is applied as a replacement that continues the topic; it never replaces a memory made after it
+        (that one is left as a suggestion)."""
+        decision = self.decide_memory(new, retriever, index, since)
+        target = decision.target
+        if (
+            decision.action in ("update", "replace")
+            and target is not None
+            and target.memory.created_at > new.created_at
+        ):
+            kept = Decision("add", None, "an imported memory older than the one it would replace", decision.decided_by)
+            kept.suggestions, kept.candidates = [target], decision.candidates
             return kept
+        decision.also = [c for c in decision.also if c.memory.created_at <= new.created_at]
         return decision
 
     def budget_sec(self) -> float:
@@ -146,21 +195,68 @@ class Reconciler:
             budget = BUDGET_MS / 1000
         return max(budget, timeout_sec() + 0.5) if llm_enabled(self.llm) else budget
 
+    def staged(self, memories: list[Memory]) -> None:
+        """Memories just staged (every write, reconciled or not): compared while they wait for their
+        vectors, and numbered, so that a decision made late never weighs a memory staged after its write."""
+        with self._lock:
+            for memory in memories:
+                self._seq += 1
+                self._order[memory.memory_id] = self._seq
+                self.recent.append(memory)
+            while len(self._order) > CACHED:
+                self._order.popitem(last=False)
+
+    @property
+    def last_staged(self) -> int:
+        """The number of the last memory staged here (a write's or import's `since`)."""
+        return self._seq
+
+    def before(self, since: int) -> Callable[[Memory], bool]:
+        """Whether a memory was staged before a write whose turn began at `since` (older ones, and those
+        staged by another process, count as before)."""
+        return lambda memory: self._order.get(memory.memory_id, 0) <= since
+
+    def begin(self, decide: Callable[[int], Decision], since: int | None = None) -> Turn:
+        """Queue a write's decision behind the previous write's: it is made once every earlier decision
+        is applied (in time or late), so it never weighs a memory an earlier one superseded, and the
+        outcome does not depend on which came first, the decision or the reply's budget. `since`: the
+        last memory staged before the write (default: the last staged now)."""
+        loop = asyncio.get_running_loop()
+        previous, applied = self._last, loop.create_future()
+        since = self._seq if since is None else since
+        self._last = applied
+
+        async def deciding() -> Decision:
+            if previous is not None:
+                await asyncio.shield(previous)
+            return await loop.run_in_executor(self.executor, decide, since)
+
+        return Turn(loop.create_task(deciding()), applied)
+
     def apply_later(
-        self, deciding: asyncio.Future[Decision], memory: Memory, store: StatusStore, catalog: Catalog | None
+        self,
+        turn: Turn,
+        memory: Memory,
+        store: StatusStore,
+        catalog: Catalog | None,
+        on_applied: Callable[[dict[str, Any]], None],
     ) -> None:
         """Apply a decision that came after the write was staged as sent: an update then becomes a
-        replacement (the memory keeps its own topic), a skip supersedes the memory just staged."""
+        replacement (the memory keeps its own topic), a skip supersedes the memory just staged.
+        `on_applied`: its reply object (the write's own audit line is already written)."""
 
         async def later() -> None:
             try:
-                decision = await deciding
+                decision = await turn.deciding
                 if decision.action == "update" and decision.target is not None:
-                    decision.action = "replace"
+                    decision.action, decision.continues = "replace", decision.target.memory.topic_id
                     decision.reason += "; decided after the reply, so the new memory keeps its topic"
-                await asyncio.to_thread(self.apply, decision, memory, store, catalog, late=True)
+                reply = await asyncio.to_thread(self.apply, decision, memory, store, catalog, late=True)
+                on_applied(reply)
             except Exception:  # the write is stored as sent; nothing else to undo
                 log.exception("reconcile after the reply failed; the memory stays as sent")
+            finally:
+                turn.done()
 
         task = asyncio.get_running_loop().create_task(later())
         self.pending.add(task)
@@ -168,14 +264,24 @@ class Reconciler:
 
     async def settled(self) -> None:
         """Until every decision applied after its reply is done (tests, bench)."""
-        while self.pending:
-            await asyncio.gather(*list(self.pending), return_exceptions=True)
+        while self.pending or (self._last is not None and not self._last.done()):
+            if self.pending:
+                await asyncio.gather(*list(self.pending), return_exceptions=True)
+            else:
+                await asyncio.sleep(0.01)
 
     def _earlier(self, memory: Memory) -> list[Memory]:
-        """A live memory's earlier versions (none read for a first version)."""
-        if memory.version <= 1:
-            return []
-        return [m for m in self.versions(memory.topic_id) if m.version < memory.version][-EARLIER:]
+        """A live memory's earlier versions, and those of the topic it continues (a late update,
+        graph.search.reconcile_log.Entry.continues): the newest EARLIER of them."""
+        older = [m for m in self.versions(memory.topic_id) if m.version < memory.version] if memory.version > 1 else []
+        seen, topics = {memory.topic_id}, self.log.continued(memory.topic_id)
+        while topics and len(older) < EARLIER:  # a chain of late updates, newest first
+            topic_id = topics.pop()
+            if topic_id not in seen:
+                seen.add(topic_id)
+                older = self.versions(topic_id) + older
+                topics += self.log.continued(topic_id)
+        return older[-EARLIER:]
 
     @staticmethod
     def staged_meta(meta: dict[str, Any], decision: Decision | None) -> dict[str, Any]:
@@ -195,7 +301,6 @@ class Reconciler:
         """After staging: supersede what a replacement replaces; log the decision (unless a plain add);
         the reply's `reconcile` object. `late`: the memory was staged as sent, so a skip supersedes it now."""
         superseded: list[dict[str, str]] = []
-        self.recent.append(memory)
         if decision.action == "replace":
             for candidate in [c for c in [decision.target, *decision.also] if c is not None]:
                 superseded.append(_ref(candidate.memory))
@@ -225,6 +330,7 @@ class Reconciler:
                 "superseded": superseded,
                 "evidence": reply.get("evidence"),
                 "suggestions": reply.get("suggestions", []),
+                **({"continues": decision.continues} if decision.continues else {}),
             }
         )
         return {**reply, "id": entry.id}

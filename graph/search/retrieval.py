@@ -36,7 +36,7 @@ from graph.core.text import tokenize
 from graph.extract.extractor import query_names
 from graph.search.catalog import Catalog
 from graph.search.links import Hop, is_identifier
-from graph.search.supersession import Pair, find_pairs, is_historic
+from graph.search.supersession import LIVE, Pair, find_pairs, is_historic
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
@@ -220,13 +220,34 @@ class GraphSearch(Protocol):
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], Mapping[str, dict[str, str]]]: ...
 
 
+def _current(memory_id: str, links: Mapping[str, list[str]], by_id: Mapping[str, Memory]) -> str | None:
+    """The live memory a chain of reconcile decisions leads to (a repeat of a memory replaced since)."""
+    for _ in range(8):
+        memory = by_id.get(memory_id)
+        if memory is not None and memory.status in LIVE:
+            return memory_id
+        newer = links.get(memory_id)
+        if not newer:
+            return None
+        memory_id = newer[-1]
+    return None
+
+
 class Retriever:
     """Typed against small Protocols so the unit tier can rank with in-process fakes."""
 
     def __init__(
-        self, catalog: Catalog, embedder: TextEncoder, graph: GraphSearch, vectors: Callable[[], ChunkIndex]
+        self,
+        catalog: Catalog,
+        embedder: TextEncoder,
+        graph: GraphSearch,
+        vectors: Callable[[], ChunkIndex],
+        replaced_by: Callable[[], Mapping[str, list[str]]] | None = None,
     ) -> None:
+        """`replaced_by`: older memoryId -> the memoryIds a reconcile decision replaced it with
+        (graph.search.reconcile_log), ranked like the implicit supersession pairs."""
         self.catalog = catalog
+        self._replaced_by = replaced_by
         self.embedder = embedder
         self.graph = graph
         self._vectors = vectors
@@ -400,13 +421,17 @@ class Retriever:
         replaced: dict[str, list[str]] = defaultdict(list)
         for pair in self.supersession_pairs(refresh=False):
             replaced[pair.older].append(pair.newer)
-        if not replaced:
-            return ranked
         by_id = self.catalog.by_id
+        if self._replaced_by is not None:  # reconcile's decisions: the older one is Superseded, so in no pair
+            links = self._replaced_by()
+            for older, newer in links.items():
+                replaced[older].extend(live for m in newer if (live := _current(m, links, by_id)))
+        if not any(replaced.values()):
+            return ranked
         order = list(ranked)
         historic = is_historic(request.query)
         for item in ranked:
-            newer_ids = replaced.get(item.memory.memory_id, [])
+            newer_ids = replaced.get(item.memory.memory_id)
             if not newer_ids:
                 continue
             newest = max(newer_ids, key=lambda m: (by_id[m].created_at, m))

@@ -12,7 +12,10 @@ sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout
 - `replacementFirstPct`: the subject's question ranks the replacement's topic first (target >= 95 %);
 - `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes.
 
-Each write's staging time (the reply's duration_ms) is reported as p50 / p95.
+Each write's staging time (the reply's duration_ms) is reported as p50 / p95. The state is measured
+once every decision is applied (`decidedAfterReply`: how many came after their write's reply), so it
+does not depend on the machine's load. `main`: the same writes, each with a topicId of its own (not
+reconciled, as before reconcile on write).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Write:
     fields: dict[str, Any]
     topic_id: str = ""
     version: int = 0
+    memory_id: str = ""
     decision: str = "add"
     target: str = ""
     """The topicId the decision concerns (its candidate), "" for a plain add."""
@@ -69,7 +73,9 @@ def percentile(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else 0.0
 
 
-async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
+async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dict[str, Any]:
+    """`reconciled=False`: each write names a topicId of its own, so nothing is reconciled: the store
+    behaves as main did before reconcile on write (every write a topic of its own, all current)."""
     from graph.api import FlowbabyService
 
     (root / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")  # graph building off: the set is about the store
@@ -77,18 +83,28 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
     writes = plan(data)
     staging: list[float] = []
     decisions: dict[str, int] = {}
+    late = 0
     try:
         for i, w in enumerate(writes):
             stamp = f"{DAYS[w.phase]}T{9 + i // 60:02d}:{i % 60:02d}:00Z"
-            params = {**w.fields, "agentName": "bench", "metadata": {"createdAt": stamp}}
+            own = {} if reconciled else {"topicId": f"bench-{i}"}
+            params = {**w.fields, "agentName": "bench", "metadata": {"createdAt": stamp, **own}}
             reply = await service.store_memory(params)
             staging.append(reply["duration_ms"])
             w.topic_id = reply["summary_id"]
-            w.version = service.store.topic_versions(w.topic_id)[-1].version
+            latest = service.store.topic_versions(w.topic_id)[-1]
+            w.version, w.memory_id = latest.version, latest.memory_id
             w.decision = (reply.get("reconcile") or {}).get("decision", "add")
             w.target = (reply.get("reconcile") or {}).get("topicId", "")
+            late += w.decision == "pending"
+        await service.reconciler.settled()  # the state measured is the one after every decision is applied
+        logged = {e.newer.memoryId: e for e in service.reconciler.log.entries().values()}
+        for w in writes:
+            if w.decision == "pending":
+                entry = logged.get(w.memory_id)
+                w.decision = entry.decision if entry else "add"
+                w.target = str((entry.evidence or {}).get("topicId", "")) if entry else ""
             decisions[w.decision] = decisions.get(w.decision, 0) + 1
-        await service.reconciler.settled()
         await service.flush_vectors()
         status = {(m.topic_id, m.version): m.status.value for m in service.store.iter_memories()}
         firsts: dict[str, str | None] = {}
@@ -97,7 +113,7 @@ async def _run(root: Path, data: dict[str, Any]) -> dict[str, Any]:
             firsts[s["id"]] = found["entries"][0]["topicId"] if found["entries"] else None
     finally:
         await service.close()
-    result: dict[str, Any] = {"writes": len(writes), "decisions": decisions}
+    result: dict[str, Any] = {"writes": len(writes), "decisions": decisions, "decidedAfterReply": late}
     for split in ("tune", "heldout"):
         result[split] = score([w for w in writes if w.split == split], status, firsts, writes)
     result["all"] = score(writes, status, firsts, writes)
@@ -144,8 +160,11 @@ def score(
 def run_reconcile(root: Path) -> dict[str, Any]:
     os.environ.setdefault("LLM_PROVIDER", "offline")
     data = json.loads(DATA.read_text())
-    workspace = root / "ws"
+    workspace, unreconciled = root / "ws", root / "main"
     workspace.mkdir()
+    unreconciled.mkdir()
     result = asyncio.run(_run(workspace, data))
+    before = asyncio.run(_run(unreconciled, data, reconciled=False))
+    result["main"] = {split: before[split] for split in ("tune", "heldout", "all")}
     result["data"] = str(DATA.relative_to(DATA.parents[4]))
     return result

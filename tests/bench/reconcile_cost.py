@@ -13,29 +13,37 @@ reply's own `duration_ms`, p50 / p95, and the decisions made.
 from __future__ import annotations
 
 import json
+import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
 from bridge.client import BridgeClient
 from graph.backends.embedded.memory_store import open_sealed_store
 from graph.backends.embedded.vectors import VectorIndex
-from graph.core.memories import new_operation_id
+from graph.core.memories import memory_uuid
 from graph.core.workspace import resolve_workspace
 from graph.search.embedder import Embedder
 from tests.bench.latency import CachedEmbedder, corpus, scales
 from tests.bench.reconcile import DATA, percentile, plan
 
+BULK = 5000
+
 
 def build(root: Path, count: int, embedder: Embedder, cache: dict[str, list[float]]) -> dict[str, float]:
+    """The store by bulk insert (the import path: one transaction per BULK versions, no operations, as
+    imported memories are stored), then the vectors: at 100k about a minute, where staging each memory
+    as a write did took most of 45 minutes."""
     paths = resolve_workspace(root)
     store = open_sealed_store(paths)
     store._conn.execute("PRAGMA synchronous=OFF")  # building the bench workspace only, not measured
     started = time.perf_counter()
-    for memory in corpus(count):
-        store.stage(memory, op := new_operation_id())
-        store.finish([op], "completed")
-    memories = list(store.iter_memories())
+    memories = [
+        replace(m, memory_id=memory_uuid(m.topic_id, 1), version=1, char_count=len(m.context)) for m in corpus(count)
+    ]
+    for start in range(0, count, BULK):
+        store.import_memories(memories[start : start + BULK])
     staged = time.perf_counter()
     index = VectorIndex(paths.vectors, cast(Embedder, CachedEmbedder(embedder, cache)))
     for start in range(0, count, 2000):
@@ -45,10 +53,12 @@ def build(root: Path, count: int, embedder: Embedder, cache: dict[str, list[floa
     return {"stageSec": round(staged - started, 1), "embedSec": round(time.perf_counter() - staged, 1)}
 
 
-def timed_writes(workspace: Path, writes: int) -> dict[str, Any]:
+def timed_writes(workspace: Path, fields: list[dict[str, Any]], budget_ms: str | None) -> dict[str, Any]:
+    """`budget_ms`: FLOWBABY_RECONCILE_BUDGET_MS for the bridge (None: its default); a large one makes
+    each reply wait for its decision, so the reply time is the decision's whole cost."""
     (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
-    fields = [w.fields for w in plan(json.loads(DATA.read_text()))][:writes]
-    client = BridgeClient(workspace, extra_args=["--rate-limit-per-minute", "0"])
+    env = {**os.environ, **({"FLOWBABY_RECONCILE_BUDGET_MS": budget_ms} if budget_ms else {})}
+    client = BridgeClient(workspace, env=env, extra_args=["--rate-limit-per-minute", "0"])
     out: dict[str, list[float]] = {"reconciled": [], "reconciledReply": [], "named": [], "namedReply": []}
     decisions: dict[str, int] = {}
     try:
@@ -56,7 +66,7 @@ def timed_writes(workspace: Path, writes: int) -> dict[str, Any]:
         for i, memory in enumerate(fields):
             for kind, params in (
                 ("reconciled", {**memory, "agentName": "bench"}),
-                ("named", {**memory, "agentName": "bench", "metadata": {"topicId": f"named-{i}"}}),
+                ("named", {**memory, "agentName": "bench", "metadata": {"topicId": f"named-{budget_ms}-{i}"}}),
             ):
                 started = time.perf_counter()
                 reply = client.result("storeMemory", params, timeout=120)
@@ -72,12 +82,17 @@ def timed_writes(workspace: Path, writes: int) -> dict[str, Any]:
         for kind, values in out.items()
         for q, p in (("p50", 0.5), ("p95", 0.95))
     }
-    return {"writes": len(fields), **result, "decisions": decisions}
+    return {"writes": len(fields), **result, "decisions": decisions, "loadavg": round(os.getloadavg()[0], 1)}
 
 
 def run_reconcile_cost(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), writes: int = 80) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for size, workspace, embedder, cache in scales(root, sizes):
         built = build(workspace, size, embedder, cache)
-        out[str(size)] = {"build": built, **timed_writes(workspace, writes)}
+        fields = [w.fields for w in plan(json.loads(DATA.read_text()))]
+        out[str(size)] = {
+            "build": built,
+            "defaultBudget": timed_writes(workspace, fields[:writes], None),
+            "wholeDecision": timed_writes(workspace, fields[writes : 2 * writes], "600000"),
+        }
     return out

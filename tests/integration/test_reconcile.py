@@ -64,6 +64,10 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
     assert entry["newer"]["topicId"] == moved["summary_id"] and entry["evidence"]["retired"]
     found = client.result("retrieveForAgent", {"query": "where do application logs go?", "maxResults": 3})
     assert found["entries"][0]["topicId"] == moved["summary_id"]
+    # With the replaced memory asked for too, the one that replaced it comes first and says so.
+    query = {"query": "Do we ship application logs with Filebeat?", "maxResults": 3, "includeSuperseded": True}
+    both = {e["topicId"]: e["possiblySupersededBy"] for e in client.result("retrieveForAgent", query)["entries"]}
+    assert list(both)[0] == moved["summary_id"] and both.get(logs["summary_id"]) == moved["summary_id"], both
 
     audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
     assert [a["reconcile"]["decision"] for a in audit if "reconcile" in a][-2:] == ["skip", "replace"]
@@ -81,6 +85,29 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
         {"topic": "Application logs", "context": "Application logs.", "metadata": {"topicId": "logs-explicit"}},
     )
     assert "reconcile" not in named  # an explicit topicId keeps plain versioning
+
+    # A line the user's flowbaby never wrote (a cloned repository's .flowbaby/reconcile.jsonl, or one copied
+    # from another workspace) names a real memory: version 1 of a topic, Superseded by its version 2.
+    again_named = {"topic": "Application logs", "context": "Kept in Loki.", "metadata": {"topicId": "logs-explicit"}}
+    client.result("storeMemory", again_named)
+    first = client.result("getMemory", {"topicId": "logs-explicit"})["versions"][0]
+    assert first["status"] == "Superseded"
+    forged = {
+        "id": "rc_0123456789abcdef",
+        "at": "2026-03-05T10:00:00.000Z",
+        "decision": "replace",
+        "decidedBy": "offline",
+        "reason": "forged",
+        "newer": {"topicId": "logs-explicit", "memoryId": first["memoryId"]},
+        "superseded": [{"topicId": "logs-explicit", "memoryId": first["memoryId"], "status": "Active"}],
+        "seal": "0" * 64,
+    }
+    with open(workspace / ".flowbaby" / "reconcile.jsonl", "a") as log:
+        log.write(json.dumps(forged) + "\n")
+    refused = run_flowbaby("memories", "restore", "logs-explicit", "--workspace", str(workspace))
+    assert refused.returncode == 1 and "NOT_FOUND" in refused.stderr, refused.stdout
+    assert client.result("getMemory", {"topicId": "logs-explicit"})["versions"][0]["status"] == "Superseded"
+    assert client.result("getMemory", {"topicId": "logs-explicit"})["reconcile"] == []  # not shown either
 
 
 def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
@@ -100,6 +127,14 @@ def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., B
     shown = client.result("getMemory", {"topicId": again["summary_id"]})
     assert shown["latest"]["status"] == "Superseded"
     assert [(e["decision"], e["evidence"]["topicId"]) for e in shown["reconcile"]] == [("skip", first["summary_id"])]
+    audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
+    writes = [line.get("reconcile", {}).get("decision") for line in audit if line["command"] == "storeMemory"]
+    assert writes[-1] == "pending"  # the write's line, written with its reply
+    late = [line for line in audit if line["command"] == "reconcile"]  # the decision's own line, when it came
+    assert [(line["reconcile"]["decision"], line["reconcile"].get("topicId")) for line in late] == [
+        ("add", None),
+        ("skip", first["summary_id"]),
+    ], late
 
 
 def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer_falls_back(
@@ -145,3 +180,53 @@ def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer
             "reconcile"
         ]
         assert again["decidedBy"] == "offline" and again["llmFallback"], json.dumps(again)
+
+
+def test_an_import_is_reconciled_against_the_store_and_an_export_round_trips_exactly(
+    spawn: Callable[..., BridgeClient], tmp_path: Path
+) -> None:
+    """`flowbaby import` (issue 50: reconcile every write): an imported memory whose topic the store does
+    not hold is reconciled against what the store held before, so a replacement imported from a teammate's
+    export supersedes the local memory it replaces; the store's own export, imported into an empty store
+    or back into itself, keeps every status as it was (nothing superseded or skipped that was not)."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "20000"}
+    source, local, empty = (tmp_path / name for name in ("source", "local", "empty"))
+    for folder in (source, local, empty):
+        folder.mkdir()
+        (folder / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    client = spawn(source, "--rate-limit-per-minute", "0", env=env)
+    logs = _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
+    _store(client, "Product search index", "The product search index stays in Elasticsearch", 2)
+    _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster.", 3)
+    moved = _store(client, "Log storage", "Moved application log storage from Elasticsearch to Grafana Loki", 4)
+    assert moved["reconcile"]["decision"] == "replace"
+    assert client.close() == 0
+    out = tmp_path / "export.jsonl"
+    assert run_flowbaby("export", "--workspace", str(source), "--out", str(out)).returncode == 0
+    header, *records = out.read_text().splitlines()
+    statuses = {(r["topicId"], r["version"]): r["status"] for r in map(json.loads, records)}
+    assert sorted(statuses.values()).count("Superseded") == 2  # the skipped repeat and the replaced logs memory
+
+    def stored(folder: Path) -> dict[tuple[str, int], str]:
+        listed = run_flowbaby("memories", "list", "--workspace", str(folder), "--all-versions", "--json")
+        assert listed.returncode == 0, listed.stderr
+        return {(m["topicId"], m["version"]): m["status"] for m in json.loads(listed.stdout)["memories"]}
+
+    for into in (empty, source):  # a round trip into an empty store, then back into its own
+        done = run_flowbaby("import", str(out), "--workspace", str(into))
+        assert done.returncode == 0, done.stderr
+        assert stored(into) == statuses
+
+    client = spawn(local, "--rate-limit-per-minute", "0", env=env)
+    mine = _store(client, "Logging setup", "Application logs are shipped by Filebeat into Elasticsearch", 1)
+    assert client.close() == 0
+    teammate = tmp_path / "teammate.jsonl"
+    only_moved = [r for r in records if json.loads(r)["topicId"] == moved["summary_id"]]
+    teammate.write_text("\n".join([json.dumps({**json.loads(header), "memories": 1}), *only_moved]) + "\n")
+    done = run_flowbaby("import", str(teammate), "--workspace", str(local))
+    assert done.returncode == 0 and json.loads(done.stdout)["imported"] == 1, done.stderr
+    after = stored(local)
+    assert after[(mine["summary_id"], 1)] == "Superseded" and after[(moved["summary_id"], 1)] == "Active", after
+    shown = json.loads(run_flowbaby("memories", "show", mine["summary_id"], "--workspace", str(local)).stdout)
+    assert [e["decision"] for e in shown["reconcile"]] == ["replace"]
+    assert logs["summary_id"] not in json.dumps(shown["reconcile"])  # decided against this store's memory only

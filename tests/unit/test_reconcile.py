@@ -7,14 +7,14 @@ import asyncio
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
 from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStatus
 from graph.core.memories import Memory
 from graph.core.settings import LLMSettings
-from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, Decision, decide, measure
+from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, decide, measure
 from graph.search.reconcile_llm import ask, parse
 from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
@@ -64,8 +64,14 @@ def test_weak_evidence_is_left_as_a_suggestion() -> None:
 def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> None:
     old = memory("old", topic="Help width", decisions=["Cap the help text at 80 columns"])
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01)]).action == "update"
-    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, cue="now 100 columns")]).action == "replace"
+    said = {"cue": "now 100 columns", "cue_cosine": SAME_SUBJECT + 0.01}
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, **said)]).action == "replace"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT - 0.01)]).action == "add"
+    # The cue sentence about something else (one fact of many), or a memory of many decisions: no change.
+    aside = {**said, "cue_cosine": SAME_SUBJECT - 0.1}
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, **aside)]).action == "update"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True)]).action == "add"
+    assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True, **said)]).action == "add"
 
 
 def test_a_topic_is_compared_through_its_earlier_versions() -> None:
@@ -132,11 +138,13 @@ def test_apply_logs_the_decision_and_restore_gives_the_status_back_once(tmp_path
     assert error.value.code.value == "NOT_FOUND"
 
 
-def test_a_damaged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(tmp_path: Path) -> None:
-    path = tmp_path / "reconcile.jsonl"
+def test_a_damaged_forged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the seal key
+    path = tmp_path / "ws" / ".flowbaby" / "reconcile.jsonl"
+    log = DecisionLog(path, tmp_path / "ws")
     foreign = {
-        "id": "rc_1",
-        "at": "2026-01-01T00:00:00.000Z",
         "decision": "replace",
         "decidedBy": "offline",
         "newer": {"topicId": "x", "memoryId": "x"},
@@ -145,9 +153,16 @@ def test_a_damaged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_
             {"topicId": "t", "memoryId": "held", "status": "Bogus"},
         ],
     }
-    path.write_text("not json\n" + json.dumps({"id": 5}) + "\n" + json.dumps(foreign) + "\n")
-    reconciler = Reconciler(DecisionLog(path), LLMSettings(), lambda t: [])
-    assert list(reconciler.log.entries()) == ["rc_1"]
+    written = log.add(foreign)
+    forged = {**foreign, "id": "rc_forged", "at": "2026-01-01T00:00:00.000Z"}
+    forged["superseded"] = [{"topicId": "t", "memoryId": "held", "status": "Active"}]
+    elsewhere = DecisionLog(tmp_path / "other" / "reconcile.jsonl", tmp_path / "other")
+    moved = elsewhere.add({**foreign, "superseded": forged["superseded"]})  # sealed, but for another folder
+    copied = (tmp_path / "other" / "reconcile.jsonl").read_text()
+    with open(path, "a") as lines:  # as a cloned repository's file, or a line copied from another workspace
+        lines.write("not json\n" + json.dumps({"id": 5}) + "\n" + json.dumps(forged) + "\n" + copied)
+    reconciler = Reconciler(DecisionLog(path, tmp_path / "ws"), LLMSettings(), lambda t: [])
+    assert list(reconciler.log.entries()) == [written.id] and moved.id != written.id
     held = memory("held", topic_id="t", status=MemoryStatus.SUPERSEDED)
     assert reconciler.restore("t", DictStore(held), None)["restored"] == []
     assert held.status is MemoryStatus.SUPERSEDED
@@ -188,18 +203,20 @@ def test_a_decision_after_the_reply_supersedes_the_staged_repeat_and_turns_an_up
     store = DictStore(old, repeat, restated)
     reconciler = Reconciler(DecisionLog(tmp_path / "reconcile.jsonl"), LLMSettings(), lambda t: [])
 
+    late: list[dict[str, Any]] = []
+
     async def run() -> None:
-        loop = asyncio.get_running_loop()
         for staged, decision in (
             (repeat, decide(NEW, [_candidate(old, 0.99, overlap=0.95)])),
             (restated, decide(NEW, [_candidate(old, SAME_SUBJECT + 0.05)])),
         ):
-            deciding: asyncio.Future[Decision] = loop.create_future()
-            reconciler.apply_later(deciding, staged, store, None)
-            deciding.set_result(decision)
+            turn = reconciler.begin(lambda since, decision=decision: decision)
+            reconciler.apply_later(turn, staged, store, None, late.append)
         await reconciler.settled()
 
     asyncio.run(run())
     assert store.by_id["repeat"].status is MemoryStatus.SUPERSEDED
     assert store.by_id["old"].status is MemoryStatus.SUPERSEDED and store.by_id["restated"].topic_id == "restated"
     assert [e.decision for e in reconciler.log.entries().values()] == ["skip", "replace"]
+    assert [r["decision"] for r in late] == ["skip", "replace"]  # each reaches the audit log on its own line
+    assert reconciler.log.continued("restated") == ["old"]  # the update it was: old's versions count as restated's
