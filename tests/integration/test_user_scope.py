@@ -1,0 +1,132 @@
+"""The user scope (issue 49) from the command line and the bridge: a preference stored in one project
+with `--scope user` is listed, shown and retrieved in another, each memory saying its scope; and two
+projects' owners write to the one user store at once without losing or damaging a memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bridge.client import PROJECT_ROOT, BridgeClient
+from tests.support.commands import run_flowbaby
+
+pytestmark = pytest.mark.slow
+
+PREFERENCE = "Use uv for every Python package, never pip"
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    env = {
+        **os.environ,
+        "FLOWBABY_USER_STORE": str(tmp_path / "data" / "flowbaby" / "user"),
+        "FLOWBABY_BUILD_GRAPH": "0",
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
+    return a, b, env
+
+
+def flowbaby(env: dict[str, str], *args: str) -> Any:
+    done = run_flowbaby(*args, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[str, str]]) -> None:
+    a, b, env = setup
+    stored = flowbaby(
+        env,
+        *("memories", "add", "--workspace", str(a), "--scope", "user", "--topic", "Python package manager"),
+        *("--context", "I always install Python packages with uv.", "--decision", PREFERENCE),
+    )
+    assert stored["scope"] == "user"
+    own = flowbaby(env, "memories", "add", "--workspace", str(b), "--topic", "Logging", "--context", "JSON logs.")
+    assert own["scope"] == "project"
+    store = Path(env["FLOWBABY_USER_STORE"])
+    assert (store / ".flowbaby" / "memories.sqlite").is_file() and (store.stat().st_mode & 0o077) == 0
+
+    def listed(scope: str) -> dict[str, str]:
+        reply = flowbaby(env, "memories", "list", "--workspace", str(b), "--json", "--scope", scope)
+        return {m["topicId"]: m["scope"] for m in reply["memories"]}
+
+    assert listed("user") == {stored["summary_id"]: "user"}
+    assert listed("project") == {own["summary_id"]: "project"}
+    assert listed("all") == {stored["summary_id"]: "user", own["summary_id"]: "project"}
+    table = run_flowbaby("memories", "list", "--workspace", str(b), "--scope", "all", env=env).stdout
+    assert "user    Active" in table and "project Active" in table
+    shown = flowbaby(env, "memories", "show", stored["summary_id"], "--workspace", str(b))
+    assert shown["scope"] == "user" and shown["latest"]["decisions"] == [PREFERENCE]
+
+    with BridgeClient(b, env=env) as bridge:
+        found = bridge.result("retrieveForAgent", {"query": "which tool installs python packages", "maxResults": 5})
+        scopes = {entry["topicId"]: entry["scope"] for entry in found["entries"]}
+        assert scopes.get(stored["summary_id"]) == "user", found
+        assert all(
+            entry["scope"] == "project" for entry in found["entries"] if entry["topicId"] != stored["summary_id"]
+        )
+        only = bridge.result("retrieveForAgent", {"query": "which tool installs python packages", "scope": "project"})
+        assert stored["summary_id"] not in {entry["topicId"] for entry in only["entries"]}
+        bad = bridge.result("listMemories", {"scope": "everyone"})
+        assert bad["errorCode"] == "INVALID_PAYLOAD" and bad["fields"] == ["scope"], bad
+
+
+def test_two_projects_owners_share_the_user_store(setup: tuple[Path, Path, dict[str, str]]) -> None:
+    """Both bridges own their project; the first to need the user store owns it, the other works through
+    it; all writes land, and the store stays sound; when the owner leaves, the other takes it over."""
+    a, b, env = setup
+    per_project = 12
+    failures: list[BaseException] = []
+    bridges = {name: BridgeClient(root, env=env) for name, root in (("a", a), ("b", b))}
+    try:
+
+        def write(name: str) -> None:
+            try:
+                for i in range(per_project):
+                    reply = bridges[name].result(
+                        "storeMemory",
+                        {
+                            "topic": f"Habit {name}{i}",
+                            "context": f"Working habit number {i} noted in project {name}: zq{name}{i}habit.",
+                            "metadata": {"topicId": f"habit-{name}-{i}"},
+                            "scope": "user",
+                        },
+                    )
+                    assert reply["success"] and reply["scope"] == "user", reply
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=write, args=(name,)) for name in bridges]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not failures, failures
+        expected = {f"habit-{n}-{i}" for n in bridges for i in range(per_project)}
+        for bridge in bridges.values():
+            page = bridge.result("listMemories", {"scope": "user", "limit": 100})
+            assert {m["topicId"] for m in page["memories"]} == expected
+        owner = json.loads((Path(env["FLOWBABY_USER_STORE"]) / ".flowbaby" / "owner.json").read_text())["pid"]
+        first, second = ("a", "b") if owner == bridges["a"].proc.pid else ("b", "a")
+        assert owner == bridges[first].proc.pid
+        assert bridges[first].close() == 0
+        reply = bridges[second].result("storeMemory", {"topic": "Late habit", "context": "After.", "scope": "user"})
+        assert reply["success"]
+        page = bridges[second].result("listMemories", {"scope": "user", "limit": 100})
+        assert len(page["memories"]) == len(expected) + 1
+    finally:
+        for bridge in bridges.values():
+            if bridge.proc.poll() is None:
+                bridge.close()
+    db = Path(env["FLOWBABY_USER_STORE"]) / ".flowbaby" / "memories.sqlite"
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == len(expected) + 1
