@@ -19,6 +19,8 @@ from tests.support.commands import run_flowbaby
 pytestmark = pytest.mark.slow
 
 PREFERENCE = "Use uv for every Python package, never pip"
+KEY = "sk-proj-4fJ9xQ2mZ7vB1nK8rT3wY6uE"
+"""A secret a user memory must lose at write, as a project memory does (section 8.1)."""
 
 
 @pytest.fixture
@@ -42,6 +44,8 @@ def flowbaby(env: dict[str, str], *args: str) -> Any:
 
 
 def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[str, str]]) -> None:
+    """Stored from project A's command line (which then exits), read in project B, whose bridge owns B:
+    the commands on B go through it, and it reaches the user store for them."""
     a, b, env = setup
     stored = flowbaby(
         env,
@@ -49,8 +53,6 @@ def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[st
         *("--context", "I always install Python packages with uv.", "--decision", PREFERENCE),
     )
     assert stored["scope"] == "user"
-    own = flowbaby(env, "memories", "add", "--workspace", str(b), "--topic", "Logging", "--context", "JSON logs.")
-    assert own["scope"] == "project"
     store = Path(env["FLOWBABY_USER_STORE"])
     assert (store / ".flowbaby" / "memories.sqlite").is_file() and (store.stat().st_mode & 0o077) == 0
 
@@ -58,25 +60,45 @@ def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[st
         reply = flowbaby(env, "memories", "list", "--workspace", str(b), "--json", "--scope", scope)
         return {m["topicId"]: m["scope"] for m in reply["memories"]}
 
-    assert listed("user") == {stored["summary_id"]: "user"}
-    assert listed("project") == {own["summary_id"]: "project"}
-    assert listed("all") == {stored["summary_id"]: "user", own["summary_id"]: "project"}
-    table = run_flowbaby("memories", "list", "--workspace", str(b), "--scope", "all", env=env).stdout
-    assert "user    Active" in table and "project Active" in table
-    shown = flowbaby(env, "memories", "show", stored["summary_id"], "--workspace", str(b))
-    assert shown["scope"] == "user" and shown["latest"]["decisions"] == [PREFERENCE]
-
     with BridgeClient(b, env=env) as bridge:
-        found = bridge.result("retrieveForAgent", {"query": "which tool installs python packages", "maxResults": 5})
+        ws = ("--workspace", str(b))
+        own = flowbaby(env, "memories", "add", *ws, "--topic", "Logging", "--context", "JSON logs.")
+        assert own["scope"] == "project"
+        secret = flowbaby(
+            env,
+            *("memories", "add", *ws, "--scope", "user", "--topic", "My API key", "--topic-id", "scratch-key"),
+            *("--context", f"I keep {KEY} for scratch experiments."),
+        )
+        assert secret["scope"] == "user" and secret["redacted"] == 1
+        assert listed("user") == {stored["summary_id"]: "user", "scratch-key": "user"}
+        assert listed("project") == {own["summary_id"]: "project"}
+        assert listed("all") == {stored["summary_id"]: "user", "scratch-key": "user", own["summary_id"]: "project"}
+        table = run_flowbaby("memories", "list", *ws, "--scope", "all", env=env).stdout
+        assert "user    Active" in table and "project Active" in table
+        shown = flowbaby(env, "memories", "show", stored["summary_id"], *ws)
+        assert shown["scope"] == "user" and shown["latest"]["decisions"] == [PREFERENCE]
+
+        out = store.parent / "user.jsonl"
+        assert run_flowbaby("export", *ws, "--scope", "user", "--out", str(out), env=env).returncode == 0
+        exported = out.read_text()
+        assert PREFERENCE in exported and KEY not in exported and "Logging" not in exported
+        assert flowbaby(env, "memories", "forget", "scratch-key", *ws, "--scope", "user", "--yes")["versions"] == 1
+        assert listed("user") == {stored["summary_id"]: "user"}
+        assert flowbaby(env, "import", str(out), *ws, "--scope", "user")["imported"] == 1
+        assert listed("user") == {stored["summary_id"]: "user", "scratch-key": "user"}
+
+        query = "which tool installs python packages"
+        found = bridge.result("retrieveForAgent", {"query": query, "maxResults": 5})
         scopes = {entry["topicId"]: entry["scope"] for entry in found["entries"]}
         assert scopes.get(stored["summary_id"]) == "user", found
         assert all(
             entry["scope"] == "project" for entry in found["entries"] if entry["topicId"] != stored["summary_id"]
         )
-        only = bridge.result("retrieveForAgent", {"query": "which tool installs python packages", "scope": "project"})
+        only = bridge.result("retrieveForAgent", {"query": query, "scope": "project"})
         assert stored["summary_id"] not in {entry["topicId"] for entry in only["entries"]}
         bad = bridge.result("listMemories", {"scope": "everyone"})
         assert bad["errorCode"] == "INVALID_PAYLOAD" and bad["fields"] == ["scope"], bad
+    assert KEY.encode() not in b"".join(p.read_bytes() for p in store.rglob("*") if p.is_file())
 
 
 def test_two_projects_owners_share_the_user_store(setup: tuple[Path, Path, dict[str, str]]) -> None:
