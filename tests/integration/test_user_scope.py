@@ -11,9 +11,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
+from tests.integration.test_team_clients import TOKEN, _client_env, _token_file
 from tests.support.commands import run_flowbaby
 
 pytestmark = pytest.mark.slow
@@ -152,3 +155,28 @@ def test_two_projects_owners_share_the_user_store(setup: tuple[Path, Path, dict[
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         assert conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0] == len(expected) + 1
+
+
+def test_a_team_server_never_receives_user_memories(spawn, serve, tmp_path: Path) -> None:  # noqa: F811
+    """A laptop's bridge on a workspace served by a team server refuses `scope: "user"` itself, before
+    sending: the server stores nothing and no user store is made on either side."""
+    team = tmp_path / "team"
+    team.mkdir()
+    server_store, laptop_store = tmp_path / "server-user", tmp_path / "laptop-user"
+    server = serve(team, env={"FLOWBABY_API_TOKEN": TOKEN, "FLOWBABY_USER_STORE": str(server_store)})
+    laptop = tmp_path / "laptop"
+    laptop.mkdir()
+    env = {**_client_env(server.url, _token_file(tmp_path)), "FLOWBABY_USER_STORE": str(laptop_store)}
+    client = spawn(laptop, env=env)
+    preference = {"topic": "Python packages", "context": f"{PREFERENCE}.", "scope": "user"}
+    for method in ("storeMemory", "ingestForAgent"):
+        refused = client.result(method, preference)
+        assert refused["errorCode"] == "INVALID_PAYLOAD" and refused["fields"] == ["scope"], refused
+    assert client.result("listMemories", {"scope": "user"})["errorCode"] == "INVALID_PAYLOAD"
+    assert client.result("storeMemory", {"topic": "Billing retries", "context": "Retry twice."})["success"]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    listed = httpx.get(f"{server.url}/api/agent/memories", headers=headers, timeout=30).json()["memories"]
+    assert [m["topic"] for m in listed] == ["Billing retries"] and listed[0]["scope"] == "project"
+    audit = (team / ".flowbaby" / "agent_audit.log").read_text()
+    assert "Python packages" not in audit and PREFERENCE not in audit
+    assert not server_store.exists() and not laptop_store.exists()
