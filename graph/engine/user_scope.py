@@ -251,17 +251,11 @@ class UserScope(Hooks, Memories, Forget):
             self._user_encoder = CachedEncoder()
         return overriding(user, retriever, index, self._user_encoder)
 
-    async def retrieve(
-        self,
-        params: Any,
-        *,
-        markdown: bool = False,
-        lanes: frozenset[str] | None = None,
-        agent_name: str | None = None,
-        origin: str | None = None,
-    ) -> dict[str, Any]:
+    async def retrieve(self, params: Any, *, markdown: bool = False, **options: Any) -> dict[str, Any]:
         """retrieveForAgent / retrieveMemory over `scope` (all: both stores, fused; user entries this
-        project overrides are marked `overriddenBy` and ranked last)."""
+        project overrides are marked `overriddenBy` and ranked last). `options`: Retrieval.retrieve's
+        (lanes, agent_name, origin); the user store gets only the caller's agent name."""
+        agent_name = options.get("agent_name")
         scope = "all"
         if isinstance(params, dict) and "scope" in params:
             scope = validate_request(ReadScopeParams, {"scope": params["scope"]}).scope
@@ -271,11 +265,11 @@ class UserScope(Hooks, Memories, Forget):
             assert service is not None
             return self._entries_marked(await service.retrieve(params, markdown=markdown, agent_name=agent_name), USER)
         if scope == PROJECT or not self._has_user_scope():
-            reply = await super().retrieve(params, markdown=markdown, lanes=lanes, agent_name=agent_name, origin=origin)
+            reply = await super().retrieve(params, markdown=markdown, **options)
             return self._entries_marked(reply, self.scope)
         mine = {**params, "includeSessions": False} if isinstance(params, dict) else params
         project, found = await asyncio.gather(
-            super().retrieve(params, lanes=lanes, agent_name=agent_name, origin=origin),
+            super().retrieve(params, **options),
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
         )
         project = self._entries_marked(project, PROJECT)
