@@ -4,15 +4,20 @@ projects' owners write to the one user store at once without losing or damaging 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
+import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp_types import Implementation
 
 from bridge.client import PROJECT_ROOT, BridgeClient
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
@@ -180,3 +185,42 @@ def test_a_team_server_never_receives_user_memories(spawn, serve, tmp_path: Path
     audit = (team / ".flowbaby" / "agent_audit.log").read_text()
     assert "Python packages" not in audit and PREFERENCE not in audit
     assert not server_store.exists() and not laptop_store.exists()
+
+
+def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str, str]]) -> None:
+    """flowbaby_storeMemory's `scope` (its schema offers it), then the retrieval index and getMemory say
+    the memory is the user's; a wrong scope is the contract's INVALID_PAYLOAD."""
+    a, _, env = setup
+
+    async def session() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", "from flowbaby.cli import main; main()", "mcp", "--workspace", str(a)],
+            env=env,
+            cwd="/",
+        )
+        async with Client(params, client_info=Implementation(name="probe-agent", version="1.0")) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert tools["flowbaby_storeMemory"].input_schema["properties"]["scope"]["enum"] == ["project", "user"]
+            preference = {
+                "topic": "Python packages",
+                "context": "I install Python packages with uv.",
+                "decisions": [PREFERENCE],
+            }
+            stored = await client.call_tool("flowbaby_storeMemory", {**preference, "scope": "user"})
+            assert not stored.is_error and stored.structured_content is not None
+            assert stored.structured_content["scope"] == "user"
+            topic_id = stored.structured_content["summary_id"]
+            found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
+            assert f"[topicId {topic_id}, Active, " in found.content[0].text  # type: ignore[union-attr]
+            assert ", user scope]" in found.content[0].text  # type: ignore[union-attr]
+            shown = await client.call_tool("flowbaby_getMemory", {"topicIds": [topic_id]})
+            assert "user scope (your own memory, every project)" in shown.content[0].text  # type: ignore[union-attr]
+            wrong = await client.call_tool("flowbaby_storeMemory", {**preference, "scope": "team"})
+            assert wrong.is_error
+
+    asyncio.run(session())
+    assert (
+        not (a / ".flowbaby" / "memories.sqlite").exists()
+        or PREFERENCE.encode() not in (a / ".flowbaby" / "memories.sqlite").read_bytes()
+    )
