@@ -106,12 +106,12 @@ class UserScope(Hooks, Memories, Forget):
         """Own it (sharing this process's model), or work through the process that does."""
         await asyncio.to_thread(_private_folder, root)
         opener: Any = type(self)  # FlowbabyService: this mixin cannot import it (a cycle)
-        embedder = self.embedder
+        embedder, build = self.embedder, self.operations.started  # graph work runs where the project's does
 
         async def own() -> Any:
             paths = resolve_workspace(root)
             return await opener.open(
-                root, own_logging=False, embedder=embedder, backend=backend_for(paths), build_graph=False
+                root, own_logging=False, embedder=embedder, backend=backend_for(paths), build_graph=build
             )
 
         try:
@@ -121,6 +121,14 @@ class UserScope(Hooks, Memories, Forget):
             if error.code is not ErrorCode.WORKSPACE_BUSY:
                 raise
         return await OwnerClient.connect(resolve_workspace(root), own)
+
+    def start_graph_work(self) -> None:
+        """The project's graph work, and the user store's when this process holds it (a forget there waits
+        for the graph's step, which only a started operation manager takes)."""
+        super().start_graph_work()
+        starts = getattr(self._user, "start_graph_work", None)
+        if starts is not None:
+            starts()
 
     async def _routed(self, params: Any) -> tuple[MemoryService | None, Any]:
         """The service a request's `scope` names (None: this one) and the request without `scope`."""
@@ -160,13 +168,13 @@ class UserScope(Hooks, Memories, Forget):
 
     async def get_memory(self, params: Any) -> dict[str, Any]:
         """A topicId without `scope` is looked up in the project, then in the user store."""
+        named = isinstance(params, dict) and "scope" in params
         user, params = await self._routed(params)
         if user is not None:
             return self._marked(await user.get_memory(params), USER)
         try:
             return self._marked(await super().get_memory(params))
         except FlowbabyError as error:
-            named = isinstance(params, dict) and "scope" in params
             if error.code is not ErrorCode.NOT_FOUND or named:
                 raise
             found = await self._user_service(create=False)

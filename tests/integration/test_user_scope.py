@@ -224,3 +224,33 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
         not (a / ".flowbaby" / "memories.sqlite").exists()
         or PREFERENCE.encode() not in (a / ".flowbaby" / "memories.sqlite").read_bytes()
     )
+
+
+def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, str]]) -> None:  # noqa: F811
+    """The routes the memory browser and the VS Code extension call: store, list, show, retrieve and forget
+    with `scope` (each reply's models carry it, so the routes' response validation passes)."""
+    _, b, env = setup
+    server = serve(
+        b, "--rate-limit-per-minute", "0", env={k: env[k] for k in ("FLOWBABY_USER_STORE", "FLOWBABY_BUILD_GRAPH")}
+    )
+    headers = {"Authorization": f"Bearer {(b / '.flowbaby' / 'api_token').read_text().strip()}"}
+
+    def call(method: str, path: str, **kwargs: Any) -> Any:
+        reply = httpx.request(method, f"{server.url}{path}", headers=headers, timeout=60, **kwargs)
+        assert reply.status_code < 300, reply.text
+        return reply.json()
+
+    mine = call(
+        "POST", "/api/agent/memories", json={"topic": "Commits", "context": "Imperative mood.", "scope": "user"}
+    )
+    ours = call("POST", "/api/agent/memories", json={"topic": "Logging", "context": "JSON lines to stdout."})
+    assert (mine["scope"], ours["scope"]) == ("user", "project")
+    listed = call("GET", "/api/agent/memories", params={"scope": "all"})["memories"]
+    assert {m["topicId"]: m["scope"] for m in listed} == {mine["summary_id"]: "user", ours["summary_id"]: "project"}
+    shown = call("GET", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
+    assert shown["scope"] == "user" and shown["latest"]["topic"] == "Commits"
+    found = call("POST", "/api/agent/retrieve", json={"query": "commit message mood", "maxResults": 5})
+    assert {e["topicId"]: e["scope"] for e in found["entries"]}.get(mine["summary_id"]) == "user", found
+    gone = call("DELETE", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
+    assert gone["scope"] == "user" and gone["versions"] == 1
+    assert call("GET", "/api/agent/memories", params={"scope": "user"})["memories"] == []
