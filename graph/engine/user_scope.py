@@ -78,10 +78,14 @@ class UserScope(Hooks, Memories, Forget):
     _user_opening: asyncio.Lock | None = None
     _user_encoder: CachedEncoder | None = None
 
+    _scope: Scope | None = None
+
     @property
     def scope(self) -> Scope:
-        """This store's scope: `user` for the user store itself, else `project`."""
-        return USER if self.paths.root == user_store_root() else PROJECT
+        """This store's scope: `user` for the user store itself, else `project` (read once: the folder's)."""
+        if self._scope is None:
+            self._scope = USER if self.paths.root == user_store_root() else PROJECT
+        return self._scope
 
     def _has_user_scope(self) -> bool:
         return self.scope == PROJECT and not self.backend.shared
