@@ -10,6 +10,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from tests.integration.test_forget_canary import files_holding
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
 from tests.integration.test_team_clients import TOKEN, _client_env, _token_file
 from tests.support.commands import run_flowbaby
@@ -254,3 +256,35 @@ def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, 
     gone = call("DELETE", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
     assert gone["scope"] == "user" and gone["versions"] == 1
     assert call("GET", "/api/agent/memories", params={"scope": "user"})["memories"] == []
+
+
+def test_a_forgotten_user_memory_leaves_no_byte_in_the_user_store(tmp_path: Path) -> None:
+    """The forget canary (tests/integration/test_forget_canary.py) on the user store, its graph built by
+    the real cognee worker: after the forget, no file under the user store holds the canary."""
+    canary = "zqxuserscope5521"
+    project = tmp_path / "project"
+    project.mkdir()
+    store = tmp_path / "user"
+    env = {**os.environ, "FLOWBABY_USER_STORE": str(store), "PYTHONPATH": str(PROJECT_ROOT)}
+    env.pop("FLOWBABY_BUILD_GRAPH", None)
+    with BridgeClient(project, env=env) as bridge:
+        stored = bridge.result(
+            "storeMemory",
+            {
+                "topic": "Shell habits",
+                "context": f"I alias {canary} to my release script in every project.",
+                "decisions": [f"Keep the {canary} alias"],
+                "scope": "user",
+            },
+        )
+        assert stored["scope"] == "user"
+        deadline = time.monotonic() + 300
+        while bridge.result("listMemories", {"scope": "user"})["memories"][0]["graphState"] != "indexed":
+            assert time.monotonic() < deadline, "the user store's graph was never built"
+            time.sleep(0.5)
+        held = files_holding(store, canary.encode())
+        assert any("cognee/" in path for path in held) and any("memories.sqlite" in path for path in held), held
+        gone = bridge.result("forgetMemory", {"topicId": stored["summary_id"], "scope": "user"}, timeout=120)
+        assert gone["scope"] == "user" and gone["versions"] == 1 and gone["pending"] == [], gone
+    assert files_holding(store, canary.encode()) == []
+    assert files_holding(project / ".flowbaby", canary.encode()) == []
