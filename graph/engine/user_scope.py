@@ -23,13 +23,16 @@ from graph.core.contract import (
     USER,
     BriefingRequest,
     ErrorCode,
+    FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
     ReadScopeParams,
     RetrievalEntry,
+    RetrieveMemoryRequest,
     Scope,
     ScopeParams,
     validate_request,
+    validate_retrieval,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -213,7 +216,9 @@ class UserScope(Hooks, Memories, Forget):
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor
         pages both, as both keep their pages by stagedAt and memoryId)."""
-        params = dict(params or {}) if isinstance(params, dict) or params is None else {}
+        if params is not None and not isinstance(params, dict):
+            return await super().list_memories(params)  # its INVALID_PAYLOAD
+        params = dict(params or {})
         scope = "project"
         if "scope" in params:
             scope = validate_request(ReadScopeParams, {"scope": params.pop("scope")}).scope
@@ -270,7 +275,7 @@ class UserScope(Hooks, Memories, Forget):
         agent_name = options.get("agent_name")
         scope = "all"
         if isinstance(params, dict) and "scope" in params:
-            scope = validate_request(ReadScopeParams, {"scope": params["scope"]}).scope
+            scope = validate_retrieval(ReadScopeParams, {"scope": params["scope"]}).scope
             params = {key: value for key, value in params.items() if key != "scope"}
         if scope == USER and self._has_user_scope():
             service, _ = await self._routed({"scope": USER})
@@ -279,7 +284,8 @@ class UserScope(Hooks, Memories, Forget):
         if scope == PROJECT or not self._has_user_scope():
             reply = await super().retrieve(params, markdown=markdown, **options)
             return self._entries_marked(reply, self.scope)
-        mine = {**params, "includeSessions": False} if isinstance(params, dict) else params
+        request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
+        mine = {**params, "includeSessions": False}  # a valid request is an object
         project, found = await asyncio.gather(
             super().retrieve(params, **options),
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
@@ -292,14 +298,12 @@ class UserScope(Hooks, Memories, Forget):
         overridden = await asyncio.to_thread(self._overrides, candidates)
         for entry in candidates:
             entry["overriddenBy"] = overridden.get(entry["topicId"])
-        limit = int(params.get("maxResults", 3)) if isinstance(params, dict) else 3
-        tokens = int(params.get("maxTokens", 2000)) if isinstance(params, dict) else 2000
         both_abstained = project["abstained"] and user["abstained"]
         entries = fuse(
             [] if project["abstained"] else project["entries"],
             [] if user["abstained"] else user["entries"],
-            limit,
-            tokens,
+            request.maxResults,
+            request.maxTokens,
         )
         weak = sorted([*project["weakCandidates"], *user["weakCandidates"]], key=lambda e: -e["score"])[:2]
         answer = FlowbabyContextResponse.model_validate(

@@ -108,6 +108,8 @@ def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[st
         assert stored["summary_id"] not in {entry["topicId"] for entry in only["entries"]}
         bad = bridge.result("listMemories", {"scope": "everyone"})
         assert bad["errorCode"] == "INVALID_PAYLOAD" and bad["fields"] == ["scope"], bad
+        bad = bridge.result("retrieveForAgent", {"query": query, "scope": "everyone"})
+        assert bad["errorCode"] == "INVALID_REQUEST" and bad["fields"] == ["scope"], bad
     assert KEY.encode() not in b"".join(p.read_bytes() for p in store.rglob("*") if p.is_file())
 
 
