@@ -189,6 +189,31 @@ class UserScope(Hooks, Memories, Forget):
                 raise
             return self._marked(await found.get_memory(params), USER)
 
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        """The project's topic, else (NOT_FOUND) the user store's of that topicId."""
+        try:
+            return await super().memory_versions(topic_id)
+        except FlowbabyError as error:
+            found = await self._user_service(create=False) if error.code is ErrorCode.NOT_FOUND else None
+            if found is None:
+                raise
+            return await found.memory_versions(topic_id)
+
+    async def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        """As memory_versions: the project's topic, else the user store's, with its own graph neighbourhood."""
+        try:
+            return await super().memory_context(topic_id, query, hops, version)
+        except FlowbabyError as error:
+            here = await asyncio.to_thread(self.store.topic_versions, topic_id)
+            if error.code is not ErrorCode.NOT_FOUND or here:
+                raise  # not found, or the project's topic lacks that version
+            found = await self._user_service(create=False)
+            if found is None:
+                raise
+            return await found.memory_context(topic_id, query, hops, version)
+
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
         user, params = await self._routed(params)
         if user is not None:

@@ -253,6 +253,8 @@ def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, 
     assert {m["topicId"]: m["scope"] for m in listed} == {mine["summary_id"]: "user", ours["summary_id"]: "project"}
     shown = call("GET", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
     assert shown["scope"] == "user" and shown["latest"]["topic"] == "Commits"
+    around = call("GET", f"/api/agent/memories/{mine['summary_id']}/context")  # the memory page, by its topicId
+    assert around["memory"]["topic"] == "Commits"
     found = call("POST", "/api/agent/retrieve", json={"query": "commit message mood", "maxResults": 5})
     assert {e["topicId"]: e["scope"] for e in found["entries"]}.get(mine["summary_id"]) == "user", found
     gone = call("DELETE", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
