@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
 from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
+from graph.core.contract.scope import PROJECT, Scope
 
 MAX_LIST_LIMIT = 500
 """Most memories one listMemories page holds."""
@@ -69,6 +70,8 @@ class MemoryListItem(_Reply):
     stagedAt: str
     graphState: GraphState
     charCount: int
+    scope: Scope = PROJECT
+    """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
 
 
 class ListMemoriesResponse(_Reply):
@@ -121,6 +124,7 @@ class GetMemoryResponse(MemoryVersionsResponse):
     provenance: MemoryProvenance
     reconcile: list[dict[str, Any]] = []
     """Reconcile decisions (section 7.1) that made or superseded a version of this topic, oldest first."""
+    scope: Scope = PROJECT
 
 
 class RestoreMemoryRequest(_Strict):
@@ -171,6 +175,8 @@ class ForgetMemoryResponse(_Reply):
     pending: list[str]
     """Stores whose part is still running when the reply is sent (`graph`: the cognee worker's
     delete waits for a graph build in progress); the journal finishes them, across restarts too."""
+    scope: Scope = PROJECT
+    """The store forgotten from (docs/contract/21-user-scope.md)."""
 
 
 MAX_FORGET_LISTED = 1000
