@@ -16,8 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, failure_body, open_for
-from graph.core.filter_conditions import FILTER_CONDITIONS
 from flowbaby.scope_option import scope_argument, scoped
+from graph.core.filter_conditions import FILTER_CONDITIONS
 
 if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
     from graph.api import MemoryService

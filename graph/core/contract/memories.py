@@ -8,8 +8,8 @@ from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
-from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
 from graph.core.contract.scope import PROJECT, Scope
+from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
 
 MAX_LIST_LIMIT = 500
 """Most memories one listMemories page holds."""
