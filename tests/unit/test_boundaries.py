@@ -25,12 +25,14 @@ FRONT_MAY_IMPORT = {
     "graph.core.methods",
     # Standard-library modules the command line reads before, or instead of, loading the engine
     # (graph.api costs half a second of start-up): which folder keeps a workspace's memory,
-    # the hooks' problems, the workspace's service record, the graph export formats.
+    # the hooks' problems, the workspace's service record, the graph export formats, the memory
+    # filter's condition names (`flowbaby memories` options).
     "graph.core.workspace_root",
     "graph.core.hook_problems",
     "graph.core.environment",
     "graph.owner.service_record",
     "graph.inspection.names",
+    "graph.core.filter_conditions",
 }
 
 
