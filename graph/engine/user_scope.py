@@ -197,6 +197,16 @@ class UserScope(Hooks, Memories, Forget):
                 raise
             return self._marked(await found.get_memory(params), USER)
 
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        """An operationId the project does not know (`unknown`) is asked of the user store: a user write's."""
+        reply = await super().background_status(params, audited=audited, agent_name=agent_name)
+        if reply.get("status") != "unknown":
+            return reply
+        found = await self._user_read(lambda service: service.background_status(params))
+        return found if found is not None and found.get("status") != "unknown" else reply
+
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """The project's topic, else (NOT_FOUND) the user store's of that topicId."""
         try:
