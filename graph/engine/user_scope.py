@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from graph.backends.backend import backend_for
 from graph.core.contract import (
@@ -49,6 +51,8 @@ from graph.search.reconciler import CachedEncoder
 from graph.search.token_budget import count_tokens
 from graph.search.user_scope import budget, fuse, overriding, preferences_section
 
+Reply = TypeVar("Reply", dict[str, Any], BaseModel)
+"""An operation's reply: a JSON object, or a typed operation's contract model."""
 USER_WAIT_SEC = 10.0
 """The longest a read waits for the user store (opened, or reached through its owner); past it the
 project's answer goes out alone (logged)."""
@@ -155,7 +159,11 @@ class UserScope(Hooks, Memories, Forget):
         assert service is not None
         return service, rest
 
-    def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
+    def _marked(self, reply: Reply, scope: Scope | None = None) -> Reply:
+        """The reply with the store it came from; a typed reply (a contract model) keeps its type."""
+        if isinstance(reply, BaseModel):
+            fields = type(reply).model_fields
+            return reply.model_copy(update={"scope": scope or self.scope}) if "scope" in fields else reply
         return {**reply, "scope": scope or self.scope}
 
     # -- writes and single memories ------------------------------------------------------------
@@ -188,6 +196,16 @@ class UserScope(Hooks, Memories, Forget):
             if found is None:
                 raise
             return self._marked(await found.get_memory(params), USER)
+
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        """An operationId the project does not know (`unknown`) is asked of the user store: a user write's."""
+        reply = await super().background_status(params, audited=audited, agent_name=agent_name)
+        if reply.get("status") != "unknown":
+            return reply
+        found = await self._user_read(lambda service: service.background_status(params))
+        return found if found is not None and found.get("status") != "unknown" else reply
 
     async def memory_versions(self, topic_id: str) -> dict[str, Any]:
         """The project's topic, else (NOT_FOUND) the user store's of that topicId."""

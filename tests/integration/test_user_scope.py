@@ -215,6 +215,9 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
             assert not stored.is_error and stored.structured_content is not None
             assert stored.structured_content["scope"] == "user"
             topic_id = stored.structured_content["summary_id"]
+            operation = stored.structured_content["operationId"]
+            status = await client.call_tool("flowbaby_backgroundStatus", {"operationId": operation})
+            assert status.structured_content["status"] != "unknown", status  # type: ignore[index]
             found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
             assert f"[topicId {topic_id}, Active, " in found.content[0].text  # type: ignore[union-attr]
             assert ", user scope]" in found.content[0].text  # type: ignore[union-attr]
