@@ -1,6 +1,6 @@
 // The views: each renders into `main` and may return {stop()} to end its timers.
 import { announce, confirmAction, download, el, failure, inline } from "./dom.js";
-import { drawGraph } from "./graph.js";
+import { drawGraph, sortByName } from "./graph.js";
 import { go } from "./nav.js";
 import { api, timings } from "./session.js";
 
@@ -404,7 +404,7 @@ async function graph(main, args, params) {
   let snapshot;
   try { snapshot = await api("/api/graph"); } catch (error) { main.replaceChildren(el("h2", {}, "Graph"), failure(error)); return; }
   const fetched = performance.now(), nodes = snapshot.nodes;
-  const entities = nodes.filter((n) => n.kind === "entity").sort((a, b) => a.name.localeCompare(b.name));
+  const entities = sortByName(nodes.filter((n) => n.kind === "entity"));
   const canvas = el("canvas", { class: "graph", tabindex: "0", role: "img", id: "graph-canvas",
     "aria-label": `Entity graph: ${nodes.length} nodes, ${snapshot.edges.length} edges, grouped by type. Arrow keys pan, plus and minus zoom, Escape returns to the overview; pick entities from the list.` });
   const filter = el("input", { type: "search", id: "entity-filter", placeholder: "Find an entity, Enter to focus it" });
@@ -456,6 +456,7 @@ async function graph(main, args, params) {
   await afterPaint();
   timings.graph = { nodes: nodes.length, fetchMs: fetched - started, drawMs: performance.now() - started };
   canvas.dataset.drawMs = String(timings.graph.drawMs);
+  canvas.dataset.drawnAt = String(performance.now());  // since the page's navigation began
   return drawing;
 }
 
