@@ -49,8 +49,8 @@ def _projection(root: Path) -> dict[str, str]:
         for j in hubs | set(rng.sample(range(ENTITIES), 5)):
             sources[j].add(f"m{i}")
             edges.append({"source": f"memory:m{i}", "target": f"entity:{j}", "key": "mentions", "relation": "mentions"})
-    for _ in range(600):
-        a, b = rng.sample(range(ENTITIES), 2)
+    related = {tuple(rng.sample(range(ENTITIES), 2)) for _ in range(600)}  # one edge a pair, as networkx saves
+    for a, b in sorted(related):
         edges.append({"source": f"entity:{a}", "target": f"entity:{b}", "key": "relates_to", "relation": "relates_to"})
     entities = [
         {"id": f"entity:{j}", "kind": "entity", "name": f"{TYPES[j % len(TYPES)]} {j} of the platform"[:28]}
