@@ -320,19 +320,21 @@ def create_app(
         return await service.list_memories(list_params(request))
 
     @app.get("/api/agent/memories/{topic_id}", response_model=GetMemoryResponse)
-    async def memory(topic_id: str) -> dict[str, Any]:
-        """getMemory (its reply holds memoryVersions' topicId and versions too)."""
-        return await service.get_memory({"topicId": topic_id})
+    async def memory(topic_id: str, scope: str | None = None) -> dict[str, Any]:
+        """getMemory (its reply holds memoryVersions' topicId and versions too); ?scope=user: the user store."""
+        return await service.get_memory(_given(topicId=topic_id, scope=scope))
 
     @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
-    async def forget_memory(topic_id: str, version: int | None = None, dryRun: bool = False) -> dict[str, Any]:
-        """forgetMemory of one topic (every version), or of one version with ?version=N."""
-        return await service.forget_memory(_given(topicId=topic_id, dryRun=dryRun, version=version))
+    async def forget_memory(
+        topic_id: str, version: int | None = None, dryRun: bool = False, scope: str | None = None
+    ) -> dict[str, Any]:
+        """forgetMemory of one topic (every version), or of one version with ?version=N; ?scope=user."""
+        return await service.forget_memory(_given(topicId=topic_id, dryRun=dryRun, version=version, scope=scope))
 
     @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
-    async def export_memories(cursor: str | None = None, limit: int = 500) -> dict[str, Any]:
-        """exportMemories: one page of every version, oldest first (the export file's lines)."""
-        return await service.export_memories(_given(limit=limit, cursor=cursor))
+    async def export_memories(cursor: str | None = None, limit: int = 500, scope: str | None = None) -> dict[str, Any]:
+        """exportMemories: one page of every version, oldest first (the export file's lines); ?scope=user."""
+        return await service.export_memories(_given(limit=limit, cursor=cursor, scope=scope))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(

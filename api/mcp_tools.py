@@ -305,6 +305,13 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
         nextSteps: Annotated[list[str], Field(description="What should happen next")] = [],  # noqa: B006
         references: Annotated[list[str], Field(description="Files, links, tickets")] = [],  # noqa: B006
         metadata: StoreMetadata | None = None,
+        scope: Annotated[
+            Literal["project", "user"],
+            Field(
+                description='"user" for the user\'s own way of working, which every project should follow '
+                '("I always use uv"); default "project": this workspace\'s memory'
+            ),
+        ] = "project",
     ) -> CallToolResult:
         params: dict[str, Any] = {
             "topic": topic,
@@ -317,6 +324,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
         }
         if metadata is not None:
             params["metadata"] = metadata.model_dump(exclude_none=True)
+        if scope != "project":
+            params["scope"] = scope
         return await store_raw(params, client_name(ctx))
 
     @server.tool(name=RETRIEVE, title="Retrieve Flowbaby Memory", description=RETRIEVE_DESCRIPTION, annotations=reads)

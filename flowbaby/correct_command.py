@@ -15,6 +15,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from flowbaby.scope_option import scope_argument, scoped
+
 EDITOR_NAME = "person"
 """The agentName of a version a person wrote with `flowbaby memories edit` (the browser's and VS Code's too)."""
 LIST_FLAGS = {
@@ -41,6 +43,7 @@ def add_correction_commands(actions: Any) -> None:
         )
     edit.add_argument("--add-decision", action="append", help="adds a decision to the newest version's (repeat)")
     edit.add_argument("--status", choices=("Active", "DecisionRecord"), help="the new version's status")
+    scope_argument(edit)
     edit.add_argument(
         "--json",
         dest="json_file",
@@ -100,5 +103,5 @@ async def run_correction(args: argparse.Namespace, service: Any) -> dict[str, An
     if args.memories_command == "supersede":
         params = {"olderTopicId": args.older, "newerTopicId": args.newer, "listed": False}
         return dict(await service.confirm_supersession(params))
-    latest = (await service.get_memory({"topicId": args.topic_id}))["latest"]
-    return dict(await service.ingest(edit_params(args, latest, args.topic_id)))
+    latest = (await service.get_memory(scoped(args, {"topicId": args.topic_id})))["latest"]
+    return dict(await service.ingest(scoped(args, edit_params(args, latest, args.topic_id))))

@@ -1,4 +1,4 @@
-"""`flowbaby memories list|show|restore|forget` (and `edit|supersede`, flowbaby/correct_command.py),
+"""`flowbaby memories list|show|add|restore|forget` (and `edit|supersede`, flowbaby/correct_command.py),
 `flowbaby export` and `flowbaby import`: what a workspace stores, from the shell.
 
 Works whether or not a bridge or `serve` owns the workspace (then the call goes through it).
@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, failure_body, open_for
+from flowbaby.scope_option import scope_argument, scoped
 
 if TYPE_CHECKING:  # the engine is imported only when a command needs it (flowbaby --help stays fast)
     from graph.api import MemoryService
@@ -71,14 +72,24 @@ def add_memories_command(commands: Any) -> None:
     listing.add_argument("--limit", type=int, default=50, help="memories per page (1-500)")
     listing.add_argument("--cursor", help="the nextCursor of the previous page")
     listing.add_argument("--json", action="store_true", help="print the reply as JSON")
+    scope_argument(listing, "project", "user", "all")
     show = actions.add_parser("show", help="one memory: every version, links, entities, provenance")
     show.add_argument("topic_id", help="the memory's topicId")
     show.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    show.add_argument("--scope", choices=("project", "user"), help="the store (default: the project's, then yours)")
+    add = actions.add_parser("add", help="store a memory (a decision, a preference with --scope user)")
+    add.add_argument("--topic", required=True, help="a short title")
+    add.add_argument("--context", required=True, help="what it is about and why")
+    add.add_argument("--decision", action="append", default=[], help="a decision (repeat)")
+    add.add_argument("--topic-id", dest="topic_id", help="a new version of this topicId (default: reconciled)")
+    add.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    scope_argument(add)
     restore = actions.add_parser(
         "restore", help="undo the newest automatic decision (replace, update, skip) that superseded this memory"
     )
     restore.add_argument("topic_id", help="the topicId of the memory made Superseded")
     restore.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    scope_argument(restore)
     forget = actions.add_parser("forget", help="forget a memory (a version, a topic, or a filter) from every store")
     forget.add_argument("topic_id", nargs="?", help="the topic (every version unless --version)")
     forget.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
@@ -86,6 +97,7 @@ def add_memories_command(commands: Any) -> None:
     filter_arguments(forget)
     forget.add_argument("--dry-run", action="store_true", help="only count what would be forgotten")
     forget.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    scope_argument(forget)
     forget.add_argument(
         "--wait",
         action="store_true",
@@ -114,7 +126,7 @@ def forget_params(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
     """A dry run first; then, unless --dry-run, the confirmation (or --yes) and the forget."""
-    params = forget_params(args)
+    params = scoped(args, forget_params(args))
     counted = await service.forget_memory({**params, "dryRun": True})
     if args.dry_run or not counted["versions"]:
         return counted
@@ -145,15 +157,22 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")
         if args.cursor:
             params["cursor"] = args.cursor
-        return await service.list_memories(params)
+        return await service.list_memories(scoped(args, params))
+    if args.memories_command == "add":
+        fields: dict[str, Any] = {"topic": args.topic, "context": args.context, "decisions": args.decision}
+        if args.topic_id:
+            fields["metadata"] = {"topicId": args.topic_id}
+        return await service.store_memory(scoped(args, {**fields, "agentName": "flowbaby-cli"}))
     if args.memories_command == "restore":
-        return await service.restore_memory({"topicId": args.topic_id})
-    return await service.get_memory({"topicId": args.topic_id})
+        return await service.restore_memory(scoped(args, {"topicId": args.topic_id}))
+    shown = {"topicId": args.topic_id}
+    return await service.get_memory({**shown, "scope": args.scope} if args.scope else shown)
 
 
 def format_list(reply: dict[str, Any]) -> str:
     lines = [
-        f"{m['stagedAt']}  {m['status']:<14} v{m['version']:<3} {m['topicId']}  {m['topic'][:60]}"
+        f"{m['stagedAt']}  {m.get('scope', 'project'):<7} {m['status']:<14} v{m['version']:<3} {m['topicId']}  "
+        f"{m['topic'][:60]}"
         for m in reply["memories"]
     ]
     if reply["nextCursor"]:
@@ -204,6 +223,7 @@ def add_export_command(commands: Any) -> None:
     export = commands.add_parser("export", help="write every memory version as JSON lines (a format version first)")
     export.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
     export.add_argument("--out", help="file to write, mode 0600 (default: standard output)")
+    scope_argument(export)
 
 
 def add_import_file_command(actions: Any) -> None:
@@ -211,16 +231,18 @@ def add_import_file_command(actions: Any) -> None:
     load = actions.add_parser("file", help="read an export file into the workspace: every line or none")
     load.add_argument("file", help="a file written by flowbaby export")
     load.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    scope_argument(load)
 
 
-async def export_to(service: MemoryService, out: IO[str]) -> int:
-    """Every version, oldest first: the header line, then one line each. Returns the count."""
+async def export_to(service: MemoryService, out: IO[str], scope: str = "project") -> int:
+    """Every version of the `scope`'s store, oldest first: the header line, then one line each. Returns the count."""
+    given = {} if scope == "project" else {"scope": scope}
     with tempfile.TemporaryFile("w+", encoding="utf-8") as body:
         count = 0
         cursor: str | None = None
         header: dict[str, Any] = {}
         while True:
-            page = await service.export_memories({"cursor": cursor} if cursor else {})
+            page = await service.export_memories({**given, "cursor": cursor} if cursor else given)
             header = page["header"] or header
             for memory in page["memories"]:
                 body.write(json.dumps(memory, ensure_ascii=False) + "\n")
@@ -279,8 +301,12 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
     return records, errors
 
 
-async def import_from(service: MemoryService, records: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-    """A dry run of every batch first (conflicts, ids), then the import; faults name the line."""
+async def import_from(
+    service: MemoryService, records: list[tuple[int, dict[str, Any]]], scope: str = "project"
+) -> dict[str, Any]:
+    """A dry run of every batch first (conflicts, ids), then the import into the `scope`'s store; faults
+    name the line."""
+    given = {} if scope == "project" else {"scope": scope}
     from graph.core.contract import MAX_IMPORT_BATCH, FlowbabyError
 
     batches = [records[i : i + MAX_IMPORT_BATCH] for i in range(0, len(records), MAX_IMPORT_BATCH)]
@@ -288,7 +314,7 @@ async def import_from(service: MemoryService, records: list[tuple[int, dict[str,
     for dry_run in (True, False):
         for batch in batches:
             try:
-                reply = await service.import_memories({"memories": [r for _, r in batch], "dryRun": dry_run})
+                reply = await service.import_memories({**given, "memories": [r for _, r in batch], "dryRun": dry_run})
             except FlowbabyError as error:
                 raise ImportRefused(_line_of(error, batch)) from None
             if not dry_run:
@@ -329,13 +355,13 @@ async def _transfer(args: argparse.Namespace) -> int:
     try:
         if args.command == "export":
             if args.out:
-                count = await _export_file(service, Path(args.out))
+                count = await _export_file(service, Path(args.out), args.scope)
             else:
-                count = await export_to(service, sys.stdout)
+                count = await export_to(service, sys.stdout, args.scope)
             print(f"flowbaby export: {count} versions", file=sys.stderr)
             return 0
         try:
-            reply = await import_from(service, records)
+            reply = await import_from(service, records, args.scope)
         except ImportRefused as refused:
             print(f"{refused}\nflowbaby import: nothing imported", file=sys.stderr)
             return 1
@@ -348,13 +374,13 @@ async def _transfer(args: argparse.Namespace) -> int:
         await service.close(1.0, hand_on=True)
 
 
-async def _export_file(service: MemoryService, out: Path) -> int:
+async def _export_file(service: MemoryService, out: Path, scope: str) -> int:
     """Written beside its place under a fresh name, private (it holds every memory's text), then
     renamed over it: a link already at `out` or at any temporary name is never written through."""
     from graph.api import atomic_writer
 
     with atomic_writer(out) as handle:
-        return await export_to(service, handle)
+        return await export_to(service, handle, scope)
 
 
 def run_transfer_command(args: argparse.Namespace) -> int:

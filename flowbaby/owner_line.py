@@ -90,6 +90,9 @@ class OwnerLine:
     async def ingest(self, params: Any) -> dict[str, Any]:
         return dict(self.call("ingest", params=params, origin=self.origin))
 
+    async def store_memory(self, params: Any) -> dict[str, Any]:
+        return dict(self.call("store_memory", params=params, origin=self.origin))
+
     async def confirm_supersession(self, params: Any) -> dict[str, Any]:
         return dict(self.call("confirm_supersession", params=params))
 

@@ -33,6 +33,9 @@ def add_search_command(commands: Any) -> None:
         "--sessions", action="store_true", help="also search the agents' imported sessions, ranked in one list"
     )
     parser.add_argument("--json", action="store_true", help="print the retrieval's JSON reply instead of text")
+    parser.add_argument(
+        "--scope", choices=("all", "project", "user"), default="all", help="the project's store, yours, or both"
+    )
 
 
 def _entry_text(rank: int, entry: dict[str, Any]) -> list[str]:
@@ -54,6 +57,11 @@ def _entry_text(rank: int, entry: dict[str, Any]) -> list[str]:
         lines.append(f"   ({entry['via']})")
     if entry.get("possiblySupersededBy"):
         lines.append(f"   (possibly superseded by {entry['possiblySupersededBy']})")
+    if entry.get("scope") == "user":
+        lines.append(
+            "   (your user memory"
+            + (f"; overridden here by {entry['overriddenBy']})" if entry.get("overriddenBy") else ")")
+        )
     return lines
 
 
@@ -84,6 +92,8 @@ async def _run(args: argparse.Namespace) -> int:
 
         return EXIT_WORKSPACE_UNAVAILABLE
     params = {"query": args.query, "maxResults": args.limit, "maxTokens": MAX_TOKENS, "includeSessions": args.sessions}
+    if args.scope != "all":
+        params["scope"] = args.scope
     try:
         reply = await service.retrieve(params, agent_name=AGENT_NAME)
     except Exception as exc:

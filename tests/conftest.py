@@ -77,6 +77,13 @@ def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _user_store_of_the_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every process of the suite reads the user scope (docs/contract/21-user-scope.md) from a store of the
+    session's own, never the developer's ~/.local/share/flowbaby/user; a test may name another."""
+    os.environ["FLOWBABY_USER_STORE"] = str(tmp_path_factory.mktemp("user-scope") / "user")
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_service_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A client's hook may start a workspace's service (INGEST_CONTRACT.md 9.2), which stays up to its
     idle time: at the end of the session every `flowbaby serve` of a workspace under this session's

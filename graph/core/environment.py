@@ -74,6 +74,12 @@ class Environment:
         return self._folder("XDG_CACHE_HOME", Path.home() / ".cache")
 
     @property
+    def user_store(self) -> Path:
+        """The user scope's store (issue 49): a flowbaby store of its own, outside every repository:
+        FLOWBABY_USER_STORE, else `$XDG_DATA_HOME/flowbaby/user` (`~/.local/share/flowbaby/user`)."""
+        return self._folder("FLOWBABY_USER_STORE", self.data_home / "flowbaby" / "user").expanduser()
+
+    @property
     def runtime_dir(self) -> str | None:
         return self.values.get("XDG_RUNTIME_DIR") or None
 

@@ -20,16 +20,14 @@ from graph.core.logs import configure_logging
 from graph.core.memories import StoreDamaged
 from graph.core.settings import load_settings
 from graph.core.workspace import WorkspaceLock, resolve_workspace
-from graph.engine.forget import Forget
-from graph.engine.hooks import Hooks
 from graph.engine.inspection import Inspection
-from graph.engine.memories import Memories
 from graph.engine.sessions import Sessions
 from graph.engine.state import log
+from graph.engine.user_scope import UserScope
 from graph.search.embedder import Embedder
 
 
-class FlowbabyService(Hooks, Memories, Forget, Inspection, Sessions):
+class FlowbabyService(UserScope, Inspection, Sessions):
     """Open with `await FlowbabyService.open(path)`; close with `await service.close()`."""
 
     @classmethod

@@ -85,6 +85,17 @@ else:
     _Operations = object
 
 
+def _no_user_scope(params: Any) -> None:
+    """User-scope memories never go to a team server (docs/contract/21-user-scope.md): refused here,
+    before a byte of them is sent."""
+    if isinstance(params, dict) and params.get("scope") == "user":
+        raise FlowbabyError(
+            ErrorCode.INVALID_PAYLOAD,
+            'Field "scope": this workspace is served by a team server, which never receives user-scope memories',
+            fields=["scope"],
+        )
+
+
 class RemoteService(_Operations):
     """The service API of a workspace whose memories live on a team server."""
 
@@ -214,6 +225,7 @@ class RemoteService(_Operations):
     async def retrieve(
         self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
     ) -> dict[str, Any]:
+        _no_user_scope(params)
         query = {"format": "markdown"} if markdown else None
         reply: dict[str, Any] = await self._request(
             "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True
@@ -236,6 +248,7 @@ class RemoteService(_Operations):
         return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        _no_user_scope(params)
         request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
         query = {k: v for k, v in request.model_dump(mode="json", exclude_defaults=True).items() if k != "status"}
         if request.status:
@@ -243,10 +256,12 @@ class RemoteService(_Operations):
         return dict(await self._request("GET", "/api/agent/memories", query=query))
 
     async def get_memory(self, params: Any) -> dict[str, Any]:
+        _no_user_scope(params)
         request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
         return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
 
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        _no_user_scope(params)
         request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
         if request.topicId is not None and request.filter is None:
             query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
@@ -255,6 +270,7 @@ class RemoteService(_Operations):
         return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
 
     async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        _no_user_scope(params)
         request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
         query = {"cursor": request.cursor, "limit": request.limit}
         return dict(await self._request("GET", "/api/agent/export", query=query))
@@ -326,6 +342,7 @@ def _body_call(method: Method) -> Callable[..., Awaitable[dict[str, Any]]]:
 
     async def call(self: RemoteService, *args: Any, **kwargs: Any) -> dict[str, Any]:
         params = signature.bind(self, *args, **kwargs).arguments.get("params")
+        _no_user_scope(params)
         return self._watch(dict(await self._request(verb, path, body=params)))
 
     call.__name__ = call.__qualname__ = method.service

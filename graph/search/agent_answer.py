@@ -33,8 +33,11 @@ def index_line(entry: dict[str, Any], rank: int) -> str:
             marks += f" (made on unmerged branch {entry.get('branch') or 'a detached HEAD'})"
         if entry.get("possiblySupersededBy"):
             marks += f" (possibly superseded by {entry['possiblySupersededBy']})"
+        if entry.get("overriddenBy"):
+            marks += f" (overridden in this project by {entry['overriddenBy']})"
         date = str(entry.get("updatedAt") or entry.get("createdAt") or "")[:10]
-        tail = f"{marks} [topicId {entry.get('topicId')}, {entry.get('status')}, {date}]"
+        user = ", user scope" if entry.get("scope") == "user" else ""
+        tail = f"{marks} [topicId {entry.get('topicId')}, {entry.get('status')}, {date}{user}]"
         gist = "; ".join(entry.get("decisions") or []) or str(entry.get("context") or "")
     tail = inline(tail)
     head = inline(f"{rank}. {entry.get('topic')}: {gist}")
@@ -59,7 +62,9 @@ def memory_whole(got: dict[str, Any]) -> str:
     lines = [f"# {inline(latest['topic'])}", ""]
     lines.append(
         f"topicId {got['topicId']}, {latest['status']}, version {latest['version']} of {len(got['versions'])}, "
-        f"updated {latest['updatedAt'][:16]}" + (f", plan {latest['planId']}" if latest.get("planId") else "")
+        f"updated {latest['updatedAt'][:16]}"
+        + (f", plan {latest['planId']}" if latest.get("planId") else "")
+        + (", user scope (your own memory, every project)" if got.get("scope") == "user" else "")
     )
     lines += ["", inline(latest["context"])]
     for title, key in (

@@ -161,25 +161,34 @@ def compact_recall(
     used = count_tokens(header)
     lines: list[str] = []
     topics: list[str] = []
+    items: list[dict[str, str]] = []
     for entry in entries:
         topic_id = str(entry.get("topicId") or "")
         if not topic_id or topic_id in exclude or topic_id in topics or len(topics) >= limit:
             continue
         gist = "; ".join(entry.get("decisions") or []) or str(entry.get("context") or "")
         date = str(entry.get("updatedAt") or "")[:10]
+        user = entry.get("scope") == "user"
+        winner = (
+            f" (overridden in this project by topicId {entry['overriddenBy']})" if entry.get("overriddenBy") else ""
+        )
         line = truncate_to_tokens(
-            inline(f"- {entry.get('topic')}: {gist} [topicId {topic_id}, {date}]"), LINE_TOKENS * 2
+            inline(
+                f"- {entry.get('topic')}: {gist}{winner} [topicId {topic_id}, {date}{', user scope' if user else ''}]"
+            ),
+            LINE_TOKENS * 2,
         )
         cost = count_tokens(line) + 1
         if used + cost > max_tokens:
             continue
         lines.append(line)
         topics.append(topic_id)
+        items.append({"topicId": topic_id, "scope": "user" if user else "project"})
         used += cost
     if not lines:
-        return {"text": "", "topicIds": [], "tokens": 0}
+        return {"text": "", "topicIds": [], "items": [], "tokens": 0}
     text = "\n".join([header, *lines])
-    return {"text": text, "topicIds": topics, "tokens": count_tokens(text)}
+    return {"text": text, "topicIds": topics, "items": items, "tokens": count_tokens(text)}
 
 
 def stale_mark(freshness: Freshness) -> str:

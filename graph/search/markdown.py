@@ -36,6 +36,10 @@ def render_markdown(entries: list[RetrievalEntry], abstained: str | None = None)
         ]
         if entry.planId:
             meta.insert(1, f"plan `{entry.planId}`")
+        if entry.scope == "user":
+            meta.insert(1, "user scope (your own memory, every project)")
+        if entry.overriddenBy:
+            lines += ["", f"**Overridden in this project by:** `{entry.overriddenBy}`"]
         if entry.via:
             lines += ["", f"**Via:** {entry.via}"]
         if entry.possiblySupersededBy:

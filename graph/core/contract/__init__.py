@@ -107,6 +107,7 @@ from graph.core.contract.retrieval import (
     SessionTurnRef,
     validate_retrieval,
 )
+from graph.core.contract.scope import PROJECT, USER, ReadScopeParams, Scope, ScopeParams
 from graph.core.contract.transfer import (
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
@@ -122,6 +123,11 @@ from graph.core.contract.transfer import (
 from graph.core.contract.validation import storable, validate_request
 
 __all__ = [
+    "PROJECT",
+    "USER",
+    "ReadScopeParams",
+    "Scope",
+    "ScopeParams",
     "AuditTailEntry",
     "AuditTailRequest",
     "AuditTailResponse",

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
+from graph.core.contract.scope import PROJECT, Scope
 
 MAX_LIST_LIMIT = 500
 """Most memories one listMemories page holds."""
@@ -81,6 +82,8 @@ class MemoryListItem(_Reply):
     stagedAt: str
     graphState: GraphState
     charCount: int
+    scope: Scope = PROJECT
+    """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
 
 
 class ListMemoriesResponse(_Reply):
@@ -133,6 +136,7 @@ class GetMemoryResponse(MemoryVersionsResponse):
     provenance: MemoryProvenance
     reconcile: list[dict[str, Any]] = []
     """Reconcile decisions (section 7.1) that made or superseded a version of this topic, oldest first."""
+    scope: Scope = PROJECT
 
 
 class RestoreMemoryRequest(_Strict):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from graph.core.contract.base import MAX_QUERY_CHARS, ContractFailure, FlowbabyError, MemoryStatus, _Strict
+from graph.core.contract.scope import PROJECT, Scope
 from graph.core.contract.validation import validate_request
 
 DEFAULT_HALF_LIFE_DAYS = 90.0
@@ -185,6 +186,10 @@ class RetrievalEntry(BaseModel):
     """The commit checked out when it was made."""
     unmerged: bool = False
     """Made on a commit the reader's checkout does not contain: a branch not merged into the current one."""
+    scope: Scope = PROJECT
+    """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
+    overriddenBy: str | None = None
+    """A user memory only: the topicId of this project's memory on the same subject, which wins here."""
 
 
 class FlowbabyContextResponse(BaseModel):

@@ -1,0 +1,365 @@
+"""The user scope (issue 49, docs/contract/21-user-scope.md): memory that follows the person across projects.
+
+The user's store is a flowbaby store of its own (Environment.user_store, outside every repository), with
+this same engine and its guarantees (forget from every byte, export/import, redaction). A workspace's
+engine reaches it as any front reaches a workspace (graph.engine.opening): it owns it when no process
+does, else works through its owner's socket and takes it over when that owner leaves; so two projects'
+owners never open one store at once. Requests name it with `scope: "user"`; retrieval, recall and the
+briefing read it beside the project's store; every memory in a reply says which store holds it. A team
+server's workspace has no user scope: user memories never leave this machine through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from graph.backends.backend import backend_for
+from graph.core.contract import (
+    PROJECT,
+    USER,
+    BriefingRequest,
+    ErrorCode,
+    FlowbabyContextResponse,
+    FlowbabyError,
+    ReadScopeParams,
+    RetrievalEntry,
+    Scope,
+    ScopeParams,
+    validate_request,
+)
+from graph.core.environment import Environment
+from graph.core.memory_query import encode_cursor
+from graph.core.workspace import PRIVATE_DIR_MODE, WorkspacePaths, resolve_workspace
+from graph.engine.forget import Forget
+from graph.engine.hooks import Hooks
+from graph.engine.memories import Memories
+from graph.engine.protocol import MemoryService
+from graph.engine.state import log
+from graph.owner.client import OwnerClient
+from graph.search.briefing import GET_MEMORY_HINT
+from graph.search.markdown import render_markdown
+from graph.search.reconciler import CachedEncoder
+from graph.search.token_budget import count_tokens
+from graph.search.user_scope import budget, fuse, overriding, preferences_section
+
+USER_WAIT_SEC = 10.0
+"""The longest a read waits for the user store (opened, or reached through its owner); past it the
+project's answer goes out alone (logged)."""
+WARM_WAIT_SEC = 3.0
+"""How long a briefing waits for this project's search to load, to tell which preferences it overrides."""
+MAX_PREFERENCES = 12
+"""User memories the briefing considers (the newest ones)."""
+
+
+def user_store_root() -> Path:
+    return Path(os.path.abspath(Environment.read().user_store)).resolve()
+
+
+def _private_folder(root: Path) -> None:
+    """The user store's folder and its parent, made 0700 where missing; one of another user is refused."""
+    for folder in (root.parent, root):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=PRIVATE_DIR_MODE, parents=True)
+    info = root.stat()
+    if info.st_uid != os.getuid():
+        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"The user store {root} belongs to uid {info.st_uid}")
+    if info.st_mode & 0o077:
+        os.chmod(root, PRIVATE_DIR_MODE)
+
+
+class UserScope(Hooks, Memories, Forget):
+    """Routes `scope` to the user's store and reads both stores where an agent reads memory."""
+
+    _user: MemoryService | None = None
+    _user_opening: asyncio.Lock | None = None
+    _user_encoder: CachedEncoder | None = None
+
+    @property
+    def scope(self) -> Scope:
+        """This store's scope: `user` for the user store itself, else `project`."""
+        return USER if self.paths.root == user_store_root() else PROJECT
+
+    def _has_user_scope(self) -> bool:
+        return self.scope == PROJECT and not self.backend.shared
+
+    async def _user_service(self, *, create: bool) -> MemoryService | None:
+        """The user store (None: it does not exist yet and `create` is false, or this store has no user scope)."""
+        if not self._has_user_scope():
+            return None
+        if self._user is not None:
+            return self._user
+        root = user_store_root()
+        if not create and not WorkspacePaths(root).store_db.exists():
+            return None
+        if self._user_opening is None:
+            self._user_opening = asyncio.Lock()
+        async with self._user_opening:
+            if self._user is None:
+                self._user = await self._open_user_store(root)
+        return self._user
+
+    async def _open_user_store(self, root: Path) -> MemoryService:
+        """Own it (sharing this process's model), or work through the process that does."""
+        await asyncio.to_thread(_private_folder, root)
+        opener: Any = type(self)  # FlowbabyService: this mixin cannot import it (a cycle)
+        embedder = self.embedder
+
+        async def own() -> Any:
+            paths = resolve_workspace(root)
+            return await opener.open(
+                root, own_logging=False, embedder=embedder, backend=backend_for(paths), build_graph=False
+            )
+
+        try:
+            owned: MemoryService = await own()
+            return owned
+        except FlowbabyError as error:
+            if error.code is not ErrorCode.WORKSPACE_BUSY:
+                raise
+        return await OwnerClient.connect(resolve_workspace(root), own)
+
+    async def _routed(self, params: Any) -> tuple[MemoryService | None, Any]:
+        """The service a request's `scope` names (None: this one) and the request without `scope`."""
+        if not isinstance(params, dict) or "scope" not in params:
+            return None, params
+        scope = validate_request(ScopeParams, {"scope": params["scope"]}).scope
+        rest = {key: value for key, value in params.items() if key != "scope"}
+        if scope == PROJECT or self.scope == USER:
+            return None, rest
+        if self.backend.shared:
+            raise FlowbabyError(
+                ErrorCode.INVALID_PAYLOAD,
+                'Field "scope": a team server keeps no user-scope memories (they stay on the user\'s machine)',
+                fields=["scope"],
+            )
+        service = await self._user_service(create=True)
+        assert service is not None
+        return service, rest
+
+    def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
+        return {**reply, "scope": scope or self.scope}
+
+    # -- writes and single memories ------------------------------------------------------------
+    async def ingest(
+        self, params: Any, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+    ) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return self._marked(await user.ingest(params, bulk=bulk), USER)
+        return self._marked(await super().ingest(params, bulk=bulk, origin=origin, capture=capture))
+
+    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return self._marked(await user.store_memory(params), USER)
+        return self._marked(await super().store_memory(params, origin=origin))
+
+    async def get_memory(self, params: Any) -> dict[str, Any]:
+        """A topicId without `scope` is looked up in the project, then in the user store."""
+        user, params = await self._routed(params)
+        if user is not None:
+            return self._marked(await user.get_memory(params), USER)
+        try:
+            return self._marked(await super().get_memory(params))
+        except FlowbabyError as error:
+            named = isinstance(params, dict) and "scope" in params
+            if error.code is not ErrorCode.NOT_FOUND or named:
+                raise
+            found = await self._user_service(create=False)
+            if found is None:
+                raise
+            return self._marked(await found.get_memory(params), USER)
+
+    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return self._marked(await user.forget_memory(params, agent_name=agent_name), USER)
+        return self._marked(await super().forget_memory(params, agent_name=agent_name))
+
+    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return await user.export_memories(params)
+        return await super().export_memories(params)
+
+    async def import_memories(self, params: Any) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return self._marked(await user.import_memories(params), USER)
+        return self._marked(await super().import_memories(params))
+
+    async def restore_memory(self, params: Any) -> dict[str, Any]:
+        user, params = await self._routed(params)
+        if user is not None:
+            return await user.restore_memory(params)
+        return await super().restore_memory(params)
+
+    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+        """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor
+        pages both, as both keep their pages by stagedAt and memoryId)."""
+        params = dict(params or {}) if isinstance(params, dict) or params is None else {}
+        scope = "project"
+        if "scope" in params:
+            scope = validate_request(ReadScopeParams, {"scope": params.pop("scope")}).scope
+        if scope == PROJECT or self.scope == USER or (scope == "all" and not self._has_user_scope()):
+            return self._listed(await super().list_memories(params), self.scope)
+        if scope == USER:
+            user, _ = await self._routed({"scope": USER})
+            assert user is not None
+            return self._listed(await user.list_memories(params), USER)
+        project = await super().list_memories(params)
+        found = await self._user_service(create=False)
+        if found is None:
+            return self._listed(project, PROJECT)
+        other = await found.list_memories(params)
+        both = self._listed(project, PROJECT)["memories"] + self._listed(other, USER)["memories"]
+        newest = params.get("order", "newest") == "newest"
+        both.sort(key=lambda m: (m["stagedAt"], m["memoryId"]), reverse=newest)
+        limit = int(params.get("limit", 50))
+        page, more = both[:limit], len(both) > limit or bool(project["nextCursor"] or other["nextCursor"])
+        cursor = encode_cursor(page[-1]["stagedAt"], page[-1]["memoryId"]) if more and page else None
+        return {**project, "memories": page, "count": len(page), "nextCursor": cursor}
+
+    @staticmethod
+    def _listed(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        return {**reply, "memories": [{**m, "scope": scope} for m in reply["memories"]]}
+
+    # -- reading both stores ------------------------------------------------------------------------
+    async def _user_read(self, call: Any) -> Any:
+        """A read of the user store, bounded; None when there is none or it failed (logged)."""
+        try:
+            # shielded: a slow open is never cancelled half-way (it holds the store's lock); the next read uses it
+            service = await asyncio.wait_for(asyncio.shield(self._user_service(create=False)), USER_WAIT_SEC)
+            if service is None:
+                return None
+            return await asyncio.wait_for(call(service), USER_WAIT_SEC)
+        except Exception as exc:  # the project's answer never waits on, or fails with, the user store
+            log.warning(
+                "the user store did not answer (%s: %s); the project's answer goes alone", type(exc).__name__, exc
+            )
+            return None
+
+    def _overrides(self, user: list[dict[str, Any]]) -> dict[str, str]:
+        retriever, index = self._retriever, self._vectors
+        if not user or retriever is None or index is None:
+            return {}
+        if self._user_encoder is None:
+            self._user_encoder = CachedEncoder()
+        return overriding(user, retriever, index, self._user_encoder)
+
+    async def retrieve(self, params: Any, *, markdown: bool = False, **options: Any) -> dict[str, Any]:
+        """retrieveForAgent / retrieveMemory over `scope` (all: both stores, fused; user entries this
+        project overrides are marked `overriddenBy` and ranked last). `options`: Retrieval.retrieve's
+        (lanes, agent_name, origin); the user store gets only the caller's agent name."""
+        agent_name = options.get("agent_name")
+        scope = "all"
+        if isinstance(params, dict) and "scope" in params:
+            scope = validate_request(ReadScopeParams, {"scope": params["scope"]}).scope
+            params = {key: value for key, value in params.items() if key != "scope"}
+        if scope == USER and self._has_user_scope():
+            service, _ = await self._routed({"scope": USER})
+            assert service is not None
+            return self._entries_marked(await service.retrieve(params, markdown=markdown, agent_name=agent_name), USER)
+        if scope == PROJECT or not self._has_user_scope():
+            reply = await super().retrieve(params, markdown=markdown, **options)
+            return self._entries_marked(reply, self.scope)
+        mine = {**params, "includeSessions": False} if isinstance(params, dict) else params
+        project, found = await asyncio.gather(
+            super().retrieve(params, **options),
+            self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
+        )
+        project = self._entries_marked(project, PROJECT)
+        if found is None:
+            return self._finished(project, markdown)
+        user = self._entries_marked(found, USER)
+        candidates = [*user["entries"], *user["weakCandidates"]]
+        overridden = await asyncio.to_thread(self._overrides, candidates)
+        for entry in candidates:
+            entry["overriddenBy"] = overridden.get(entry["topicId"])
+        limit = int(params.get("maxResults", 3)) if isinstance(params, dict) else 3
+        tokens = int(params.get("maxTokens", 2000)) if isinstance(params, dict) else 2000
+        both_abstained = project["abstained"] and user["abstained"]
+        entries = fuse(
+            [] if project["abstained"] else project["entries"],
+            [] if user["abstained"] else user["entries"],
+            limit,
+            tokens,
+        )
+        weak = sorted([*project["weakCandidates"], *user["weakCandidates"]], key=lambda e: -e["score"])[:2]
+        answer = FlowbabyContextResponse.model_validate(
+            {
+                "entries": entries,
+                "totalResults": len(entries),
+                "tokensUsed": sum(int(e["tokens"]) for e in entries),
+                "abstained": both_abstained,
+                "abstainReason": project["abstainReason"] if both_abstained else None,
+                "weakCandidates": weak if both_abstained else [],
+            }
+        ).model_dump(mode="json")
+        extra: dict[str, Any] = {key: project[key] for key in ("indexing", "sessionsNotSearched") if key in project}
+        return self._finished({**answer, **extra}, markdown)
+
+    @staticmethod
+    def _entries_marked(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        for key in ("entries", "weakCandidates"):
+            reply[key] = [{**entry, "scope": scope} for entry in reply.get(key) or []]
+        return reply
+
+    @staticmethod
+    def _finished(reply: dict[str, Any], markdown: bool) -> dict[str, Any]:
+        if not markdown or "markdown" in reply:
+            return reply
+        entries = [RetrievalEntry.model_validate(e) for e in reply["entries"]]
+        text = render_markdown(entries, reply["abstainReason"] if reply["abstained"] else None)
+        if reply.get("sessionsNotSearched"):
+            text = f"> {reply['sessionsNotSearched']}\n\n{text}"
+        return {**reply, "markdown": text}
+
+    async def recall(self, params: Any) -> dict[str, Any]:
+        """Per-prompt recall over both stores; `items` says each line's topicId and scope."""
+        reply = await super().recall(params)
+        reply.setdefault("items", [])
+        return reply
+
+    async def briefing(self, params: Any = None) -> dict[str, Any]:
+        """The project's briefing, and after it "Your preferences": the user's newest memories within
+        a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
+        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
+        preferences = await self._user_read(self._preferences)
+        if not preferences:
+            return self._items_marked(await super().briefing(params))
+        warming = self._warm_task
+        if self._retriever is None and warming is not None and not warming.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(warming), WARM_WAIT_SEC)
+        overridden = await asyncio.to_thread(self._overrides, preferences)
+        lines, items, used = preferences_section(preferences, overridden, budget(request.maxTokens))
+        rest = {**(params if isinstance(params, dict) else {}), "maxTokens": max(50, request.maxTokens - used)}
+        project = self._items_marked(await super().briefing(rest))
+        if not lines:
+            return project
+        head = project["text"] or f"Flowbaby workspace memory (one line per memory; {GET_MEMORY_HINT}):"
+        text = "\n".join([head, *lines])
+        return {**project, "text": text, "items": [*project["items"], *items], "tokens": count_tokens(text)}
+
+    async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
+        """The user's newest live memories, each with its topic, decisions and context."""
+        page = await service.list_memories({"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"]})
+        found = await asyncio.gather(*(service.get_memory({"topicId": m["topicId"]}) for m in page["memories"]))
+        return [{**got["latest"], "topicId": got["topicId"]} for got in found]
+
+    def _items_marked(self, reply: dict[str, Any]) -> dict[str, Any]:
+        return {**reply, "items": [{**item, "scope": self.scope} for item in reply.get("items") or []]}
+
+    async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
+        user, self._user = self._user, None
+        if user is not None:
+            try:
+                await user.close(grace_sec, hand_on=hand_on)
+            except Exception:  # the project's own close must still run
+                log.exception("closing the user store failed")
+        await super().close(grace_sec, hand_on=hand_on)

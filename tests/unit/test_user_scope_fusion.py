@@ -1,0 +1,47 @@
+"""graph.search.user_scope: the two stores' ranked lists fused fairly, an overridden user memory last,
+and the briefing's preferences within their budget (docs/contract/21-user-scope.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph.search.token_budget import count_tokens
+from graph.search.user_scope import PREFERENCES_TITLE, budget, fuse, preferences_section
+
+
+def entry(topic_id: str, scope: str, tokens: int = 10, **more: Any) -> dict[str, Any]:
+    return {"topicId": topic_id, "scope": scope, "tokens": tokens, **more}
+
+
+def test_fuse_alternates_the_stores_best_first_and_keeps_the_limits() -> None:
+    project = [entry(f"p{i}", "project") for i in range(3)]
+    user = [entry(f"u{i}", "user") for i in range(3)]
+    assert [e["topicId"] for e in fuse(project, user, 4, 1000)] == ["p0", "u0", "p1", "u1"]
+    assert [e["topicId"] for e in fuse(project, user, 10, 35)] == ["p0", "u0", "p1"]
+    assert [e["topicId"] for e in fuse([], user, 2, 1000)] == ["u0", "u1"]
+
+
+def test_an_overridden_user_entry_goes_after_every_other() -> None:
+    project = [entry("p0", "project"), entry("p1", "project")]
+    user = [entry("u0", "user", overriddenBy="p0"), entry("u1", "user")]
+    assert [e["topicId"] for e in fuse(project, user, 4, 1000)] == ["p0", "p1", "u1", "u0"]
+
+
+def test_preferences_name_the_project_memory_that_wins_and_fit_their_budget() -> None:
+    preferences = [
+        {"topicId": "uv", "topic": "Python packages", "decisions": ["Use uv, never pip"]},
+        {"topicId": "commits", "topic": "Commit messages", "decisions": ["Write them in the imperative"]},
+    ]
+    lines, items, used = preferences_section(preferences, {"uv": "pip-here"}, 1000)
+    assert lines[0] == PREFERENCES_TITLE
+    assert "(overridden in this project by topicId pip-here)" in lines[1] and "user scope" in lines[1]
+    assert items == [
+        {"section": "preferences", "topicId": "uv", "scope": "user", "overriddenBy": "pip-here"},
+        {"section": "preferences", "topicId": "commits", "scope": "user"},
+    ]
+    assert used >= sum(count_tokens(line) for line in lines)
+    small = budget(200)
+    lines, items, used = preferences_section(preferences * 20, {}, small)
+    assert used <= small and 0 < len(items) < 40
+    assert preferences_section(preferences, {}, 5) == ([], [], 0)
+    assert budget(800) == 200 and budget(100) == 50
