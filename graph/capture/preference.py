@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 
 from graph.core.redaction import clean
 from graph.core.sentences import sentences
-from graph.sessions.model import Message
+from graph.sessions.model import Block, Message
 
 MAX_CHARS = 300
 """A longer sentence is a paragraph of reasoning, not a preference stated."""
@@ -82,19 +83,40 @@ def is_preference(sentence: str) -> bool:
     return bool(_HABIT.search(text) or _INSTRUCTION.search(text) or _STYLE.search(text))
 
 
-def preferences(messages: Iterable[Message]) -> list[str]:
-    """The preferences the user stated in these turns, in order, each once; `<private>` spans and secrets
-    are gone first (the same cleaning as the rest of a capture)."""
+def split_preferences(messages: Iterable[Message]) -> tuple[list[str], list[Message]]:
+    """(the preferences the user stated in these turns, in order, each once; the turns without them). The
+    project's capture then never quotes one in its topic, context or decisions, where it would read as the
+    project's own decision and override the person's (docs/contract/21-user-scope.md); an agent's "I always
+    use uv too" is left out of it as well, and is not the person's preference."""
     found: dict[str, str] = {}
+    kept: list[Message] = []
     for message in messages:
-        if message.role != "user":
+        if message.role not in ("user", "assistant"):
+            kept.append(message)
             continue
+        blocks = []
         for block in message.blocks:
-            if block.kind != "text":
+            said, rest = without_preferences(block.text) if block.kind == "text" else ([], "")
+            if not said:
+                blocks.append(block)
                 continue
-            for line in clean(block.text)[0].splitlines():
-                for sentence in sentences(line):
-                    piece = " ".join(sentence.split())
-                    if is_preference(piece):
-                        found.setdefault(piece.casefold(), piece)
-    return list(found.values())
+            if message.role == "user":
+                for preference in said:
+                    found.setdefault(preference.casefold(), preference)
+            blocks.append(Block(block.kind, rest, block.tool))
+        kept.append(replace(message, blocks=blocks))
+    return list(found.values()), kept
+
+
+def without_preferences(text: str) -> tuple[list[str], str]:
+    """(the preferences a text states, read as a capture reads it: `<private>` spans and secrets gone; the
+    cleaned text without them). ([], the text as given) when it states none."""
+    said: list[str] = []
+    lines = []
+    for line in clean(text)[0].splitlines():
+        rest: list[str] = []
+        for sentence in sentences(line):
+            piece = " ".join(sentence.split())
+            (said if is_preference(piece) else rest).append(piece)
+        lines.append(" ".join(rest))
+    return (said, "\n".join(lines)) if said else ([], text)

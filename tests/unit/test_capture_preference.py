@@ -3,7 +3,7 @@ told apart from project decisions and chatter on the labelled set, and off unles
 
 from __future__ import annotations
 
-from graph.capture.preference import is_preference, preferences
+from graph.capture.preference import is_preference, split_preferences
 from graph.core.environment import Environment
 from graph.sessions.model import Block, Message
 from tests.bench.preference import run as measure
@@ -21,7 +21,7 @@ def _turn(order: int, role: str, text: str) -> Message:
     return Message(f"m{order}", role, order, order, [Block("text", text)])  # type: ignore[arg-type]
 
 
-def test_only_the_persons_own_sentences_once_without_private_text_or_secrets() -> None:
+def test_only_the_persons_own_sentences_once_without_private_text_or_secrets_and_out_of_the_turns() -> None:
     key = "sk-ant-api03-" + "Q" * 40
     turns = [
         _turn(1, "user", "I always use uv, never pip. Can you add httpx?"),
@@ -29,10 +29,13 @@ def test_only_the_persons_own_sentences_once_without_private_text_or_secrets() -
         _turn(3, "user", "<private>I prefer tabs.</private> We never deploy on Fridays."),
         _turn(4, "user", f"I always use uv, never pip.\nI prefer my API key {key} in the keyring."),
     ]
-    found = preferences(turns)
+    found, kept = split_preferences(turns)
     assert found[0] == "I always use uv, never pip." and len(found) == 2
     assert key not in found[1] and "keyring" in found[1]
     assert not [p for p in found if "tabs" in p or "Fridays" in p or "short answers" in p]
+    # The turns left for the project's capture: the same turns, without the person's preferences.
+    texts = [b.text for m in kept for b in m.blocks]
+    assert texts == ["Can you add httpx?", "", turns[2].blocks[0].text, "\n"]  # the agent's are left out too
     assert not is_preference("I always use uv, never pip. " * 30)  # a paragraph, not a stated preference
 
 
