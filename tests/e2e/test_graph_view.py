@@ -109,11 +109,12 @@ def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> No
     assert not seen["blocked"] and not [line for line in seen["console"] if "pageerror" in line]
 
 
-def _drive(config: dict[str, object], folder: Path) -> dict[str, Any]:
+def _drive(config: dict[str, object], folder: Path, driver: Path = DRIVER) -> dict[str, Any]:
+    """Run a tests/e2e/browser driver with `config`; what it saw (its error, when it failed, fails the test)."""
     config_file, out = folder / "config.json", folder / "seen.json"
     config_file.write_text(json.dumps(config))
     done = subprocess.run(
-        ["node", str(DRIVER)],
+        ["node", str(driver)],
         env={**os.environ, "CONFIG": str(config_file), "OUT": str(out)},
         capture_output=True,
         text=True,
