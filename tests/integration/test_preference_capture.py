@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bridge.client import BridgeClient
-from flowbaby.hook_install import hook_command
 from graph.capture.session_capture import topic_id_for
+from tests.integration.test_service_lifecycle import _hook
 from tests.unit.test_hook_capture import Transcript
 
 PREFERENCE = "I always use uv, never pip."
@@ -26,16 +24,9 @@ DECISION = "Let's keep the invoices in S3 with a 10 year lifecycle."
 
 
 def _stop(workspace: Path, talk: Transcript, env: dict[str, str]) -> None:
+    """Claude Code's Stop hook, as installed (graph/engine/hooks.py then captures in the bridge)."""
     payload = {"session_id": talk.session, "transcript_path": str(talk.path), "cwd": str(workspace)}
-    done = subprocess.run(
-        shlex.split(hook_command("Stop", workspace, "claude-code")),
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        env=env,
-        timeout=90,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    _hook(workspace, "Stop", payload, env)
 
 
 def _captured(client: BridgeClient, session: str, version: int) -> dict[str, Any]:

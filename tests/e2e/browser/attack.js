@@ -5,6 +5,7 @@
 // its own outcome (or error), so one failing step does not hide what the others saw.
 const fs = require("fs");
 const { chromium } = require("playwright-core");
+const finish = require("./finish");
 
 const config = JSON.parse(fs.readFileSync(process.env.CONFIG, "utf8"));
 const seen = { steps: {}, console: [] };
@@ -93,8 +94,4 @@ async function main() {
   }
 }
 
-main().then(() => process.exit(0), (error) => {
-  seen.error = String(error && error.stack ? error.stack : error);
-  save();
-  process.exit(1);
-});
+finish(main, seen, save);

@@ -5,6 +5,7 @@
 const fs = require("fs");
 const path = require("path");
 const { chromium } = require("playwright-core");
+const finish = require("./finish");
 
 const config = JSON.parse(fs.readFileSync(process.env.CONFIG, "utf8"));
 const AXE = fs.readFileSync(path.join(__dirname, "node_modules", "axe-core", "axe.min.js"), "utf8");
@@ -86,8 +87,4 @@ async function main() {
   }
 }
 
-main().then(() => process.exit(0), (error) => {
-  seen.error = String(error && error.stack ? error.stack : error);
-  save();
-  process.exit(1);
-});
+finish(main, seen, save);
