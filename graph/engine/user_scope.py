@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from graph.backends.backend import backend_for
 from graph.core.contract import (
@@ -23,13 +25,16 @@ from graph.core.contract import (
     USER,
     BriefingRequest,
     ErrorCode,
+    FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
     ReadScopeParams,
     RetrievalEntry,
+    RetrieveMemoryRequest,
     Scope,
     ScopeParams,
     validate_request,
+    validate_retrieval,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -46,6 +51,8 @@ from graph.search.reconciler import CachedEncoder
 from graph.search.token_budget import count_tokens
 from graph.search.user_scope import budget, fuse, overriding, preferences_section
 
+Reply = TypeVar("Reply", dict[str, Any], BaseModel)
+"""An operation's reply: a JSON object, or a typed operation's contract model."""
 USER_WAIT_SEC = 10.0
 """The longest a read waits for the user store (opened, or reached through its owner); past it the
 project's answer goes out alone (logged)."""
@@ -78,10 +85,14 @@ class UserScope(Hooks, Memories, Forget):
     _user_opening: asyncio.Lock | None = None
     _user_encoder: CachedEncoder | None = None
 
+    _scope: Scope | None = None
+
     @property
     def scope(self) -> Scope:
-        """This store's scope: `user` for the user store itself, else `project`."""
-        return USER if self.paths.root == user_store_root() else PROJECT
+        """This store's scope: `user` for the user store itself, else `project` (read once: the folder's)."""
+        if self._scope is None:
+            self._scope = USER if self.paths.root == user_store_root() else PROJECT
+        return self._scope
 
     def _has_user_scope(self) -> bool:
         return self.scope == PROJECT and not self.backend.shared
@@ -106,12 +117,12 @@ class UserScope(Hooks, Memories, Forget):
         """Own it (sharing this process's model), or work through the process that does."""
         await asyncio.to_thread(_private_folder, root)
         opener: Any = type(self)  # FlowbabyService: this mixin cannot import it (a cycle)
-        embedder = self.embedder
+        embedder, build = self.embedder, self.operations.started  # graph work runs where the project's does
 
         async def own() -> Any:
             paths = resolve_workspace(root)
             return await opener.open(
-                root, own_logging=False, embedder=embedder, backend=backend_for(paths), build_graph=False
+                root, own_logging=False, embedder=embedder, backend=backend_for(paths), build_graph=build
             )
 
         try:
@@ -121,6 +132,14 @@ class UserScope(Hooks, Memories, Forget):
             if error.code is not ErrorCode.WORKSPACE_BUSY:
                 raise
         return await OwnerClient.connect(resolve_workspace(root), own)
+
+    def start_graph_work(self) -> None:
+        """The project's graph work, and the user store's when this process holds it (a forget there waits
+        for the graph's step, which only a started operation manager takes)."""
+        super().start_graph_work()
+        starts = getattr(self._user, "start_graph_work", None)
+        if starts is not None:
+            starts()
 
     async def _routed(self, params: Any) -> tuple[MemoryService | None, Any]:
         """The service a request's `scope` names (None: this one) and the request without `scope`."""
@@ -140,7 +159,11 @@ class UserScope(Hooks, Memories, Forget):
         assert service is not None
         return service, rest
 
-    def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
+    def _marked(self, reply: Reply, scope: Scope | None = None) -> Reply:
+        """The reply with the store it came from; a typed reply (a contract model) keeps its type."""
+        if isinstance(reply, BaseModel):
+            fields = type(reply).model_fields
+            return reply.model_copy(update={"scope": scope or self.scope}) if "scope" in fields else reply
         return {**reply, "scope": scope or self.scope}
 
     # -- writes and single memories ------------------------------------------------------------
@@ -160,19 +183,54 @@ class UserScope(Hooks, Memories, Forget):
 
     async def get_memory(self, params: Any) -> dict[str, Any]:
         """A topicId without `scope` is looked up in the project, then in the user store."""
+        named = isinstance(params, dict) and "scope" in params
         user, params = await self._routed(params)
         if user is not None:
             return self._marked(await user.get_memory(params), USER)
         try:
             return self._marked(await super().get_memory(params))
         except FlowbabyError as error:
-            named = isinstance(params, dict) and "scope" in params
             if error.code is not ErrorCode.NOT_FOUND or named:
                 raise
             found = await self._user_service(create=False)
             if found is None:
                 raise
             return self._marked(await found.get_memory(params), USER)
+
+    async def background_status(
+        self, params: Any, *, audited: bool = False, agent_name: str | None = None
+    ) -> dict[str, Any]:
+        """An operationId the project does not know (`unknown`) is asked of the user store: a user write's."""
+        reply = await super().background_status(params, audited=audited, agent_name=agent_name)
+        if reply.get("status") != "unknown":
+            return reply
+        found = await self._user_read(lambda service: service.background_status(params))
+        return found if found is not None and found.get("status") != "unknown" else reply
+
+    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+        """The project's topic, else (NOT_FOUND) the user store's of that topicId."""
+        try:
+            return await super().memory_versions(topic_id)
+        except FlowbabyError as error:
+            found = await self._user_service(create=False) if error.code is ErrorCode.NOT_FOUND else None
+            if found is None:
+                raise
+            return await found.memory_versions(topic_id)
+
+    async def memory_context(
+        self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
+    ) -> dict[str, Any]:
+        """As memory_versions: the project's topic, else the user store's, with its own graph neighbourhood."""
+        try:
+            return await super().memory_context(topic_id, query, hops, version)
+        except FlowbabyError as error:
+            here = await asyncio.to_thread(self.store.topic_versions, topic_id)
+            if error.code is not ErrorCode.NOT_FOUND or here:
+                raise  # not found, or the project's topic lacks that version
+            found = await self._user_service(create=False)
+            if found is None:
+                raise
+            return await found.memory_context(topic_id, query, hops, version)
 
     async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
         user, params = await self._routed(params)
@@ -201,7 +259,9 @@ class UserScope(Hooks, Memories, Forget):
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor
         pages both, as both keep their pages by stagedAt and memoryId)."""
-        params = dict(params or {}) if isinstance(params, dict) or params is None else {}
+        if params is not None and not isinstance(params, dict):
+            return await super().list_memories(params)  # its INVALID_PAYLOAD
+        params = dict(params or {})
         scope = "project"
         if "scope" in params:
             scope = validate_request(ReadScopeParams, {"scope": params.pop("scope")}).scope
@@ -258,7 +318,7 @@ class UserScope(Hooks, Memories, Forget):
         agent_name = options.get("agent_name")
         scope = "all"
         if isinstance(params, dict) and "scope" in params:
-            scope = validate_request(ReadScopeParams, {"scope": params["scope"]}).scope
+            scope = validate_retrieval(ReadScopeParams, {"scope": params["scope"]}).scope
             params = {key: value for key, value in params.items() if key != "scope"}
         if scope == USER and self._has_user_scope():
             service, _ = await self._routed({"scope": USER})
@@ -267,7 +327,8 @@ class UserScope(Hooks, Memories, Forget):
         if scope == PROJECT or not self._has_user_scope():
             reply = await super().retrieve(params, markdown=markdown, **options)
             return self._entries_marked(reply, self.scope)
-        mine = {**params, "includeSessions": False} if isinstance(params, dict) else params
+        request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
+        mine = {**params, "includeSessions": False}  # a valid request is an object
         project, found = await asyncio.gather(
             super().retrieve(params, **options),
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
@@ -280,14 +341,12 @@ class UserScope(Hooks, Memories, Forget):
         overridden = await asyncio.to_thread(self._overrides, candidates)
         for entry in candidates:
             entry["overriddenBy"] = overridden.get(entry["topicId"])
-        limit = int(params.get("maxResults", 3)) if isinstance(params, dict) else 3
-        tokens = int(params.get("maxTokens", 2000)) if isinstance(params, dict) else 2000
         both_abstained = project["abstained"] and user["abstained"]
         entries = fuse(
             [] if project["abstained"] else project["entries"],
             [] if user["abstained"] else user["entries"],
-            limit,
-            tokens,
+            request.maxResults,
+            request.maxTokens,
         )
         weak = sorted([*project["weakCandidates"], *user["weakCandidates"]], key=lambda e: -e["score"])[:2]
         answer = FlowbabyContextResponse.model_validate(

@@ -3,7 +3,8 @@ person into project B. Real Claude Code 2.1.332 (`claude -p`, offline against th
 fake), configured only by `flowbaby install` in B, with NOTHING running when each session starts: the
 preference reaches the first model request; a decision of B's own on the same subject wins there and
 the briefing says so; forgetting the preference (from project A, while B's service holds the user
-store) removes it from the next session and from every byte of the user store."""
+store) removes it from the next session and from every byte of the user store (and of both projects'
+folders). The graph is off here (FLOWBABY_BUILD_GRAPH=0): cognee's copy is the forget canary's to check."""
 
 from __future__ import annotations
 
@@ -90,3 +91,4 @@ def test_a_user_preference_follows_the_person_into_another_project(tmp_path: Pat
         assert not serve_pids(b)
         assert files_holding(user_store, CANARY.encode()) == []
         assert files_holding(a / ".flowbaby", CANARY.encode()) == []
+        assert files_holding(b / ".flowbaby", CANARY.encode()) == [], "B's logs and session index never kept it"

@@ -10,6 +10,7 @@ import os
 import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_types import Implementation
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from tests.integration.test_forget_canary import files_holding
 from tests.integration.test_http_api import serve  # noqa: F401 (fixture)
 from tests.integration.test_team_clients import TOKEN, _client_env, _token_file
 from tests.support.commands import run_flowbaby
@@ -106,6 +108,8 @@ def test_list_show_and_retrieve_across_projects(setup: tuple[Path, Path, dict[st
         assert stored["summary_id"] not in {entry["topicId"] for entry in only["entries"]}
         bad = bridge.result("listMemories", {"scope": "everyone"})
         assert bad["errorCode"] == "INVALID_PAYLOAD" and bad["fields"] == ["scope"], bad
+        bad = bridge.result("retrieveForAgent", {"query": query, "scope": "everyone"})
+        assert bad["errorCode"] == "INVALID_REQUEST" and bad["fields"] == ["scope"], bad
     assert KEY.encode() not in b"".join(p.read_bytes() for p in store.rglob("*") if p.is_file())
 
 
@@ -211,6 +215,9 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
             assert not stored.is_error and stored.structured_content is not None
             assert stored.structured_content["scope"] == "user"
             topic_id = stored.structured_content["summary_id"]
+            operation = stored.structured_content["operationId"]
+            status = await client.call_tool("flowbaby_backgroundStatus", {"operationId": operation})
+            assert status.structured_content["status"] != "unknown", status  # type: ignore[index]
             found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
             assert f"[topicId {topic_id}, Active, " in found.content[0].text  # type: ignore[union-attr]
             assert ", user scope]" in found.content[0].text  # type: ignore[union-attr]
@@ -224,3 +231,67 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
         not (a / ".flowbaby" / "memories.sqlite").exists()
         or PREFERENCE.encode() not in (a / ".flowbaby" / "memories.sqlite").read_bytes()
     )
+
+
+def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, str]]) -> None:  # noqa: F811
+    """The routes the memory browser and the VS Code extension call: store, list, show, retrieve and forget
+    with `scope` (each reply's models carry it, so the routes' response validation passes)."""
+    _, b, env = setup
+    server = serve(
+        b, "--rate-limit-per-minute", "0", env={k: env[k] for k in ("FLOWBABY_USER_STORE", "FLOWBABY_BUILD_GRAPH")}
+    )
+    headers = {"Authorization": f"Bearer {(b / '.flowbaby' / 'api_token').read_text().strip()}"}
+
+    def call(method: str, path: str, **kwargs: Any) -> Any:
+        reply = httpx.request(method, f"{server.url}{path}", headers=headers, timeout=60, **kwargs)
+        assert reply.status_code < 300, reply.text
+        return reply.json()
+
+    mine = call(
+        "POST", "/api/agent/memories", json={"topic": "Commits", "context": "Imperative mood.", "scope": "user"}
+    )
+    ours = call("POST", "/api/agent/memories", json={"topic": "Logging", "context": "JSON lines to stdout."})
+    assert (mine["scope"], ours["scope"]) == ("user", "project")
+    listed = call("GET", "/api/agent/memories", params={"scope": "all"})["memories"]
+    assert {m["topicId"]: m["scope"] for m in listed} == {mine["summary_id"]: "user", ours["summary_id"]: "project"}
+    shown = call("GET", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
+    assert shown["scope"] == "user" and shown["latest"]["topic"] == "Commits"
+    around = call("GET", f"/api/agent/memories/{mine['summary_id']}/context")  # the memory page, by its topicId
+    assert around["memory"]["topic"] == "Commits"
+    found = call("POST", "/api/agent/retrieve", json={"query": "commit message mood", "maxResults": 5})
+    assert {e["topicId"]: e["scope"] for e in found["entries"]}.get(mine["summary_id"]) == "user", found
+    gone = call("DELETE", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
+    assert gone["scope"] == "user" and gone["versions"] == 1
+    assert call("GET", "/api/agent/memories", params={"scope": "user"})["memories"] == []
+
+
+def test_a_forgotten_user_memory_leaves_no_byte_in_the_user_store(tmp_path: Path) -> None:
+    """The forget canary (tests/integration/test_forget_canary.py) on the user store, its graph built by
+    the real cognee worker: after the forget, no file under the user store holds the canary."""
+    canary = "zqxuserscope5521"
+    project = tmp_path / "project"
+    project.mkdir()
+    store = tmp_path / "user"
+    env = {**os.environ, "FLOWBABY_USER_STORE": str(store), "PYTHONPATH": str(PROJECT_ROOT)}
+    env.pop("FLOWBABY_BUILD_GRAPH", None)
+    with BridgeClient(project, env=env) as bridge:
+        stored = bridge.result(
+            "storeMemory",
+            {
+                "topic": "Shell habits",
+                "context": f"I alias {canary} to my release script in every project.",
+                "decisions": [f"Keep the {canary} alias"],
+                "scope": "user",
+            },
+        )
+        assert stored["scope"] == "user"
+        deadline = time.monotonic() + 300
+        while bridge.result("listMemories", {"scope": "user"})["memories"][0]["graphState"] != "indexed":
+            assert time.monotonic() < deadline, "the user store's graph was never built"
+            time.sleep(0.5)
+        held = files_holding(store, canary.encode())
+        assert any("cognee/" in path for path in held) and any("memories.sqlite" in path for path in held), held
+        gone = bridge.result("forgetMemory", {"topicId": stored["summary_id"], "scope": "user"}, timeout=120)
+        assert gone["scope"] == "user" and gone["versions"] == 1 and gone["pending"] == [], gone
+    assert files_holding(store, canary.encode()) == []
+    assert files_holding(project / ".flowbaby", canary.encode()) == []

@@ -3,10 +3,17 @@ and the briefing's preferences within their budget (docs/contract/21-user-scope.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from graph.core.contract import ErrorCode, FlowbabyError
+from graph.engine.service import FlowbabyService
 from graph.search.token_budget import count_tokens
 from graph.search.user_scope import PREFERENCES_TITLE, budget, fuse, preferences_section
+from tests.unit.test_export_import import make_service  # noqa: F401 (fixture)
+from tests.unit.test_hardening import run
 
 
 def entry(topic_id: str, scope: str, tokens: int = 10, **more: Any) -> dict[str, Any]:
@@ -45,3 +52,24 @@ def test_preferences_name_the_project_memory_that_wins_and_fit_their_budget() ->
     assert used <= small and 0 < len(items) < 40
     assert preferences_section(preferences, {}, 5) == ([], [], 0)
     assert budget(800) == 200 and budget(100) == 50
+
+
+@pytest.mark.parametrize("backend", [pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_team_servers_engine_keeps_no_user_scope(make_service: Callable[[str], FlowbabyService]) -> None:  # noqa: F811
+    """On the team backend (many servers, one namespace) a request naming the user scope is refused, and
+    reads never reach a user store: user memories stay on the user's machine (21.6)."""
+    service = make_service("team")
+    assert service.backend.shared and not service._has_user_scope()
+
+    async def refused() -> None:
+        for call in (
+            lambda: service.store_memory({"topic": "Packages", "context": "I use uv.", "scope": "user"}),
+            lambda: service.list_memories({"scope": "user"}),
+            lambda: service.get_memory({"topicId": "packages", "scope": "user"}),
+        ):
+            with pytest.raises(FlowbabyError) as caught:
+                await call()
+            assert caught.value.code is ErrorCode.INVALID_PAYLOAD and caught.value.details["fields"] == ["scope"]
+        assert await service._user_service(create=True) is None
+
+    run(refused)

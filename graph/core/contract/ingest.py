@@ -18,6 +18,7 @@ from graph.core.contract.base import (
     _Strict,
     utc_now,
 )
+from graph.core.contract.scope import PROJECT, Scope
 
 
 class IngestMetadata(_Strict):
@@ -137,6 +138,8 @@ class FlowbabyIngestResponse(BaseModel):
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
     reconcile: dict[str, Any] | None = None
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
+    scope: Scope = PROJECT
+    """The store written (docs/contract/21-user-scope.md)."""
 
 
 class StoreMemoryResponse(BaseModel):
@@ -149,6 +152,8 @@ class StoreMemoryResponse(BaseModel):
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
     reconcile: dict[str, Any] | None = None
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
+    scope: Scope = PROJECT
+    """The store written (docs/contract/21-user-scope.md)."""
 
 
 OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]

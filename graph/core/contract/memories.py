@@ -187,6 +187,8 @@ class ForgetMemoryResponse(_Reply):
     pending: list[str]
     """Stores whose part is still running when the reply is sent (`graph`: the cognee worker's
     delete waits for a graph build in progress); the journal finishes them, across restarts too."""
+    scope: Scope = PROJECT
+    """The store forgotten from (docs/contract/21-user-scope.md)."""
 
 
 MAX_FORGET_LISTED = 1000

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.ingest import SummaryFields
 from graph.core.contract.inspection import _Reply
+from graph.core.contract.scope import PROJECT, Scope
 
 EXPORT_FORMAT = "flowbaby-memories"
 EXPORT_FORMAT_VERSION = 1
@@ -79,6 +80,8 @@ class ImportMemoriesResponse(_Reply):
     skipped: int
     """Versions already stored, identical: importing a file twice adds nothing."""
     queuedOperations: int
+    scope: Scope = PROJECT
+    """The store imported into (docs/contract/21-user-scope.md)."""
 
 
 def export_json_schema() -> dict[str, Any]:
