@@ -62,7 +62,8 @@ def test_whole_snapshot_equals_the_networkx_snapshot(tmp_path: Path) -> None:
     odd["edges"] += [dict(odd["edges"][0]), {"source": odd["nodes"][1]["id"], "target": "entity:elsewhere"}]
     del odd["edges"][1]["key"]
     _same(whole_snapshot(odd, store.iter_memories()), _networkx(odd, store))
-    for unreadable in (None, {}, {"graph": {"name": "g"}, "nodes": [], "edges": [{"source": "a", "target": "b"}]}):
+    odd_edges = {"graph": {"name": "g"}, "nodes": [], "edges": [{"source": "a", "target": "b"}]}
+    for unreadable in (None, {}, odd_edges, {"nodes": ["not an object"]}):
         _same(whole_snapshot(unreadable, store.iter_memories()), _networkx(unreadable, store))
     store.close()
 
