@@ -16,7 +16,7 @@ from typing import Any, Literal, cast
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
@@ -343,10 +343,11 @@ def create_app(
         return await service.memory_context(topic_id, q, hops, version)
 
     @app.get("/api/graph", response_model=GraphSnapshotResponse)
-    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> GraphSnapshotResponse:
-        return await service.graph_snapshot(
-            validate_retrieval(GraphSnapshotRequest, _given(hops=hops, topicId=topicId))
-        )
+    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> Response:
+        """Serialised by pydantic directly: FastAPI's own encoding of 2,000 nodes took ~70 ms."""
+        request = validate_retrieval(GraphSnapshotRequest, _given(hops=hops, topicId=topicId))
+        reply = await service.graph_snapshot(request)
+        return Response(reply.model_dump_json(), media_type="application/json")
 
     @app.get("/api/agent/audit", response_model=AuditTailResponse)
     async def audit_tail(limit: int = 100) -> AuditTailResponse:

@@ -81,10 +81,10 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
     service = CurrentService(tenancy.services.default)
 
     @app.get("/api/agent/memory", response_model=GetMemoryResponse)
-    async def memory(topicId: str) -> dict[str, Any]:
+    async def memory(topicId: str, scope: str | None = None) -> dict[str, Any]:
         """getMemory with the topicId as a query parameter: a path segment cannot carry every
-        topicId (`/` splits it, a browser resolves `..` away)."""
-        return dict(await service.get_memory({"topicId": topicId}))
+        topicId (`/` splits it, a browser resolves `..` away); ?scope=user: the user store's."""
+        return dict(await service.get_memory({"topicId": topicId, **({"scope": scope} if scope else {})}))
 
     @app.get("/api/agent/memory/context", response_model=MemoryContextResponse)
     async def memory_context(

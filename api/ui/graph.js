@@ -1,21 +1,23 @@
-// The graph drawn on a canvas. The overview shows structure: nodes grouped by type (each group pulled
-// to its own centre and coloured), entities sized by how many memories mention them, and labels only
-// where they fit: the pointer's or keyboard's node first, then the most connected. focus(id) shows one
-// node's neighbourhood (one or two hops) in columns, so every label shown is readable. Labels are placed
-// in screen space and never overlap (a label that would is left out); labels() reports their boxes.
-// drawGraph returns {highlight, focus, overview, hover, labels, shown, groups, position, stop}.
+// The graph drawn on a canvas. The overview shows structure: nodes grouped by type (each type a disc of
+// its own colour, laid out once and drawn as is: no simulation), entities sized by how many memories
+// mention them, and labels only where they fit: the pointer's or keyboard's node first, then the most
+// connected. focus(id) shows one node's neighbourhood (one or two hops) in columns, so every label shown
+// is readable. Labels are placed in screen space and never overlap (a label that would is left out);
+// labels() reports their boxes. drawGraph returns {highlight, focus, overview, hover, labels, shown,
+// groups, position}.
 const PALETTE = ["#146c2e", "#b3261e", "#8e24aa", "#00696d", "#a8326e", "#5f6368", "#3949ab", "#8d6e00", "#6d4c41", "#c2410c", "#0e7490"];
 const FIXED = { memory: "#0b57d0", plan: "#7a4f00" };
 const LABEL_FONT = "12px system-ui, sans-serif";
 const OVERVIEW_LABELS = 30;
 const ROW = 18;  // pixels between rows of the neighbourhood view: more than a label's height
-const cellKey = (gx, gy) => (gx + 32768) * 65536 + (gy + 32768);
+const collator = new Intl.Collator();  // one, not one per localeCompare: thousands of names are sorted
+const byName = (a, b) => collator.compare(String(a.name), String(b.name));
 const groupOf = (n) => (n.kind === "entity" ? n.entity_type || "entity" : n.kind || "node");
 const radius = (n) => (n.kind === "memory" ? 5 : 3 + Math.min(9, 2 * Math.sqrt(n.mentions)));
 
 /** Nodes, edges (two distinct known nodes), neighbours and degrees; groups largest first. */
 function graphOf(snapshot) {
-  const nodes = snapshot.nodes.map((n, i) => ({ ...n, i, x: 0, y: 0, vx: 0, vy: 0, degree: 0, memories: 0 }));
+  const nodes = snapshot.nodes.map((n) => ({ ...n, x: 0, y: 0, degree: 0 }));
   const index = new Map(nodes.map((n) => [n.id, n]));
   const edges = [], around = new Map(nodes.map((n) => [n, new Set()]));
   for (const e of snapshot.edges) {
@@ -30,65 +32,52 @@ function graphOf(snapshot) {
   }
   const counts = new Map();
   for (const n of nodes) counts.set(groupOf(n), (counts.get(groupOf(n)) || 0) + 1);
-  const names = [...counts.keys()].sort((a, b) => counts.get(b) - counts.get(a) || a.localeCompare(b));
+  const names = [...counts.keys()].sort((a, b) => counts.get(b) - counts.get(a) || collator.compare(a, b));
   let free = 0;
   const groups = names.map((name) => ({ name, count: counts.get(name), colour: FIXED[name] || PALETTE[free++ % PALETTE.length] }));
   return { nodes, index, edges, around, groups };
 }
 
-/** Each group's centre on a ring (the largest in the middle); its nodes start on a spiral around it. */
-function placeGroups({ nodes, groups }) {
-  const ring = 40 * Math.sqrt(nodes.length) + 60, byName = new Map();
-  groups.forEach((group, i) => {
-    const angle = (i - 1) * 2 * Math.PI / Math.max(1, groups.length - 1);
-    Object.assign(group, { cx: i ? Math.cos(angle) * ring : 0, cy: i ? Math.sin(angle) * ring : 0, placed: 0 });
-    byName.set(group.name, group);
+const GAP = 48;  // world units between two groups' discs
+
+/** A group's nodes on a sunflower disc around its centre, most mentioned first (in the middle): each
+ * node takes a cell sized to its circle, so no two overlap; returns the disc's radius. */
+function disc(members) {
+  members.sort((a, b) => b.mentions - a.mentions || b.degree - a.degree || byName(a, b));
+  let area = 0, outer = 0;
+  members.forEach((n, k) => {
+    const cell = 2 * radius(n) + 6, r = Math.sqrt(area / Math.PI) + (k ? cell / 2 : 0);
+    area += cell * cell;
+    Object.assign(n, { dx: Math.cos(k * 2.39996) * r, dy: Math.sin(k * 2.39996) * r });
+    outer = Math.max(outer, r + cell / 2);
   });
-  for (const n of nodes) {
-    const group = byName.get(groupOf(n)), k = group.placed++;
-    Object.assign(n, { group, x: group.cx + Math.cos(k * 2.399) * Math.sqrt(k + 1) * 14, y: group.cy + Math.sin(k * 2.399) * Math.sqrt(k + 1) * 14 });
-  }
+  return outer;
 }
 
-/** Repulsion between nodes in neighbouring grid cells only (the grid keeps it linear). */
-function repel(nodes, alpha) {
-  const cell = 60, grid = new Map();
-  for (const n of nodes) {
-    const key = cellKey(Math.floor(n.x / cell), Math.floor(n.y / cell));
-    const bucket = grid.get(key);
-    if (bucket) bucket.push(n); else grid.set(key, [n]);
+/** The layout, computed once and drawn as is (no simulation): each type a disc, the largest in the
+ * middle and the others on a ring around it, each given an arc as wide as its disc. */
+function placeGroups({ nodes, groups }) {
+  const named = new Map(groups.map((group) => [group.name, Object.assign(group, { members: [] })]));
+  for (const n of nodes) { n.group = named.get(groupOf(n)); n.group.members.push(n); }
+  for (const group of groups) group.r = disc(group.members);
+  const [middle, ...around] = groups, widths = around.map((group) => 2 * group.r + GAP);
+  const total = widths.reduce((a, b) => a + b, 0), half = widths.map((w) => (w / total) * Math.PI);
+  // Far enough out that each disc clears the middle one and, along the chord, its neighbour on the ring.
+  let ring = middle.r + GAP + Math.max(0, ...around.map((group) => group.r));
+  if (around.length > 1) {
+    around.forEach((_, i) => {
+      const j = (i + 1) % around.length;
+      ring = Math.max(ring, (widths[i] + widths[j]) / (4 * Math.sin((half[i] + half[j]) / 2)));
+    });
   }
-  for (const n of nodes) {
-    const gx = Math.floor(n.x / cell), gy = Math.floor(n.y / cell);
-    for (let dx = -1; dx <= 1; dx++) for (let dy = -1; dy <= 1; dy++) {
-      const bucket = grid.get(cellKey(gx + dx, gy + dy));
-      if (!bucket) continue;
-      for (const m of bucket) {
-        if (m.i <= n.i) continue;
-        let ddx = n.x - m.x, ddy = n.y - m.y;
-        const d2 = ddx * ddx + ddy * ddy || 0.01;
-        if (d2 > cell * cell) continue;
-        const f = (900 / d2) * alpha;
-        ddx *= f; ddy *= f;
-        n.vx += ddx; n.vy += ddy; m.vx -= ddx; m.vy -= ddy;
-      }
-    }
-  }
-}
-
-/** One step of the layout: repulsion, weak springs along the edges, a pull to the group's centre. */
-function step({ nodes, edges }, alpha) {
-  repel(nodes, alpha);
-  for (const [a, b] of edges) {
-    const dx = b.x - a.x, dy = b.y - a.y, d = Math.sqrt(dx * dx + dy * dy) || 1;
-    const f = ((d - 40) / d) * 0.002 * alpha;
-    a.vx += dx * f; a.vy += dy * f; b.vx -= dx * f; b.vy -= dy * f;
-  }
-  for (const n of nodes) {
-    n.vx -= (n.x - n.group.cx) * 0.05 * alpha; n.vy -= (n.y - n.group.cy) * 0.05 * alpha;
-    n.x += Math.max(-20, Math.min(20, n.vx)); n.y += Math.max(-20, Math.min(20, n.vy));
-    n.vx *= 0.6; n.vy *= 0.6;
-  }
+  Object.assign(middle, { cx: 0, cy: 0 });
+  let angle = -Math.PI / 2;
+  around.forEach((group, i) => {
+    angle += half[i];
+    Object.assign(group, { cx: Math.cos(angle) * ring, cy: Math.sin(angle) * ring });
+    angle += half[i];
+  });
+  for (const n of nodes) { n.x = n.group.cx + n.dx; n.y = n.group.cy + n.dy; }
 }
 
 function fit({ nodes, canvas, view }) {
@@ -123,7 +112,7 @@ function columns(g, centre, hops) {
   const pos = new Map(), hidden = [];
   const width = g.canvas.clientWidth / (2 * hops + 1);
   for (const [col, list] of cols) {
-    list.sort((a, b) => b.degree - a.degree || String(a.name).localeCompare(String(b.name)));
+    list.sort((a, b) => b.degree - a.degree || byName(a, b));
     const shown = list.slice(0, fits);
     hidden.push(...list.slice(fits));
     // Left of the centre a node sits at its column's right edge, named on its left; right of it, the
@@ -280,7 +269,7 @@ function listen(g, onPick, onEscape) {
     }
     if (Math.abs(e.clientX - drag.x) + Math.abs(e.clientY - drag.y) > 4) drag.moved = true;
     view.x = drag.vx + e.clientX - drag.x; view.y = drag.vy + e.clientY - drag.y;
-    if (g.frame >= g.iterations) draw(g);
+    draw(g);
   });
   canvas.addEventListener("pointerup", (e) => {
     const clicked = drag && !drag.moved;
@@ -330,31 +319,20 @@ function controls(g) {
       const p = at(g, n);
       return { x: rect.left + g.view.x + p.x * g.view.k, y: rect.top + g.view.y + p.y * g.view.k };
     },
-    stop() { g.alive = false; },
   };
 }
+
+/** Entities (or any nodes) in name order, as the lists show them. */
+export const sortByName = (nodes) => nodes.sort(byName);
 
 export function drawGraph(canvas, snapshot, { onPick, onEscape } = {}) {
   const g = { canvas, ctx: canvas.getContext("2d"), view: { x: 0, y: 0, k: 1 }, ...graphOf(snapshot) };
   placeGroups(g);
-  Object.assign(g, { hovered: null, focus: null, placed: [], alive: true, frame: 0, iterations: g.nodes.length > 800 ? 120 : 250 });
+  Object.assign(g, { hovered: null, focus: null, placed: [] });
   g.ranked = [...g.nodes].sort((a, b) => b.degree - a.degree);
-
-  // Layout steps for up to 24 ms per animation frame, refitting and redrawing after each batch (the
-  // first frame draws the grouped start at once); the neighbourhood view keeps its columns.
-  function tick() {
-    if (!g.alive) return;
-    const started = performance.now();
-    while (g.frame < g.iterations && performance.now() - started < 24) step(g, 1 - g.frame++ / g.iterations);
-    if (!g.focus) { fit(g); draw(g); }
-    if (g.frame < g.iterations) requestAnimationFrame(tick);
-    else canvas.dataset.settled = "true";
-  }
-
   listen(g, onPick, onEscape);
   fit(g);
   draw(g);
   canvas.dataset.drawn = String(performance.now());
-  requestAnimationFrame(() => requestAnimationFrame(tick));  // the grouped start is painted first
   return controls(g);
 }

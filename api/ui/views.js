@@ -1,6 +1,6 @@
 // The views: each renders into `main` and may return {stop()} to end its timers.
 import { announce, confirmAction, download, el, failure, inline } from "./dom.js";
-import { drawGraph } from "./graph.js";
+import { drawGraph, sortByName } from "./graph.js";
 import { go } from "./nav.js";
 import { api, timings } from "./session.js";
 
@@ -10,8 +10,17 @@ function status(value) {
   return el("span", { class: `status status-${value}` }, value);
 }
 
-function memoryLink(topicId, text) {
-  return el("a", { href: `#/memory/${encodeURIComponent(topicId)}` }, text || topicId);
+function memoryLink(topicId, text, scope) {
+  const query = scope === "user" ? "?scope=user" : "";
+  return el("a", { href: `#/memory/${encodeURIComponent(topicId)}${query}` }, text || topicId);
+}
+
+/** Which store holds a memory (docs/contract/21-user-scope.md); nothing from a server without scopes. */
+function scopeMark(scope) {
+  if (!scope) return null;
+  const user = scope === "user";
+  return el("span", { class: `chip scope ${scope}`, title: user ? "Your own memory: it follows you to every project" : "This project's memory" },
+    user ? "yours" : "project");
 }
 
 function when(iso) {
@@ -53,15 +62,16 @@ async function search(main, args, params) {
   }
   const answered = reply.__answeredAt;
   const items = reply.entries.map((e) => el("article", { class: "card result", "data-topic": e.topicId },
-    el("h3", {}, memoryLink(e.topicId, e.topic)),
+    el("h3", {}, memoryLink(e.topicId, e.topic, e.scope)),
     el("div", { class: "meta" },
-      status(e.status),
+      scopeMark(e.scope), status(e.status),
       el("span", {}, `score ${e.score.toFixed(3)}`),
       el("span", { class: "lanes", "aria-label": "Lanes" }, e.lanes.map((l) => el("span", { class: "chip lane" }, l))),
       el("span", {}, `v${e.version}`),
       el("span", {}, when(e.updatedAt))),
     e.via ? el("p", { class: "via" }, el("strong", {}, "Via: "), inline(e.via)) : null,
     e.possiblySupersededBy ? el("p", { class: "via" }, "Possibly superseded by ", memoryLink(e.possiblySupersededBy)) : null,
+    e.overriddenBy ? el("p", { class: "via" }, "Overridden in this project by ", memoryLink(e.overriddenBy)) : null,
     el("p", { class: "snippet" }, inline(e.context.length > 400 ? e.context.slice(0, 400) + "…" : e.context))));
   const head = reply.abstained || !reply.entries.length
     ? el("p", { class: "abstain", role: "status" }, el("strong", {}, "No memory returned. "), reply.abstainReason || "Nothing matched.")
@@ -79,20 +89,23 @@ async function memories(main, args, params) {
     el("input", { type, id: `f-${name}`, name, value: params.get(name) || "" }));
   const statusSelect = el("select", { id: "f-status", name: "status" },
     el("option", { value: "" }, "Any"), STATUSES.map((s) => el("option", { value: s, selected: params.get("status") === s }, s)));
+  const scope = params.get("scope") || "all";
+  const scopeSelect = el("select", { id: "f-scope", name: "scope" },
+    [["all", "Both"], ["project", "This project"], ["user", "Yours (every project)"]].map(([value, label]) => el("option", { value, selected: scope === value }, label)));
   const form = el("form", { class: "bar", "aria-label": "Filters", onsubmit: (event) => {
     event.preventDefault();
     const values = {};
     for (const [k, v] of new FormData(form)) if (v) values[k] = v;
     go("memories", [], values);
   } },
-  el("label", { for: "f-status" }, "Status", statusSelect),
+  el("label", { for: "f-status" }, "Status", statusSelect), el("label", { for: "f-scope" }, "Scope", scopeSelect),
   field("topicIdPrefix", "Topic id starts with"), field("agentName", "Agent"), field("text", "Text"),
   field("createdAfter", "Created after", "date"), field("createdBefore", "Created before", "date"),
   el("button", { class: "primary", type: "submit" }, "Filter"));
   const list = el("section", { "aria-label": "Memories", id: "memory-list" });
   main.append(el("h2", {}, "Memories"), form, list);
   const cursors = (params.get("cursors") || "").split(",").filter(Boolean);
-  const query = { limit: 50 };
+  const query = { limit: 50, scope };
   for (const k of ["status", "topicIdPrefix", "agentName", "text"]) if (params.get(k)) query[k] = params.get(k);
   for (const k of ["createdAfter", "createdBefore"]) if (params.get(k)) query[k] = `${params.get(k)}T00:00:00Z`;
   if (cursors.length) query.cursor = cursors[cursors.length - 1];
@@ -108,8 +121,8 @@ async function memories(main, args, params) {
     return;
   }
   const rows = reply.memories.map((m) => el("tr", {},
-    el("td", { class: "wrap" }, memoryLink(m.topicId, m.topic), el("div", { class: "muted" }, inline(m.preview))),
-    el("td", {}, status(m.status)), el("td", {}, `v${m.version}`), el("td", {}, m.agentName || ""),
+    el("td", { class: "wrap" }, memoryLink(m.topicId, m.topic, m.scope), el("div", { class: "muted" }, inline(m.preview))),
+    el("td", {}, scopeMark(m.scope)), el("td", {}, status(m.status)), el("td", {}, `v${m.version}`), el("td", {}, m.agentName || ""),
     el("td", {}, when(m.updatedAt)), el("td", {}, m.graphState)));
   const page = (next) => {
     const copy = Object.fromEntries(params);
@@ -120,7 +133,7 @@ async function memories(main, args, params) {
   list.append(
     el("table", { class: "list" },
       el("caption", { class: "visually-hidden" }, "Memories, newest first"),
-      el("thead", {}, el("tr", {}, ["Memory", "Status", "Version", "Agent", "Updated", "Graph"].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ["Memory", "Scope", "Status", "Version", "Agent", "Updated", "Graph"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, rows)),
     el("div", { class: "pager" },
       el("button", { type: "button", disabled: !cursors.length, onclick: () => page(cursors.slice(0, -1)) }, "Previous page"),
@@ -166,17 +179,19 @@ function changes(older, newer) {
   return list.children.length ? list : el("p", { class: "muted" }, "No change in its fields.");
 }
 
-async function memory(main, args) {
+async function memory(main, args, params) {
   const topicId = args[0];
+  const scope = params && params.get("scope") === "user" ? "user" : undefined;  // the user store's, else the project's
   main.append(el("h2", {}, topicId), el("p", { class: "muted" }, "Loading…"));
   let detail, context, implied, neighbourhood;
   try {
     [detail, context, implied, neighbourhood] = await Promise.all([
       // The topicId as a query parameter: a path segment cannot carry `/` or `..`.
-      api("/api/agent/memory", { query: { topicId } }),
-      api("/api/agent/memory/context", { query: { topicId } }).catch(() => null),
-      api("/api/agent/supersessions").catch(() => ({ pairs: [] })),
-      api("/api/graph", { query: { topicId, hops: 1 } }).catch(() => null),
+      api("/api/agent/memory", { query: { topicId, scope } }),
+      // The project's graph and supersessions hold none of the user store's memories.
+      scope ? null : api("/api/agent/memory/context", { query: { topicId } }).catch(() => null),
+      scope ? { pairs: [] } : api("/api/agent/supersessions").catch(() => ({ pairs: [] })),
+      scope ? null : api("/api/graph", { query: { topicId, hops: 1 } }).catch(() => null),
     ]);
   } catch (error) {
     main.replaceChildren(el("h2", {}, topicId), failure(error));
@@ -186,9 +201,9 @@ async function memory(main, args) {
   const latest = versions[versions.length - 1];
   const left = el("div", {}), right = el("div", {});
   main.replaceChildren(el("h2", {}, latest.topic), el("div", { class: "meta" },
-    el("span", {}, `topic id ${topicId}`), status(latest.status), el("span", {}, `v${latest.version}`),
+    el("span", {}, `topic id ${topicId}`), scopeMark(detail.scope), status(latest.status), el("span", {}, `v${latest.version}`),
     latest.agentName ? el("span", {}, `by ${latest.agentName}`) : null, el("span", {}, `graph ${latest.graphState}`)),
-  actions(topicId, detail, context), el("div", { class: "cols" }, left, right));
+  actions(topicId, detail, context, scope), el("div", { class: "cols" }, left, right));
 
   // Versions, newest first, each with what changed from the one before.
   left.append(el("h3", {}, `Versions (${versions.length})`));
@@ -280,13 +295,13 @@ function pickNode(node) {
   else go("graph", [], { entity: node.name });
 }
 
-function actions(topicId, detail, context) {
+function actions(topicId, detail, context, scope) {
   const bar = el("div", { class: "row", role: "group", "aria-label": "Actions" });
   bar.append(el("button", { type: "button", onclick: () => download(`${topicId}.json`, { memory: detail, context }) }, "Export JSON"));
   bar.append(el("button", { type: "button", class: "danger", id: "forget", onclick: async () => {
     let preview;
     try {
-      preview = await api("/api/agent/memories/forget", { method: "POST", body: { topicId, dryRun: true } });
+      preview = await api("/api/agent/memories/forget", { method: "POST", body: { topicId, dryRun: true, scope } });
     } catch (error) {
       bar.append(error.status === 405 ? el("p", { class: "muted" }, "This server cannot forget memories yet (forgetMemory).") : failure(error));
       return;
@@ -294,12 +309,12 @@ function actions(topicId, detail, context) {
     const ok = await confirmAction("Forget this memory", `Forget "${topicId}": ${preview.versions} version(s) are deleted from every store. This cannot be undone.`, "Forget");
     if (!ok) return;
     try {
-      await api("/api/agent/memories/forget", { method: "POST", body: { topicId } });
+      await api("/api/agent/memories/forget", { method: "POST", body: { topicId, scope } });
       announce(`Forgot ${topicId}`);
       go("memories");
     } catch (error) { bar.append(failure(error)); }
   } }, "Forget…"));
-  bar.append(el("button", { type: "button", id: "edit", onclick: () => toggle(bar, editForm(topicId, detail.latest)) }, "Edit…"));
+  bar.append(el("button", { type: "button", id: "edit", onclick: () => toggle(bar, editForm(topicId, detail.latest, scope)) }, "Edit…"));
   bar.append(el("button", { type: "button", id: "supersede", onclick: () => toggle(bar, supersedeForm(topicId)) }, "Superseded by…"));
   return bar;
 }
@@ -317,7 +332,7 @@ function field(id, label, control) {
   return el("p", {}, el("label", { for: id }, label), el("br"), control);
 }
 
-function editForm(topicId, latest) {
+function editForm(topicId, latest, scope) {
   const form = el("form", { class: "correction card", id: "edit-form", "aria-label": "Edit this memory" });
   const topic = el("input", { id: "edit-topic", value: latest.topic, required: true, size: 60 });
   const context = el("textarea", { id: "edit-context", rows: 4, cols: 60, required: true });
@@ -333,13 +348,13 @@ function editForm(topicId, latest) {
     el("button", { type: "submit", id: "edit-save" }, "Save as a new version"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = { topic: topic.value, context: context.value, agentName: "person",
+    const body = { topic: topic.value, context: context.value, agentName: "person", scope,
       metadata: { topicId, createdAt: latest.createdAt, updatedAt: new Date().toISOString(), status: status.value, planId: latest.planId } };
     for (const [name, , area] of lists) body[name] = area.value.split("\n").map((x) => x.trim()).filter(Boolean);
     try {
       await api("/api/agent/ingest", { method: "POST", body });
       announce(`Stored a new version of ${topicId}`);
-      go("memory", [topicId]);
+      go("memory", [topicId], scope ? { scope } : {});
     } catch (error) { form.append(failure(error)); }
   });
   return form;
@@ -404,7 +419,7 @@ async function graph(main, args, params) {
   let snapshot;
   try { snapshot = await api("/api/graph"); } catch (error) { main.replaceChildren(el("h2", {}, "Graph"), failure(error)); return; }
   const fetched = performance.now(), nodes = snapshot.nodes;
-  const entities = nodes.filter((n) => n.kind === "entity").sort((a, b) => a.name.localeCompare(b.name));
+  const entities = sortByName(nodes.filter((n) => n.kind === "entity"));
   const canvas = el("canvas", { class: "graph", tabindex: "0", role: "img", id: "graph-canvas",
     "aria-label": `Entity graph: ${nodes.length} nodes, ${snapshot.edges.length} edges, grouped by type. Arrow keys pan, plus and minus zoom, Escape returns to the overview; pick entities from the list.` });
   const filter = el("input", { type: "search", id: "entity-filter", placeholder: "Find an entity, Enter to focus it" });
@@ -456,6 +471,7 @@ async function graph(main, args, params) {
   await afterPaint();
   timings.graph = { nodes: nodes.length, fetchMs: fetched - started, drawMs: performance.now() - started };
   canvas.dataset.drawMs = String(timings.graph.drawMs);
+  canvas.dataset.drawnAt = String(performance.now());  // since the page's navigation began
   return drawing;
 }
 

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { BridgeClient } from "../src/core/bridgeClient";
-import { ForgetUi, MemoryPick, forgetMemoryCommand } from "../src/core/forgetMemory";
+import { ForgetUi, MemoryPick, forgetMemoryCommand, pickItems } from "../src/core/forgetMemory";
 import { JsonObject } from "../src/core/jsonRpc";
 import { flowbabyCommand, ingestPayload, tempWorkspace } from "./helpers";
 
@@ -104,10 +104,37 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
     assert.equal((await call("getMemory", { topicId: "old-note" })).success, true);
   });
 
+  it("the person's own memory is marked in the pick and forgotten from their user store", () => forgetsTheUsers(call, activity));
+
   it("dismissing the pick calls nothing else", async () => {
     const linesBefore = lines.length;
     const { ui, seen } = scriptedUi({ pick: () => undefined, confirm: true });
     assert.deepEqual(await forgetMemoryCommand({ call, ui, activity }), { status: "cancelled" });
     assert.deepEqual([seen.confirms, seen.infos, seen.errors, lines.length], [[], [], [], linesBefore]);
   });
+});
+
+/** A memory stored with `scope: "user"` (docs/contract/21-user-scope.md): marked in the pick (the project's
+ * unchanged), its dry run and forget sent to the user store, the project's memory left. */
+async function forgetsTheUsers(call: (method: string, params?: JsonObject) => Promise<JsonObject>, activity: (line: string) => void) {
+  const stored = await call("ingestForAgent", { ...ingestPayload("my-package-manager"), topic: "I always use uv, never pip", scope: "user" });
+  assert.equal(stored.success, true, JSON.stringify(stored));
+  const { ui, seen } = scriptedUi({ pick: (items) => items.find((item) => item.scope === "user")?.topicId, confirm: true });
+  const outcome = await forgetMemoryCommand({ call, ui, activity });
+  assert.equal(outcome.status, "forgotten", JSON.stringify(outcome));
+  assert.deepEqual(
+    seen.picks[0].map((item) => [item.description, item.scope]),
+    [
+      ["my-package-manager · yours (every project)", "user"],
+      ["old-note", "project"],
+    ],
+  );
+  assert.match(seen.confirms[0][1], /^my-package-manager: 1 version will be deleted/);
+  assert.deepEqual((await call("listMemories", { scope: "user" })).memories, []);
+  assert.equal((await call("getMemory", { topicId: "old-note" })).success, true);
+}
+
+it("a server whose memories carry no scope gives project picks", () => {
+  const [pick] = pickItems([{ topicId: "t1", topic: "A note", status: "Active", updatedAt: "2025-03-01T00:00:00Z" }]);
+  assert.deepEqual([pick.scope, pick.description], ["project", "t1"]);
 });

@@ -22,6 +22,12 @@ process.on("exit", () => {
   for (const folder of created) fs.rmSync(folder, { recursive: true, force: true });
 });
 
+// Every bridge of the tests reads the user scope (docs/contract/21-user-scope.md) from a store of the test
+// process's own, never the developer's ~/.local/share/flowbaby/user (as tests/conftest.py does).
+const userStoreParent = fs.mkdtempSync(path.join(os.tmpdir(), "fb-ext-user-"));
+created.push(userStoreParent);
+process.env.FLOWBABY_USER_STORE = path.join(userStoreParent, "user");
+
 /** A folder removed when the test file's process exits. `graph: false` writes FLOWBABY_BUILD_GRAPH=0
  * into its .env: a bridge there starts no cognee worker (~10 CPU-s), for tests that never read the graph. */
 export function tempWorkspace(prefix = "fb-ext-", options: { graph?: boolean } = {}): string {

@@ -46,6 +46,14 @@ class Environment:
             return default
         return raw.strip().lower() not in OFF_WORDS
 
+    @property
+    def capture_user_preferences(self) -> bool:
+        """FLOWBABY_CAPTURE_USER_PREFERENCES=1: a capture also proposes the person's own way of working
+        (graph/capture/preference.py) as user memories. Off unless set, and read from the process
+        environment only (the person's shell or client config), never a workspace's `.env`: a cloned
+        repository must not decide what goes into the person's own store."""
+        return self.flag("FLOWBABY_CAPTURE_USER_PREFERENCES", default=False)
+
     def seconds(self, name: str, default: float) -> float:
         """A number of seconds; unset or empty: `default`. ValueError for anything else."""
         return float(self.values.get(name) or default)

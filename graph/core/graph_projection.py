@@ -239,7 +239,7 @@ def parse_projection(data: dict[str, Any] | None) -> nx.MultiDiGraph:
         return nx.MultiDiGraph()
     try:
         return nx.node_link_graph(data, directed=True, multigraph=True, edges="edges")
-    except (KeyError, TypeError, ValueError, nx.NetworkXError):
+    except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError):  # AttributeError: a node not an object
         return nx.MultiDiGraph()
 
 

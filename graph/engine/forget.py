@@ -80,6 +80,7 @@ class Forget(Lifecycle):
             await asyncio.to_thread(self.audit.forget, {forgotten_key(m.topic, m.agent_name) for m in versions})
             await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
             self._stored = None
+            self._whole_graph = None  # the kept graph snapshot names it: not held until the next request
             for topic in topics:  # the tombstone: who, when, the topic's digest; never its text
                 self._record("forgetMemory", agent_name, topic, started, None)
             if request.waitForStores:
@@ -135,6 +136,7 @@ class Forget(Lifecycle):
         """Another server on the namespace forgot these versions: they leave this server's search
         catalog too (its rows are gone from the store, which the catalog is rebuilt from)."""
         self._forgotten_ids.update(memory_ids)
+        self._whole_graph = None
         retriever = self._retriever
         if retriever is not None and any(memory_id in retriever.catalog.by_id for memory_id in memory_ids):
             task = asyncio.get_running_loop().create_task(self._rebuild_catalog())

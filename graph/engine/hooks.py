@@ -5,12 +5,24 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+from dataclasses import replace
 from typing import Any
 
 from graph.capture.distil import Distilled, normal
 from graph.capture.llm_distil import distil_session
+from graph.capture.preference import split_preferences, without_preferences
 from graph.capture.session_capture import capture_enabled, plan_capture, read_session, stored_in, topic_id_for
-from graph.core.contract import BriefingRequest, CaptureRequest, Freshness, RecallRequest, utc_now, validate_request
+from graph.core.contract import (
+    USER,
+    BriefingRequest,
+    CaptureRequest,
+    FlowbabyError,
+    Freshness,
+    RecallRequest,
+    utc_now,
+    validate_request,
+)
+from graph.core.environment import Environment
 from graph.core.memories import Memory
 from graph.engine.ingest import Ingest
 from graph.engine.retrieval import Retrieval
@@ -78,8 +90,10 @@ class Hooks(Retrieval, Ingest):
         if not capture_enabled():
             return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
         async with self._capture_lock:
-            plan, reason, turns, got = await asyncio.to_thread(self._plan_capture, request, topic_id)
+            plan, reason, turns, got, personal = await asyncio.to_thread(self._plan_capture, request, topic_id)
             reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
+            if personal:
+                reply["preferences"] = await self._store_preferences(personal, request.agentName or request.source)
             if got is not None:
                 reply["distiller"] = got.distiller
                 if got.fallback:
@@ -102,13 +116,20 @@ class Hooks(Retrieval, Ingest):
 
     def _plan_capture(
         self, request: CaptureRequest, topic_id: str
-    ) -> tuple[dict[str, Any] | None, str, int, Distilled | None]:
+    ) -> tuple[dict[str, Any] | None, str, int, Distilled | None, list[str]]:
+        """(the project capture's ingestForAgent params or None, why not, turns read, the summary, the
+        person's preferences stated in the new turns: [] unless FLOWBABY_CAPTURE_USER_PREFERENCES=1)."""
         read = read_session(request, self.paths.root)
         if read is None:
-            return None, "not a session of this workspace", 0, None
+            return None, "not a session of this workspace", 0, None, []
         session, messages = read
         done = int(self._captures.load().get(f"{request.source}:{request.sessionId}", {}).get("turns", 0))
         start = done if done <= len(messages) else 0
+        personal: list[str] = []
+        if Environment.read().capture_user_preferences:
+            personal, kept = split_preferences(messages[start:])
+            messages = [*messages[:start], *kept]
+            session = replace(session, title=without_preferences(session.title)[1])  # a client's title quotes it
         versions = self.store.topic_versions(topic_id)
         current = current_memories(self.store.iter_memories())
         known = {d for m in current for d in map(normal, m.decisions)}
@@ -126,4 +147,26 @@ class Hooks(Retrieval, Ingest):
             distiller,
             stored_in(current),
         )
-        return plan, reason, len(messages), got
+        return plan, reason, len(messages), got, personal
+
+    async def _store_preferences(self, said: list[str], agent: str) -> dict[str, Any]:
+        """Each preference as a memory of the person's user store (`scope: user`, routed by
+        graph.engine.user_scope), without a topicId: reconcile on write there skips one it already holds
+        and updates one it revises. A store without a user scope (a team server's) keeps none."""
+        stored: list[dict[str, Any]] = []
+        for sentence in said:
+            summary = {
+                "topic": sentence if len(sentence) <= 80 else sentence[:79].rsplit(" ", 1)[0] + "…",
+                "context": f"The person's own way of working, said in a {agent} session in {self.paths.root.name}.",
+                "decisions": [sentence],
+                "agentName": agent,
+                "scope": USER,
+            }
+            try:
+                reply = await self.store_memory(summary)
+            except FlowbabyError as error:
+                return {"stored": stored, "reason": error.message}
+            stored.append(
+                {"topicId": reply["summary_id"], "decision": reply.get("reconcile", {}).get("decision", "add")}
+            )
+        return {"stored": stored, "reason": ""}

@@ -17,6 +17,7 @@ from graph.core.contract import (
     GraphStatsResponse,
 )
 from graph.inspection.names import TopicNotFound
+from graph.inspection.snapshot import whole_snapshot
 
 if TYPE_CHECKING:  # networkx's (~20 MB resident) only when a graph is inspected: see graph.api.__getattr__
     from graph.inspection.workspace_graph import WorkspaceGraph
@@ -31,6 +32,9 @@ class Inspection(EngineState):
         topic and what lies within `hops` edges of it). Memories still waiting for their
         graph are included as nodes without edges."""
 
+        if request.topicId is None:
+            return await asyncio.to_thread(self._whole_graph_snapshot, request.hops)
+
         def build() -> dict[str, Any]:
             try:
                 return self._graph_view().snapshot(request.topicId, request.hops)
@@ -39,6 +43,20 @@ class Inspection(EngineState):
 
         snapshot = await asyncio.to_thread(build)
         return GraphSnapshotResponse.model_validate({"topicId": request.topicId, "hops": request.hops, **snapshot})
+
+    def _whole_graph_snapshot(self, hops: int) -> GraphSnapshotResponse:
+        """The whole graph, built again only when the projection was saved since (its stamp) or a version
+        was stored, forgotten or changed status or graph state (by this process, the worker or another
+        server): the memory browser's overview then costs a comparison, not a build."""
+        states = self.store.memory_states()
+        cached = self._whole_graph
+        if cached and cached[0] == self.projection.stamp() and cached[1] == states:
+            return cached[2] if cached[2].hops == hops else cached[2].model_copy(update={"hops": hops})
+        stamp, data = self.projection.read()
+        snapshot = whole_snapshot(data, self.store.iter_memories())
+        reply = GraphSnapshotResponse.model_validate({"topicId": None, "hops": hops, **snapshot})
+        self._whole_graph = (stamp, states, reply)
+        return reply
 
     def _graph_view(self) -> WorkspaceGraph:
         from graph.inspection.workspace_graph import WorkspaceGraph

@@ -18,7 +18,7 @@ from graph.capture.session_capture import CaptureLog
 from graph.code.freshness import FreshnessChecker
 from graph.cognify.operations import OperationManager
 from graph.cognify.worker_client import WorkerClient
-from graph.core.contract import FlowbabyError
+from graph.core.contract import FlowbabyError, GraphSnapshotResponse
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.memories import Memory
 from graph.core.settings import Settings
@@ -122,6 +122,9 @@ class EngineState:
         self._snapshot_lock = threading.Lock()
         self._snapshot_forgets = 0
         """Forgets so far: a snapshot of a catalog loaded before one is never written (under the lock)."""
+        self._whole_graph: tuple[object, dict[str, tuple[str, str]], GraphSnapshotResponse] | None = None
+        """(projection stamp, every version's status and graph state, the whole graph's snapshot): the last
+        `graphSnapshot` without a topic, given again while neither has changed (graph.engine.inspection)."""
         self._namespace_listener: Closeable | None = None
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")

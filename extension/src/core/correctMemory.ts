@@ -6,7 +6,7 @@
  * Free of `vscode`: the dialogs are injected, so the node tests script them against a real bridge.
  */
 import { BridgeCall, ingestFailure } from "./agentApi";
-import { MemoryPick, PICK_LIMIT, pickItems } from "./forgetMemory";
+import { MemoryPick, PICK_LIMIT, pickItems, scopeOf } from "./forgetMemory";
 import { JsonObject } from "./jsonRpc";
 
 /** The agentName of a version a person wrote (as `flowbaby memories edit` and the memory browser). */
@@ -58,9 +58,15 @@ function refusal(error: unknown): JsonObject {
   throw error;
 }
 
-async function pickMemory(deps: CorrectDeps, title: string, items?: MemoryPick[]): Promise<[string | undefined, MemoryPick[]]> {
+/** `scope`: which stores to offer (Edit: both; Supersede: the project's, as confirmSupersession works in one). */
+async function pickMemory(
+  deps: CorrectDeps,
+  title: string,
+  items?: MemoryPick[],
+  scope: "all" | "project" = "project",
+): Promise<[string | undefined, MemoryPick[]]> {
   if (!items) {
-    const listed = await deps.call("listMemories", { order: "newest", limit: PICK_LIMIT }).catch(ingestFailure);
+    const listed = await deps.call("listMemories", { order: "newest", limit: PICK_LIMIT, scope }).catch(ingestFailure);
     if (listed.success !== true) {
       throw new ListRefused(listed);
     }
@@ -72,15 +78,17 @@ async function pickMemory(deps: CorrectDeps, title: string, items?: MemoryPick[]
 /** Edit Memory: pick (unless `topicId` is given), edit the newest version's fields, store them as a new version. */
 export async function editMemoryCommand(deps: CorrectDeps, topicId?: string): Promise<CorrectOutcome> {
   const call = (method: string, params: JsonObject) => deps.call(method, params).catch(ingestFailure);
+  let items: MemoryPick[] = [];
   try {
-    topicId = topicId ?? (await pickMemory(deps, "Flowbaby: Edit Memory"))[0];
+    if (!topicId) [topicId, items] = await pickMemory(deps, "Flowbaby: Edit Memory", undefined, "all");
   } catch (error) {
     return failed(deps, "Edit Memory", refusal(error));
   }
   if (!topicId) {
     return { status: "cancelled" };
   }
-  const shown = await call("getMemory", { topicId });
+  const scoped = scopeOf(items, topicId);
+  const shown = await call("getMemory", { topicId, ...scoped });
   if (shown.success !== true) {
     return failed(deps, "Edit Memory", shown);
   }
@@ -98,7 +106,7 @@ export async function editMemoryCommand(deps: CorrectDeps, topicId?: string): Pr
   const { status, ...summary } = { ...fields, ...edited };
   const metadata: JsonObject = { topicId, createdAt: latest.createdAt, updatedAt: new Date().toISOString(), status };
   if (latest.planId) metadata.planId = latest.planId;
-  const result = await call("ingestForAgent", { ...summary, agentName: EDITOR_NAME, metadata });
+  const result = await call("ingestForAgent", { ...summary, agentName: EDITOR_NAME, metadata, ...scoped });
   if (result.success !== true) {
     return failed(deps, "Edit Memory", result);
   }

@@ -13,7 +13,10 @@ export const FORGET_BUTTON = "Forget";
 export interface MemoryPick {
   topicId: string;
   topic: string;
-  /** QuickPick fields: topic as label, topicId as description, status and update date as detail. */
+  /** The store that holds it (docs/contract/21-user-scope.md); `project` from a server without scopes. */
+  scope: "project" | "user";
+  /** QuickPick fields: topic as label, topicId (and, for the person's own, "yours") as description,
+   * status and update date as detail. */
   label: string;
   description: string;
   detail: string;
@@ -45,8 +48,15 @@ export function pickItems(memories: JsonObject[]): MemoryPick[] {
     const topicId = String(memory.topicId);
     const topic = String(memory.topic ?? topicId);
     const updated = String(memory.updatedAt ?? "").slice(0, 10);
-    return { topicId, topic, label: topic, description: topicId, detail: `${String(memory.status)} · updated ${updated}` };
+    const scope = memory.scope === "user" ? "user" : "project";
+    const description = scope === "user" ? `${topicId} · yours (every project)` : topicId;
+    return { topicId, topic, scope, label: topic, description, detail: `${String(memory.status)} · updated ${updated}` };
   });
+}
+
+/** `{scope: "user"}` for a picked memory of the user store, else nothing (the project's, the default). */
+export function scopeOf(items: MemoryPick[], topicId: string): JsonObject {
+  return items.find((item) => item.topicId === topicId)?.scope === "user" ? { scope: "user" } : {};
 }
 
 function failureText(result: JsonObject): string {
@@ -70,7 +80,7 @@ export async function forgetMemoryCommand(deps: ForgetDeps, topicId?: string): P
 
   let items: MemoryPick[] = [];
   if (!topicId) {
-    const listed = await call("listMemories", { order: "newest", limit: PICK_LIMIT });
+    const listed = await call("listMemories", { order: "newest", limit: PICK_LIMIT, scope: "all" });
     if (listed.success !== true) {
       return fail(listed, undefined, "(list)");
     }
@@ -81,8 +91,9 @@ export async function forgetMemoryCommand(deps: ForgetDeps, topicId?: string): P
     }
   }
   const topic = items.find((item) => item.topicId === topicId)?.topic ?? topicId;
+  const scoped = scopeOf(items, topicId);
 
-  const preview = await call("forgetMemory", { topicId, dryRun: true });
+  const preview = await call("forgetMemory", { topicId, dryRun: true, ...scoped });
   if (preview.success !== true) {
     return fail(preview, topicId, topic);
   }
@@ -97,7 +108,7 @@ export async function forgetMemoryCommand(deps: ForgetDeps, topicId?: string): P
     return { status: "cancelled", topicId };
   }
 
-  const result = await call("forgetMemory", { topicId });
+  const result = await call("forgetMemory", { topicId, ...scoped });
   if (result.success !== true) {
     return fail(result, topicId, topic);
   }

@@ -91,7 +91,7 @@ async function main(context, browser) {
 
   // The graph: click an entity on the canvas, see its memories.
   await page.goto(`${config.base}/#/graph`);
-  await page.waitForSelector("canvas.graph[data-settled]", { timeout: 30000 });
+  await page.waitForSelector("canvas.graph[data-drawn]", { timeout: 30000 });
   const target = await page.evaluate((name) => {
     const node = [...document.querySelectorAll("#entity-list button")].find((b) => b.textContent === name);
     return node ? window.__flowbabyGraph.position(node.dataset.id) : null;
@@ -106,8 +106,8 @@ async function main(context, browser) {
   seen.views.graph.focused = await page.evaluate(() => ({ labels: window.__flowbabyGraph.labels(), shown: window.__flowbabyGraph.shown() }));
   await shot(page, "browser-graph-focus");
   await axe(page, seen, "graph");
-  // The same drawing at 2,000 nodes (1,700 entities, 300 memories, 5,000 edges): time to a
-  // settled layout, and one frame (what a pan, zoom or click costs).
+  // The same drawing at 2,000 nodes (1,700 entities, 300 memories, 5,000 edges): time to the first
+  // (and only) layout drawn, and one frame (what a pan, zoom or click costs).
   seen.timings.graph2000 = await page.evaluate(async () => {
     const { drawGraph } = await import(new URL("ui/assets/graph.js", document.baseURI).href);
     let seed = 7;
@@ -121,15 +121,12 @@ async function main(context, browser) {
     document.querySelector("main").append(canvas);
     const started = performance.now();
     const drawing = drawGraph(canvas, { nodes, edges }, {});
-    await new Promise((resolve) => { const check = () => (canvas.dataset.settled ? resolve() : requestAnimationFrame(check)); check(); });
-    const settleMs = performance.now() - started;
     const firstFrameMs = Number(canvas.dataset.drawn) - started;
     const frame = performance.now();
     for (let i = 0; i < 20; i++) drawing.highlight(nodes[i * 50].id);
     const frameMs = (performance.now() - frame) / 20;
-    drawing.stop();
     canvas.remove();
-    return { firstFrameMs, settleMs, frameMs };
+    return { firstFrameMs, frameMs };
   });
 
   // Sessions: search across them, open a hit's context turns.
