@@ -220,8 +220,8 @@ class OwnerClient(_Operations):
                 await self._follow_or_take_over(connection)
                 continue
             result = _outcome(method, reply)
-            model = operation_models(method)[1]
-            return model.model_validate(result, strict=False) if model is not None else result
+            reply_model = operation_models(method)[1]
+            return reply_model.validate_python(result, strict=False) if reply_model is not None else result
 
     async def _follow_or_take_over(self, broken: _Connection | None) -> None:
         async with self._switch:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel
 
 from graph.core.contract import (
     AuditTailRequest,
@@ -31,16 +32,27 @@ from graph.core.contract import (
     ContractFailure,
     ErrorCode,
     ExportMemoriesRequest,
+    ExportMemoriesResponse,
     FlowbabyError,
     ForgetMemoryRequest,
+    ForgetMemoryResponse,
     GetMemoryRequest,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     GraphStatsResponse,
+    HealthResponse,
+    ImpliedSupersessionsResponse,
+    IndexStatusResponse,
     ListMemoriesRequest,
+    MemoryContextResponse,
+    MemoryVersionsResponse,
     OperationStatus,
+    RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    SessionOp,
+    SessionsRequest,
+    SessionsResponse,
     validate_request,
     validate_retrieval,
 )
@@ -187,7 +199,7 @@ class RemoteService(_Operations):
                         await listener(status)
 
     # -- the service API, over HTTP (typed as the fronts' MemoryService) -------------------------
-    async def health(self) -> dict[str, Any]:
+    async def health(self) -> HealthResponse:
         reply: dict[str, Any] = await self._request("GET", "/api/health")
         if "memories" not in reply:  # the public answer: the server did not take the token
             raise FlowbabyError(
@@ -195,7 +207,7 @@ class RemoteService(_Operations):
                 f"The team server {self.server.url} did not accept the token from {self.server.source}",
                 server=self.server.url,
             )
-        return reply
+        return HealthResponse.model_validate(reply)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
@@ -220,20 +232,22 @@ class RemoteService(_Operations):
         )
         return reply
 
-    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
-        return dict(await self._request("GET", "/api/agent/index/status"))
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
+        return IndexStatusResponse.model_validate(await self._request("GET", "/api/agent/index/status"))
 
-    async def repair(self, params: Any = None) -> dict[str, Any]:
-        return self._watch(await self._request("POST", "/api/agent/index/repair"))
+    async def repair(self) -> RepairResponse:
+        return RepairResponse.model_validate(self._watch(await self._request("POST", "/api/agent/index/repair")))
 
     async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         path = f"/api/agent/memories/{quote(topic_id, safe='')}/context"
-        return dict(await self._request("GET", path, query={"q": query, "hops": hops, "version": version}))
+        query_string = {"q": query, "hops": hops, "version": version}
+        return MemoryContextResponse.model_validate(await self._request("GET", path, query=query_string))
 
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
-        return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
+        reply = await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}")
+        return MemoryVersionsResponse.model_validate({key: reply[key] for key in ("success", "topicId", "versions")})
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
@@ -246,18 +260,19 @@ class RemoteService(_Operations):
         request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
         return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
 
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
-        request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+    async def forget_memory(
+        self, request: ForgetMemoryRequest, *, agent_name: str | None = None
+    ) -> ForgetMemoryResponse:
         if request.topicId is not None and request.filter is None:
             query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
             path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
-            return dict(await self._request("DELETE", path, query=query))
-        return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
+            return ForgetMemoryResponse.model_validate(await self._request("DELETE", path, query=query))
+        reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
+        return reply
 
-    async def export_memories(self, params: Any = None) -> dict[str, Any]:
-        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
+    async def export_memories(self, request: ExportMemoriesRequest) -> ExportMemoriesResponse:
         query = {"cursor": request.cursor, "limit": request.limit}
-        return dict(await self._request("GET", "/api/agent/export", query=query))
+        return ExportMemoriesResponse.model_validate(await self._request("GET", "/api/agent/export", query=query))
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
@@ -276,7 +291,13 @@ class RemoteService(_Operations):
         reply = await self._request("GET", "/api/agent/audit", query={"limit": request.limit})
         return AuditTailResponse.model_validate(reply)
 
-    async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
+    async def _typed_body(self, method: Method, request: BaseModel) -> Any:
+        body = request.model_dump(mode="json", exclude_unset=True)
+        reply = self._watch(dict(await self._request(*_route(method), body=body)))
+        assert method.response is not None
+        return method.response.model_validate(reply)
+
+    async def sessions(self, op: SessionOp, request: SessionsRequest) -> SessionsResponse:
         raise FlowbabyError(
             ErrorCode.FLOWBABY_ERROR,
             "Session memory reads this machine's agent transcripts and is not available while the workspace "
@@ -287,8 +308,8 @@ class RemoteService(_Operations):
     async def watch_sessions(self) -> dict[str, Any]:
         return {"watching": False}
 
-    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
-        return dict(await self._request("GET", "/api/agent/supersessions"))
+    async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
+        return ImpliedSupersessionsResponse.model_validate(await self._request("GET", "/api/agent/supersessions"))
 
     async def briefing(self, params: Any = None) -> dict[str, Any]:
         return self._hooks_unavailable()
@@ -316,22 +337,31 @@ class RemoteService(_Operations):
         await self._http.aclose()
 
 
-def _body_call(method: Method) -> Callable[..., Awaitable[dict[str, Any]]]:
-    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there.
-    The Protocol's other arguments are for a local owner (`bulk`, the caller's folder): a team server
-    keeps its own limits and records no checkout. An operation it stages is watched for its end."""
-    assert method.http is not None
-    verb, path = method.http.split(" ")
+def _body_call(method: Method) -> Callable[..., Awaitable[Any]]:
+    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there
+    (a typed one: its request model's fields as set, and its reply model back). The Protocol's other
+    arguments are for a local owner (`bulk`, the caller's folder): a team server keeps its own limits and
+    records no checkout. An operation it stages is watched for its end."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
-    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        params = signature.bind(self, *args, **kwargs).arguments.get("params")
-        return self._watch(dict(await self._request(verb, path, body=params)))
+    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        if method.parse is not None:
+            return await self._typed_body(method, arguments["request"])
+        return self._watch(dict(await self._request(*_route(method), body=arguments.get("params"))))
 
     call.__name__ = call.__qualname__ = method.service
     call.__signature__ = signature  # type: ignore[attr-defined]
     return call
 
+
+def _route(method: Method) -> tuple[str, str]:
+    assert method.http is not None
+    verb, path = method.http.split(" ")
+    return verb, path
+
+
+FORGET = next(method for method in BODY_ROUTES if method.service == "forget_memory")
 
 for _method in BODY_ROUTES:
     if _method.service not in vars(RemoteService):  # forget_memory: a topic goes to its own DELETE route

@@ -65,12 +65,23 @@ class Writer:
         pass
 
 
+STAMP = "2026-01-01T00:00:00.000Z"
+EXPORTED = {"topicId": "t", "version": 1, "memoryId": "m", "status": "Active", "topic": "T", "context": "C"}
+REQUIRED = {
+    "topicId": "t",
+    "olderTopicId": "a",
+    "newerTopicId": "b",
+    "memories": [{**EXPORTED, "createdAt": STAMP, "updatedAt": STAMP, "stagedAt": STAMP}],
+}
+"""What every typed row's request model needs, so each row's parse accepts the stand-in params."""
+
+
 def test_the_bridge_serves_the_table_and_calls_each_row_as_it_says() -> None:
     service = Recording()
     bridge = Bridge(service, Writer(), 5.0)  # type: ignore[arg-type]
     assert set(bridge.methods) == set(BRIDGE_METHODS) | {"shutdown"}
     for name, method in BRIDGE_METHODS.items():
-        params = {"marker": name}
+        params = {"marker": name, **REQUIRED}
         asyncio.run(bridge.methods[name](params))
         called, args, kwargs = service.calls[-1]
         assert called == method.service
