@@ -5,6 +5,7 @@ error the row's callers parse, calls the service and answers the reply model."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -53,15 +54,7 @@ def body_route(app: FastAPI, service: MemoryService, method: Method) -> None:
     async def route(request: Request) -> Any:
         return await _call(service, method, await json_body(request, retrieval=False))
 
-    app.add_api_route(
-        path,
-        route,
-        methods=[verb],
-        status_code=method.status,
-        response_model=method.response,
-        name=method.service,
-        summary=method.bridge,
-    )
+    _add(app, method, route, method.service)
 
 
 def _fields(method: Method) -> dict[str, Any]:
@@ -103,15 +96,21 @@ def query_route(app: FastAPI, service: MemoryService, method: Method) -> None:
 
     parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in in_path]
     parameters += [{"name": name, "in": "query", "required": False, "schema": fields[name]} for name in method.query]
+    name = f"{method.service}_{'_'.join(method.args) or verb.lower()}"
+    _add(app, method, route, name, openapi_extra={"parameters": parameters})
+
+
+def _add(app: FastAPI, method: Method, route: Callable[[Request], Awaitable[Any]], name: str, **extra: Any) -> None:
+    verb, path = _verb_path(method)
     app.add_api_route(
         path,
         route,
         methods=[verb],
         status_code=method.status,
         response_model=method.response,
-        name=f"{method.service}_{'_'.join(method.args) or verb.lower()}",
+        name=name,
         summary=method.bridge,
-        openapi_extra={"parameters": parameters},
+        **extra,
     )
 
 

@@ -43,6 +43,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.contract.base import _Strict
 
 
 class Reply(str, Enum):
@@ -82,6 +83,29 @@ class Method:
     query: tuple[str, ...] = ()
     """A typed operation's route without a body: the query parameters it takes (its path names the others);
     the HTTP app makes it from this row (api/table_routes.py)."""
+
+    @property
+    def retrieval_errors(self) -> bool:
+        """Its request's faults are INVALID_REQUEST in the retrieval shape (its parse is validate_retrieval)."""
+        return isinstance(self.parse, partial) and self.parse.func is validate_retrieval
+
+
+def _body(service: str, bridge: str, http: str, request: type[_Strict], response: type[BaseModel]) -> Method:
+    """A typed operation whose HTTP route takes its request as the JSON body (errors: INVALID_PAYLOAD)."""
+    return Method(service, bridge, http, body=request, response=response, parse=partial(validate_request, request))
+
+
+def _query(
+    service: str,
+    bridge: str | None,
+    http: str,
+    request: type[_Strict],
+    response: type[BaseModel],
+    query: tuple[str, ...],
+    errors: Callable[[type[_Strict], Any], Any] = validate_request,
+) -> Method:
+    """A typed operation whose HTTP route takes its request's fields from the query string."""
+    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query)
 
 
 def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
@@ -131,68 +155,49 @@ METHODS: tuple[Method, ...] = (
     Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
     Method("repair", "repair", "POST /api/agent/index/repair", params=False),
     Method("graph_summary", "graphStats", "GET /api/graph/stats", params=False),
-    Method(
+    _query(
         "graph_snapshot",
         "graphSnapshot",
         "GET /api/graph",
-        response=GraphSnapshotResponse,
-        parse=partial(validate_retrieval, GraphSnapshotRequest),
-        query=("topicId", "hops"),
+        GraphSnapshotRequest,
+        GraphSnapshotResponse,
+        ("topicId", "hops"),
+        validate_retrieval,
     ),
     Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions", params=False),
-    Method(
+    _body(
         "confirm_supersession",
         "confirmSupersession",
         "POST /api/agent/supersessions/confirm",
-        body=ConfirmSupersessionRequest,
-        response=ConfirmSupersessionResponse,
-        parse=partial(validate_request, ConfirmSupersessionRequest),
+        ConfirmSupersessionRequest,
+        ConfirmSupersessionResponse,
     ),
     Method("memory_versions"),
     Method("list_memories", "listMemories", "GET /api/agent/memories"),
     Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
-    Method(
+    _body(
         "restore_memory",
         "restoreMemory",
         "POST /api/agent/memories/restore",
-        body=RestoreMemoryRequest,
-        response=RestoreMemoryResponse,
-        parse=partial(validate_request, RestoreMemoryRequest),
+        RestoreMemoryRequest,
+        RestoreMemoryResponse,
     ),
     # flowbaby_forgetMemory is offered to agents only with FLOWBABY_AGENT_FORGET=1 (section 20.3).
-    Method(
-        "forget_memory",
-        "forgetMemory",
-        "POST /api/agent/memories/forget",
-        body=ForgetMemoryRequest,
-        response=ForgetMemoryResponse,
-        parse=partial(validate_request, ForgetMemoryRequest),
+    _body(
+        "forget_memory", "forgetMemory", "POST /api/agent/memories/forget", ForgetMemoryRequest, ForgetMemoryResponse
     ),
-    Method(
+    _query(
         "export_memories",
         "exportMemories",
         "GET /api/agent/export",
-        response=ExportMemoriesResponse,
-        parse=partial(validate_request, ExportMemoriesRequest),
-        query=("cursor", "limit"),
+        ExportMemoriesRequest,
+        ExportMemoriesResponse,
+        ("cursor", "limit"),
     ),
-    Method(
-        "import_memories",
-        "importMemories",
-        "POST /api/agent/import",
-        body=ImportMemoriesRequest,
-        response=ImportMemoriesResponse,
-        parse=partial(validate_request, ImportMemoriesRequest),
-    ),
+    _body("import_memories", "importMemories", "POST /api/agent/import", ImportMemoriesRequest, ImportMemoriesResponse),
     Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
     Method("search_chunks", http="GET /api/agent/search"),
-    Method(
-        "audit_tail",
-        http="GET /api/agent/audit",
-        response=AuditTailResponse,
-        parse=partial(validate_request, AuditTailRequest),
-        query=("limit",),
-    ),
+    _query("audit_tail", None, "GET /api/agent/audit", AuditTailRequest, AuditTailResponse, ("limit",)),
     _sessions("list", "sessionsList", "GET /api/agent/sessions", ("cwd", "source")),
     _sessions("current", "sessionsCurrent", "GET /api/agent/current-session", ("cwd", "source")),
     _sessions("status", "sessionsStatus", "GET /api/agent/index/status?session_id="),  # shared with indexStatus

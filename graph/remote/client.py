@@ -25,20 +25,14 @@ import httpx
 from pydantic import BaseModel
 
 from graph.core.contract import (
-    AuditTailRequest,
-    AuditTailResponse,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
-    ExportMemoriesRequest,
-    ExportMemoriesResponse,
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GetMemoryRequest,
-    GraphSnapshotRequest,
-    GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
@@ -56,7 +50,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
-from graph.core.methods import BODY_ROUTES, Method
+from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
 from graph.engine.protocol import MemoryService, OperationListener
 from graph.remote.settings import ServerSettings
@@ -270,26 +264,13 @@ class RemoteService(_Operations):
         reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
         return reply
 
-    async def export_memories(self, request: ExportMemoriesRequest) -> ExportMemoriesResponse:
-        query = {"cursor": request.cursor, "limit": request.limit}
-        return ExportMemoriesResponse.model_validate(await self._request("GET", "/api/agent/export", query=query))
-
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         query = {"q": request.q, "limit": request.limit}
         return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
 
-    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
-        query = {"topicId": request.topicId, "hops": request.hops}
-        reply = await self._request("GET", "/api/graph", retrieval=True, query=query)
-        return GraphSnapshotResponse.model_validate(reply)
-
     async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
         return GraphStatsResponse.model_validate(await self._request("GET", "/api/graph/stats", query={"top": top}))
-
-    async def audit_tail(self, request: AuditTailRequest) -> AuditTailResponse:
-        reply = await self._request("GET", "/api/agent/audit", query={"limit": request.limit})
-        return AuditTailResponse.model_validate(reply)
 
     async def _typed_body(self, method: Method, request: BaseModel) -> Any:
         body = request.model_dump(mode="json", exclude_unset=True)
@@ -361,8 +342,28 @@ def _route(method: Method) -> tuple[str, str]:
     return verb, path
 
 
+def _query_call(method: Method) -> Callable[..., Awaitable[Any]]:
+    """A typed operation whose server route takes its fields as the query string (QUERY_ROUTES), asked
+    there with the request's fields the row names; its reply model back."""
+    signature = inspect.signature(getattr(MemoryService, method.service))
+
+    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
+        fields = signature.bind(self, *args, **kwargs).arguments["request"].model_dump(mode="json")
+        query = {name: fields[name] for name in method.query}
+        reply = await self._request(*_route(method), retrieval=method.retrieval_errors, query=query)
+        assert method.response is not None
+        return method.response.model_validate(reply)
+
+    call.__name__ = call.__qualname__ = method.service
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
 FORGET = next(method for method in BODY_ROUTES if method.service == "forget_memory")
 
 for _method in BODY_ROUTES:
     if _method.service not in vars(RemoteService):  # forget_memory: a topic goes to its own DELETE route
         setattr(RemoteService, _method.service, _body_call(_method))
+for _method in QUERY_ROUTES:
+    if _method.service not in vars(RemoteService):  # sessions: refused, they read this machine's transcripts
+        setattr(RemoteService, _method.service, _query_call(_method))
