@@ -57,9 +57,20 @@ class SessionListResponse(_Reply):
     problems: list[str]
 
 
-class SessionStatusResponse(SessionIndexStatus):
+class SessionStatusResponse(_Reply):
+    """sessionsStatus: the session, then its status object's fields (in Vapor's order, so not a subclass)."""
+
     session_id: str
     source: str
+    status: Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]
+    can_search: bool
+    needs_update: bool
+    needs_repair: bool
+    chunks: int
+    vectors: int
+    coverage: float
+    model: str
+    message: str
 
 
 def _absent(value: Any) -> bool:
@@ -85,14 +96,21 @@ class SessionContextResponse(_Reply):
     count: int
 
 
-class SessionActionResponse(SessionDescription):
+class SessionActionResponse(_Reply):
     """sessionsImport, sessionsUpdate, sessionsRepair: what was read and embedded (repair: `embedded` only;
-    nothing when the source could not be read, then its problem is in index_status.message)."""
+    nothing when the source could not be read, then its problem is in index_status.message), then the session."""
 
     action: Literal["import", "update", "repair"]
     messages: int | None = Field(default=None, exclude_if=_absent)
     chunks: int | None = Field(default=None, exclude_if=_absent)
     embedded: int | None = Field(default=None, exclude_if=_absent)
+    source: str
+    session_id: str
+    title: str
+    directory: str
+    updated_at: str
+    message_count: int
+    index_status: SessionIndexStatus
 
 
 SessionsResponse = (
