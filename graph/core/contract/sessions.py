@@ -57,20 +57,13 @@ class SessionListResponse(_Reply):
     problems: list[str]
 
 
-class SessionStatusResponse(_Reply):
-    """sessionsStatus: the session, then its status object's fields (in Vapor's order, so not a subclass)."""
-
+class _SessionRef(_Reply):
     session_id: str
     source: str
-    status: Literal["missing", "repair_needed", "indexing", "dirty", "partial", "ready"]
-    can_search: bool
-    needs_update: bool
-    needs_repair: bool
-    chunks: int
-    vectors: int
-    coverage: float
-    model: str
-    message: str
+
+
+class SessionStatusResponse(SessionIndexStatus, _SessionRef):
+    """sessionsStatus: the session, then its status object (a model's later base comes first in its fields)."""
 
 
 def _absent(value: Any) -> bool:
@@ -96,21 +89,18 @@ class SessionContextResponse(_Reply):
     count: int
 
 
-class SessionActionResponse(_Reply):
-    """sessionsImport, sessionsUpdate, sessionsRepair: what was read and embedded (repair: `embedded` only;
-    nothing when the source could not be read, then its problem is in index_status.message), then the session."""
+class _ActionCounts(_Reply):
+    """What an action read and embedded (repair: `embedded` only; nothing when the source could not be
+    read, then its problem is in index_status.message)."""
 
     action: Literal["import", "update", "repair"]
     messages: int | None = Field(default=None, exclude_if=_absent)
     chunks: int | None = Field(default=None, exclude_if=_absent)
     embedded: int | None = Field(default=None, exclude_if=_absent)
-    source: str
-    session_id: str
-    title: str
-    directory: str
-    updated_at: str
-    message_count: int
-    index_status: SessionIndexStatus
+
+
+class SessionActionResponse(SessionDescription, _ActionCounts):
+    """sessionsImport, sessionsUpdate, sessionsRepair: the counts first, then the session."""
 
 
 SessionsResponse = (
