@@ -18,11 +18,11 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import (
     BackgroundStatusRequest,
@@ -83,6 +83,20 @@ def failure_from_body(body: Any, status: int, retrieval: bool) -> ContractFailur
         return FlowbabyError(ErrorCode(code), message, **details)
     # A code this client does not know yet (a newer server): kept, under the generic code.
     return FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{message} ({code})", serverErrorCode=code, **details)
+
+
+Reply = TypeVar("Reply", bound=BaseModel)
+
+
+def answered(model: type[Reply], reply: Any) -> Reply:
+    """A typed operation's reply as its model; one that is not (a server of another version) is FLOWBABY_ERROR."""
+    try:
+        return model.model_validate(reply)
+    except ValidationError as exc:
+        message = (
+            f"The team server answered with a {model.__name__} this client does not read: {exc.errors()[0]['msg']}"
+        )
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message) from None
 
 
 if TYPE_CHECKING:  # the body routes' operations are made from the method table below: checked as the Protocol's
@@ -201,7 +215,7 @@ class RemoteService(_Operations):
                 f"The team server {self.server.url} did not accept the token from {self.server.source}",
                 server=self.server.url,
             )
-        return HealthResponse.model_validate(reply)
+        return answered(HealthResponse, reply)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
@@ -227,21 +241,21 @@ class RemoteService(_Operations):
         return reply
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
-        return IndexStatusResponse.model_validate(await self._request("GET", "/api/agent/index/status"))
+        return answered(IndexStatusResponse, await self._request("GET", "/api/agent/index/status"))
 
     async def repair(self) -> RepairResponse:
-        return RepairResponse.model_validate(self._watch(await self._request("POST", "/api/agent/index/repair")))
+        return answered(RepairResponse, self._watch(await self._request("POST", "/api/agent/index/repair")))
 
     async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
     ) -> MemoryContextResponse:
         path = f"/api/agent/memories/{quote(topic_id, safe='')}/context"
         query_string = {"q": query, "hops": hops, "version": version}
-        return MemoryContextResponse.model_validate(await self._request("GET", path, query=query_string))
+        return answered(MemoryContextResponse, await self._request("GET", path, query=query_string))
 
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         reply = await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}")
-        return MemoryVersionsResponse.model_validate({key: reply[key] for key in ("success", "topicId", "versions")})
+        return answered(MemoryVersionsResponse, {key: reply.get(key) for key in ("success", "topicId", "versions")})
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
@@ -260,7 +274,7 @@ class RemoteService(_Operations):
         if request.topicId is not None and request.filter is None:
             query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
             path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
-            return ForgetMemoryResponse.model_validate(await self._request("DELETE", path, query=query))
+            return answered(ForgetMemoryResponse, await self._request("DELETE", path, query=query))
         reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
         return reply
 
@@ -270,13 +284,13 @@ class RemoteService(_Operations):
         return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
 
     async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
-        return GraphStatsResponse.model_validate(await self._request("GET", "/api/graph/stats", query={"top": top}))
+        return answered(GraphStatsResponse, await self._request("GET", "/api/graph/stats", query={"top": top}))
 
     async def _typed_body(self, method: Method, request: BaseModel) -> Any:
         body = request.model_dump(mode="json", exclude_unset=True)
         reply = self._watch(dict(await self._request(*_route(method), body=body)))
         assert method.response is not None
-        return method.response.model_validate(reply)
+        return answered(method.response, reply)
 
     async def sessions(self, op: SessionOp, request: SessionsRequest) -> SessionsResponse:
         raise FlowbabyError(
@@ -290,7 +304,7 @@ class RemoteService(_Operations):
         return {"watching": False}
 
     async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
-        return ImpliedSupersessionsResponse.model_validate(await self._request("GET", "/api/agent/supersessions"))
+        return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
     async def briefing(self, params: Any = None) -> dict[str, Any]:
         return self._hooks_unavailable()
@@ -352,7 +366,7 @@ def _query_call(method: Method) -> Callable[..., Awaitable[Any]]:
         query = {name: fields[name] for name in method.query}
         reply = await self._request(*_route(method), retrieval=method.retrieval_errors, query=query)
         assert method.response is not None
-        return method.response.model_validate(reply)
+        return answered(method.response, reply)
 
     call.__name__ = call.__qualname__ = method.service
     call.__signature__ = signature  # type: ignore[attr-defined]

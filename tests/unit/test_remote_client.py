@@ -259,3 +259,25 @@ def test_token_shapes_that_are_accepted(paths: Any, tmp_path: Path, monkeypatch:
         path.chmod(0o600)
         monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(path))
         assert server_settings(paths).token == token  # type: ignore[union-attr]
+
+
+def test_a_reply_that_is_not_the_operations_model_is_a_contract_failure(paths: Any) -> None:
+    """A typed operation's reply is read into its model: a server answering another shape (another version,
+    a proxy) is FLOWBABY_ERROR, never a pydantic error escaping to the front."""
+    from graph.remote.settings import ServerSettings
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"success": True, "memories": "many"})
+
+    async def run() -> FlowbabyError:
+        server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
+        service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
+        try:
+            with pytest.raises(FlowbabyError) as caught:
+                await service.health()
+            return caught.value
+        finally:
+            await service.close()
+
+    failure = asyncio.run(run())
+    assert failure.code is ErrorCode.FLOWBABY_ERROR and "HealthResponse" in failure.message
