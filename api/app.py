@@ -15,44 +15,38 @@ from typing import Any, Literal, cast
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
 
-import graph.core.jsonwire as jsonwire
 from api.browser import browser_routes
 from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_tools import build_mcp_server
+from api.table_routes import document_bodies, json_body, table_routes
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from graph import __version__
 from graph.api import MemoryService, WorkspacePaths, namespace_for, service_record
 from graph.core.contract import (
-    AuditTailRequest,
-    AuditTailResponse,
     ContractFailure,
     ErrorCode,
-    ExportMemoriesResponse,
     FlowbabyError,
+    ForgetMemoryRequest,
     ForgetMemoryResponse,
     GetMemoryResponse,
-    GraphSnapshotRequest,
-    GraphSnapshotResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
-    IndexStatusResponse,
     ListMemoriesResponse,
     MemoryContextResponse,
     PublicHealthResponse,
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    SessionDescription,
+    SessionsRequest,
     validate_request,
     validate_retrieval,
 )
-from graph.core.methods import BODY_ROUTES, METHODS, Method
 
 log = logging.getLogger("flowbaby.api")
 
@@ -86,65 +80,16 @@ def _failure(body: dict[str, Any]) -> JSONResponse:
     return JSONResponse(body, status_code=STATUS.get(body["errorCode"], 500), headers=headers)
 
 
-async def _json_body(request: Request, retrieval: bool) -> Any:
-    try:
-        return jsonwire.loads(await request.body() or b"null")
-    except jsonwire.JSONInputError as exc:
-        message = f"Body is not valid JSON: {exc}"
-        if retrieval:
-            raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message) from None
-        raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, message) from None
-
-
-BODIES: dict[str, type[BaseModel]] = {
-    method.http.split(" ")[1].split("?")[0]: method.body for method in METHODS if method.http and method.body
-}
-"""Bodies are parsed by the service (so errors read as in the bridge), not by FastAPI;
-the OpenAPI document still names their contract models (the method table's `body`)."""
-
-
-def _body_route(app: FastAPI, service: MemoryService, method: Method) -> None:
-    """The route of a row of the method table that hands its JSON body to the service (BODY_ROUTES)."""
-    assert method.http is not None
-    verb, path = method.http.split(" ")
-
-    async def route(request: Request) -> Any:
-        return await getattr(service, method.service)(await _json_body(request, retrieval=False))
-
-    app.add_api_route(
-        path,
-        route,
-        methods=[verb],
-        status_code=method.status,
-        response_model=method.response,
-        name=method.service,
-        summary=method.bridge,
-    )
-
-
-def _document_bodies(app: FastAPI) -> dict[str, Any]:
-    """The generated OpenAPI document, with each body's model and the models it uses
-    registered under components/schemas, so $refs resolve for clients and fuzzers."""
-    if app.openapi_schema is None:
-        spec = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
-        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
-        for path, model in BODIES.items():
-            schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-            schemas.update(schema.pop("$defs", {}))
-            schemas[model.__name__] = schema
-            ref = {"$ref": f"#/components/schemas/{model.__name__}"}
-            spec["paths"][path]["post"]["requestBody"] = {
-                "required": True,
-                "content": {"application/json": {"schema": ref}},
-            }
-        app.openapi_schema = spec
-    return app.openapi_schema
-
-
 def _given(**params: Any) -> dict[str, Any]:
     """A route's parameters for the service, without those the request left out (None), so the
     contract's own defaults apply."""
     return {key: value for key, value in params.items() if value is not None}
+
+
+def _session(**params: Any) -> SessionsRequest:
+    """The sessions operation's request of a hand-written route (one it shares with another operation)."""
+    request: SessionsRequest = validate_retrieval(SessionsRequest, params)
+    return request
 
 
 def list_params(request: Request) -> dict[str, Any]:
@@ -254,7 +199,7 @@ def create_app(
     @app.get("/api/health", response_model=HealthResponse | PublicHealthResponse)
     async def health(
         request: Request, challenge: str | None = Query(None, pattern="^[0-9a-f]{32,128}$")
-    ) -> dict[str, Any] | JSONResponse:
+    ) -> HealthResponse | JSONResponse:
         """Without the token: only that it is up, and its version (no path, no pid); with a
         `challenge`, the proof that it holds this workspace's token (`flowbaby ui` asks before it sends it)."""
         if AUTHORIZED.get():
@@ -263,13 +208,12 @@ def create_app(
         proof = service_record.server_proof(token, port, challenge) if challenge else None
         return JSONResponse(PublicHealthResponse(version=__version__, proof=proof).model_dump(exclude_none=True))
 
-    for method in BODY_ROUTES:
-        _body_route(app, service, method)
+    table_routes(app, service)
 
     @app.post("/api/agent/retrieve")
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
         markdown = format == "markdown"
-        reply = await service.retrieve(await _json_body(request, retrieval=True), markdown=markdown)
+        reply = await service.retrieve(await json_body(request, retrieval=True), markdown=markdown)
         # Accept: application/json asks for the whole retrieveMemory reply (entries too): remote clients.
         as_text = markdown and "application/json" not in request.headers.get("accept", "")
         return PlainTextResponse(reply["markdown"], media_type="text/markdown") if as_text else reply
@@ -288,30 +232,28 @@ def create_app(
     @app.get("/api/agent/search")
     async def search(
         q: str = "", limit: int = 20, session_id: str | None = None, cwd: str | None = None, source: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Any:
         """With session_id (or cwd, for its current session): that session's turns; else memory chunks."""
         if session_id or cwd:
             if not session_id:
-                current = await service.sessions("current", {"cwd": cwd, "source": source})
-                session_id = current["session_id"]
-            return await service.sessions(
-                "search", {"session_id": session_id, "q": q, "limit": limit, "source": source}
-            )
+                current = await service.sessions("current", _session(cwd=cwd, source=source))
+                session_id = cast(SessionDescription, current).session_id
+            return await service.sessions("search", _session(session_id=session_id, q=q, limit=limit, source=source))
         return await service.search_chunks({"q": q, "limit": limit})
 
     @app.get("/api/agent/index/status")
     async def index_status(session_id: str | None = None, cwd: str | None = None, source: str | None = None) -> Any:
         """A session's index status (by id, or the current one under cwd); without either, the memory index."""
         if session_id or cwd:
-            return await service.sessions("status", {"session_id": session_id, "cwd": cwd, "source": source})
-        return IndexStatusResponse.model_validate(await service.index_status()).model_dump(mode="json")
+            return await service.sessions("status", _session(session_id=session_id, cwd=cwd, source=source))
+        return await service.index_status()
 
     @app.post("/api/agent/index/repair", response_model=RepairResponse)
-    async def repair() -> dict[str, Any]:
+    async def repair() -> RepairResponse:
         return await service.repair()
 
     @app.get("/api/agent/supersessions", response_model=ImpliedSupersessionsResponse)
-    async def implied_supersessions() -> dict[str, Any]:
+    async def implied_supersessions() -> ImpliedSupersessionsResponse:
         return await service.implied_supersessions()
 
     @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
@@ -327,82 +269,21 @@ def create_app(
     @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
     async def forget_memory(
         topic_id: str, version: int | None = None, dryRun: bool = False, scope: str | None = None
-    ) -> dict[str, Any]:
+    ) -> ForgetMemoryResponse:
         """forgetMemory of one topic (every version), or of one version with ?version=N; ?scope=user."""
-        return await service.forget_memory(_given(topicId=topic_id, dryRun=dryRun, version=version, scope=scope))
-
-    @app.get("/api/agent/export", response_model=ExportMemoriesResponse)
-    async def export_memories(cursor: str | None = None, limit: int = 500, scope: str | None = None) -> dict[str, Any]:
-        """exportMemories: one page of every version, oldest first (the export file's lines); ?scope=user."""
-        return await service.export_memories(_given(limit=limit, cursor=cursor, scope=scope))
+        params = _given(topicId=topic_id, dryRun=dryRun, version=version, scope=scope)
+        return await service.forget_memory(validate_request(ForgetMemoryRequest, params))
 
     @app.get("/api/agent/memories/{topic_id}/context", response_model=MemoryContextResponse)
     async def memory_context(
         topic_id: str, q: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         return await service.memory_context(topic_id, q, hops, version)
-
-    @app.get("/api/graph", response_model=GraphSnapshotResponse)
-    async def graph_snapshot(topicId: str | None = None, hops: int = 2) -> Response:
-        """Serialised by pydantic directly: FastAPI's own encoding of 2,000 nodes took ~70 ms."""
-        request = validate_retrieval(GraphSnapshotRequest, _given(hops=hops, topicId=topicId))
-        reply = await service.graph_snapshot(request)
-        return Response(reply.model_dump_json(), media_type="application/json")
-
-    @app.get("/api/agent/audit", response_model=AuditTailResponse)
-    async def audit_tail(limit: int = 100) -> AuditTailResponse:
-        """The newest audit entries, newest first (the memory browser's activity feed)."""
-        return await service.audit_tail(validate_request(AuditTailRequest, {"limit": limit}))
 
     @app.get("/api/graph/stats", response_model=GraphStatsResponse)
     async def graph_stats(top: int = 10) -> GraphStatsResponse:
         return await service.graph_summary(max(1, min(top, 100)))
 
-    _session_routes(app, service)
     browser_routes(app, tenancy)
-    app.openapi = lambda: _document_bodies(app)  # type: ignore[method-assign]
+    app.openapi = lambda: document_bodies(app)  # type: ignore[method-assign]
     return app
-
-
-def _session_routes(app: FastAPI, service: MemoryService) -> None:
-    """Vapor's agent-memory routes over the agents' own sessions (graph/sessions), and ours beyond it."""
-
-    @app.get("/api/agent/current-session")
-    async def current_session(cwd: str | None = None, source: str | None = None) -> dict[str, Any]:
-        return await service.sessions("current", {"cwd": cwd, "source": source})
-
-    @app.get("/api/agent/sessions")
-    async def sessions(cwd: str | None = None, source: str | None = None) -> dict[str, Any]:
-        return await service.sessions("list", {"cwd": cwd, "source": source})
-
-    @app.get("/api/agent/sessions/search")
-    async def sessions_search(
-        q: str = "", cwd: str | None = None, source: str | None = None, limit: int = 20, abstain: bool = False
-    ) -> dict[str, Any]:
-        params = {"q": q, "cwd": cwd, "source": source, "limit": limit, "abstain": abstain}
-        return await service.sessions("search_all", params)
-
-    @app.get("/api/agent/sessions/{session_id}/search")
-    async def session_search(
-        session_id: str, q: str = "", limit: int = 20, source: str | None = None, abstain: bool = False
-    ) -> Any:
-        params = {"session_id": session_id, "q": q, "limit": limit, "source": source, "abstain": abstain}
-        return await service.sessions("search", params)
-
-    @app.get("/api/agent/sessions/{session_id}/context")
-    async def session_context(
-        session_id: str, q: str = "", context_turns: int = 2, limit: int = 3, source: str | None = None
-    ) -> dict[str, Any]:
-        params = {"session_id": session_id, "q": q, "context_turns": context_turns, "limit": limit, "source": source}
-        return await service.sessions("context", params)
-
-    def action_route(action: Literal["import", "update", "repair"]) -> None:
-        async def run(session_id: str, source: str | None = None) -> dict[str, Any]:
-            return await service.sessions(action, {"session_id": session_id, "source": source})
-
-        app.add_api_route(
-            f"/api/agent/sessions/{{session_id}}/{action}", run, methods=["POST"], name=f"session_{action}"
-        )
-
-    for action in ("import", "update", "repair"):
-        action_route(action)

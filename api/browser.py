@@ -89,9 +89,10 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
     @app.get("/api/agent/memory/context", response_model=MemoryContextResponse)
     async def memory_context(
         topicId: str, q: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         """`/api/agent/memories/{topicId}/context` with the topicId as a query parameter."""
-        return dict(await service.memory_context(topicId, q, hops, version))
+        context: MemoryContextResponse = await service.memory_context(topicId, q, hops, version)
+        return context
 
     @app.post("/api/ui/codes", status_code=201)
     async def mint_code(request: Request) -> dict[str, Any]:

@@ -180,7 +180,7 @@ class Idioms:
             log.debug("the memory list could not be read", exc_info=True)
             return None
         newest = page["memories"][0] if page["memories"] else {}
-        return health.get("memories"), f"{newest.get('memoryId')}:{newest.get('stagedAt')}"
+        return health.memories, f"{newest.get('memoryId')}:{newest.get('stagedAt')}"
 
 
 def _connection_key(ctx: ServerRequestContext[Any, Any]) -> str:

@@ -31,8 +31,11 @@ from graph.core.contract import (
     ContractFailure,
     ErrorCode,
     FlowbabyError,
+    ForgetMemoryRequest,
     GetMemoriesRequest,
+    SessionsRequest,
     validate_request,
+    validate_retrieval,
 )
 
 log = logging.getLogger("flowbaby.mcp")
@@ -163,8 +166,10 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def success(reply: dict[str, Any], text: str | None = None) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text or _text(reply))], structured_content=reply)
+def success(reply: dict[str, Any] | BaseModel, text: str | None = None) -> CallToolResult:
+    """A reply as the tool's result: its JSON as text, and as the structured content."""
+    body = reply.model_dump(mode="json") if isinstance(reply, BaseModel) else reply
+    return CallToolResult(content=[TextContent(type="text", text=text or _text(body))], structured_content=body)
 
 
 def markdown_only(text: str) -> CallToolResult:
@@ -278,7 +283,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
                 raise FlowbabyError(
                     ErrorCode.INVALID_PAYLOAD, 'Field "filter" is not offered to agents', fields=["filter"]
                 )
-            return success(await service.forget_memory(params, agent_name=agent))
+            request = validate_request(ForgetMemoryRequest, params)
+            return success(await service.forget_memory(request, agent_name=agent))
 
         return await framed(FORGET, call)
 
@@ -402,8 +408,11 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     ) -> CallToolResult:
         async def call() -> CallToolResult:
             if sessionId:
-                return success(await service.sessions("search", {"session_id": sessionId, "q": query, "limit": limit}))
-            return success(await service.sessions("search_all", {"q": query, "limit": limit}))
+                request = validate_retrieval(SessionsRequest, {"session_id": sessionId, "q": query, "limit": limit})
+                return success(await service.sessions("search", request))
+            return success(
+                await service.sessions("search_all", validate_retrieval(SessionsRequest, {"q": query, "limit": limit}))
+            )
 
         return await framed(SESSIONS, call)
 

@@ -203,7 +203,7 @@ async def _lifetime(
         fronts, last_call = service.front_activity() if isinstance(service, FlowbabyService) else (0, 0.0)
         try:
             health = await service.health()  # through an owner that left, this call takes the workspace over
-            pending = health["pendingOperations"] if health.get("graphBuilding", True) else 0
+            pending = health.pendingOperations if health.graphBuilding else 0
         except Exception:  # noqa: BLE001 - an owner in trouble: stay, the next tick asks again
             pending = 1
         now = (state.total_requests, last_call)

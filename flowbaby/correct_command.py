@@ -15,6 +15,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from flowbaby.owner_line import call_json
 from flowbaby.scope_option import scope_argument, scoped
 
 EDITOR_NAME = "person"
@@ -102,6 +103,6 @@ async def run_correction(args: argparse.Namespace, service: Any) -> dict[str, An
     """edit: the new version's ingest reply; supersede: confirmSupersession's reply."""
     if args.memories_command == "supersede":
         params = {"olderTopicId": args.older, "newerTopicId": args.newer, "listed": False}
-        return dict(await service.confirm_supersession(params))
+        return await call_json(service, "confirm_supersession", params)
     latest = (await service.get_memory(scoped(args, {"topicId": args.topic_id})))["latest"]
     return dict(await service.ingest(scoped(args, edit_params(args, latest, args.topic_id))))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
-from flowbaby.owner_line import OwnerLine, failure_body, open_for
+from flowbaby.owner_line import OwnerLine, call_json, failure_body, open_for
 from flowbaby.scope_option import scope_argument, scoped
 from graph.core.filter_conditions import FILTER_CONDITIONS
 
@@ -117,7 +117,7 @@ def forget_params(args: argparse.Namespace) -> dict[str, Any]:
 async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
     """A dry run first; then, unless --dry-run, the confirmation (or --yes) and the forget."""
     params = scoped(args, forget_params(args))
-    counted = await service.forget_memory({**params, "dryRun": True})
+    counted = await call_json(service, "forget_memory", {**params, "dryRun": True})
     if args.dry_run or not counted["versions"]:
         return counted
     if not args.yes:
@@ -134,7 +134,7 @@ async def _forget(args: argparse.Namespace, service: MemoryService) -> dict[str,
             return {**counted, "cancelled": True}
     if not args.wait and isinstance(service, OwnerLine):
         params["waitForStores"] = False  # the owner finishes the graph step; this process owns nothing to wait for
-    return await service.forget_memory(params)
+    return await call_json(service, "forget_memory", params)
 
 
 async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, Any]:
@@ -154,7 +154,7 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
             fields["metadata"] = {"topicId": args.topic_id}
         return await service.store_memory(scoped(args, {**fields, "agentName": "flowbaby-cli"}))
     if args.memories_command == "restore":
-        return await service.restore_memory(scoped(args, {"topicId": args.topic_id}))
+        return await call_json(service, "restore_memory", scoped(args, {"topicId": args.topic_id}))
     shown = {"topicId": args.topic_id}
     return await service.get_memory({**shown, "scope": args.scope} if args.scope else shown)
 
@@ -232,7 +232,7 @@ async def export_to(service: MemoryService, out: IO[str], scope: str = "project"
         cursor: str | None = None
         header: dict[str, Any] = {}
         while True:
-            page = await service.export_memories({**given, "cursor": cursor} if cursor else given)
+            page = await call_json(service, "export_memories", {**given, "cursor": cursor} if cursor else given)
             header = page["header"] or header
             for memory in page["memories"]:
                 body.write(json.dumps(memory, ensure_ascii=False) + "\n")
@@ -304,7 +304,8 @@ async def import_from(
     for dry_run in (True, False):
         for batch in batches:
             try:
-                reply = await service.import_memories({**given, "memories": [r for _, r in batch], "dryRun": dry_run})
+                params = {**given, "memories": [r for _, r in batch], "dryRun": dry_run}
+                reply = await call_json(service, "import_memories", params)
             except FlowbabyError as error:
                 raise ImportRefused(_line_of(error, batch)) from None
             if not dry_run:

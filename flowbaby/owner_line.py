@@ -93,33 +93,31 @@ class OwnerLine:
     async def store_memory(self, params: Any) -> dict[str, Any]:
         return dict(self.call("store_memory", params=params, origin=self.origin))
 
-    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("confirm_supersession", params=params))
-
-    async def restore_memory(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("restore_memory", params=params))
-
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
-        return dict(self.call("forget_memory", params=params, agent_name=agent_name))
-
     async def retrieve(
         self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
     ) -> dict[str, Any]:
         origin = origin or self.origin
         return dict(self.call("retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin))
 
-    async def index_status(self) -> dict[str, Any]:
-        return dict(self.call("index_status"))
-
     async def background_status(self, params: Any) -> dict[str, Any]:
         return dict(self.call("background_status", params=params))
-
-    async def repair(self, params: Any = None) -> dict[str, Any]:
-        return dict(self.call("repair", params=params))
 
     async def close(self, grace_sec: float = 0.0, *, hand_on: bool = False) -> None:
         """The owner goes on; only this connection ends."""
         self._conn.close()
+
+
+async def call_json(service: Any, operation: str, params: Any = None, **kwargs: Any) -> dict[str, Any]:
+    """A typed operation with a command's params (None: it takes none), its reply as JSON. Through the owner
+    the params go as they are and the owner validates them (so the command imports no pydantic); a service
+    of this process gets the contract model (graph.core.methods PARSERS: validated with the same errors)."""
+    if isinstance(service, OwnerLine):
+        return dict(service.call(operation, **kwargs, **({} if params is None else {"request": params})))
+    from graph.core.methods import PARSERS
+
+    request = () if params is None else (PARSERS[operation](params),)
+    reply = await getattr(service, operation)(*request, **kwargs)
+    return dict(reply.model_dump(mode="json"))
 
 
 def _contract_failure(method: str, reply: dict[str, Any]) -> Exception:

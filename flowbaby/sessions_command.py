@@ -45,22 +45,29 @@ def add_sessions_command(commands: Any) -> None:
 
 
 async def _call(service: Any, args: argparse.Namespace) -> dict[str, Any]:
-    base: dict[str, Any] = {"source": args.source}
+    """The reply's JSON: one operation's, or each session's under --all."""
+    from graph.core.contract import SessionsRequest, validate_retrieval
+
+    async def call(op: str, **params: Any) -> dict[str, Any]:
+        request = validate_retrieval(SessionsRequest, {"source": args.source, **params})
+        reply: dict[str, Any] = (await service.sessions(op, request)).model_dump(mode="json")
+        return reply
+
     if args.action == "list":
-        return dict(await service.sessions("list", {**base, "cwd": args.cwd}))
+        return await call("list", cwd=args.cwd)
     if args.action == "search":
-        params = {**base, "q": args.query, "limit": args.limit, "abstain": args.abstain}
+        params = {"q": args.query, "limit": args.limit, "abstain": args.abstain}
         if args.session:
-            return dict(await service.sessions("search", {**params, "session_id": args.session}))
-        return dict(await service.sessions("search_all", {**params, "cwd": args.cwd}))
+            return await call("search", **params, session_id=args.session)
+        return await call("search_all", **params, cwd=args.cwd)
     if args.session_id:
-        return dict(await service.sessions(args.action, {**base, "session_id": args.session_id}))
-    listed = await service.sessions("list", {**base, "cwd": args.cwd})
-    done = [
-        await service.sessions(args.action, {"session_id": s["session_id"], "source": s["source"]})
-        for s in listed["sessions"]
-    ]
-    return {"sessions": done}
+        return await call(args.action, session_id=args.session_id)
+    listed = await call("list", cwd=args.cwd)
+    return {
+        "sessions": [
+            await call(args.action, session_id=s["session_id"], source=s["source"]) for s in listed["sessions"]
+        ]
+    }
 
 
 async def _run(args: argparse.Namespace) -> int:

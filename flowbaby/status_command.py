@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowbaby.owner_line import failure_body, open_for
+from flowbaby.owner_line import call_json, failure_body, open_for
 from graph.core.hook_problems import hook_problems, problems_text
 from graph.core.workspace_root import DATA_DIR
 
@@ -46,7 +46,7 @@ async def _status(service: MemoryService) -> dict[str, Any]:
         with contextlib.suppress(Exception):  # the index status then says what is wrong
             await asyncio.wait_for(service.flush_vectors(), WARM_UP_SEC)
     return {
-        "index": await service.index_status(),
+        "index": await call_json(service, "index_status"),
         "background": await service.background_status({}),
     }
 
@@ -101,13 +101,13 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"flowbaby {args.command}: {root} is not a flowbaby workspace (no .flowbaby/ folder)", file=sys.stderr)
         return EXIT_NOT_A_WORKSPACE
     service = await open_for(args.command, str(root))
-    if not hasattr(service, "index_status"):  # a FlowbabyError: open_service said why on stderr
+    if not hasattr(service, "background_status"):  # a FlowbabyError: open_service said why on stderr
         from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE
     try:
         if args.command == "repair":
-            reply = await service.repair()
+            reply = await call_json(service, "repair")
             text = (
                 f"re-queued the graph of {reply['requeuedMemories']} memories"
                 + (f" (operation {reply['operationId']})" if reply.get("operationId") else "")

@@ -18,6 +18,7 @@ from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
+    MemoryVersionsResponse,
     format_timestamp,
     utc_now,
     validate_request,
@@ -37,7 +38,7 @@ class Importer(Protocol):
     """The two service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
 
     async def ingest(self, params: Any, *, bulk: bool = ...) -> dict[str, Any]: ...
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]: ...
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse: ...
 
 
 def workspace_redactor(base: Path) -> Redactor:
@@ -65,7 +66,7 @@ async def _stage(service: Importer, payload: dict[str, Any]) -> str:
     """`added`, `updated` (a new version) or `unchanged`."""
     topic_id = payload["metadata"]["topicId"]
     try:
-        versions = (await service.memory_versions(topic_id))["versions"]
+        versions = (await service.memory_versions(topic_id)).model_dump(mode="json")["versions"]
     except ContractFailure as failure:
         if failure.code.value != ErrorCode.NOT_FOUND.value:
             raise

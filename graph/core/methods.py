@@ -19,21 +19,31 @@ from typing import Any
 from pydantic import BaseModel
 
 from graph.core.contract import (
+    SESSION_REPLIES,
+    AuditTailRequest,
+    AuditTailResponse,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ExportMemoriesRequest,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GraphSnapshotRequest,
+    GraphSnapshotResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
+    SessionOp,
+    SessionsRequest,
     StoreMemoryResponse,
+    validate_request,
     validate_retrieval,
 )
+from graph.core.contract.base import _Strict
 
 
 class Reply(str, Enum):
@@ -68,12 +78,47 @@ class Method:
     status: int = 200
     """Its HTTP route's success status, where the route is made from this row."""
     parse: Callable[[Any], BaseModel] | None = None
-    """A typed operation (it takes a contract model, not params): how the bridge validates the params
-    into it, with the error its callers parse."""
+    """A typed operation (it takes a contract model, not params): how the bridge and the HTTP route validate
+    the params into it, with the error its callers parse."""
+    query: tuple[str, ...] = ()
+    """A typed operation's route without a body: the query parameters it takes (its path names the others);
+    the HTTP app makes it from this row (api/table_routes.py)."""
+
+    @property
+    def retrieval_errors(self) -> bool:
+        """Its request's faults are INVALID_REQUEST in the retrieval shape (its parse is validate_retrieval)."""
+        return isinstance(self.parse, partial) and self.parse.func is validate_retrieval
 
 
-def _sessions(op: str, bridge: str, http: str | None) -> Method:
-    return Method("sessions", bridge, http, "flowbaby_searchSessions" if op == "search_all" else None, args=(op,))
+def _body(service: str, bridge: str, http: str, request: type[_Strict], response: type[BaseModel]) -> Method:
+    """A typed operation whose HTTP route takes its request as the JSON body (errors: INVALID_PAYLOAD)."""
+    return Method(service, bridge, http, body=request, response=response, parse=partial(validate_request, request))
+
+
+def _query(
+    service: str,
+    bridge: str | None,
+    http: str,
+    request: type[_Strict],
+    response: type[BaseModel],
+    query: tuple[str, ...],
+    errors: Callable[[type[_Strict], Any], Any] = validate_request,
+) -> Method:
+    """A typed operation whose HTTP route takes its request's fields from the query string."""
+    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query)
+
+
+def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
+    return Method(
+        "sessions",
+        bridge,
+        http,
+        "flowbaby_searchSessions" if op == "search_all" else None,
+        args=(op,),
+        response=SESSION_REPLIES[op],
+        parse=partial(validate_retrieval, SessionsRequest),
+        query=query,
+    )
 
 
 METHODS: tuple[Method, ...] = (
@@ -108,54 +153,66 @@ METHODS: tuple[Method, ...] = (
         kwargs={"markdown": True},
     ),
     Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
-    Method("repair", "repair", "POST /api/agent/index/repair"),
+    Method("repair", "repair", "POST /api/agent/index/repair", params=False),
     Method("graph_summary", "graphStats", "GET /api/graph/stats", params=False),
-    Method(
-        "graph_snapshot", "graphSnapshot", "GET /api/graph", parse=partial(validate_retrieval, GraphSnapshotRequest)
+    _query(
+        "graph_snapshot",
+        "graphSnapshot",
+        "GET /api/graph",
+        GraphSnapshotRequest,
+        GraphSnapshotResponse,
+        ("topicId", "hops"),
+        validate_retrieval,
     ),
-    Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions"),
-    Method(
+    Method("implied_supersessions", "listImpliedSupersessions", "GET /api/agent/supersessions", params=False),
+    _body(
         "confirm_supersession",
         "confirmSupersession",
         "POST /api/agent/supersessions/confirm",
-        body=ConfirmSupersessionRequest,
-        response=ConfirmSupersessionResponse,
+        ConfirmSupersessionRequest,
+        ConfirmSupersessionResponse,
     ),
     Method("memory_versions"),
     Method("list_memories", "listMemories", "GET /api/agent/memories"),
     Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
-    Method(
+    _body(
         "restore_memory",
         "restoreMemory",
         "POST /api/agent/memories/restore",
-        body=RestoreMemoryRequest,
-        response=RestoreMemoryResponse,
+        RestoreMemoryRequest,
+        RestoreMemoryResponse,
     ),
     # flowbaby_forgetMemory is offered to agents only with FLOWBABY_AGENT_FORGET=1 (section 20.3).
-    Method(
-        "forget_memory",
-        "forgetMemory",
-        "POST /api/agent/memories/forget",
-        body=ForgetMemoryRequest,
-        response=ForgetMemoryResponse,
+    _body(
+        "forget_memory", "forgetMemory", "POST /api/agent/memories/forget", ForgetMemoryRequest, ForgetMemoryResponse
     ),
-    Method("export_memories", "exportMemories", "GET /api/agent/export"),
-    Method(
-        "import_memories",
-        "importMemories",
-        "POST /api/agent/import",
-        body=ImportMemoriesRequest,
-        response=ImportMemoriesResponse,
+    _query(
+        "export_memories",
+        "exportMemories",
+        "GET /api/agent/export",
+        ExportMemoriesRequest,
+        ExportMemoriesResponse,
+        ("cursor", "limit", "scope"),
     ),
+    _body("import_memories", "importMemories", "POST /api/agent/import", ImportMemoriesRequest, ImportMemoriesResponse),
     Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
     Method("search_chunks", http="GET /api/agent/search"),
-    Method("audit_tail", http="GET /api/agent/audit"),
-    _sessions("list", "sessionsList", "GET /api/agent/sessions"),
-    _sessions("current", "sessionsCurrent", "GET /api/agent/current-session"),
-    _sessions("status", "sessionsStatus", "GET /api/agent/index/status?session_id="),
-    _sessions("search", "sessionsSearch", "GET /api/agent/sessions/{session_id}/search"),
-    _sessions("search_all", "sessionsSearchAll", "GET /api/agent/sessions/search"),
-    _sessions("context", "sessionsContext", "GET /api/agent/sessions/{session_id}/context"),
+    _query("audit_tail", None, "GET /api/agent/audit", AuditTailRequest, AuditTailResponse, ("limit",)),
+    _sessions("list", "sessionsList", "GET /api/agent/sessions", ("cwd", "source")),
+    _sessions("current", "sessionsCurrent", "GET /api/agent/current-session", ("cwd", "source")),
+    _sessions("status", "sessionsStatus", "GET /api/agent/index/status?session_id="),  # shared with indexStatus
+    _sessions(
+        "search", "sessionsSearch", "GET /api/agent/sessions/{session_id}/search", ("q", "limit", "source", "abstain")
+    ),
+    _sessions(
+        "search_all", "sessionsSearchAll", "GET /api/agent/sessions/search", ("q", "cwd", "source", "limit", "abstain")
+    ),
+    _sessions(
+        "context",
+        "sessionsContext",
+        "GET /api/agent/sessions/{session_id}/context",
+        ("q", "context_turns", "limit", "source"),
+    ),
     _sessions("import", "sessionsImport", "POST /api/agent/sessions/{session_id}/import"),
     _sessions("update", "sessionsUpdate", "POST /api/agent/sessions/{session_id}/update"),
     _sessions("repair", "sessionsRepair", "POST /api/agent/sessions/{session_id}/repair"),
@@ -173,5 +230,13 @@ BRIDGE_METHODS = {method.bridge: method for method in METHODS if method.bridge}
 BODY_ROUTES = tuple(method for method in METHODS if method.body is not None and method.reply is Reply.INGEST)
 """Operations whose HTTP route hands its JSON body to the service and nothing more: the HTTP app
 (api/app.py) and the team server's client (graph/remote/client.py) make them from these rows."""
+QUERY_ROUTES = tuple(
+    method for method in METHODS if method.http and method.parse and method.body is None and "?" not in method.http
+)
+"""Typed operations whose HTTP route takes its fields from the query string and path: made from these rows
+(api/table_routes.py); a route another operation shares (`?` in it) is written by hand."""
+PARSERS: dict[str, Callable[[Any], BaseModel]] = {method.service: method.parse for method in METHODS if method.parse}
+"""A typed operation's request from its JSON, with the error its callers parse (the owner's socket, the
+command line through it)."""
 RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if method.reply is Reply.RETRIEVAL)
 """Bridge methods whose failures use the retrieval shape."""

@@ -16,7 +16,6 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
-    validate_request,
 )
 from graph.core.memories import Memory
 from graph.engine.lifecycle import INIT_TIMEOUT_SEC, Lifecycle
@@ -34,7 +33,9 @@ FORGET_QUICK_SEC = 1.0
 class Forget(Lifecycle):
     """forgetMemory, and the search catalog rebuilt without forgotten versions."""
 
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
+    async def forget_memory(
+        self, request: ForgetMemoryRequest, *, agent_name: str | None = None
+    ) -> ForgetMemoryResponse:
         """forgetMemory: one version, a topic with every version, or every topic a filter lists,
         from every store: the store's rows (one transaction with the journal entry), the chunk
         vectors, the lexical index, then the graph (the worker, between builds). The reply waits
@@ -42,10 +43,10 @@ class Forget(Lifecycle):
         the background and the graph gets FORGET_QUICK_SEC (a cold cognee worker's and LanceDB child's
         start were most of a forget's 10-25 s); what is still running is listed in `pending` and the
         journal finishes it, also after a restart. An audit tombstone per topic: its digest only; the
-        audit lines that staged the forgotten versions lose their agent name and topic digest."""
+        audit lines that staged the forgotten versions lose their agent name and topic digest. The front
+        validated the request's fields (ForgetMemoryRequest); the rules between them are checked here."""
         started = time.perf_counter()
         try:
-            request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
             if (request.topicId is None) == (request.filter is None):
                 raise FlowbabyError(
                     ErrorCode.INVALID_PAYLOAD,
@@ -71,7 +72,7 @@ class Forget(Lifecycle):
             "pending": [],
         }
         if request.dryRun or not memory_ids:
-            return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+            return ForgetMemoryResponse.model_validate(reply)
         forget_id = f"fg_{uuid.uuid4().hex[:16]}"
         async with self._forget_lock:
             self._forgotten_ids.update(memory_ids)
@@ -104,7 +105,7 @@ class Forget(Lifecycle):
             for step in e.pending
         }
         reply.update(forgetId=forget_id, pending=sorted(left))
-        return ForgetMemoryResponse.model_validate(reply).model_dump(mode="json")
+        return ForgetMemoryResponse.model_validate(reply)
 
     def _forget_targets(self, request: ForgetMemoryRequest) -> tuple[list[str], list[Memory]]:
         """(topic ids, versions) the request names; NOT_FOUND for an unknown topic or version."""

@@ -56,14 +56,14 @@ class Memories(Retrieval):
 
     async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         """Expand a hit: the memory (newest version unless `version`), its graph neighbourhood
         with the related memories and what links them, and the versions before and after it.
         `query` orders related memories by how well they match it; `hops` is 1 (shared
         entities) or 2 (also through related entities)."""
         if hops not in (1, 2):
             raise RetrievalError(RetrievalErrorCode.INVALID_REQUEST, 'Parameter "hops" must be 1 or 2', fields=["hops"])
-        versions = (await asyncio.to_thread(self._memory_versions, topic_id))["versions"]
+        versions = (await asyncio.to_thread(self._memory_versions, topic_id)).model_dump(mode="json")["versions"]
         index = (
             len(versions) - 1
             if version is None
@@ -101,19 +101,19 @@ class Memories(Retrieval):
                 "relations": around["relations"],
                 "relatedMemories": memories,
             }
-        ).model_dump(mode="json")
+        )
 
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         """Every stored version of a topic, oldest first."""
         return await asyncio.to_thread(self._memory_versions, topic_id)
 
-    def _memory_versions(self, topic_id: str) -> dict[str, Any]:
+    def _memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         versions = self.store.topic_versions(topic_id)
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
         return MemoryVersionsResponse.model_validate(
             {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
-        ).model_dump(mode="json")
+        )
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
@@ -202,10 +202,9 @@ class Memories(Retrieval):
             }
         ).model_dump(mode="json")
 
-    async def export_memories(self, params: Any = None) -> dict[str, Any]:
+    async def export_memories(self, request: ExportMemoriesRequest) -> ExportMemoriesResponse:
         """exportMemories: one page of every stored version, oldest first, as the export file's
         lines; the CLI pages through it with nextCursor."""
-        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
         after = decode_cursor(request.cursor) if request.cursor else None
         page = Page(limit=request.limit, newest_first=False, after=after)
         rows = await asyncio.to_thread(self.store.list_page, MemoryFilter(allVersions=True), page)
@@ -225,15 +224,14 @@ class Memories(Retrieval):
                 "memories": [exported(m) for m in rows],
                 "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
             }
-        ).model_dump(mode="json")
+        )
 
-    async def import_memories(self, params: Any) -> dict[str, Any]:
+    async def import_memories(self, request: ImportMemoriesRequest) -> ImportMemoriesResponse:
         """importMemories: up to 500 exported versions, all or none. Each is checked (the ingest
         validation, its memoryId against topicId and version, no stored version with other content),
         redacted as at ingest, then inserted as it was (ids, versions, statuses, timestamps); a version
         already stored is skipped, so importing a file twice adds nothing. New ones are embedded and
         their graph queued."""
-        request: ImportMemoriesRequest = validate_request(ImportMemoriesRequest, params)
         memories = [imported(self.redactor.summary(record)[0]) for record in request.memories]
         seen: set[str] = set()
         for index, (record, memory) in enumerate(zip(request.memories, memories, strict=True)):
@@ -281,7 +279,7 @@ class Memories(Retrieval):
             audit = functools.partial(self._late_audit, {"agentName": memory.agent_name}, memory.topic)
             self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
 
-    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[dict[str, Any], list[Memory], set[str]]:
+    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[ImportMemoriesResponse, list[Memory], set[str]]:
         """The reply, the versions inserted, and the topics the store held no version of before."""
         stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
         for index, memory in enumerate(memories):
@@ -296,8 +294,7 @@ class Memories(Retrieval):
         fresh = [m for m in memories if m.memory_id not in stored]
         reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
         if dry_run or not fresh:
-            none = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}).model_dump(mode="json")
-            return none, [], set()
+            return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}), [], set()
         with self._stage_lock:
             new_topics = {t for t in {m.topic_id for m in fresh} if not self.store.topic_versions(t)}
             inserted, _ = self.store.import_memories(fresh)
@@ -309,9 +306,9 @@ class Memories(Retrieval):
         reply["imported"] = len(inserted)
         reply["skipped"] = len(memories) - len(inserted)
         answer = ImportMemoriesResponse.model_validate({**reply, "queuedOperations": len(operations)})
-        return answer.model_dump(mode="json"), self.store.get_memories(inserted), new_topics
+        return answer, self.store.get_memories(inserted), new_topics
 
-    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+    async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
         """Pairs where a newer memory (another topicId) seems to replace what an older one decided,
         for a person to confirm; nothing is hidden until they do."""
         retriever = await self._ready_retriever()
@@ -337,14 +334,11 @@ class Memories(Retrieval):
             }
             for p in pairs
         ]
-        return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)}).model_dump(
-            mode="json"
-        )
+        return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)})
 
-    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
+    async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> ConfirmSupersessionResponse:
         """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
         becomes Superseded."""
-        request = validate_request(ConfirmSupersessionRequest, params)
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
         by_id = retriever.catalog.by_id
@@ -371,12 +365,11 @@ class Memories(Retrieval):
                 "status": MemoryStatus.SUPERSEDED.value,
                 "supersededBy": request.newerTopicId,
             }
-        ).model_dump(mode="json")
+        )
 
-    async def restore_memory(self, params: Any) -> dict[str, Any]:
+    async def restore_memory(self, request: RestoreMemoryRequest) -> RestoreMemoryResponse:
         """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the
         topic (graph/search/reconciler.py); NOT_FOUND when none is left to undo."""
-        request = validate_request(RestoreMemoryRequest, params)
         catalog = self._retriever.catalog if self._retriever is not None else None
         undone = await asyncio.to_thread(self.reconciler.restore, request.topicId, self.store, catalog)
-        return RestoreMemoryResponse.model_validate({"topicId": request.topicId, **undone}).model_dump(mode="json")
+        return RestoreMemoryResponse.model_validate({"topicId": request.topicId, **undone})

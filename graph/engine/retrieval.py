@@ -208,7 +208,7 @@ class Retrieval(Lifecycle):
         ]
         return {"success": True, "results": results, "count": len(results)}
 
-    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair.
         `audited` as in background_status."""
         started = time.perf_counter()
@@ -217,7 +217,7 @@ class Retrieval(Lifecycle):
             self._record("indexStatus", agent_name, None, started, None)
         return reply
 
-    def _index_status(self) -> dict[str, Any]:
+    def _index_status(self) -> IndexStatusResponse:
         counts = self.store.counts()
         memories = counts["memories"]
         graph_indexed = counts.get("graph_indexed", 0)
@@ -282,9 +282,9 @@ class Retrieval(Lifecycle):
                 "message": message,
                 "graphBuilding": self.settings.build_graph,
             }
-        ).model_dump(mode="json")
+        )
 
-    async def repair(self, params: Any = None) -> dict[str, Any]:
+    async def repair(self) -> RepairResponse:
         """Re-queue graph building for memories whose graph failed or is missing, embed
         memories that have no vectors, and, if the indexes could not be loaded (or writing
         vectors failed), load them again: an unreadable vector folder is moved aside and
@@ -321,4 +321,4 @@ class Retrieval(Lifecycle):
                 "reembeddedMemories": reembedded,
                 "index": await asyncio.to_thread(self._index_status),
             }
-        ).model_dump(mode="json")
+        )

@@ -10,7 +10,6 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from graph import __version__
 from graph.backends.backend import Backend, ServerCaches
@@ -103,7 +102,7 @@ class FlowbabyService(UserScope, Inspection, Sessions):
         log.info("workspace %s opened by pid %d", paths.root, os.getpid())
         return service
 
-    async def health(self) -> dict[str, Any]:
+    async def health(self) -> HealthResponse:
         counts, pending = await asyncio.to_thread(lambda: (self.store.counts(), self.store.count_operations()))
         return HealthResponse(
             version=__version__,
@@ -121,4 +120,4 @@ class FlowbabyService(UserScope, Inspection, Sessions):
             llmSource=self.settings.llm_source,
             graphBuilding=self.settings.build_graph,
             hookProblems=HookProblems.model_validate(await asyncio.to_thread(hook_problems, self.paths.data)),
-        ).model_dump(mode="json")
+        )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graph.core.contract import SESSION_REPLIES, SessionsRequest, SessionsResponse
 from graph.engine.state import EngineState
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 
@@ -11,16 +12,18 @@ from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, Sessi
 class Sessions(EngineState):
     """sessions (Vapor's API) and session watching."""
 
-    async def sessions(self, op: SessionOp, params: Any = None) -> dict[str, Any]:
+    async def sessions(self, op: SessionOp, request: SessionsRequest) -> SessionsResponse:
         """The agents' own sessions: list, current, status, search, search_all, context,
-        import, update, repair (graph.sessions.agent_api). The searches (search, search_all,
-        context) pass the retrieval throttle as memory searches do (INGEST_CONTRACT.md 14.5)."""
-        arguments = params if isinstance(params, dict) else {}
+        import, update, repair (graph.sessions.agent_api, which checks what each needs). The searches
+        (search, search_all, context) pass the retrieval throttle as memory searches do (section 14.5)."""
+        arguments = request.model_dump()
         if op in THROTTLED_SESSION_OPS:
             SessionMemory.query(arguments)  # validation first: a call without `q` spends no admission
             async with self.throttle.admit():
-                return await self.session_memory.call(op, arguments)
-        return await self.session_memory.call(op, arguments)
+                reply = await self.session_memory.call(op, arguments)
+        else:
+            reply = await self.session_memory.call(op, arguments)
+        return SESSION_REPLIES[op].model_validate(reply)  # type: ignore[return-value]
 
     async def watch_sessions(self) -> dict[str, Any]:
         """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""

@@ -25,13 +25,24 @@ from graph.core.contract import (
     USER,
     BriefingRequest,
     ErrorCode,
+    ExportMemoriesRequest,
+    ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
+    ImportMemoriesRequest,
+    ImportMemoriesResponse,
+    MemoryContextResponse,
+    MemoryVersionsResponse,
     ReadScopeParams,
+    RestoreMemoryRequest,
+    RestoreMemoryResponse,
     RetrievalEntry,
     RetrieveMemoryRequest,
     Scope,
+    Scoped,
     ScopeParams,
     validate_request,
     validate_retrieval,
@@ -51,8 +62,10 @@ from graph.search.reconciler import CachedEncoder
 from graph.search.token_budget import count_tokens
 from graph.search.user_scope import budget, fuse, overriding, preferences_section
 
-Reply = TypeVar("Reply", dict[str, Any], BaseModel)
-"""An operation's reply: a JSON object, or a typed operation's contract model."""
+Model = TypeVar("Model", bound=BaseModel)
+"""A typed operation's reply (a contract model)."""
+ScopedRequest = TypeVar("ScopedRequest", bound=Scoped)
+"""A typed request that may name the user store."""
 USER_WAIT_SEC = 10.0
 """The longest a read waits for the user store (opened, or reached through its owner); past it the
 project's answer goes out alone (logged)."""
@@ -159,12 +172,13 @@ class UserScope(Hooks, Memories, Forget):
         assert service is not None
         return service, rest
 
-    def _marked(self, reply: Reply, scope: Scope | None = None) -> Reply:
-        """The reply with the store it came from; a typed reply (a contract model) keeps its type."""
-        if isinstance(reply, BaseModel):
-            fields = type(reply).model_fields
-            return reply.model_copy(update={"scope": scope or self.scope}) if "scope" in fields else reply
+    def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
+        """The reply with the store it came from."""
         return {**reply, "scope": scope or self.scope}
+
+    def _model_marked(self, reply: Model, scope: Scope | None = None) -> Model:
+        """A typed reply (a contract model with a `scope` field) with the store it came from."""
+        return reply.model_copy(update={"scope": scope or self.scope})
 
     # -- writes and single memories ------------------------------------------------------------
     async def ingest(
@@ -207,7 +221,7 @@ class UserScope(Hooks, Memories, Forget):
         found = await self._user_read(lambda service: service.background_status(params))
         return found if found is not None and found.get("status") != "unknown" else reply
 
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         """The project's topic, else (NOT_FOUND) the user store's of that topicId."""
         try:
             return await super().memory_versions(topic_id)
@@ -219,7 +233,7 @@ class UserScope(Hooks, Memories, Forget):
 
     async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         """As memory_versions: the project's topic, else the user store's, with its own graph neighbourhood."""
         try:
             return await super().memory_context(topic_id, query, hops, version)
@@ -232,29 +246,36 @@ class UserScope(Hooks, Memories, Forget):
                 raise
             return await found.memory_context(topic_id, query, hops, version)
 
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
-        user, params = await self._routed(params)
-        if user is not None:
-            return self._marked(await user.forget_memory(params, agent_name=agent_name), USER)
-        return self._marked(await super().forget_memory(params, agent_name=agent_name))
+    async def _routed_request(self, request: ScopedRequest) -> tuple[MemoryService | None, ScopedRequest]:
+        """As _routed, for a typed request: the service its `scope` names, and the request without it."""
+        user, _ = await self._routed({"scope": request.scope} if request.scope else {})
+        return user, request.model_copy(update={"scope": None})
 
-    async def export_memories(self, params: Any = None) -> dict[str, Any]:
-        user, params = await self._routed(params)
+    async def forget_memory(
+        self, request: ForgetMemoryRequest, *, agent_name: str | None = None
+    ) -> ForgetMemoryResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return await user.export_memories(params)
-        return await super().export_memories(params)
+            return self._model_marked(await user.forget_memory(request, agent_name=agent_name), USER)
+        return self._model_marked(await super().forget_memory(request, agent_name=agent_name))
 
-    async def import_memories(self, params: Any) -> dict[str, Any]:
-        user, params = await self._routed(params)
+    async def export_memories(self, request: ExportMemoriesRequest) -> ExportMemoriesResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.import_memories(params), USER)
-        return self._marked(await super().import_memories(params))
+            return await user.export_memories(request)
+        return await super().export_memories(request)
 
-    async def restore_memory(self, params: Any) -> dict[str, Any]:
-        user, params = await self._routed(params)
+    async def import_memories(self, request: ImportMemoriesRequest) -> ImportMemoriesResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return await user.restore_memory(params)
-        return await super().restore_memory(params)
+            return self._model_marked(await user.import_memories(request), USER)
+        return self._model_marked(await super().import_memories(request))
+
+    async def restore_memory(self, request: RestoreMemoryRequest) -> RestoreMemoryResponse:
+        user, request = await self._routed_request(request)
+        if user is not None:
+            return await user.restore_memory(request)
+        return await super().restore_memory(request)
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor

@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
 from graph.core.methods import OWNER_METHODS
@@ -151,6 +151,19 @@ def _outcome(method: str, reply: dict[str, Any]) -> Any:
     return reply["result"]
 
 
+def _typed(method: str, result: Any) -> Any:
+    """A typed operation's result as its reply model; one that is not (an owner of another version, a
+    broken one) is FLOWBABY_ERROR, as any reply of no known shape."""
+    reply_model = operation_models(method)[1]
+    if reply_model is None:
+        return result
+    try:
+        return reply_model.validate_python(result, strict=False)
+    except ValidationError as exc:
+        message = f"The workspace's owner answered {method} with {result!r:.200}: {exc.errors()[0]['msg']}"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message) from None
+
+
 if TYPE_CHECKING:  # the operations are made from the method table below: mypy checks them as the Protocol's
     _Operations = MemoryService
 else:
@@ -219,9 +232,7 @@ class OwnerClient(_Operations):
                     ) from None
                 await self._follow_or_take_over(connection)
                 continue
-            result = _outcome(method, reply)
-            model = operation_models(method)[1]
-            return model.model_validate(result, strict=False) if model is not None else result
+            return _typed(method, _outcome(method, reply))
 
     async def _follow_or_take_over(self, broken: _Connection | None) -> None:
         async with self._switch:

@@ -18,33 +18,39 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import (
-    AuditTailRequest,
-    AuditTailResponse,
     BackgroundStatusRequest,
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
-    ExportMemoriesRequest,
     FlowbabyError,
     ForgetMemoryRequest,
+    ForgetMemoryResponse,
     GetMemoryRequest,
-    GraphSnapshotRequest,
-    GraphSnapshotResponse,
     GraphStatsResponse,
+    HealthResponse,
+    ImpliedSupersessionsResponse,
+    IndexStatusResponse,
     ListMemoriesRequest,
+    MemoryContextResponse,
+    MemoryVersionsResponse,
     OperationStatus,
+    RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    SessionOp,
+    SessionsRequest,
+    SessionsResponse,
     validate_request,
     validate_retrieval,
 )
-from graph.core.methods import BODY_ROUTES, Method
+from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
 from graph.engine.protocol import MemoryService, OperationListener
 from graph.remote.settings import ServerSettings
@@ -79,6 +85,20 @@ def failure_from_body(body: Any, status: int, retrieval: bool) -> ContractFailur
     return FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"{message} ({code})", serverErrorCode=code, **details)
 
 
+Reply = TypeVar("Reply", bound=BaseModel)
+
+
+def answered(model: type[Reply], reply: Any) -> Reply:
+    """A typed operation's reply as its model; one that is not (a server of another version) is FLOWBABY_ERROR."""
+    try:
+        return model.model_validate(reply)
+    except ValidationError as exc:
+        message = (
+            f"The team server answered with a {model.__name__} this client does not read: {exc.errors()[0]['msg']}"
+        )
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message) from None
+
+
 if TYPE_CHECKING:  # the body routes' operations are made from the method table below: checked as the Protocol's
     _Operations = MemoryService
 else:
@@ -88,7 +108,8 @@ else:
 def _no_user_scope(params: Any) -> None:
     """User-scope memories never go to a team server (docs/contract/21-user-scope.md): refused here,
     before a byte of them is sent."""
-    if isinstance(params, dict) and params.get("scope") == "user":
+    scope = params.get("scope") if isinstance(params, dict) else getattr(params, "scope", None)
+    if scope == "user":
         raise FlowbabyError(
             ErrorCode.INVALID_PAYLOAD,
             'Field "scope": this workspace is served by a team server, which never receives user-scope memories',
@@ -198,7 +219,7 @@ class RemoteService(_Operations):
                         await listener(status)
 
     # -- the service API, over HTTP (typed as the fronts' MemoryService) -------------------------
-    async def health(self) -> dict[str, Any]:
+    async def health(self) -> HealthResponse:
         reply: dict[str, Any] = await self._request("GET", "/api/health")
         if "memories" not in reply:  # the public answer: the server did not take the token
             raise FlowbabyError(
@@ -206,7 +227,7 @@ class RemoteService(_Operations):
                 f"The team server {self.server.url} did not accept the token from {self.server.source}",
                 server=self.server.url,
             )
-        return reply
+        return answered(HealthResponse, reply)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
@@ -232,20 +253,22 @@ class RemoteService(_Operations):
         )
         return reply
 
-    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> dict[str, Any]:
-        return dict(await self._request("GET", "/api/agent/index/status"))
+    async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
+        return answered(IndexStatusResponse, await self._request("GET", "/api/agent/index/status"))
 
-    async def repair(self, params: Any = None) -> dict[str, Any]:
-        return self._watch(await self._request("POST", "/api/agent/index/repair"))
+    async def repair(self) -> RepairResponse:
+        return answered(RepairResponse, self._watch(await self._request("POST", "/api/agent/index/repair")))
 
     async def memory_context(
         self, topic_id: str, query: str | None = None, hops: int = 1, version: int | None = None
-    ) -> dict[str, Any]:
+    ) -> MemoryContextResponse:
         path = f"/api/agent/memories/{quote(topic_id, safe='')}/context"
-        return dict(await self._request("GET", path, query={"q": query, "hops": hops, "version": version}))
+        query_string = {"q": query, "hops": hops, "version": version}
+        return answered(MemoryContextResponse, await self._request("GET", path, query=query_string))
 
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
-        return dict(await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}"))
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
+        reply = await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}")
+        return answered(MemoryVersionsResponse, {key: reply.get(key) for key in ("success", "topicId", "versions")})
 
     async def list_memories(self, params: Any = None) -> dict[str, Any]:
         _no_user_scope(params)
@@ -260,39 +283,32 @@ class RemoteService(_Operations):
         request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
         return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
 
-    async def forget_memory(self, params: Any, *, agent_name: str | None = None) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: ForgetMemoryRequest = validate_request(ForgetMemoryRequest, params)
+    async def forget_memory(
+        self, request: ForgetMemoryRequest, *, agent_name: str | None = None
+    ) -> ForgetMemoryResponse:
+        _no_user_scope(request)
         if request.topicId is not None and request.filter is None:
             query = {"version": request.version, "dryRun": "true" if request.dryRun else None}
             path = f"/api/agent/memories/{quote(request.topicId, safe='')}"
-            return dict(await self._request("DELETE", path, query=query))
-        return dict(await self._request("POST", "/api/agent/memories/forget", body=params))
-
-    async def export_memories(self, params: Any = None) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: ExportMemoriesRequest = validate_request(ExportMemoriesRequest, params or {})
-        query = {"cursor": request.cursor, "limit": request.limit}
-        return dict(await self._request("GET", "/api/agent/export", query=query))
+            return answered(ForgetMemoryResponse, await self._request("DELETE", path, query=query))
+        reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
+        return reply
 
     async def search_chunks(self, params: Any) -> dict[str, Any]:
         request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         query = {"q": request.q, "limit": request.limit}
         return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
 
-    async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
-        query = {"topicId": request.topicId, "hops": request.hops}
-        reply = await self._request("GET", "/api/graph", retrieval=True, query=query)
-        return GraphSnapshotResponse.model_validate(reply)
-
     async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
-        return GraphStatsResponse.model_validate(await self._request("GET", "/api/graph/stats", query={"top": top}))
+        return answered(GraphStatsResponse, await self._request("GET", "/api/graph/stats", query={"top": top}))
 
-    async def audit_tail(self, request: AuditTailRequest) -> AuditTailResponse:
-        reply = await self._request("GET", "/api/agent/audit", query={"limit": request.limit})
-        return AuditTailResponse.model_validate(reply)
+    async def _typed_body(self, method: Method, request: BaseModel) -> Any:
+        body = request.model_dump(mode="json", exclude_unset=True)
+        reply = self._watch(dict(await self._request(*_route(method), body=body)))
+        assert method.response is not None
+        return answered(method.response, reply)
 
-    async def sessions(self, op: str, params: Any = None) -> dict[str, Any]:
+    async def sessions(self, op: SessionOp, request: SessionsRequest) -> SessionsResponse:
         raise FlowbabyError(
             ErrorCode.FLOWBABY_ERROR,
             "Session memory reads this machine's agent transcripts and is not available while the workspace "
@@ -303,8 +319,8 @@ class RemoteService(_Operations):
     async def watch_sessions(self) -> dict[str, Any]:
         return {"watching": False}
 
-    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
-        return dict(await self._request("GET", "/api/agent/supersessions"))
+    async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
+        return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
     async def briefing(self, params: Any = None) -> dict[str, Any]:
         return self._hooks_unavailable()
@@ -332,24 +348,55 @@ class RemoteService(_Operations):
         await self._http.aclose()
 
 
-def _body_call(method: Method) -> Callable[..., Awaitable[dict[str, Any]]]:
-    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there.
-    The Protocol's other arguments are for a local owner (`bulk`, the caller's folder): a team server
-    keeps its own limits and records no checkout. An operation it stages is watched for its end."""
-    assert method.http is not None
-    verb, path = method.http.split(" ")
+def _body_call(method: Method) -> Callable[..., Awaitable[Any]]:
+    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there
+    (a typed one: its request model's fields as set, and its reply model back). The Protocol's other
+    arguments are for a local owner (`bulk`, the caller's folder): a team server keeps its own limits and
+    records no checkout. An operation it stages is watched for its end."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
-    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        params = signature.bind(self, *args, **kwargs).arguments.get("params")
-        _no_user_scope(params)
-        return self._watch(dict(await self._request(verb, path, body=params)))
+    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(self, *args, **kwargs).arguments
+        _no_user_scope(arguments.get("request", arguments.get("params")))
+        if method.parse is not None:
+            return await self._typed_body(method, arguments["request"])
+        return self._watch(dict(await self._request(*_route(method), body=arguments.get("params"))))
 
     call.__name__ = call.__qualname__ = method.service
     call.__signature__ = signature  # type: ignore[attr-defined]
     return call
 
 
+def _route(method: Method) -> tuple[str, str]:
+    assert method.http is not None
+    verb, path = method.http.split(" ")
+    return verb, path
+
+
+def _query_call(method: Method) -> Callable[..., Awaitable[Any]]:
+    """A typed operation whose server route takes its fields as the query string (QUERY_ROUTES), asked
+    there with the request's fields the row names; its reply model back."""
+    signature = inspect.signature(getattr(MemoryService, method.service))
+
+    async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
+        request = signature.bind(self, *args, **kwargs).arguments["request"]
+        _no_user_scope(request)
+        fields = request.model_dump(mode="json")
+        query = {name: fields[name] for name in method.query}
+        reply = await self._request(*_route(method), retrieval=method.retrieval_errors, query=query)
+        assert method.response is not None
+        return answered(method.response, reply)
+
+    call.__name__ = call.__qualname__ = method.service
+    call.__signature__ = signature  # type: ignore[attr-defined]
+    return call
+
+
+FORGET = next(method for method in BODY_ROUTES if method.service == "forget_memory")
+
 for _method in BODY_ROUTES:
     if _method.service not in vars(RemoteService):  # forget_memory: a topic goes to its own DELETE route
         setattr(RemoteService, _method.service, _body_call(_method))
+for _method in QUERY_ROUTES:
+    if _method.service not in vars(RemoteService):  # sessions: refused, they read this machine's transcripts
+        setattr(RemoteService, _method.service, _query_call(_method))

@@ -12,10 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from graph.backends.backend import Backend
-from graph.core.contract import ErrorCode, FlowbabyError, RetrievalEntry, RetrievalError, RetrievalErrorCode
+from graph.core.contract import (
+    ErrorCode,
+    FlowbabyError,
+    RetrievalEntry,
+    RetrievalError,
+    RetrievalErrorCode,
+    SessionOp,
+)
 from graph.sessions.config import SessionSettings, load_session_settings
 from graph.sessions.entries import session_entry
 from graph.sessions.index import (
@@ -31,7 +38,6 @@ from graph.sessions.ranking import TurnHit
 
 log = logging.getLogger("flowbaby.sessions")
 
-SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
 THROTTLED_SESSION_OPS: frozenset[SessionOp] = frozenset({"search", "search_all", "context"})
 """Session searches are retrievals: they pass the retrieval throttle. The others do not: list,
 current and status read metadata (an agent polls status while a session imports), and an

@@ -17,6 +17,7 @@ from api.app import create_app
 from api.browser import ASSETS
 from api.browser_auth import CODE_TTL_SEC, MAX_PER_USER, BrowserSessions
 from graph.backends.embedded.audit_log import AuditLog, read_tail
+from graph.core.contract import ConfirmSupersessionRequest
 
 TOKEN = "workspace-token"
 BASE = "http://127.0.0.1:8766"
@@ -29,11 +30,11 @@ class _Service:
     def __init__(self) -> None:
         self.confirmed: list[Any] = []
 
-    async def implied_supersessions(self, params: Any = None) -> dict[str, Any]:
+    async def implied_supersessions(self) -> dict[str, Any]:
         return {"success": True, "pairs": [], "count": 0}
 
-    async def confirm_supersession(self, params: Any) -> dict[str, Any]:
-        self.confirmed.append(params)
+    async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> dict[str, Any]:
+        self.confirmed.append(request)
         return {"success": True, "topicId": "a", "memoryId": "m", "status": "Superseded", "supersededBy": "b"}
 
 
@@ -104,7 +105,7 @@ def test_cookie_requests_without_the_header_or_from_another_origin_are_refused()
             assert (await client.post("/api/agent/supersessions/confirm", json=body, headers=cross)).status_code == 403
             assert service.confirmed == []
             ok = await client.post("/api/agent/supersessions/confirm", json=body, headers=page)
-            assert ok.status_code == 200 and service.confirmed == [body]
+            assert ok.status_code == 200 and service.confirmed == [ConfirmSupersessionRequest.model_validate(body)]
             # The bearer token keeps working without any of it (agents).
             bearer = {"Authorization": f"Bearer {TOKEN}"}
             assert (await client.post("/api/agent/supersessions/confirm", json=body, headers=bearer)).status_code == 200

@@ -14,8 +14,14 @@ from graph.code import importer
 from graph.code.adr import parse_adr, read_adrs
 from graph.code.design_docs import parse_doc, slugify
 from graph.code.freshness import parse_reference
-from graph.code.importer import import_adrs, import_docs
-from graph.core.contract import ErrorCode, FlowbabyError, FlowbabyIngestRequest, validate_request
+from graph.code.importer import COMPARED, import_adrs, import_docs
+from graph.core.contract import (
+    ErrorCode,
+    FlowbabyError,
+    FlowbabyIngestRequest,
+    MemoryVersionsResponse,
+    validate_request,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "support" / "fixtures" / "adr"
 
@@ -114,14 +120,28 @@ class Store:
             raise FlowbabyError(ErrorCode.BACKLOG, "Background queue full (5 operations max).", retryAfterSec=30)
         request = validate_request(FlowbabyIngestRequest, params)
         self.ingested += 1
-        version = {**request.model_dump(mode="json", exclude={"metadata"}), "status": request.metadata.status.value}
-        self.topics.setdefault(request.metadata.topicId, []).append(version)
+        versions = self.topics.setdefault(request.metadata.topicId, [])
+        stamp = "2026-01-01T00:00:00.000Z"
+        versions.append(
+            {
+                **request.model_dump(mode="json", include=set(COMPARED)),
+                "status": request.metadata.status.value,
+                "memoryId": f"m{self.ingested}",
+                "version": len(versions) + 1,
+                "planId": None,
+                "sessionId": None,
+                "agentName": None,
+                "createdAt": stamp,
+                "updatedAt": stamp,
+                "graphState": "pending",
+            }
+        )
         return {"success": True}
 
-    async def memory_versions(self, topic_id: str) -> dict[str, Any]:
+    async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         if topic_id not in self.topics:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
-        return {"topicId": topic_id, "versions": self.topics[topic_id]}
+        return MemoryVersionsResponse.model_validate({"topicId": topic_id, "versions": self.topics[topic_id]})
 
 
 def test_importing_twice_adds_nothing_and_a_changed_adr_becomes_a_new_version(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import OperationManager
-from graph.core.contract import FlowbabyError, MemoryFilter, MemoryStatus
+from graph.core.contract import FlowbabyError, ForgetMemoryRequest, MemoryFilter, MemoryStatus, validate_request
 from graph.core.memories import new_operation_id
 from graph.core.memory_query import Page
 from graph.engine.service import FlowbabyService
@@ -97,6 +97,12 @@ def live(service: FlowbabyService) -> Iterator[tuple[FlowbabyService, FakeWorker
     yield service, worker
 
 
+async def _forget(svc: FlowbabyService, params: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """forgetMemory as a front calls it: the request validated into its model, the reply as JSON."""
+    reply = await svc.forget_memory(validate_request(ForgetMemoryRequest, params), **kwargs)
+    return reply.model_dump(mode="json")
+
+
 async def _start(svc: FlowbabyService) -> None:
     svc._warm_task = asyncio.create_task(svc._warm_up())
     svc._embed_task = asyncio.create_task(svc._embed_loop())
@@ -130,11 +136,11 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
         found = await svc.retrieve({"query": QUERY, "maxResults": 5})
         assert "secret" in [e["topicId"] for e in found["entries"]], (found.get("abstainReason"), found.get("indexing"))
         assert _files_holding(svc.paths.data, CANARY)  # it was on disk
-        dry = await svc.forget_memory({"topicId": "secret", "dryRun": True})
+        dry = await _forget(svc, {"topicId": "secret", "dryRun": True})
         assert (dry["dryRun"], dry["versions"], dry["forgetId"]) == (True, 1, None)
         assert (await svc.get_memory({"topicId": "secret"}))["topicId"] == "secret"  # a dry run forgets nothing
         memory_id = (await svc.get_memory({"topicId": "secret"}))["latest"]["memoryId"]
-        reply = await svc.forget_memory({"topicId": "secret"}, agent_name="tester")
+        reply = await _forget(svc, {"topicId": "secret"}, agent_name="tester")
         after = await svc.retrieve({"query": QUERY, "maxResults": 5})
         listed = await svc.list_memories({"allVersions": True})
         try:
@@ -142,7 +148,7 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
         except FlowbabyError as error:
             missing = error.code.value
         try:
-            await svc.forget_memory({"topicId": "secret"})
+            await _forget(svc, {"topicId": "secret"})
         except FlowbabyError as error:
             again = error.code.value
         await _stop(svc)
@@ -172,7 +178,7 @@ def test_a_forget_during_that_memorys_build_runs_after_it(live: tuple[FlowbabySe
         await svc.ingest(summary("secret", context=f"Being built: {CANARY}"))
         while not worker.batches:  # the batch is running in the (fake) worker
             await asyncio.sleep(0.01)
-        forgetting = asyncio.create_task(svc.forget_memory({"topicId": "secret"}))
+        forgetting = asyncio.create_task(_forget(svc, {"topicId": "secret"}))
         await asyncio.sleep(0.3)
         assert worker.forgets == [] and not forgetting.done()  # the graph step waits for the build
         building.set()
@@ -223,9 +229,9 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
         for topic in ("tmp/a", "tmp/b", "keep"):
             await svc.ingest(summary(topic))
         await svc.ingest(summary("tmp/a", context="A second version of tmp/a."))
-        dry = await svc.forget_memory({"filter": {"topicIdPrefix": "tmp/"}, "dryRun": True})
-        done = await svc.forget_memory({"filter": {"topicIdPrefix": "tmp/"}})
-        none = await svc.forget_memory({"filter": {"topicIdPrefix": "nothing/"}})
+        dry = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}, "dryRun": True})
+        done = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}})
+        none = await _forget(svc, {"filter": {"topicIdPrefix": "nothing/"}})
         errors = {}
         for name, params in {
             "both": {"topicId": "keep", "filter": {}},
@@ -235,7 +241,7 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
             "bad version": {"topicId": "keep", "version": 7},
         }.items():
             try:
-                await svc.forget_memory(params)
+                await _forget(svc, params)
             except FlowbabyError as error:
                 errors[name] = (error.code.value, error.details.get("fields"))
         await _stop(svc)

@@ -292,9 +292,9 @@ def test_repair_runs_warm_up_again(service: FlowbabyService) -> None:
 
         service._warm_task = asyncio.create_task(failed())
         await asyncio.sleep(0)
-        assert (await service.index_status())["status"] == "missing"
+        assert (await service.index_status()).status == "missing"
         service.store.stage(memory("", topic_id="t", context="kept in SQLite"), new_operation_id())
-        return await service.repair()
+        return (await service.repair()).model_dump(mode="json")
 
     reply = run(body)
     assert service._retriever is not None  # loaded again by repair
@@ -343,7 +343,7 @@ def test_a_failed_warm_up_is_tried_again_by_a_later_retrieval(service: FlowbabyS
     first, status, second = run(body)
     assert first["success"] is False and first["errorCode"] == "NOT_INITIALIZED"
     assert "FileNotFoundError" in first["message"] and first["retryAfterSec"] == 1
-    assert status["status"] == "missing"
+    assert status.status == "missing"
     assert embedder.loads == 2
     assert second["success"] is True, second
     assert [r["topicId"] for r in second["entries"]] == ["kept"]
@@ -483,8 +483,8 @@ def test_the_vector_size_is_read_from_the_model(tmp_path: Path) -> None:
 
 def test_an_empty_workspace_is_missing_with_how_to_store_the_first_memory(service: FlowbabyService) -> None:
     reply = run(service.index_status)
-    assert reply["status"] == "missing" and reply["needs_repair"] is False
-    assert "storeMemory" in reply["message"]
+    assert reply.status == "missing" and reply.needs_repair is False
+    assert "storeMemory" in reply.message
 
 
 def test_staging_runs_off_the_event_loop(service: FlowbabyService, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from api.mcp_tools import build_mcp_server, failure, success
+from graph.core.contract import ForgetMemoryRequest
 from graph.core.workspace import resolve_workspace
 
 
@@ -54,13 +55,13 @@ def test_team_database_faults_carry_retry_advice() -> None:
 def test_agents_get_a_forget_tool_only_when_the_user_turns_it_on(tmp_path: Path, monkeypatch: Any) -> None:
     """FLOWBABY_AGENT_FORGET=1 in the workspace: the tool is listed, marked destructive (clients then
     ask the user to confirm each call); a filter is refused; without the setting it does not exist."""
-    calls: list[tuple[dict[str, Any], str | None]] = []
+    calls: list[tuple[ForgetMemoryRequest, str | None]] = []
 
     class Service:
         paths = resolve_workspace(tmp_path)
 
-        async def forget_memory(self, params: dict[str, Any], *, agent_name: str | None = None) -> dict[str, Any]:
-            calls.append((params, agent_name))
+        async def forget_memory(self, request: ForgetMemoryRequest, *, agent_name: str | None = None) -> dict[str, Any]:
+            calls.append((request, agent_name))
             return {"success": True, "versions": 1}
 
     async def tools(server: Any) -> dict[str, Any]:
@@ -77,4 +78,4 @@ def test_agents_get_a_forget_tool_only_when_the_user_turns_it_on(tmp_path: Path,
     refused = asyncio.run(server.handlers["flowbaby_forgetMemory"]({"filter": {}}, "agent"))
     assert refused.is_error and refused.structured_content["fields"] == ["filter"]  # type: ignore[index]
     done = asyncio.run(server.handlers["flowbaby_forgetMemory"]({"topicId": "t"}, "agent"))
-    assert not done.is_error and calls == [({"topicId": "t"}, "agent")]
+    assert not done.is_error and calls == [(ForgetMemoryRequest(topicId="t"), "agent")]

@@ -8,11 +8,13 @@ import asyncio
 import inspect
 from typing import Any
 
+import httpx
 import pytest
 
 from api.app import create_app
 from api.mcp_tools import build_mcp_server
 from bridge.server import Bridge
+from graph.core.contract import SessionSearchResponse, SessionsRequest
 from graph.core.methods import BRIDGE_METHODS, METHODS, OWNER_METHODS, RETRIEVAL_METHODS, Reply
 from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
@@ -65,12 +67,23 @@ class Writer:
         pass
 
 
+STAMP = "2026-01-01T00:00:00.000Z"
+EXPORTED = {"topicId": "t", "version": 1, "memoryId": "m", "status": "Active", "topic": "T", "context": "C"}
+REQUIRED = {
+    "topicId": "t",
+    "olderTopicId": "a",
+    "newerTopicId": "b",
+    "memories": [{**EXPORTED, "createdAt": STAMP, "updatedAt": STAMP, "stagedAt": STAMP}],
+}
+"""What every typed row's request model needs, so each row's parse accepts the stand-in params."""
+
+
 def test_the_bridge_serves_the_table_and_calls_each_row_as_it_says() -> None:
     service = Recording()
     bridge = Bridge(service, Writer(), 5.0)  # type: ignore[arg-type]
     assert set(bridge.methods) == set(BRIDGE_METHODS) | {"shutdown"}
     for name, method in BRIDGE_METHODS.items():
-        params = {"marker": name}
+        params = {"marker": name, **REQUIRED}
         asyncio.run(bridge.methods[name](params))
         called, args, kwargs = service.calls[-1]
         assert called == method.service
@@ -115,3 +128,34 @@ def test_the_owner_client_forwards_every_operation_by_name_with_its_arguments() 
 
 async def _never_opened() -> Any:
     raise AssertionError("the owner client opened the workspace")
+
+
+class Searching(Recording):
+    """Answers a session search with its reply model (the generated route checks it)."""
+
+    async def sessions(self, op: str, request: Any) -> SessionSearchResponse:
+        self.calls.append(("sessions", (op, request), {}))
+        return SessionSearchResponse(results=[], count=0, abstained="nothing close")
+
+
+def test_a_query_route_of_the_table_parses_its_query_and_path_into_the_rows_model() -> None:
+    """GET /api/agent/sessions/{session_id}/search is made from its row: the query parameters the row names,
+    typed by the request model's fields, and the path, reach the service as the model (others are ignored);
+    a value of the wrong type is 400 INVALID_REQUEST naming it, and the service is not called."""
+    service = Searching()
+    app = create_app(service, "t" * 32)  # type: ignore[arg-type]
+    bearer = {"Authorization": "Bearer " + "t" * 32}
+
+    async def get(query: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            return await client.get(f"/api/agent/sessions/ses%201/search?{query}", headers=bearer)
+
+    found = asyncio.run(get("q=why&limit=5&abstain=true&cwd=/elsewhere"))
+    assert found.status_code == 200 and found.json() == {"results": [], "count": 0, "abstained": "nothing close"}
+    request = SessionsRequest(session_id="ses 1", q="why", limit=5, abstain=True)
+    assert service.calls == [("sessions", ("search", request), {})]
+    refused = asyncio.run(get("q=why&limit=five"))
+    assert refused.status_code == 400
+    assert (refused.json()["errorCode"], refused.json()["fields"]) == ("INVALID_REQUEST", ["limit"])
+    assert len(service.calls) == 1

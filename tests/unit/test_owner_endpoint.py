@@ -14,11 +14,17 @@ import pytest
 from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
+    ForgetMemoryRequest,
+    ForgetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
+    HealthResponse,
     OperationStatus,
     RetrievalError,
     RetrievalErrorCode,
+    SessionSearchResponse,
+    SessionsRequest,
+    SessionsResponse,
 )
 from graph.core.workspace import WorkspacePaths
 from graph.owner.client import OwnerClient
@@ -38,9 +44,13 @@ class FakeService:
     def add_operation_listener(self, listener: Any) -> None:
         self.listeners.append(listener)
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> HealthResponse:
+        """Which owner answered: its name as the workspace."""
         self.calls.append(("health", None))
-        return {"success": True, "owner": self.name}
+        return HealthResponse.model_validate(
+            {"version": "0", "workspace": self.name, "pid": 1, "embedderLoaded": False, "workerPid": None}
+            | {"llm": "offline-extractor", "memories": 0, "pendingOperations": 0, "uptimeSec": 0.0}
+        )
 
     async def ingest(self, params: Any) -> dict[str, Any]:
         self.calls.append(("ingest", params))
@@ -66,6 +76,20 @@ class FakeService:
             | {"graph": {}, "nodes": nodes, "edges": []}
         )
 
+    async def sessions(self, op: str, request: SessionsRequest) -> SessionsResponse:
+        self.calls.append(("sessions", request))
+        hit = {"session_id": request.session_id, "chunk_text": request.q}
+        return SessionSearchResponse(results=[hit], count=1)
+
+    async def forget_memory(
+        self, request: ForgetMemoryRequest, *, agent_name: str | None = None
+    ) -> ForgetMemoryResponse:
+        self.calls.append(("forget_memory", request))
+        topics = [request.topicId] if request.topicId else []
+        return ForgetMemoryResponse(
+            dryRun=request.dryRun, forgetId=None, topics=1, versions=1, topicIds=topics, pending=[]
+        )
+
     async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         self.closed = True
 
@@ -81,7 +105,7 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
     async def scenario() -> None:
         owner, endpoint = await _owner(paths, "first")
         front = await OwnerClient.connect(paths, opener=_never)
-        assert await front.call("health") == {"success": True, "owner": "first"}
+        assert (await front.call("health")).workspace == "first"
         staged = await front.call("ingest", params={"topic": "Ünïcödé ✓"})
         assert staged["by"] == "first" and staged["topic"] == "Ünïcödé ✓"
         with pytest.raises(FlowbabyError) as invalid:
@@ -114,6 +138,51 @@ def test_a_typed_operation_crosses_the_socket_as_its_contract_models(paths: Work
         assert (reply.topicId, reply.hops, reply.nodes) == ("adr-0007", 1, [{"id": "memory:adr-0007", "hops": 1}])
         [(name, received)] = [call for call in owner.calls if call[0] == "graph_snapshot"]
         assert received == GraphSnapshotRequest(topicId="adr-0007", hops=1)
+        await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
+
+
+def test_each_converted_operation_crosses_the_socket_as_its_contract_models(paths: WorkspacePaths) -> None:
+    """sessions answers one of several models (its op says which) and forgetMemory one: both arrive at the
+    owner as their request models and come back as their reply models, an omitted field still omitted."""
+
+    async def scenario() -> None:
+        owner, endpoint = await _owner(paths, "first")
+        front = await OwnerClient.connect(paths, opener=_never)
+        found = await front.sessions("search", SessionsRequest(session_id="ses_1", q="why"))
+        assert isinstance(found, SessionSearchResponse) and found.results == [
+            {"session_id": "ses_1", "chunk_text": "why"}
+        ]
+        assert found.model_dump(mode="json") == {"results": found.results, "count": 1}  # no abstained, no null
+        forgot = await front.forget_memory(ForgetMemoryRequest(topicId="adr-7", dryRun=True))
+        assert isinstance(forgot, ForgetMemoryResponse) and (forgot.dryRun, forgot.topicIds) == (True, ["adr-7"])
+        assert [request for _, request in owner.calls] == [
+            SessionsRequest(session_id="ses_1", q="why"),
+            ForgetMemoryRequest(topicId="adr-7", dryRun=True),
+        ]
+        await front.close()
+        await endpoint.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_typed_operation_sent_as_plain_json_gets_the_contracts_error(paths: WorkspacePaths) -> None:
+    """The command line sends a typed operation's params as they are (flowbaby/owner_line.py): the owner
+    validates them as the bridge would, so a bad field is INVALID_PAYLOAD naming it, not a fault."""
+
+    async def scenario() -> None:
+        owner, endpoint = await _owner(paths, "first")
+        front = await OwnerClient.connect(paths, opener=_never)
+        assert (await front.call("forget_memory", request={"topicId": "adr-7"})).topicIds == ["adr-7"]
+        with pytest.raises(FlowbabyError) as invalid:
+            await front.call("forget_memory", request={"topicId": "adr-7", "version": "2"})
+        assert invalid.value.code is ErrorCode.INVALID_PAYLOAD and invalid.value.details == {"fields": ["version"]}
+        with pytest.raises(RetrievalError) as refused:
+            await front.call("sessions", op="search", request={"limit": True})
+        assert refused.value.code is RetrievalErrorCode.INVALID_REQUEST
+        assert [name for name, _ in owner.calls] == ["forget_memory"]
         await front.close()
         await endpoint.close()
 
@@ -174,7 +243,7 @@ def test_a_front_takes_over_when_the_owner_leaves(paths: WorkspacePaths) -> None
             return successor
 
         front = await OwnerClient.connect(paths, opener=opener)
-        assert (await front.call("health"))["owner"] == "first"
+        assert (await front.call("health")).workspace == "first"
         await endpoint.close()
         reply = await front.call("ingest", params={"topic": "after the owner left"})
         assert reply["by"] == "second" and front.owns_workspace and opened == ["second"]
@@ -214,10 +283,10 @@ def test_a_front_follows_another_front_that_took_over(paths: WorkspacePaths) -> 
             raise FlowbabyError(ErrorCode.WORKSPACE_BUSY, "owned by another process")
 
         front = await OwnerClient.connect(paths, opener=busy)
-        assert (await front.call("health"))["owner"] == "first"
+        assert (await front.call("health")).workspace == "first"
         await first.close()
         _, second = await _owner(paths, "second")  # the other front won the lock
-        assert (await front.call("health"))["owner"] == "second"
+        assert (await front.call("health")).workspace == "second"
         assert attempts and not front.owns_workspace
         await front.close()
         await second.close()
@@ -238,7 +307,7 @@ def test_a_front_that_connects_wakes_the_owners_graph_work(paths: WorkspacePaths
         await endpoint.start()
         assert woken == []
         front = await OwnerClient.connect(paths, opener=_never)
-        assert (await front.call("health"))["owner"] == "command" and woken == [1]
+        assert (await front.call("health")).workspace == "command" and woken == [1]
         await front.close()
         await endpoint.close()
 

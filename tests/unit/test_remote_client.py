@@ -12,7 +12,16 @@ from typing import Any
 import httpx
 import pytest
 
-from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.contract import (
+    ConfirmSupersessionRequest,
+    ErrorCode,
+    FlowbabyError,
+    ForgetMemoryRequest,
+    ImportMemoriesRequest,
+    RestoreMemoryRequest,
+    RetrievalError,
+    RetrievalErrorCode,
+)
 from graph.core.workspace import resolve_workspace
 from graph.remote import connect_workspace
 from graph.remote.client import RemoteService, failure_from_body
@@ -123,7 +132,7 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
         seen.append(request)
         if request.url.path == "/api/agent/background/op_1":
             return httpx.Response(404, json=FlowbabyError(ErrorCode.NOT_FOUND, "No operation").to_response())
-        return httpx.Response(200, json={"success": True, "versions": []})
+        return httpx.Response(200, json={"success": True, "topicId": "a/b", "versions": []})
 
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
@@ -142,6 +151,48 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
         assert request.headers["x-flowbaby-namespace"] == "team-a"
 
 
+STAMP = "2026-01-01T00:00:00.000Z"
+EXPORTED = {
+    "topic": "T",
+    "context": "C",
+    "topicId": "t",
+    "version": 1,
+    "memoryId": "m",
+    "status": "Active",
+    "createdAt": STAMP,
+    "updatedAt": STAMP,
+    "stagedAt": STAMP,
+}
+TYPED_REPLIES: dict[str, Any] = {
+    "/api/agent/import": {"success": True, "dryRun": False, "imported": 1, "skipped": 0, "queuedOperations": 1},
+    "/api/agent/supersessions/confirm": {
+        "success": True,
+        "topicId": "a",
+        "memoryId": "m",
+        "status": "Superseded",
+        "supersededBy": "b",
+    },
+    "/api/agent/memories/restore": {
+        "success": True,
+        "topicId": "a",
+        "id": "r",
+        "decision": "replace",
+        "restored": [],
+        "restoredAt": "2026-01-01T00:00:00.000Z",
+    },
+    "/api/agent/memories/forget": {
+        "success": True,
+        "dryRun": False,
+        "forgetId": None,
+        "topics": 0,
+        "versions": 0,
+        "topicIds": [],
+        "pending": [],
+    },
+}
+"""What the stand-in server answers a typed operation's route: its reply model is checked."""
+
+
 def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) -> None:
     """The operations whose server route takes the JSON body (BODY_ROUTES) are made from the method
     table: each posts exactly the caller's params there; the local owner's arguments stay here."""
@@ -152,17 +203,17 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append((request.method, request.url.path, json.loads(request.content)))
-        return httpx.Response(200, json={"success": True})
+        return httpx.Response(200, json=TYPED_REPLIES.get(request.url.path, {"success": True}))
 
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
         service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
         await service.ingest({"topic": "t", "context": "c"}, bulk=True, origin="/here")
         await service.store_memory({"topic": "s"}, origin="/here")
-        await service.confirm_supersession({"olderTopicId": "a", "newerTopicId": "b"})
-        await service.restore_memory({"topicId": "a"})
-        await service.forget_memory({"filter": {"status": ["Active"]}})
-        await service.import_memories({"memories": []})
+        await service.confirm_supersession(ConfirmSupersessionRequest(olderTopicId="a", newerTopicId="b"))
+        await service.restore_memory(RestoreMemoryRequest(topicId="a"))
+        await service.forget_memory(ForgetMemoryRequest.model_validate({"filter": {"status": ["Active"]}}))
+        await service.import_memories(ImportMemoriesRequest.model_validate({"memories": [EXPORTED]}))
         await service.close()
 
     asyncio.run(run())
@@ -172,7 +223,7 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
         ("POST", "/api/agent/supersessions/confirm", {"olderTopicId": "a", "newerTopicId": "b"}),
         ("POST", "/api/agent/memories/restore", {"topicId": "a"}),
         ("POST", "/api/agent/memories/forget", {"filter": {"status": ["Active"]}}),
-        ("POST", "/api/agent/import", {"memories": []}),
+        ("POST", "/api/agent/import", {"memories": [EXPORTED]}),
     ]
     assert [tuple(m.http.split(" ")) for m in BODY_ROUTES] == [(verb, path) for verb, path, _ in seen]
 
@@ -208,3 +259,25 @@ def test_token_shapes_that_are_accepted(paths: Any, tmp_path: Path, monkeypatch:
         path.chmod(0o600)
         monkeypatch.setenv("FLOWBABY_SERVER_TOKEN_FILE", str(path))
         assert server_settings(paths).token == token  # type: ignore[union-attr]
+
+
+def test_a_reply_that_is_not_the_operations_model_is_a_contract_failure(paths: Any) -> None:
+    """A typed operation's reply is read into its model: a server answering another shape (another version,
+    a proxy) is FLOWBABY_ERROR, never a pydantic error escaping to the front."""
+    from graph.remote.settings import ServerSettings
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"success": True, "memories": "many"})
+
+    async def run() -> FlowbabyError:
+        server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
+        service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
+        try:
+            with pytest.raises(FlowbabyError) as caught:
+                await service.health()
+            return caught.value
+        finally:
+            await service.close()
+
+    failure = asyncio.run(run())
+    assert failure.code is ErrorCode.FLOWBABY_ERROR and "HealthResponse" in failure.message

@@ -1,5 +1,5 @@
-"""The ingest contract: request and response models shared by every front, one module per surface
-(base, ingest, validation, retrieval, inspection, hooks, memories, transfer); this package is what the rest imports.
+"""The ingest contract: request and response models shared by every front, one module per surface (base,
+ingest, validation, retrieval, inspection, hooks, memories, sessions, transfer); this package is what the rest imports.
 
 INGEST_CONTRACT.md is the prose statement of these models; keep the two in step.
 Validation errors are turned into one message that names the faulty field, so an
@@ -107,7 +107,20 @@ from graph.core.contract.retrieval import (
     SessionTurnRef,
     validate_retrieval,
 )
-from graph.core.contract.scope import PROJECT, USER, ReadScopeParams, Scope, ScopeParams
+from graph.core.contract.scope import PROJECT, USER, ReadScopeParams, Scope, Scoped, ScopeParams
+from graph.core.contract.sessions import (
+    SESSION_REPLIES,
+    SessionActionResponse,
+    SessionContextResponse,
+    SessionDescription,
+    SessionIndexStatus,
+    SessionListResponse,
+    SessionOp,
+    SessionSearchResponse,
+    SessionsRequest,
+    SessionsResponse,
+    SessionStatusResponse,
+)
 from graph.core.contract.transfer import (
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
@@ -127,6 +140,7 @@ __all__ = [
     "USER",
     "ReadScopeParams",
     "Scope",
+    "Scoped",
     "ScopeParams",
     "AuditTailEntry",
     "AuditTailRequest",
@@ -216,7 +230,18 @@ __all__ = [
     "RetrievalErrorCode",
     "RetrieveMemoryRequest",
     "RetrieveMemoryResponse",
+    "SESSION_REPLIES",
+    "SessionActionResponse",
+    "SessionContextResponse",
+    "SessionDescription",
+    "SessionIndexStatus",
+    "SessionListResponse",
+    "SessionOp",
+    "SessionSearchResponse",
+    "SessionStatusResponse",
     "SessionTurnRef",
+    "SessionsRequest",
+    "SessionsResponse",
     "StoreMemoryResponse",
     "SummaryFields",
     "SupersessionLink",

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
-from graph.core.contract.scope import PROJECT, Scope
+from graph.core.contract.scope import PROJECT, Scope, Scoped
 from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
 
 MAX_LIST_LIMIT = 500
@@ -127,7 +127,7 @@ class GetMemoryResponse(MemoryVersionsResponse):
     scope: Scope = PROJECT
 
 
-class RestoreMemoryRequest(_Strict):
+class RestoreMemoryRequest(Scoped):
     """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the topic."""
 
     topicId: str = Field(min_length=1, max_length=256)
@@ -149,7 +149,7 @@ class RestoreMemoryResponse(_Reply):
     restoredAt: str
 
 
-class ForgetMemoryRequest(_Strict):
+class ForgetMemoryRequest(Scoped):
     """One version (topicId + version), a topic with every version (topicId), or every topic that
     listMemories would list for `filter`. Exactly one of topicId and filter."""
 

@@ -26,3 +26,9 @@ class ReadScopeParams(_Strict):
     """`scope` of listMemories and of a retrieval: one store, or `all` (both; a retrieval's default)."""
 
     scope: Literal["project", "user", "all"] = "all"
+
+
+class Scoped(_Strict):
+    """A typed request that may name the user store (`scope: "user"`); absent or `project`: this one."""
+
+    scope: Scope | None = None

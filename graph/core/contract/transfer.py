@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.ingest import SummaryFields
 from graph.core.contract.inspection import _Reply
-from graph.core.contract.scope import PROJECT, Scope
+from graph.core.contract.scope import PROJECT, Scope, Scoped
 
 EXPORT_FORMAT = "flowbaby-memories"
 EXPORT_FORMAT_VERSION = 1
@@ -54,7 +54,7 @@ class ExportedMemory(SummaryFields):
         return _stamp(value)
 
 
-class ExportMemoriesRequest(_Strict):
+class ExportMemoriesRequest(Scoped):
     cursor: str | None = Field(default=None, min_length=1, max_length=512)
     limit: int = Field(default=MAX_IMPORT_BATCH, ge=1, le=MAX_IMPORT_BATCH)
 
@@ -67,7 +67,7 @@ class ExportMemoriesResponse(_Reply):
     nextCursor: str | None
 
 
-class ImportMemoriesRequest(_Strict):
+class ImportMemoriesRequest(Scoped):
     memories: list[ExportedMemory] = Field(min_length=1, max_length=MAX_IMPORT_BATCH)
     dryRun: bool = False
 
