@@ -40,6 +40,7 @@ from graph.core.contract import (
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     RetrievalEntry,
+    RetrievalError,
     RetrieveMemoryRequest,
     Scope,
     Scoped,
@@ -348,10 +349,13 @@ class UserScope(Hooks, Memories, Forget):
         if scope == PROJECT or not self._has_user_scope():
             reply = await super().retrieve(params, markdown=markdown, **options)
             return self._entries_marked(reply, self.scope)
-        request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
+        try:
+            request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
+        except RetrievalError:
+            return await super().retrieve(params, markdown=markdown, **options)  # the same error, audited
         mine = {**params, "includeSessions": False}  # a valid request is an object
         project, found = await asyncio.gather(
-            super().retrieve(params, **options),
+            super().retrieve(params, markdown=markdown, **options),  # audited as the command it is
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
         )
         project = self._entries_marked(project, PROJECT)
