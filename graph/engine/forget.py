@@ -79,6 +79,7 @@ class Forget(Lifecycle):
             await asyncio.to_thread(self._drop_snapshot)
             # Before the store's transaction: once the memory is gone, nothing could say which lines were its.
             await asyncio.to_thread(self.audit.forget, {forgotten_key(m.topic, m.agent_name) for m in versions})
+            await asyncio.to_thread(self.reconciler.log.forget, set(topics), set(memory_ids))
             await asyncio.to_thread(self.store.forget, forget_id, memory_ids)
             self._stored = None
             self._whole_graph = None  # the kept graph snapshot names it: not held until the next request

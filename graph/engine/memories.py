@@ -296,7 +296,9 @@ class Memories(Retrieval):
         if dry_run or not fresh:
             return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}), [], set()
         with self._stage_lock:
-            new_topics = {t for t in {m.topic_id for m in fresh} if not self.store.topic_versions(t)}
+            # An empty store has nothing to reconcile an import with (and need not wait for search to load).
+            held = self.store.counts()["memories"] > 0
+            new_topics = {t for t in {m.topic_id for m in fresh} if held and not self.store.topic_versions(t)}
             inserted, _ = self.store.import_memories(fresh)
             self._stored = None
             self.store.supersede_older(sorted({m.topic_id for m in fresh}))

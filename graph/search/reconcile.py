@@ -93,7 +93,7 @@ class Candidate:
     """Names both mention, other than as a sentence's first word (lower case)."""
     long: bool = False
     """It or the new memory decides more than ONE_SUBJECT things (a session's summary): their subject texts
-    look alike by their form, so closeness alone makes neither an update nor a replacement."""
+    look alike by their form, so it is never updated nor replaced (a suggestion at most); only skipped."""
     cue_cosine: float = 0.0
     """Cosine of the cue sentence alone with its subject: a long memory (a session's twenty facts) with one
     "now" in it does not replace a memory its other facts resemble."""
@@ -293,11 +293,13 @@ def measure(
 def _replaced(c: Candidate) -> bool:
     """It decided a name the new memory retires and is about the same subject, or it is the same subject
     and the new memory says it changed in a sentence about that subject (tune split: 0.76-0.91)."""
+    if c.long:
+        return False  # one sentence of a long memory retiring a name replaces nothing of another long one
     if c.retired and (
         c.cosine >= RETIRED_SUBJECT or (c.cosine >= RETIRED_NEAR and c.cosine + c.overlap >= RETIRED_SCORE)
     ):
         return True
-    return bool(c.cue) and c.cosine >= SAME_SUBJECT and c.cue_cosine >= SAME_SUBJECT and not c.long
+    return bool(c.cue) and c.cosine >= SAME_SUBJECT and c.cue_cosine >= SAME_SUBJECT
 
 
 def decide(new: Memory, candidates: list[Candidate]) -> Decision:

@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from graph.core.contract import utc_now
+from graph.core.files import write_atomic
 from graph.core.seal import sealer
 from graph.core.workspace import PRIVATE_FILE_MODE
 
@@ -60,6 +62,7 @@ class Entry(BaseModel):
 
 
 PURPOSE = "reconcile-decision"
+_ID = re.compile(r'"id":\s*"(rc_[0-9a-f]{16})"')
 
 
 def _canonical(record: dict[str, Any]) -> bytes:
@@ -170,6 +173,33 @@ class DecisionLog:
         with self._lock:
             self._replaced = (entries, links)
         return links
+
+    def forget(self, topic_ids: set[str], memory_ids: set[str]) -> int:
+        """Drop every line that names a forgotten topic or version (a decision's evidence holds its topic
+        and a sentence of the new memory), and the undo lines of those decisions: rewritten through a
+        0600 copy beside it; the lines kept are kept byte for byte, so their seals hold. Lines dropped."""
+        marks = [json.dumps(t, ensure_ascii=False) for t in topic_ids] + sorted(memory_ids)
+        with self._lock:
+            try:
+                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+            except FileNotFoundError:
+                return 0
+            with os.fdopen(fd, "rb") as handle:
+                lines = handle.read().splitlines(keepends=True)
+            dropped: set[str] = set()
+            kept: list[bytes] = []
+            for line in lines:
+                text = line.decode("utf-8", "replace")
+                found = _ID.search(text)
+                if any(mark in text for mark in marks) or (found and found.group(1) in dropped):
+                    if found:
+                        dropped.add(found.group(1))
+                    continue
+                kept.append(line)
+            if len(kept) < len(lines):
+                write_atomic(self.path, b"".join(kept), mode=PRIVATE_FILE_MODE)
+                self._cache = None
+            return len(lines) - len(kept)
 
     def for_topic(self, topic_id: str) -> list[Entry]:
         """Decisions whose new memory or a superseded one is of this topic."""

@@ -109,6 +109,13 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
     assert client.result("getMemory", {"topicId": "logs-explicit"})["versions"][0]["status"] == "Superseded"
     assert client.result("getMemory", {"topicId": "logs-explicit"})["reconcile"] == []  # not shown either
 
+    # Forgetting a memory forgets the decisions that name it: their evidence holds its topic.
+    log_file = workspace / ".flowbaby" / "reconcile.jsonl"
+    assert logs["summary_id"] in log_file.read_text() and '"Application logs"' in log_file.read_text()
+    assert client.result("forgetMemory", {"topicId": logs["summary_id"]}, timeout=120)["success"]
+    assert logs["summary_id"] not in log_file.read_text() and '"Application logs"' not in log_file.read_text()
+    assert client.result("getMemory", {"topicId": search["summary_id"]})["success"]  # the rest is kept
+
 
 def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
     """FLOWBABY_RECONCILE_BUDGET_MS=0: the write is staged as sent at once (`pending`), and the decision

@@ -72,6 +72,7 @@ def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> N
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.01, **aside)]).action == "update"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True)]).action == "add"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True, **said)]).action == "add"
+    assert decide(NEW, [_candidate(old, RETIRED_SUBJECT + 0.2, long=True, retired="Elasticsearch")]).action == "add"
 
 
 def test_a_topic_is_compared_through_its_earlier_versions() -> None:
