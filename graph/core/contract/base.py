@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -121,6 +121,12 @@ def _stamp(value: str) -> str:
 
 def utc_now() -> str:
     return format_timestamp(datetime.now(UTC))
+
+
+class Succeeded(BaseModel):
+    """`success: true`, the first field of every success reply: declared once for all of them."""
+
+    success: Literal[True] = True
 
 
 class _Strict(BaseModel):

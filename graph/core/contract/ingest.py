@@ -12,6 +12,7 @@ from graph.core.contract.base import (
     MAX_LIST_ITEMS,
     TEXT_LIST_FIELDS,
     MemoryStatus,
+    Succeeded,
     _is_timestamp,
     _memory_status,
     _stamp,
@@ -125,8 +126,7 @@ class ResponseMetadata(BaseModel):
     updated_at: str
 
 
-class FlowbabyIngestResponse(BaseModel):
-    success: Literal[True] = True
+class FlowbabyIngestResponse(Succeeded):
     staged: bool
     operationId: str
     ingested_chars: int
@@ -142,8 +142,7 @@ class FlowbabyIngestResponse(BaseModel):
     """The store written (docs/contract/21-user-scope.md)."""
 
 
-class StoreMemoryResponse(BaseModel):
-    success: Literal[True] = True
+class StoreMemoryResponse(Succeeded):
     summary_id: str
     operationId: str
     ingested_chars: int

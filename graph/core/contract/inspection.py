@@ -7,13 +7,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.core.contract.base import MemoryStatus, _Strict
+from graph.core.contract.base import MemoryStatus, Succeeded, _Strict
 
 
 class _Reply(BaseModel):
     """A response shape: an unknown field is an error, so the model is exactly what goes on the wire."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class _Succeeded(_Reply, Succeeded):
+    """A success reply of that exact shape (the base of every `_Reply` that answers a request)."""
 
 
 class HookProblem(_Reply):
@@ -30,8 +34,7 @@ class HookProblems(_Reply):
     """The last five, newest last."""
 
 
-class HealthResponse(_Reply):
-    success: Literal[True] = True
+class HealthResponse(_Succeeded):
     status: Literal["ready"] = "ready"
     version: str
     workspace: str
@@ -50,11 +53,10 @@ class HealthResponse(_Reply):
     """Why client hooks injected nothing lately (graph.core.hook_problems); the VS Code status bar shows it."""
 
 
-class PublicHealthResponse(_Reply):
+class PublicHealthResponse(_Succeeded):
     """What /api/health tells a caller without the bearer token: no path, no pid; asked with a
     `challenge`, the proof that this server holds the workspace's token (never the token)."""
 
-    success: Literal[True] = True
     status: Literal["ready"] = "ready"
     version: str
     proof: str | None = None
@@ -84,8 +86,7 @@ class IndexModel(_Reply):
     llm: str
 
 
-class IndexStatusResponse(_Reply):
-    success: Literal[True] = True
+class IndexStatusResponse(_Succeeded):
     status: IndexState
     can_search: bool
     needs_update: bool
@@ -98,8 +99,7 @@ class IndexStatusResponse(_Reply):
     """False with FLOWBABY_BUILD_GRAPH=0: pending operations wait until it is on again."""
 
 
-class RepairResponse(_Reply):
-    success: Literal[True] = True
+class RepairResponse(_Succeeded):
     operationId: str | None
     requeuedMemories: int
     reembeddedMemories: int
@@ -128,8 +128,7 @@ class MemoryVersion(_Reply):
     graphState: GraphState
 
 
-class MemoryVersionsResponse(_Reply):
-    success: Literal[True] = True
+class MemoryVersionsResponse(_Succeeded):
     topicId: str
     versions: list[MemoryVersion]
 
@@ -158,8 +157,7 @@ class RelatedMemory(_Reply):
     queryScore: float
 
 
-class MemoryContextResponse(_Reply):
-    success: Literal[True] = True
+class MemoryContextResponse(_Succeeded):
     memory: MemoryVersion
     versionsBefore: list[MemoryVersion]
     versionsAfter: list[MemoryVersion]
@@ -193,8 +191,7 @@ class WaitingMemory(_Reply):
     errorCode: str | None
 
 
-class GraphStatsResponse(_Reply):
-    success: Literal[True] = True
+class GraphStatsResponse(_Succeeded):
     memories: int
     memoriesInGraph: int
     entities: int
@@ -204,10 +201,9 @@ class GraphStatsResponse(_Reply):
     waiting: list[WaitingMemory]
 
 
-class GraphSnapshotResponse(_Reply):
+class GraphSnapshotResponse(_Succeeded):
     """networkx node-link JSON; node and edge attributes vary with their kind."""
 
-    success: Literal[True] = True
     topicId: str | None
     hops: int
     directed: bool
@@ -254,14 +250,12 @@ class AuditTailEntry(_Reply):
     """Secrets redacted from the memory at ingest (section 20), when the line counts them."""
 
 
-class AuditTailResponse(_Reply):
-    success: Literal[True] = True
+class AuditTailResponse(_Succeeded):
     entries: list[AuditTailEntry]
     count: int
 
 
-class ImpliedSupersessionsResponse(_Reply):
-    success: Literal[True] = True
+class ImpliedSupersessionsResponse(_Succeeded):
     pairs: list[ImpliedSupersession]
     count: int
 
@@ -273,8 +267,7 @@ class ConfirmSupersessionRequest(_Strict):
     """False: a pair a person names (`flowbaby memories supersede`), listed by listImpliedSupersessions or not."""
 
 
-class ConfirmSupersessionResponse(_Reply):
-    success: Literal[True] = True
+class ConfirmSupersessionResponse(_Succeeded):
     topicId: str
     memoryId: str
     status: MemoryStatus

@@ -7,7 +7,14 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
-from graph.core.contract.inspection import ContextEntity, GraphState, MemoryVersion, MemoryVersionsResponse, _Reply
+from graph.core.contract.inspection import (
+    ContextEntity,
+    GraphState,
+    MemoryVersion,
+    MemoryVersionsResponse,
+    _Reply,
+    _Succeeded,
+)
 from graph.core.contract.scope import PROJECT, Scope, Scoped
 from graph.core.filter_conditions import FILTER_CONDITIONS as FILTER_CONDITIONS
 
@@ -74,8 +81,7 @@ class MemoryListItem(_Reply):
     """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
 
 
-class ListMemoriesResponse(_Reply):
-    success: Literal[True] = True
+class ListMemoriesResponse(_Succeeded):
     memories: list[MemoryListItem]
     count: int
     nextCursor: str | None
@@ -139,8 +145,7 @@ class RestoredRef(_Reply):
     status: MemoryStatus
 
 
-class RestoreMemoryResponse(_Reply):
-    success: Literal[True] = True
+class RestoreMemoryResponse(_Succeeded):
     topicId: str
     id: str
     """The decision undone (its `reconcile.id`)."""
@@ -163,8 +168,7 @@ class ForgetMemoryRequest(Scoped):
     listed in `pending`."""
 
 
-class ForgetMemoryResponse(_Reply):
-    success: Literal[True] = True
+class ForgetMemoryResponse(_Succeeded):
     dryRun: bool
     forgetId: str | None
     """The journal entry (null on a dry run or when nothing matched)."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from graph.core.contract.base import MAX_QUERY_CHARS, ContractFailure, FlowbabyError, MemoryStatus, _Strict
+from graph.core.contract.base import MAX_QUERY_CHARS, ContractFailure, FlowbabyError, MemoryStatus, Succeeded, _Strict
 from graph.core.contract.scope import PROJECT, Scope
 from graph.core.contract.validation import validate_request
 
@@ -192,8 +192,7 @@ class RetrievalEntry(BaseModel):
     """A user memory only: the topicId of this project's memory on the same subject, which wins here."""
 
 
-class FlowbabyContextResponse(BaseModel):
-    success: Literal[True] = True
+class FlowbabyContextResponse(Succeeded):
     entries: list[RetrievalEntry]
     totalResults: int
     tokensUsed: int

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from graph.core.contract.base import MemoryStatus, _memory_status, _stamp, _Strict
 from graph.core.contract.ingest import SummaryFields
-from graph.core.contract.inspection import _Reply
+from graph.core.contract.inspection import _Succeeded
 from graph.core.contract.scope import PROJECT, Scope, Scoped
 
 EXPORT_FORMAT = "flowbaby-memories"
@@ -59,8 +59,7 @@ class ExportMemoriesRequest(Scoped):
     limit: int = Field(default=MAX_IMPORT_BATCH, ge=1, le=MAX_IMPORT_BATCH)
 
 
-class ExportMemoriesResponse(_Reply):
-    success: Literal[True] = True
+class ExportMemoriesResponse(_Succeeded):
     header: ExportHeader | None
     """The file's first line, on the first page only (memories: the versions stored then)."""
     memories: list[ExportedMemory]
@@ -72,8 +71,7 @@ class ImportMemoriesRequest(Scoped):
     dryRun: bool = False
 
 
-class ImportMemoriesResponse(_Reply):
-    success: Literal[True] = True
+class ImportMemoriesResponse(_Succeeded):
     dryRun: bool
     imported: int
     """Versions added (on a dry run: that would be added)."""
