@@ -14,6 +14,7 @@ from typing import Any
 
 from bridge.client import BridgeClient
 from flowbaby.hook_install import hook_command
+from tests.support.store_only import store_only_workspace
 
 
 def _hook(workspace: Path, event: str, payload: dict[str, Any]) -> str:
@@ -43,9 +44,7 @@ OTHER = "Publish API docs with Redoc on every release"
 def test_the_briefing_and_recall_show_one_current_decision_per_subject(
     spawn: Callable[..., BridgeClient], tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    workspace = store_only_workspace(tmp_path / "ws")
     client = spawn(workspace, "--rate-limit-per-minute", "0")
     for payload in (
         _memory("offline-realm", "Offline storage", OLD_STORE, 1),

@@ -17,6 +17,7 @@ from bridge.client import PROJECT_ROOT, BridgeClient
 from graph.search.reconcile_llm import PROMPT
 from tests.support.commands import run_flowbaby
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.store_only import store_only_workspace
 
 
 def _store(client: BridgeClient, topic: str, decision: str, day: int) -> dict[str, Any]:
@@ -27,6 +28,11 @@ def _store(client: BridgeClient, topic: str, decision: str, day: int) -> dict[st
     return reply
 
 
+def _budget_env(budget_ms: str) -> dict[str, str]:
+    """The bridge's environment with FLOWBABY_RECONCILE_BUDGET_MS set (the tests' one varying setting)."""
+    return {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": budget_ms}
+
+
 def _status(client: BridgeClient, topic_id: str) -> str:
     return str(client.result("getMemory", {"topicId": topic_id})["latest"]["status"])
 
@@ -34,12 +40,9 @@ def _status(client: BridgeClient, topic_id: str) -> str:
 def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
     spawn: Callable[..., BridgeClient], tmp_path: Path
 ) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    workspace = store_only_workspace(tmp_path / "ws")
     # A generous budget: every decision in its reply, however loaded the machine (the budget is tested below).
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "20000"}
-    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=_budget_env("20000"))
     logs = _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
     search = _store(client, "Product search index", "The product search index stays in Elasticsearch", 2)
     assert logs["reconcile"]["decision"] == search["reconcile"]["decision"] == "add"
@@ -120,11 +123,8 @@ def test_restate_skips_replace_supersedes_restore_undoes_and_a_look_alike_stays(
 def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
     """FLOWBABY_RECONCILE_BUDGET_MS=0: the write is staged as sent at once (`pending`), and the decision
     is applied when it comes: a repeat is then Superseded, with the decision in getMemory."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "0"}
-    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    workspace = store_only_workspace(tmp_path / "ws")
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=_budget_env("0"))
     first = _store(client, "Help width", "Cap the help text width at 80 columns", 1)
     again = _store(client, "Help width", "Cap the help text width at 80 columns.", 2)
     assert again["reconcile"]["decision"] == "pending", again
@@ -151,17 +151,13 @@ def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer
     evidence leaves as a suggestion is decided by the LLM, with the same measured evidence; an
     unusable answer keeps the offline decision and says why. (About 30 s here: the bridge imports
     litellm for its first LLM call.)"""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    workspace = store_only_workspace(tmp_path / "ws")
     with FakeOpenAI() as fake:
         fake.reply_for = lambda system, user: (
             '{"decision": "replace", "candidate": 1, "reason": "the logs moved to Loki"}' if system == PROMPT else None
         )
         env = {
-            **os.environ,
-            "PYTHONPATH": str(PROJECT_ROOT),
-            "FLOWBABY_RECONCILE_BUDGET_MS": "0",  # with the LLM on, its timeout (and 0.5 s) is the budget
+            **_budget_env("0"),  # with the LLM on, its timeout (and 0.5 s) is the budget
             "FLOWBABY_RECONCILE_LLM_TIMEOUT_SEC": "60",  # the bridge's first LLM call imports litellm
             "LLM_PROVIDER": "openai",
             "LLM_MODEL": "gpt-4o-mini",
@@ -196,11 +192,10 @@ def test_an_import_is_reconciled_against_the_store_and_an_export_round_trips_exa
     not hold is reconciled against what the store held before, so a replacement imported from a teammate's
     export supersedes the local memory it replaces; the store's own export, imported into an empty store
     or back into itself, keeps every status as it was (nothing superseded or skipped that was not)."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "FLOWBABY_RECONCILE_BUDGET_MS": "20000"}
+    env = _budget_env("20000")
     source, local, empty = (tmp_path / name for name in ("source", "local", "empty"))
     for folder in (source, local, empty):
-        folder.mkdir()
-        (folder / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+        store_only_workspace(folder)
     client = spawn(source, "--rate-limit-per-minute", "0", env=env)
     logs = _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
     _store(client, "Product search index", "The product search index stays in Elasticsearch", 2)
