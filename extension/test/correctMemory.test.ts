@@ -1,53 +1,31 @@
 /** "Flowbaby: Edit Memory" and "Flowbaby: Mark Memory Superseded" (issue 50) against a real `flowbaby bridge`,
  * with the dialogs scripted: an edit is a new version, a supersession retires the older memory. */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { BridgeClient } from "../src/core/bridgeClient";
+import { describe, it } from "node:test";
 import { CorrectUi, editMemoryCommand, supersedeMemoryCommand } from "../src/core/correctMemory";
-import { MemoryPick } from "../src/core/forgetMemory";
 import { JsonObject } from "../src/core/jsonRpc";
-import { flowbabyCommand, ingestPayload, tempWorkspace } from "./helpers";
+import { bridgeWithMemories, scriptedDialogs } from "./helpers";
 
+/** The shared scripted dialogs, the picks answered in turn, plus the field editor. */
 function scriptedUi(picks: string[], edit: (fields: JsonObject) => JsonObject | undefined, confirm = true) {
-  const seen = { picks: [] as MemoryPick[][], edits: [] as JsonObject[], confirms: [] as string[], infos: [] as string[], errors: [] as string[] };
-  const ui: CorrectUi = {
-    pick: async (items) => {
-      seen.picks.push(items);
-      return picks.shift();
-    },
+  const { ui, seen } = scriptedDialogs({ pick: () => picks.shift(), confirm });
+  const edits: JsonObject[] = [];
+  const correct: CorrectUi = {
+    ...ui,
     edit: async (fields) => {
-      seen.edits.push(fields);
+      edits.push(fields);
       return edit(fields);
     },
-    confirm: async (message) => {
-      seen.confirms.push(message);
-      return confirm;
-    },
-    info: (message) => seen.infos.push(message),
-    error: (message) => seen.errors.push(message),
   };
-  return { ui, seen };
+  return { ui: correct, seen: { ...seen, edits } };
 }
 
 describe("Edit Memory and Mark Memory Superseded (real bridge)", { timeout: 240_000 }, () => {
-  const workspace = tempWorkspace("fb-correct-", { graph: false });
-  const bridge = new BridgeClient({ workspace, command: flowbabyCommand(), healthTimeoutMs: 60_000 });
-  const call = (method: string, params?: JsonObject) => bridge.call(method, params);
+  const call = bridgeWithMemories("fb-correct-", [
+    ["cache-ttl", "Session cache TTL"],
+    ["cache-old", "Session cache in Memcached"],
+  ]);
   const activity = (_line: string) => undefined;
-
-  before(async () => {
-    assert.equal((await bridge.start()).status, "ready");
-    for (const [topicId, topic] of [
-      ["cache-ttl", "Session cache TTL"],
-      ["cache-old", "Session cache in Memcached"],
-    ]) {
-      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic });
-      assert.equal(stored.success, true, JSON.stringify(stored));
-    }
-  });
-  after(async () => {
-    await bridge.stop();
-  });
 
   it("Edit Memory stores the edited fields as a new version of the picked memory", async () => {
     const { ui, seen } = scriptedUi(["cache-ttl"], (fields) => ({ ...fields, decisions: ["Use Redis with a 30 minute TTL"] }));

@@ -1,57 +1,21 @@
 /** "Flowbaby: Forget Memory" against a real `flowbaby bridge`, with the dialogs scripted. */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { BridgeClient } from "../src/core/bridgeClient";
-import { ForgetUi, MemoryPick, forgetMemoryCommand, pickItems } from "../src/core/forgetMemory";
+import { describe, it } from "node:test";
+import { forgetMemoryCommand } from "../src/core/forgetMemory";
+import { pickItems } from "../src/core/memoryCommand";
 import { JsonObject } from "../src/core/jsonRpc";
-import { flowbabyCommand, ingestPayload, tempWorkspace } from "./helpers";
-
-interface Script {
-  pick: (items: MemoryPick[]) => string | undefined;
-  confirm: boolean;
-}
-
-/** A ForgetUi that answers from `script` and records every dialog and toast. */
-function scriptedUi(script: Script) {
-  const seen = { picks: [] as MemoryPick[][], confirms: [] as string[][], infos: [] as string[], errors: [] as string[] };
-  const ui: ForgetUi = {
-    pick: async (items) => {
-      seen.picks.push(items);
-      return script.pick(items);
-    },
-    confirm: async (message, detail) => {
-      seen.confirms.push([message, detail]);
-      return script.confirm;
-    },
-    info: (message) => seen.infos.push(message),
-    error: (message) => seen.errors.push(message),
-  };
-  return { ui, seen };
-}
+import { bridgeWithMemories, ingestPayload, scriptedDialogs } from "./helpers";
 
 describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
-  const workspace = tempWorkspace("fb-forget-", { graph: false });
-  const bridge = new BridgeClient({ workspace, command: flowbabyCommand(), healthTimeoutMs: 60_000 });
-  const call = (method: string, params?: JsonObject) => bridge.call(method, params);
+  const call = bridgeWithMemories("fb-forget-", [
+    ["old-note", "An older note"],
+    ["redis-cache", "Redis caching decision"],
+  ]);
   const lines: string[] = [];
   const activity = (line: string) => lines.push(line);
 
-  before(async () => {
-    assert.equal((await bridge.start()).status, "ready");
-    for (const [topicId, topic] of [
-      ["old-note", "An older note"],
-      ["redis-cache", "Redis caching decision"],
-    ]) {
-      const stored = await call("ingestForAgent", { ...ingestPayload(topicId), topic });
-      assert.equal(stored.success, true, JSON.stringify(stored));
-    }
-  });
-  after(async () => {
-    await bridge.stop();
-  });
-
   it("cancelling the confirmation forgets nothing", async () => {
-    const { ui, seen } = scriptedUi({ pick: (items) => items.find((item) => item.topicId === "redis-cache")?.topicId, confirm: false });
+    const { ui, seen } = scriptedDialogs({ pick: (items) => items.find((item) => item.topicId === "redis-cache")?.topicId, confirm: false });
     const outcome = await forgetMemoryCommand({ call, ui, activity });
     assert.deepEqual(outcome, { status: "cancelled", topicId: "redis-cache" });
 
@@ -76,7 +40,7 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
   });
 
   it("confirming forgets the memory from the bridge", async () => {
-    const { ui, seen } = scriptedUi({ pick: (items) => items[0]?.topicId, confirm: true });
+    const { ui, seen } = scriptedDialogs({ pick: (items) => items[0]?.topicId, confirm: true });
     const outcome = await forgetMemoryCommand({ call, ui, activity });
     assert.equal(outcome.status, "forgotten", JSON.stringify(outcome));
     assert.equal(outcome.topicId, "redis-cache");
@@ -94,7 +58,7 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
   });
 
   it("a typed unknown topicId fails with NOT_FOUND before any confirmation", async () => {
-    const { ui, seen } = scriptedUi({ pick: () => "no-such-topic", confirm: true });
+    const { ui, seen } = scriptedDialogs({ pick: () => "no-such-topic", confirm: true });
     const outcome = await forgetMemoryCommand({ call, ui, activity });
     assert.equal(outcome.status, "failed");
     assert.deepEqual(seen.confirms, []);
@@ -108,7 +72,7 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
 
   it("dismissing the pick calls nothing else", async () => {
     const linesBefore = lines.length;
-    const { ui, seen } = scriptedUi({ pick: () => undefined, confirm: true });
+    const { ui, seen } = scriptedDialogs({ pick: () => undefined, confirm: true });
     assert.deepEqual(await forgetMemoryCommand({ call, ui, activity }), { status: "cancelled" });
     assert.deepEqual([seen.confirms, seen.infos, seen.errors, lines.length], [[], [], [], linesBefore]);
   });
@@ -119,7 +83,7 @@ describe("Forget Memory command (real bridge)", { timeout: 240_000 }, () => {
 async function forgetsTheUsers(call: (method: string, params?: JsonObject) => Promise<JsonObject>, activity: (line: string) => void) {
   const stored = await call("ingestForAgent", { ...ingestPayload("my-package-manager"), topic: "I always use uv, never pip", scope: "user" });
   assert.equal(stored.success, true, JSON.stringify(stored));
-  const { ui, seen } = scriptedUi({ pick: (items) => items.find((item) => item.scope === "user")?.topicId, confirm: true });
+  const { ui, seen } = scriptedDialogs({ pick: (items) => items.find((item) => item.scope === "user")?.topicId, confirm: true });
   const outcome = await forgetMemoryCommand({ call, ui, activity });
   assert.equal(outcome.status, "forgotten", JSON.stringify(outcome));
   assert.deepEqual(

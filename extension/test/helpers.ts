@@ -2,7 +2,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import assert from "node:assert/strict";
+import { after, before } from "node:test";
+import { BridgeCall } from "../src/core/agentApi";
+import { BridgeClient } from "../src/core/bridgeClient";
 import { FlowbabyCommand, resolveFlowbabyCommand, workspaceExecutable } from "../src/core/executable";
+import { MemoryDialogs, MemoryPick } from "../src/core/memoryCommand";
 
 /** The repository root (extension/out/test -> ../../..). */
 export const REPO = path.resolve(__dirname, "..", "..", "..");
@@ -58,4 +63,40 @@ export function ingestPayload(topicId: string, extra: Record<string, unknown> = 
     metadata: { topicId, createdAt: "2025-03-01T10:00:00Z", updatedAt: "2025-03-01T10:00:00Z", planId: "plan-015" },
     ...extra,
   };
+}
+
+/** A real bridge on a new graph-less workspace, started before the enclosing describe's tests with `memories`
+ * ([topicId, topic] over ingestPayload) stored and stopped after them: the memory commands' tests share it. */
+export function bridgeWithMemories(prefix: string, memories: [string, string][]): BridgeCall {
+  const bridge = new BridgeClient({ workspace: tempWorkspace(prefix, { graph: false }), command: flowbabyCommand(), healthTimeoutMs: 60_000 });
+  before(async () => {
+    assert.equal((await bridge.start()).status, "ready");
+    for (const [topicId, topic] of memories) {
+      const stored = await bridge.call("ingestForAgent", { ...ingestPayload(topicId), topic });
+      assert.equal(stored.success, true, JSON.stringify(stored));
+    }
+  });
+  after(async () => {
+    await bridge.stop();
+  });
+  return (method, params) => bridge.call(method, params);
+}
+
+/** Memory command dialogs that answer from `script` and record every pick list, confirmation and toast:
+ * the Forget, Edit and Supersede tests script the same dialogs. */
+export function scriptedDialogs(script: { pick: (items: MemoryPick[]) => string | undefined; confirm: boolean }) {
+  const seen = { picks: [] as MemoryPick[][], confirms: [] as string[][], infos: [] as string[], errors: [] as string[] };
+  const ui: MemoryDialogs = {
+    pick: async (items) => {
+      seen.picks.push(items);
+      return script.pick(items);
+    },
+    confirm: async (message, detail) => {
+      seen.confirms.push([message, detail]);
+      return script.confirm;
+    },
+    info: (message) => seen.infos.push(message),
+    error: (message) => seen.errors.push(message),
+  };
+  return { ui, seen };
 }

@@ -5,9 +5,9 @@
  * memories Superseded by the newer (confirmSupersession with `listed: false`, after a modal warning).
  * Free of `vscode`: the dialogs are injected, so the node tests script them against a real bridge.
  */
-import { BridgeCall, ingestFailure } from "./agentApi";
-import { MemoryPick, PICK_LIMIT, pickItems, scopeOf } from "./forgetMemory";
+import { ingestFailure } from "./agentApi";
 import { JsonObject } from "./jsonRpc";
+import { MemoryCommandDeps, MemoryDialogs, MemoryPick, failureText, listPicks, scopeOf } from "./memoryCommand";
 
 /** The agentName of a version a person wrote (as `flowbaby memories edit` and the memory browser). */
 export const EDITOR_NAME = "person";
@@ -15,22 +15,13 @@ export const SUPERSEDE_BUTTON = "Mark Superseded";
 /** The fields a person edits; the rest (topicId, createdAt, planId) is kept from the newest version. */
 export const EDITABLE = ["topic", "context", "decisions", "rationale", "openQuestions", "nextSteps", "references", "status"] as const;
 
-export interface CorrectUi {
-  /** Resolves with the chosen item's or a typed topicId, or undefined when cancelled. */
-  pick(items: MemoryPick[], title: string): Promise<string | undefined>;
+/** Its `confirm` shows a `SUPERSEDE_BUTTON` button. */
+export interface CorrectUi extends MemoryDialogs {
   /** The fields as the person left them (a JSON document in VS Code), or undefined when cancelled. */
   edit(fields: JsonObject): Promise<JsonObject | undefined>;
-  /** A modal warning with a `SUPERSEDE_BUTTON` button; resolves true only when it is pressed. */
-  confirm(message: string, detail: string): Promise<boolean>;
-  info(message: string): void;
-  error(message: string): void;
 }
 
-export interface CorrectDeps {
-  call: BridgeCall;
-  ui: CorrectUi;
-  activity: (line: string) => void;
-}
+export type CorrectDeps = MemoryCommandDeps<CorrectUi>;
 
 export type CorrectOutcome =
   | { status: "cancelled" }
@@ -38,8 +29,7 @@ export type CorrectOutcome =
   | { status: "failed"; result: JsonObject };
 
 function failed(deps: CorrectDeps, what: string, result: JsonObject): CorrectOutcome {
-  const message = typeof result.message === "string" ? result.message : String(result.error ?? "");
-  deps.ui.error(`Flowbaby: ${what} failed: ${String(result.errorCode ?? "FLOWBABY_ERROR")}: ${message}`);
+  deps.ui.error(`Flowbaby: ${what} failed: ${failureText(result)}`);
   deps.activity(`[${what}] ${new Date().toISOString()} - Status: error (${String(result.errorCode ?? "FLOWBABY_ERROR")})`);
   return { status: "failed", result };
 }
@@ -66,11 +56,11 @@ async function pickMemory(
   scope: "all" | "project" = "project",
 ): Promise<[string | undefined, MemoryPick[]]> {
   if (!items) {
-    const listed = await deps.call("listMemories", { order: "newest", limit: PICK_LIMIT, scope }).catch(ingestFailure);
-    if (listed.success !== true) {
+    const listed = await listPicks(deps.call, scope);
+    if (!Array.isArray(listed)) {
       throw new ListRefused(listed);
     }
-    items = pickItems((listed.memories as JsonObject[]) ?? []);
+    items = listed;
   }
   return [(await deps.ui.pick(items, title))?.trim() || undefined, items];
 }

@@ -3,66 +3,20 @@
  * then the real forget. Free of `vscode`: the dialogs are injected, so the node tests can script
  * the picks and the confirmation against a real bridge.
  */
-import { BridgeCall, ingestFailure, isoSeconds } from "./agentApi";
+import { ingestFailure, isoSeconds } from "./agentApi";
 import { JsonObject } from "./jsonRpc";
+import { MemoryCommandDeps, MemoryDialogs, MemoryPick, failureText, listPicks, scopeOf } from "./memoryCommand";
 
-/** Memories offered in the pick list (newest first); any other topicId can be typed. */
-export const PICK_LIMIT = 200;
 export const FORGET_BUTTON = "Forget";
 
-export interface MemoryPick {
-  topicId: string;
-  topic: string;
-  /** The store that holds it (docs/contract/21-user-scope.md); `project` from a server without scopes. */
-  scope: "project" | "user";
-  /** QuickPick fields: topic as label, topicId (and, for the person's own, "yours") as description,
-   * status and update date as detail. */
-  label: string;
-  description: string;
-  detail: string;
-}
-
-export interface ForgetUi {
-  /** Resolves with the chosen item's or a typed topicId, or undefined when cancelled. */
-  pick(items: MemoryPick[]): Promise<string | undefined>;
-  /** A modal warning with a `FORGET_BUTTON` button; resolves true only when it is pressed. */
-  confirm(message: string, detail: string): Promise<boolean>;
-  info(message: string): void;
-  error(message: string): void;
-}
-
-export interface ForgetDeps {
-  call: BridgeCall;
-  ui: ForgetUi;
-  /** One line to the "Flowbaby Agent Activity" channel. */
-  activity: (line: string) => void;
-}
+/** Its `confirm` shows a `FORGET_BUTTON` button. */
+export type ForgetUi = MemoryDialogs;
+export type ForgetDeps = MemoryCommandDeps<ForgetUi>;
 
 export type ForgetOutcome =
   | { status: "cancelled"; topicId?: string }
   | { status: "forgotten"; topicId: string; result: JsonObject }
   | { status: "failed"; topicId?: string; result: JsonObject };
-
-export function pickItems(memories: JsonObject[]): MemoryPick[] {
-  return memories.map((memory) => {
-    const topicId = String(memory.topicId);
-    const topic = String(memory.topic ?? topicId);
-    const updated = String(memory.updatedAt ?? "").slice(0, 10);
-    const scope = memory.scope === "user" ? "user" : "project";
-    const description = scope === "user" ? `${topicId} · yours (every project)` : topicId;
-    return { topicId, topic, scope, label: topic, description, detail: `${String(memory.status)} · updated ${updated}` };
-  });
-}
-
-/** `{scope: "user"}` for a picked memory of the user store, else nothing (the project's, the default). */
-export function scopeOf(items: MemoryPick[], topicId: string): JsonObject {
-  return items.find((item) => item.topicId === topicId)?.scope === "user" ? { scope: "user" } : {};
-}
-
-function failureText(result: JsonObject): string {
-  const message = typeof result.message === "string" ? result.message : String(result.error ?? "");
-  return `${String(result.errorCode ?? "FLOWBABY_ERROR")}: ${message}`;
-}
 
 export function forgetLine(topic: string, topicId: string | undefined, status: string, versions?: unknown, at = new Date()): string {
   const count = versions === undefined ? "" : ` - Versions: ${String(versions)}`;
@@ -80,12 +34,12 @@ export async function forgetMemoryCommand(deps: ForgetDeps, topicId?: string): P
 
   let items: MemoryPick[] = [];
   if (!topicId) {
-    const listed = await call("listMemories", { order: "newest", limit: PICK_LIMIT, scope: "all" });
-    if (listed.success !== true) {
+    const listed = await listPicks(deps.call, "all");
+    if (!Array.isArray(listed)) {
       return fail(listed, undefined, "(list)");
     }
-    items = pickItems((listed.memories as JsonObject[]) ?? []);
-    topicId = (await deps.ui.pick(items))?.trim();
+    items = listed;
+    topicId = (await deps.ui.pick(items, "Flowbaby: Forget Memory"))?.trim();
     if (!topicId) {
       return { status: "cancelled" };
     }

@@ -4,12 +4,13 @@
  * (glue/correctPicker.ts) pick with the same list.
  */
 import * as vscode from "vscode";
-import { FORGET_BUTTON, ForgetUi, MemoryPick } from "../core/forgetMemory";
+import { FORGET_BUTTON, ForgetUi } from "../core/forgetMemory";
+import { MemoryPick } from "../core/memoryCommand";
 
 type Item = vscode.QuickPickItem & { topicId: string };
 
 export const forgetUi: ForgetUi = {
-  pick: (items) => pickMemory(items, "Flowbaby: Forget Memory", "Forget the memory with this topicId"),
+  pick: (items, title) => pickMemory(items, title, "Forget the memory with this topicId"),
   confirm: async (message, detail) =>
     (await vscode.window.showWarningMessage(message, { modal: true, detail }, FORGET_BUTTON)) === FORGET_BUTTON,
   info: (message) => void vscode.window.showInformationMessage(message),
