@@ -256,3 +256,33 @@ def _quietly(call: Any) -> Any:
         return call()
     except Exception as exc:  # the bridge was killed under the call
         return exc
+
+
+def test_a_forget_in_a_copied_workspace_leaves_no_byte_behind(spawn, workspace: Path, tmp_path: Path) -> None:
+    """cognee records its text files by absolute, percent-encoded URI (data.raw_data_location,
+    file:///<folder>/...): in a workspace copied elsewhere (a path with a space) and adopted
+    (`flowbaby adopt`), a forget still removes the copy's own file, and never the original's."""
+    import shutil
+
+    from tests.support.commands import run_flowbaby
+
+    client = spawn(workspace)
+    secret = summary("secret", context=f"Moved workspace: the marker is {CANARY}.", decisions=[f"Hide {CANARY}"])
+    for payload in (summary("redis-cache"), secret):
+        assert client.result("ingestForAgent", payload)["success"]
+    client.wait_idle(600)
+    assert client.close() == 0
+    original = files_holding(workspace / ".flowbaby", CANARY.encode())
+    assert any(path.startswith("cognee/data/") for path in original), original
+    copy = tmp_path / "moved here" / "ws"  # a space: cognee percent-encodes it in its URIs
+    shutil.copytree(workspace, copy, symlinks=True)
+    adopted = run_flowbaby("adopt", str(copy))
+    assert adopted.returncode == 0, adopted.stderr
+
+    moved = spawn(copy)
+    reply = moved.result("forgetMemory", {"topicId": "secret"}, timeout=120)
+    assert reply["success"] and reply["pending"] == [], reply
+    assert moved.result("getMemory", {"topicId": "redis-cache"})["success"]
+    assert moved.close() == 0
+    assert files_holding(copy / ".flowbaby", CANARY.encode()) == []
+    assert files_holding(workspace / ".flowbaby", CANARY.encode()) == original  # not its folder: untouched

@@ -266,11 +266,14 @@ class CogneeWorker:
         started = time.perf_counter()
         deleted = 0
         wanted = {uuid.UUID(m) for m in memory_ids}
+        locations: list[str | None] = []
         for dataset in [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]:
             for data in await cognee.datasets.list_data(dataset.id):
                 if data.id in wanted:
+                    locations += [data.raw_data_location, data.original_data_location]
                     await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
                     deleted += 1
+        removed_files = await self._remove_data_files(locations)
         scrubbed_runs = await self._scrub_run_records()
         store = self._store()
         try:
@@ -280,12 +283,27 @@ class CogneeWorker:
             store.close()
         return {
             "forgotten": deleted,
+            "removedDataFiles": removed_files,
             "scrubbedRunRecords": scrubbed_runs,
             "localGraph": not self.backend.shared,
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
             "forgetSec": round(time.perf_counter() - started, 3),
         }
+
+    async def _remove_data_files(self, locations: list[str | None]) -> int:
+        """The forgotten rows' text files that cognee's delete missed (a workspace moved or copied:
+        its rows name the old folder), by name from this workspace's data folder (data_files)."""
+        from cognee.infrastructure.databases.relational import get_relational_engine
+        from cognee.modules.data.models import Data
+        from sqlalchemy import select
+
+        from graph.cognify.worker.data_files import remove_unnamed
+
+        async with get_relational_engine().get_async_session() as session:
+            rows = (await session.execute(select(Data.raw_data_location, Data.original_data_location))).all()
+        kept = [location for row in rows for location in row]
+        return remove_unnamed(self.paths.cognee_data, self.paths.data, locations, kept)
 
     async def _scrub_run_records(self) -> int:
         """Pipeline runs recorded before QuietItem hold up to 512 characters of their items' text in
