@@ -256,30 +256,29 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
 
 
 def test_cognee_text_files_are_removed_by_name_inside_the_data_folder_only(tmp_path: Path) -> None:
-    """graph.cognify.worker.data_files: a forgotten row's file goes by name, whatever folder its URI
-    names (a moved workspace); a name another row keeps stays; a symlink is unlinked, not followed;
-    a data folder that links out of .flowbaby/ (a cloned repository) is left alone."""
+    """graph.cognify.worker.data_files: after a forget, a stored file that no remaining row names
+    goes, whatever folder the rows' URIs name (a moved workspace); a symlink is unlinked, not
+    followed; a data folder that links out of .flowbaby/ (a cloned repository) is left alone."""
     from graph.cognify.worker.data_files import remove_unnamed
 
     inside = tmp_path / ".flowbaby"
     data = inside / "cognee" / "data"
-    data.mkdir(parents=True)
+    (data / "sub").mkdir(parents=True)
     outside = tmp_path / "home"
     outside.mkdir()
     target = outside / "keep.txt"
     target.write_text("the user's own file")
-    for name in ("text_a.txt", "text_b.txt", "text_c.txt"):
+    for name in ("text_a.txt", "text_b.txt", "text_c.txt", ".text_d.txt.7.tmp"):
         (data / name).write_text(CANARY)
     (data / "text_link.txt").symlink_to(target)
     old = "file:///old%20place/.flowbaby/cognee/data"
-    forgotten = [f"{old}/text_a.txt", f"{old}/text_b.txt", f"{old}/text_link.txt", f"{old}/..", None, "s3://b/"]
-    kept = [f"file://{data}/text_b.txt", f"{old}/text_c.txt"]
-    assert remove_unnamed(data, inside, forgotten, kept) == 2
-    assert sorted(p.name for p in data.iterdir()) == ["text_b.txt", "text_c.txt"]
+    kept = [f"file://{data}/text_b.txt", f"{old}/text_c.txt", f"{old}/..", None, "s3://bucket/"]
+    assert remove_unnamed(data, inside, kept) == 2
+    assert sorted(p.name for p in data.iterdir()) == [".text_d.txt.7.tmp", "sub", "text_b.txt", "text_c.txt"]
     assert target.read_text() == "the user's own file"
 
     linked = tmp_path / "cloned" / ".flowbaby"
     (linked / "cognee").mkdir(parents=True)
     (linked / "cognee" / "data").symlink_to(outside)
-    assert remove_unnamed(linked / "cognee" / "data", linked, [f"{old}/keep.txt"], []) == 0
+    assert remove_unnamed(linked / "cognee" / "data", linked, []) == 0
     assert target.exists()

@@ -266,14 +266,12 @@ class CogneeWorker:
         started = time.perf_counter()
         deleted = 0
         wanted = {uuid.UUID(m) for m in memory_ids}
-        locations: list[str | None] = []
         for dataset in [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]:
             for data in await cognee.datasets.list_data(dataset.id):
                 if data.id in wanted:
-                    locations += [data.raw_data_location, data.original_data_location]
                     await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
                     deleted += 1
-        removed_files = await self._remove_data_files(locations)
+        removed_files = await self._remove_data_files()
         scrubbed_runs = await self._scrub_run_records()
         store = self._store()
         try:
@@ -291,9 +289,9 @@ class CogneeWorker:
             "forgetSec": round(time.perf_counter() - started, 3),
         }
 
-    async def _remove_data_files(self, locations: list[str | None]) -> int:
-        """The forgotten rows' text files that cognee's delete missed (a workspace moved or copied:
-        its rows name the old folder), by name from this workspace's data folder (data_files)."""
+    async def _remove_data_files(self) -> int:
+        """The text files no row names any more, which cognee's delete misses when its rows name
+        another folder (a workspace moved or copied, a space in the path): by name (data_files)."""
         from cognee.infrastructure.databases.relational import get_relational_engine
         from cognee.modules.data.models import Data
         from sqlalchemy import select
@@ -303,7 +301,7 @@ class CogneeWorker:
         async with get_relational_engine().get_async_session() as session:
             rows = (await session.execute(select(Data.raw_data_location, Data.original_data_location))).all()
         kept = [location for row in rows for location in row]
-        return remove_unnamed(self.paths.cognee_data, self.paths.data, locations, kept)
+        return remove_unnamed(self.paths.cognee_data, self.paths.data, kept)
 
     async def _scrub_run_records(self) -> int:
         """Pipeline runs recorded before QuietItem hold up to 512 characters of their items' text in

@@ -4,7 +4,7 @@ cognee records each stored text as an absolute URI (data.raw_data_location, `fil
 percent-encoded) and its delete removes the file only when that string holds the data folder's
 path as written: in a workspace moved, copied or opened by another path (a space in it, a symlink
 on the way) the forgotten text stayed on disk. Its files are content-addressed and flat, so the
-file name is the key: a forgotten row's file goes from this workspace's folder once no row names it.
+file name is the key: after a forget, a file of this workspace's folder that no row names goes.
 Nothing outside the data folder is touched, and a symlink is unlinked, never followed.
 """
 
@@ -29,18 +29,18 @@ def stored_name(location: str | None) -> str | None:
     return name if STORED_NAME.fullmatch(name) else None
 
 
-def remove_unnamed(data_folder: Path, inside: Path, forgotten: Iterable[str | None], kept: Iterable[str | None]) -> int:
-    """Remove from `data_folder` the files the `forgotten` locations name and no `kept` location
-    does; only while the folder really lies under `inside` (.flowbaby/, a cloned repository's
-    link out is refused). Returns how many files were removed."""
-    names = {n for n in map(stored_name, forgotten) if n} - {n for n in map(stored_name, kept) if n}
+def remove_unnamed(data_folder: Path, inside: Path, kept: Iterable[str | None]) -> int:
+    """Remove from `data_folder` each stored file that no `kept` location (every remaining row's)
+    names: the forgotten rows' files, and any a killed or failed forget left (its retry sweeps
+    them). Only while the folder really lies under `inside` (.flowbaby/; a cloned repository's link
+    out is refused). Returns how many files were removed."""
     folder = os.path.realpath(data_folder)
-    if not names or not folder.startswith(os.path.realpath(inside) + os.sep):
+    if not folder.startswith(os.path.realpath(inside) + os.sep) or not os.path.isdir(folder):
         return 0
+    names = {n for n in map(stored_name, kept) if n}
     removed = 0
-    for name in sorted(names):
-        path = os.path.join(folder, name)
-        if os.path.islink(path) or os.path.isfile(path):
-            os.unlink(path)  # a symlink: the link itself goes, never what it points to
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if STORED_NAME.fullmatch(entry.name) and entry.name not in names and (entry.is_symlink() or entry.is_file()):
+            os.unlink(entry.path)  # a symlink: the link itself goes, never what it points to
             removed += 1
     return removed
