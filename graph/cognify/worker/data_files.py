@@ -2,8 +2,8 @@
 
 cognee records each stored text as an absolute URI (data.raw_data_location, `file:///<folder>/...`,
 percent-encoded) and its delete removes the file only when that string holds the data folder's
-path as written: in a workspace moved, copied or opened by another path (a space in it, a symlink
-on the way) the forgotten text stayed on disk. Its files are content-addressed and flat, so the
+path as written: in a workspace moved or copied, or whose path has a space (%20 in the URI), the
+forgotten text stayed on disk. Its files are content-addressed and flat, so the
 file name is the key: after a forget, a file of this workspace's folder that no row names goes.
 Nothing outside the data folder is touched, and a symlink is unlinked, never followed.
 """
