@@ -1,5 +1,6 @@
 """The canary test (issue 28): a memory whose context and decisions hold a unique canary is staged,
-built into the graph by the real cognee worker, retrieved, then forgotten through the real bridge.
+built into the graph by the real cognee worker (once, then copied elsewhere per test: every forget
+here runs in a moved workspace), retrieved, then forgotten through the real bridge.
 Afterwards the canary is in no retrieval answer, no graphSnapshot, and no byte of any file under
 .flowbaby/ (SQLite and its WAL, LanceDB's fragments, cognee's databases, the projection, the catalog snapshot, logs,
 the audit log, which held it as the memory's agent name);
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import summary
+from tests.support.built_workspaces import BUILDS, build_graph, built_copy
 
 pytestmark = pytest.mark.slow
 
@@ -22,6 +24,38 @@ CANARY = "zqxcanary4417"
 """One word (the offline extractor and BM25 read words), found in no other text."""
 AGENT = f"release bot of {CANARY}"
 """The memory's free-text agent name holds the canary too: the audit lines that staged it must lose it."""
+
+
+def secret_rotation(key: str) -> dict[str, Any]:
+    """The memory to forget: CANARY in its decision and agent name, and in its context after `key`."""
+    return summary(
+        "secret-rotation",
+        topic="Redis credential rotation",
+        context=f"The Redis cache for billing/reconcile.py rotates its credentials; {key}",
+        decisions=[f"Store {CANARY} in the vault, never in Redis"],
+        agentName=AGENT,
+    )
+
+
+SECRET = secret_rotation(f"the rotation key is {CANARY}.")
+OTHER = summary("frontend-build", topic="Frontend build", decisions=["Use vite"])
+OTHER["context"] = "The frontend build moved from webpack to vite to cut cold starts."
+
+
+def _build_canary_set(root: Path) -> None:
+    """The neighbour (redis-cache shares Redis and billing/reconcile.py with the secret), another
+    memory and the secret, built once per run; each test forgets in its own copy (built_copy: a
+    workspace moved and adopted, whose cognee rows name the folder it was built in)."""
+    build_graph(root, [summary("redis-cache"), OTHER, SECRET])
+
+
+BUILDS["forget-canary"] = _build_canary_set
+
+
+@pytest.fixture
+def built(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A copy of the built canary workspace, elsewhere than where it was built (a moved workspace)."""
+    return built_copy(tmp_path_factory, "forget-canary", tmp_path / "built")
 
 
 def files_holding(root: Path, needle: bytes) -> list[str]:
@@ -47,36 +81,13 @@ def export_all(client: Any) -> list[dict[str, Any]]:
             return memories
 
 
-def secret_rotation(key: str) -> dict[str, Any]:
-    """The memory to forget: CANARY in its decision and agent name, and in its context after `key`."""
-    return summary(
-        "secret-rotation",
-        topic="Redis credential rotation",
-        context=f"The Redis cache for billing/reconcile.py rotates its credentials; {key}",
-        decisions=[f"Store {CANARY} in the vault, never in Redis"],
-        agentName=AGENT,
-    )
-
-
 def ranked(reply: dict[str, Any]) -> list[str]:
     return [entry["topicId"] for entry in reply["entries"]]
 
 
-def test_a_forgotten_memory_leaves_no_byte_behind(spawn, workspace: Path) -> None:
-    client = spawn(workspace)
-    secret = secret_rotation(f"the rotation key is {CANARY}.")
-    neighbour = summary("redis-cache")  # shares Redis and billing/reconcile.py with the secret
-    other = summary(
-        "frontend-build",
-        topic="Frontend build",
-        context="The frontend build moved from webpack to vite to cut cold starts.",
-        decisions=["Use vite"],
-    )
-    for payload in (neighbour, other, secret):
-        assert client.result("ingestForAgent", payload)["success"]
-    client.wait_idle(600)
-    # Started again: warm-up writes the catalog snapshot (graph.search.snapshot), with the canary's words.
-    assert client.close() == 0
+def test_a_forgotten_memory_leaves_no_byte_behind(spawn, built: Path) -> None:
+    workspace = built
+    # Started on the built copy: warm-up writes the catalog snapshot (graph.search.snapshot), with the canary's words.
     client = spawn(workspace)
     assert client.result("retrieveForAgent", {"query": "warm up"})["success"]
     deadline = time.monotonic() + 60
@@ -204,22 +215,19 @@ def test_a_forgotten_memory_leaves_no_row_in_the_namespace(spawn, postgres, tmp_
     assert files_holding(folder / ".flowbaby", CANARY.encode()) == []
 
 
-def test_a_forget_killed_mid_way_is_finished_at_the_next_start(spawn, workspace: Path) -> None:
+def test_a_forget_killed_mid_way_is_finished_at_the_next_start(spawn, built: Path) -> None:
     """kill -9 right after the forget's store transaction committed (its journal entry appears):
     the next start finishes the vector and graph steps, and the canary leaves every file."""
     import sqlite3
     import threading
-    import time
 
+    workspace = built
     client = spawn(workspace)
-    secret = summary("secret", context=f"Killed mid-forget: the marker is {CANARY}.", decisions=[f"Hide {CANARY}"])
-    assert client.result("ingestForAgent", secret)["success"]
-    assert client.result("ingestForAgent", summary("redis-cache"))["success"]
-    client.wait_idle(600)
     data = workspace / ".flowbaby"
     replies: list[Any] = []
+    forget = {"topicId": "secret-rotation"}
     threading.Thread(
-        target=lambda: replies.append(_quietly(lambda: client.call("forgetMemory", {"topicId": "secret"}, 120))),
+        target=lambda: replies.append(_quietly(lambda: client.call("forgetMemory", forget, 120))),
         daemon=True,
     ).start()
     store = sqlite3.connect(f"file:{data / 'memories.sqlite'}?mode=ro", uri=True)
@@ -234,7 +242,7 @@ def test_a_forget_killed_mid_way_is_finished_at_the_next_start(spawn, workspace:
     assert files_holding(data, CANARY.encode())  # cognee still held it
 
     again = spawn(workspace)
-    assert again.result("getMemory", {"topicId": "secret"})["errorCode"] == "NOT_FOUND"
+    assert again.result("getMemory", forget)["errorCode"] == "NOT_FOUND"
     deadline = time.monotonic() + 300
     while True:
         status = sqlite3.connect(f"file:{data / 'memories.sqlite'}?mode=ro", uri=True)
@@ -244,8 +252,8 @@ def test_a_forget_killed_mid_way_is_finished_at_the_next_start(spawn, workspace:
             break
         assert time.monotonic() < deadline, "the journal entry was never finished"
         time.sleep(0.5)
-    after = again.result("retrieveForAgent", {"query": f"the marker is {CANARY}", "maxResults": 5})
-    assert "secret" not in ranked(after)
+    after = again.result("retrieveForAgent", {"query": f"rotation key {CANARY}", "maxResults": 5})
+    assert "secret-rotation" not in ranked(after)
     assert again.close() == 0
     assert files_holding(data, CANARY.encode()) == []
 
@@ -255,3 +263,27 @@ def _quietly(call: Any) -> Any:
         return call()
     except Exception as exc:  # the bridge was killed under the call
         return exc
+
+
+def test_a_forget_in_a_copied_workspace_leaves_no_byte_behind(spawn, built: Path, tmp_path: Path) -> None:
+    """cognee records its text files by absolute, percent-encoded URI (data.raw_data_location,
+    file:///<folder>/...): in a workspace copied once more (to a path with a space) and adopted with
+    `flowbaby adopt`, a forget still removes the copy's own file, and never the original's."""
+    import shutil
+
+    from tests.support.commands import run_flowbaby
+
+    original = files_holding(built / ".flowbaby", CANARY.encode())
+    assert any(path.startswith("cognee/data/") for path in original), original
+    copy = tmp_path / "moved here" / "ws"  # a space: cognee percent-encodes it in its URIs
+    shutil.copytree(built, copy, symlinks=True)
+    adopted = run_flowbaby("adopt", str(copy))
+    assert adopted.returncode == 0, adopted.stderr
+
+    client = spawn(copy)
+    reply = client.result("forgetMemory", {"topicId": "secret-rotation"}, timeout=120)
+    assert reply["success"] and reply["pending"] == [], reply
+    assert client.result("getMemory", {"topicId": "redis-cache"})["success"]
+    assert client.close() == 0
+    assert files_holding(copy / ".flowbaby", CANARY.encode()) == []
+    assert files_holding(built / ".flowbaby", CANARY.encode()) == original  # not its folder: untouched

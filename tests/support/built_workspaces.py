@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,19 +33,26 @@ def _shared_root(factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
-def _build_multi_hop_revised(root: Path) -> None:
+def build_graph(root: Path, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ingest `payloads` into the workspace `root` through a bridge and wait for its graph; the replies."""
     env = {**os.environ, "FLOWBABY_MAX_RUNNING": "20", "FLOWBABY_MAX_QUEUED": "50"}
     client = BridgeClient(root, env=env, stderr=subprocess.DEVNULL)
     try:
-        for payload in MULTI_HOP_SET:
-            assert client.result("ingestForAgent", payload)["staged"]
-        assert client.result("ingestForAgent", MULTI_HOP_REVISED)["ingestion_metrics"]["version"] == 2
+        replies = [client.result("ingestForAgent", payload) for payload in payloads]
+        assert all(reply["staged"] for reply in replies), replies
         client.wait_idle(600)
     finally:
         client.close()
+    return replies
+
+
+def _build_multi_hop_revised(root: Path) -> None:
+    replies = build_graph(root, [*MULTI_HOP_SET, MULTI_HOP_REVISED])
+    assert replies[-1]["ingestion_metrics"]["version"] == 2
 
 
 BUILDS: dict[str, Callable[[Path], None]] = {"multi-hop-revised": _build_multi_hop_revised}
+"""Builds by name; a test module may add its own (the name is the key of the shared build)."""
 
 
 def built_copy(factory: pytest.TempPathFactory, name: str, target: Path) -> Path:

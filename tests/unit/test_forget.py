@@ -259,3 +259,32 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
         "empty filter": ("INVALID_PAYLOAD", ["filter"]),
         "bad version": ("NOT_FOUND", None),
     }
+
+
+def test_cognee_text_files_are_removed_by_name_inside_the_data_folder_only(tmp_path: Path) -> None:
+    """graph.cognify.worker.data_files: after a forget, a stored file that no remaining row names
+    goes, whatever folder the rows' URIs name (a moved workspace); a symlink is unlinked, not
+    followed; a data folder that links out of .flowbaby/ (a cloned repository) is left alone."""
+    from graph.cognify.worker.data_files import remove_unnamed
+
+    inside = tmp_path / ".flowbaby"
+    data = inside / "cognee" / "data"
+    (data / "sub").mkdir(parents=True)
+    outside = tmp_path / "home"
+    outside.mkdir()
+    target = outside / "keep.txt"
+    target.write_text("the user's own file")
+    for name in ("text_a.txt", "text_b.txt", "text_c.txt", ".text_d.txt.7.tmp"):
+        (data / name).write_text(CANARY)
+    (data / "text_link.txt").symlink_to(target)
+    old = "file:///old%20place/.flowbaby/cognee/data"
+    kept = [f"file://{data}/text_b.txt", f"{old}/text_c.txt", f"{old}/..", None, "s3://bucket/"]
+    assert remove_unnamed(data, inside, kept) == 2
+    assert sorted(p.name for p in data.iterdir()) == [".text_d.txt.7.tmp", "sub", "text_b.txt", "text_c.txt"]
+    assert target.read_text() == "the user's own file"
+
+    linked = tmp_path / "cloned" / ".flowbaby"
+    (linked / "cognee").mkdir(parents=True)
+    (linked / "cognee" / "data").symlink_to(outside)
+    assert remove_unnamed(linked / "cognee" / "data", linked, []) == 0
+    assert target.exists()

@@ -271,6 +271,7 @@ class CogneeWorker:
                 if data.id in wanted:
                     await cognee.datasets.delete_data(dataset_id=dataset.id, data_id=data.id)
                     deleted += 1
+        removed_files = await self._remove_data_files()
         scrubbed_runs = await self._scrub_run_records()
         store = self._store()
         try:
@@ -280,12 +281,27 @@ class CogneeWorker:
             store.close()
         return {
             "forgotten": deleted,
+            "removedDataFiles": removed_files,
             "scrubbedRunRecords": scrubbed_runs,
             "localGraph": not self.backend.shared,
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
             "forgetSec": round(time.perf_counter() - started, 3),
         }
+
+    async def _remove_data_files(self) -> int:
+        """The text files no row names any more, which cognee's delete misses when its rows name
+        another folder (a workspace moved or copied, a space in the path): by name (data_files)."""
+        from cognee.infrastructure.databases.relational import get_relational_engine
+        from cognee.modules.data.models import Data
+        from sqlalchemy import select
+
+        from graph.cognify.worker.data_files import remove_unnamed
+
+        async with get_relational_engine().get_async_session() as session:
+            rows = (await session.execute(select(Data.raw_data_location, Data.original_data_location))).all()
+        kept = [location for row in rows for location in row]
+        return remove_unnamed(self.paths.cognee_data, self.paths.data, kept)
 
     async def _scrub_run_records(self) -> int:
         """Pipeline runs recorded before QuietItem hold up to 512 characters of their items' text in
