@@ -4,7 +4,7 @@ decisions under new topics?
 The labelled set (tests/bench/data/reconcile/subjects.json, written before any tuning) is stored
 through a real FlowbabyService, the way agents store memories (storeMemory without a topicId), one
 phase per day: originals and half the look-alikes; restatements, near-exact repeats and captured
-sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout`):
+sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout`, `heldout2`: SPLITS):
 
 - `leftCurrentPct`: the originals, restatements, repeats and sessions whose stored memory is still
   live (Active or DecisionRecord) at the end (target 0 %);
@@ -29,6 +29,7 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data" / "reconcile" / "subjects.json"
 LIVE = ("Active", "DecisionRecord")
+SPLITS = ("tune", "heldout", "heldout2")
 DAYS = ("2026-03-02", "2026-04-06", "2026-05-11", "2026-06-15")
 
 
@@ -114,7 +115,7 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
     finally:
         await service.close()
     result: dict[str, Any] = {"writes": len(writes), "decisions": decisions, "decidedAfterReply": late}
-    for split in ("tune", "heldout"):
+    for split in SPLITS:
         result[split] = score([w for w in writes if w.split == split], status, firsts, writes)
     result["all"] = score(writes, status, firsts, writes)
     result["stagingMs"] = {"p50": percentile(staging, 0.5), "p95": percentile(staging, 0.95)}
@@ -165,6 +166,6 @@ def run_reconcile(root: Path) -> dict[str, Any]:
     unreconciled.mkdir()
     result = asyncio.run(_run(workspace, data))
     before = asyncio.run(_run(unreconciled, data, reconciled=False))
-    result["main"] = {split: before[split] for split in ("tune", "heldout", "all")}
+    result["main"] = {split: before[split] for split in (*SPLITS, "all")}
     result["data"] = str(DATA.relative_to(DATA.parents[4]))
     return result
