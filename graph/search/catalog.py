@@ -83,6 +83,12 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.by_id)
 
+    def newest(self, topic_id: str) -> str | None:
+        """The memoryId of a topic's newest version (None: no such topic)."""
+        with self._lock:
+            ids = list(self._topics.get(topic_id, ()))
+        return max(ids, key=lambda m: self.by_id[m].version) if ids else None
+
     def set_status(self, memory_id: str, status: MemoryStatus) -> None:
         with self._lock:
             self.by_id[memory_id].status = status

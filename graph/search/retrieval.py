@@ -220,16 +220,25 @@ class GraphSearch(Protocol):
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], Mapping[str, dict[str, str]]]: ...
 
 
-def _current(memory_id: str, links: Mapping[str, list[str]], by_id: Mapping[str, Memory]) -> str | None:
-    """The live memory a chain of reconcile decisions leads to (a repeat of a memory replaced since)."""
+def _current(
+    memory_id: str,
+    links: Mapping[str, list[str]],
+    by_id: Mapping[str, Memory],
+    newest: Callable[[str], str | None] | None = None,
+) -> str | None:
+    """The live memory a chain of reconcile decisions leads to (a repeat of a memory replaced since);
+    with `newest` (a topic's newest version), through newer versions of a topic too."""
     for _ in range(8):
         memory = by_id.get(memory_id)
-        if memory is not None and memory.status in LIVE:
+        if memory is None:
+            return None
+        if memory.status in LIVE:
             return memory_id
         newer = links.get(memory_id)
-        if not newer:
+        later = newest(memory.topic_id) if newest is not None and not newer else None
+        if not newer and (later is None or later == memory_id):
             return None
-        memory_id = newer[-1]
+        memory_id = newer[-1] if newer else str(later)
     return None
 
 
@@ -322,6 +331,7 @@ class Retriever:
 
         include_superseded = request.includeSuperseded
         superseded = MemoryStatus.SUPERSEDED
+        heir = None if include_superseded else self._heirs()
 
         def lane(name: str, scores: dict[str, float]) -> None:
             if len(scores) > LANE_CANDIDATES:
@@ -331,16 +341,30 @@ class Retriever:
                 memory = by_id.get(memory_id)
                 if memory is None or value <= 0:
                     continue
-                if include_superseded or memory.status is not superseded:
-                    item = candidates.get(memory_id)
-                    if item is None:
-                        item = candidates[memory_id] = Scored(memory)
-                    item.lanes[name] = value
+                if memory.status is superseded:
+                    if heir is None:
+                        if not include_superseded:
+                            continue
+                    else:  # its match counts for the live memory that replaced it (see _heirs)
+                        memory_id = heir(memory_id) or ""
+                        memory = by_id.get(memory_id)
+                        if memory is None:
+                            continue
+                item = candidates.get(memory_id)
+                if item is None:
+                    item = candidates[memory_id] = Scored(memory)
+                item.lanes[name] = max(value, item.lanes.get(name, 0.0))
 
         best_chunk: dict[str, float] = {}
         coverage: dict[str, float] = {}
         if "vector" in lanes:
             vector, best_chunk, hinted, coverage = self._vector_lane(request.query, hints)
+            if heir is not None:
+                for memory_id, value in list(best_chunk.items()):
+                    found = by_id.get(memory_id)
+                    to = heir(memory_id) if found is not None and found.status is superseded else None
+                    if to:
+                        best_chunk[to] = max(value, best_chunk.get(to, 0.0))
             lane("vector", vector)
             lane("hint", hinted)
         if "lexical" in lanes:
@@ -393,6 +417,24 @@ class Retriever:
         if "graph" in lanes:
             matches = self._newer_first(matches, request)
         return matches
+
+    def _heirs(self) -> Callable[[str], str | None] | None:
+        """For a ranking without superseded memories: a superseded memory's heir, the live memory that
+        replaced it (reconcile's decisions, then a topic's newer versions), which its matches count for.
+        A question worded like the decision it replaced ("the help text width" when the new one says
+        "100 columns") then finds the replacement before a live look-alike that shares its words
+        (issue 50's labelled set). None when the workspace has no reconcile decisions to follow."""
+        if self._replaced_by is None:
+            return None
+        links, by_id, newest = self._replaced_by(), self.catalog.by_id, self.catalog.newest
+        found: dict[str, str | None] = {}
+
+        def heir(memory_id: str) -> str | None:
+            if memory_id not in found:
+                found[memory_id] = _current(memory_id, links, by_id, newest)
+            return found[memory_id]
+
+        return heir
 
     def _unknown_names(self, query: str) -> list[str]:
         """Specific names the query writes that no memory contains."""
