@@ -60,13 +60,34 @@ ALSO_RESTATES = 0.35
 """A replacement also supersedes a further candidate (one that retires the same name, or is replaced on
 its own) only when it restates the one replaced (cosine of their versions; tune split: restatements
 0.36-0.56, look-alikes holding the name <= 0.26)."""
-SAME_NAMED_SUBJECT = 0.55
-"""... and from this cosine on when both name the same thing (tune split: restatements naming what the
-first decided 0.57-0.67; look-alikes naming a thing of the memory they resemble <= 0.52)."""
+SAME_NAMED_SUBJECT = 0.63
+"""... and from this cosine on when both name the same thing (tune split, each pair alone: restatements
+taken by this rule 0.64-0.67; look-alikes naming the thing a subject's memory decided 0.55-0.62: the
+partner API "stays REST" beside the mobile apps' REST API, Sentry performance traces beside Sentry
+error reports, the public demo image on Docker Hub beside the service images)."""
 SUGGEST_COSINE = 0.5
 ONE_SUBJECT = 3
 """Decisions (chatter aside) a memory about one subject has at most (the labelled set: 1-3; LoCoMo's
 sessions, 3-15 facts each, of one conversation are at cosine 0.73-0.83 with one another)."""
+
+SCOPES: dict[str, re.Pattern[str]] = {
+    name: re.compile(r"(?i)\b(?:" + words + r")\b")
+    for name, words in {
+        "web": r"front-?end|web ?app|website|browser|storefront",
+        "mobile": r"mobile|ios|android|react native|app store",
+        "desktop": r"desktop|electron",
+        "cli": r"cli|command-line|command line",
+        "admin": r"admin",
+        "docs": r"docs|documentation|markdown",
+        "partner": r"partners?|integrators|third-party",
+        "notebooks": r"notebooks?|jupyter",
+    }.items()
+}
+"""Who or what part of the product a decision is for. Two memories each naming such parts, none in
+common, are about different subjects however alike their words (tune split: the docs' line length
+beside the CLI's help width, React Native's state beside the web app's, the admin CLI's HTTP library
+beside the services' partner calls, the partner API beside the mobile API): never updated nor
+replaced automatically, a suggestion at most."""
 
 _CHANGE = re.compile(
     r"(?i)\b(?:instead of|now|no longer|switched|moved|migrated|replaced|replaces|dropped|retired|raised|lowered|"
@@ -99,6 +120,8 @@ class Candidate:
     "now" in it does not replace a memory its other facts resemble."""
     vectors: Any = None
     """Its versions' subject vectors (the retired names taken out), to compare candidates."""
+    other_scope: bool = False
+    """It and the new memory name parts of the product (SCOPES), none in common: another subject."""
 
     def like(self, other: Candidate) -> float:
         """The best cosine of two candidates' versions: is one a restatement of the other?"""
@@ -171,6 +194,11 @@ def specific_names(text: str) -> frozenset[str]:
     capitalised first word ("Product", "Tracking") is seldom the name of a thing two subjects share."""
     firsts = {m.group(1).lower() for m in re.finditer(r"(?:^|[.;:!?]\s+)([\w.+#-]+)", text)}
     return frozenset(name.lower() for name, forms in names_of(text) if not {f.lower() for f in forms} <= firsts)
+
+
+def scopes(text: str) -> frozenset[str]:
+    """The SCOPES a text names."""
+    return frozenset(name for name, pattern in SCOPES.items() if pattern.search(text))
 
 
 def decided_count(memory: Memory) -> int:
@@ -250,6 +278,7 @@ def measure(
     cosine_of = dict(zip((id(m) for m in flat), (float(c) for c in vectors[1:] @ vectors[0]), strict=True))
     vector_of = dict(zip((id(m) for m in flat), vectors[1:], strict=True))
     words, said = content_words(subject_text(new)), normal(subject_text(new))
+    ours = scopes(subject_text(new))
     cue = change_cue(new)
     said_by = sorted({*retired.values(), *([cue] if cue else [])})
     cue_vectors = (
@@ -271,6 +300,8 @@ def measure(
             max(_jaccard(words, content_words(subject_text(m))) for m in history),
         )
         candidate.vectors = np.stack([vector_of[id(m)] for m in history])
+        theirs = scopes(" ".join(subject_text(m) for m in history))
+        candidate.other_scope = bool(ours and theirs and not ours & theirs)
         candidate.long = decided_count(new) > ONE_SUBJECT or any(decided_count(m) > ONE_SUBJECT for m in history)
         candidate.same_words = any(normal(subject_text(m)) == said for m in history)
         decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
@@ -293,7 +324,7 @@ def measure(
 def _replaced(c: Candidate) -> bool:
     """It decided a name the new memory retires and is about the same subject, or it is the same subject
     and the new memory says it changed in a sentence about that subject (tune split: 0.76-0.91)."""
-    if c.long:
+    if c.long or c.other_scope:
         return False  # one sentence of a long memory retiring a name replaces nothing of another long one
     if c.retired and (
         c.cosine >= RETIRED_SUBJECT or (c.cosine >= RETIRED_NEAR and c.cosine + c.overlap >= RETIRED_SCORE)
@@ -317,11 +348,11 @@ def decide(new: Memory, candidates: list[Candidate]) -> Decision:
             c
             for c in candidates
             if c is not best
-            and (c in replaced or (c.retired and c.retired == best.retired))
+            and (c in replaced or (c.retired and c.retired == best.retired and not c.other_scope))
             and c.like(best) >= ALSO_RESTATES
         ]
         return Decision("replace", best, reason=reason, also=also, candidates=candidates)
-    top = candidates[0] if candidates else None
+    top = candidates[0] if candidates and not candidates[0].other_scope else None
     if top is not None and top.cosine >= SAME_SUBJECT and not top.long:
         return Decision("update", top, "the same subject", candidates=candidates)
     if top is not None and top.cosine >= SAME_NAMED_SUBJECT and top.shared and not top.retired and not top.long:

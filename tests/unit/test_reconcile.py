@@ -14,7 +14,15 @@ import pytest
 from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStatus
 from graph.core.memories import Memory
 from graph.core.settings import LLMSettings
-from graph.search.reconcile import RETIRED_SUBJECT, SAME_SUBJECT, Candidate, decide, measure
+from graph.search.reconcile import (
+    RETIRED_SUBJECT,
+    SAME_NAMED_SUBJECT,
+    SAME_SUBJECT,
+    Candidate,
+    decide,
+    measure,
+    scopes,
+)
 from graph.search.reconcile_llm import ask, parse
 from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
@@ -73,6 +81,32 @@ def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> N
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True)]).action == "add"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True, **said)]).action == "add"
     assert decide(NEW, [_candidate(old, RETIRED_SUBJECT + 0.2, long=True, retired="Elasticsearch")]).action == "add"
+
+
+def test_memories_for_different_parts_of_the_product_are_never_merged_nor_replaced() -> None:
+    """The docs' line length is another subject than the CLI's help width, however alike the words."""
+    cli = memory("cli", topic="CLI help formatting", decisions=["Help output wraps at 80 characters"])
+    docs = memory("docs", topic="Docs line length", decisions=["Markdown documentation is hard-wrapped at 80 columns"])
+    assert scopes("CLI help formatting") == {"cli"} and scopes("Markdown documentation") == {"docs"}
+    found = measure(docs, [cli], ENCODE)[0]
+    assert found.other_scope
+    strong = {"other_scope": True, "retired": "80", "cue": "now 100", "cue_cosine": 0.9}
+    decision = decide(docs, [_candidate(cli, SAME_SUBJECT + 0.2, **strong)])
+    assert decision.action == "add" and [s["topicId"] for s in decision.reply()["suggestions"]] == ["cli"]
+    # the same part named, or only one of them naming a part: compared as before
+    help_text = memory("help", topic="Help text", decisions=["Help text wraps at 80 columns"])
+    assert not measure(help_text, [cli], ENCODE)[0].other_scope
+    assert decide(help_text, [_candidate(cli, SAME_SUBJECT + 0.01)]).action == "update"
+
+
+def test_a_shared_name_makes_an_update_only_when_the_texts_are_close() -> None:
+    """Sentry performance traces beside Sentry error reports share a name and words (0.55-0.62 on the
+    tune split); restatements taken by the shared name are closer."""
+    errors = memory("errors", topic="Error tracking", decisions=["Unhandled exceptions are reported to Sentry"])
+    traces = memory("traces", topic="API tracing", decisions=["Performance traces of the API are sent to Sentry"])
+    named = {"shared": ["sentry"]}
+    assert decide(traces, [_candidate(errors, 0.6, **named)]).action == "add"
+    assert decide(traces, [_candidate(errors, SAME_NAMED_SUBJECT + 0.01, **named)]).action == "update"
 
 
 def test_a_topic_is_compared_through_its_earlier_versions() -> None:
