@@ -65,6 +65,9 @@ SAME_NAMED_SUBJECT = 0.63
 taken by this rule 0.64-0.67; look-alikes naming the thing a subject's memory decided 0.55-0.62: the
 partner API "stays REST" beside the mobile apps' REST API, Sentry performance traces beside Sentry
 error reports, the public demo image on Docker Hub beside the service images)."""
+PHRASE_SUBJECT = 0.15
+"""A memory holding every word of what the new one sets aside in words of its own (retired_phrases) is
+replaced from this cosine on (tune split: the holders 0.17-0.74, no look-alike holds such a phrase)."""
 SUGGEST_COSINE = 0.5
 ONE_SUBJECT = 3
 """Decisions (chatter aside) a memory about one subject has at most (the labelled set: 1-3; LoCoMo's
@@ -93,6 +96,16 @@ _CHANGE = re.compile(
     r"(?i)\b(?:instead of|now|no longer|switched|moved|migrated|replaced|replaces|dropped|retired|raised|lowered|"
     r"changed|increased|decreased|reduced|bumped|from\s+\S+(?:\s+\S+)?\s+to)\b"
 )
+_PHRASES = (
+    re.compile(r"(?i)\breplaced\s+(?:the |our |a |an )?([\w.+#/ -]{3,40}?)\s+with\b"),
+    re.compile(
+        r"(?i)(?:^|[;:,.]\s+)([\w.+#/ -]{3,40}?)\s+(?:is|are|was|were)\s+(?:now\s+)?"
+        r"(?:retired|dropped|deprecated|removed|gone)\b"
+    ),
+    re.compile(r"(?i)\binstead of\s+(?:the |our |a |an )?([\w.+#/ -]{3,40}?)(?=[.;,)]|$)"),
+)
+"""Where a decision names what it sets aside in words of its own, not a name ("replaced the billing ORM
+layer with", "the develop branch is retired", "instead of auto-increment integers")."""
 _PUNCT = re.compile(r"[^\w\s]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#-]*")
 
@@ -120,6 +133,9 @@ class Candidate:
     "now" in it does not replace a memory its other facts resemble."""
     vectors: Any = None
     """Its versions' subject vectors (the retired names taken out), to compare candidates."""
+    phrase: str = ""
+    """The new memory's sentence that sets aside, in words of its own, what this one decided (every
+    word of the phrase is in its topic or decisions)."""
     other_scope: bool = False
     """It and the new memory name parts of the product (SCOPES), none in common: another subject."""
 
@@ -245,6 +261,25 @@ def _set_aside(memory: Memory, names: Sequence[str]) -> dict[str, str]:
     return found
 
 
+def retired_phrases(memory: Memory) -> dict[frozenset[str], str]:
+    """What a memory's decisions set aside in two or more words that are not one name (content words ->
+    the sentence): a name ("instead of Docker Hub") is read as names are, by graph.search.supersession."""
+    named = {normal(form) for _, forms in names_of(subject_text(memory)) for form in forms}
+    found: dict[frozenset[str], str] = {}
+    for text in memory.decisions:
+        for pattern in _PHRASES:
+            for match in pattern.finditer(text):
+                words = content_words(match.group(1))
+                if len(words) >= 2 and normal(match.group(1)) not in named:
+                    found.setdefault(words, text)
+    return found
+
+
+def _holds(held: frozenset[str], words: frozenset[str]) -> bool:
+    """Every word of a two-word phrase, all but one of a longer one ("the billing ORM layer")."""
+    return len(words & held) >= max(2, len(words) - 1)
+
+
 def change_cue(memory: Memory) -> str:
     """The sentence of the new memory's topic or decisions that says something changed, or ""."""
     for text in [*memory.decisions, memory.topic]:
@@ -278,7 +313,7 @@ def measure(
     cosine_of = dict(zip((id(m) for m in flat), (float(c) for c in vectors[1:] @ vectors[0]), strict=True))
     vector_of = dict(zip((id(m) for m in flat), vectors[1:], strict=True))
     words, said = content_words(subject_text(new)), normal(subject_text(new))
-    ours = scopes(subject_text(new))
+    ours, phrases = scopes(subject_text(new)), retired_phrases(new)
     cue = change_cue(new)
     said_by = sorted({*retired.values(), *([cue] if cue else [])})
     cue_vectors = (
@@ -313,6 +348,8 @@ def measure(
         candidate.shared = sorted(
             specific_names(subject_text(new)) & set().union(*(specific_names(subject_text(m)) for m in history))
         )
+        held = content_words(decided)
+        candidate.phrase = next((said for words, said in phrases.items() if _holds(held, words)), "")
         if not candidate.cue and cue:
             candidate.cue = cue
         if candidate.cue:
@@ -326,6 +363,8 @@ def _replaced(c: Candidate) -> bool:
     and the new memory says it changed in a sentence about that subject (tune split: 0.76-0.91)."""
     if c.long or c.other_scope:
         return False  # one sentence of a long memory retiring a name replaces nothing of another long one
+    if c.phrase and c.cosine >= PHRASE_SUBJECT:
+        return True
     if c.retired and (
         c.cosine >= RETIRED_SUBJECT or (c.cosine >= RETIRED_NEAR and c.cosine + c.overlap >= RETIRED_SCORE)
     ):
@@ -343,13 +382,22 @@ def decide(new: Memory, candidates: list[Candidate]) -> Decision:
     if replaced:
         best = replaced[0]
         said = "the same subject, said to have changed"
-        reason = f"retires {best.retired}, which it decided" if best.retired else said
+        reason = (
+            f"retires {best.retired}, which it decided"
+            if best.retired
+            else f"sets aside what it decided: {best.phrase}"
+            if best.phrase and not best.cue
+            else said
+        )
         also = [
             c
             for c in candidates
             if c is not best
-            and (c in replaced or (c.retired and c.retired == best.retired and not c.other_scope))
-            and c.like(best) >= ALSO_RESTATES
+            and (
+                (c in replaced or (c.retired and c.retired == best.retired and not c.other_scope))
+                and c.like(best) >= ALSO_RESTATES
+                or (c in replaced and c.phrase and c.phrase == best.phrase)  # both hold what it sets aside
+            )
         ]
         return Decision("replace", best, reason=reason, also=also, candidates=candidates)
     top = candidates[0] if candidates and not candidates[0].other_scope else None

@@ -15,12 +15,14 @@ from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStat
 from graph.core.memories import Memory
 from graph.core.settings import LLMSettings
 from graph.search.reconcile import (
+    PHRASE_SUBJECT,
     RETIRED_SUBJECT,
     SAME_NAMED_SUBJECT,
     SAME_SUBJECT,
     Candidate,
     decide,
     measure,
+    retired_phrases,
     scopes,
 )
 from graph.search.reconcile_llm import ask, parse
@@ -107,6 +109,27 @@ def test_a_shared_name_makes_an_update_only_when_the_texts_are_close() -> None:
     named = {"shared": ["sentry"]}
     assert decide(traces, [_candidate(errors, 0.6, **named)]).action == "add"
     assert decide(traces, [_candidate(errors, SAME_NAMED_SUBJECT + 0.01, **named)]).action == "update"
+
+
+def test_what_a_replacement_sets_aside_in_words_of_its_own_finds_the_memories_that_decided_it() -> None:
+    """ "The develop branch is retired" replaces the git-flow memory and its restatement, which hold both
+    words, and not the release-branch look-alike; a name alone ("instead of Docker Hub") is no phrase."""
+    new = memory("n", topic="Branching", decisions=["We use trunk-based development; the develop branch is retired"])
+    flow = memory("flow", topic="Branching model", decisions=["We use git flow with develop and release branches"])
+    again = memory("again", topic="Branching", decisions=["We use develop for features, release branches for releases"])
+    look = memory("look", topic="App store releases", decisions=["Release branches are cut for each app submission"])
+    assert list(retired_phrases(new)) == [frozenset({"develop", "branch"})]
+    found = {c.memory.memory_id: c for c in measure(new, [flow, again, look], ENCODE)}
+    assert found["flow"].phrase and found["again"].phrase and not found["look"].phrase
+    assert min(found["flow"].cosine, found["again"].cosine) >= PHRASE_SUBJECT
+    decision = decide(new, sorted(found.values(), key=lambda c: -c.cosine))
+    assert decision.action == "replace" and decision.target is not None
+    assert {decision.target.memory.memory_id, *(c.memory.memory_id for c in decision.also)} == {"flow", "again"}
+    assert decide(new, [_candidate(look, 0.9, other_scope=True, phrase=new.decisions[0])]).action == "add"
+    assert not retired_phrases(memory("hub", decisions=["Images go to GHCR instead of Docker Hub"]))
+    billing = memory("b", decisions=["Replaced the billing ORM layer with hand-written SQL"])
+    orm = memory("orm", topic="ORM", decisions=["The billing service uses SQLAlchemy ORM models"])
+    assert measure(billing, [orm], ENCODE)[0].phrase  # all but one word of a longer phrase
 
 
 def test_a_topic_is_compared_through_its_earlier_versions() -> None:
