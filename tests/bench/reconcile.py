@@ -148,6 +148,7 @@ def score(
     return {
         "subjects": len(replaces),
         "leftCurrentPct": round(100 * sum(map(live, older)) / max(1, len(older)), 1),
+        "leftCurrentIds": [f"{w.subject}/{w.kind}" for w in older if live(w)],
         "lookalikesReplaced": len(wrong),
         "lookalikesReplacedIds": wrong,
         "replacementFirstPct": round(100 * sum(first) / max(1, len(first)), 1),
