@@ -36,7 +36,7 @@ from graph.core.text import tokenize
 from graph.extract.extractor import query_names
 from graph.search.catalog import Catalog
 from graph.search.links import Hop, is_identifier
-from graph.search.supersession import LIVE, Pair, find_pairs, is_historic
+from graph.search.supersession import Pair, current_memory, find_pairs, heirs, is_historic
 from graph.search.token_budget import count_tokens, truncate_to_tokens
 
 LANES = frozenset({"vector", "lexical", "graph"})
@@ -220,28 +220,6 @@ class GraphSearch(Protocol):
     def supersession_inputs(self) -> tuple[object | None, list[tuple[str, str, str]], Mapping[str, dict[str, str]]]: ...
 
 
-def _current(
-    memory_id: str,
-    links: Mapping[str, list[str]],
-    by_id: Mapping[str, Memory],
-    newest: Callable[[str], str | None] | None = None,
-) -> str | None:
-    """The live memory a chain of reconcile decisions leads to (a repeat of a memory replaced since);
-    with `newest` (a topic's newest version), through newer versions of a topic too."""
-    for _ in range(8):
-        memory = by_id.get(memory_id)
-        if memory is None:
-            return None
-        if memory.status in LIVE:
-            return memory_id
-        newer = links.get(memory_id)
-        later = newest(memory.topic_id) if newest is not None and not newer else None
-        if not newer and (later is None or later == memory_id):
-            return None
-        memory_id = newer[-1] if newer else str(later)
-    return None
-
-
 class Retriever:
     """Typed against small Protocols so the unit tier can rank with in-process fakes."""
 
@@ -331,7 +309,8 @@ class Retriever:
 
         include_superseded = request.includeSuperseded
         superseded = MemoryStatus.SUPERSEDED
-        heir = None if include_superseded else self._heirs()
+        links = None if include_superseded or self._replaced_by is None else self._replaced_by()
+        heir = None if links is None else heirs(links, by_id, self.catalog.newest)
 
         def lane(name: str, scores: dict[str, float]) -> None:
             if len(scores) > LANE_CANDIDATES:
@@ -345,7 +324,7 @@ class Retriever:
                     if heir is None:
                         if not include_superseded:
                             continue
-                    else:  # its match counts for the live memory that replaced it (see _heirs)
+                    else:  # its match counts for the live memory that replaced it (supersession.heirs)
                         memory_id = heir(memory_id) or ""
                         memory = by_id.get(memory_id)
                         if memory is None:
@@ -418,24 +397,6 @@ class Retriever:
             matches = self._newer_first(matches, request)
         return matches
 
-    def _heirs(self) -> Callable[[str], str | None] | None:
-        """For a ranking without superseded memories: a superseded memory's heir, the live memory that
-        replaced it (reconcile's decisions, then a topic's newer versions), which its matches count for.
-        A question worded like the decision it replaced ("the help text width" when the new one says
-        "100 columns") then finds the replacement before a live look-alike that shares its words
-        (issue 50's labelled set). None when the workspace has no reconcile decisions to follow."""
-        if self._replaced_by is None:
-            return None
-        links, by_id, newest = self._replaced_by(), self.catalog.by_id, self.catalog.newest
-        found: dict[str, str | None] = {}
-
-        def heir(memory_id: str) -> str | None:
-            if memory_id not in found:
-                found[memory_id] = _current(memory_id, links, by_id, newest)
-            return found[memory_id]
-
-        return heir
-
     def _unknown_names(self, query: str) -> list[str]:
         """Specific names the query writes that no memory contains."""
         return [
@@ -467,7 +428,7 @@ class Retriever:
         if self._replaced_by is not None:  # reconcile's decisions: the older one is Superseded, so in no pair
             links = self._replaced_by()
             for older, newer in links.items():
-                replaced[older].extend(live for m in newer if (live := _current(m, links, by_id)))
+                replaced[older].extend(live for m in newer if (live := current_memory(m, links, by_id)))
         if not any(replaced.values()):
             return ranked
         order = list(ranked)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from graph.core.contract import MemoryStatus
@@ -112,6 +112,45 @@ def _has_cue(memory: Memory) -> bool:
         ):
             return False
     return bool(_RETIRE.search(text) or (_MOVED.search(text) and _FROM_TO.search(text)))
+
+
+def current_memory(
+    memory_id: str,
+    links: Mapping[str, list[str]],
+    by_id: Mapping[str, Memory],
+    newest: Callable[[str], str | None] | None = None,
+) -> str | None:
+    """The live memory a chain of reconcile decisions leads to (a repeat of a memory replaced since);
+    with `newest` (a topic's newest version), through newer versions of a topic too."""
+    for _ in range(8):
+        memory = by_id.get(memory_id)
+        if memory is None:
+            return None
+        if memory.status in LIVE:
+            return memory_id
+        newer = links.get(memory_id)
+        later = newest(memory.topic_id) if newest is not None and not newer else None
+        if not newer and (later is None or later == memory_id):
+            return None
+        memory_id = newer[-1] if newer else str(later)
+    return None
+
+
+def heirs(
+    links: Mapping[str, list[str]], by_id: Mapping[str, Memory], newest: Callable[[str], str | None]
+) -> Callable[[str], str | None]:
+    """A superseded memory's heir, the live memory that replaced it (reconcile's decisions, then a topic's
+    newer versions), which a ranking without superseded memories counts its matches for: a question
+    worded like the decision replaced ("the help text width", when the new one says "100 columns") then
+    finds the replacement before a live look-alike sharing its words (issue 50's labelled set)."""
+    found: dict[str, str | None] = {}
+
+    def heir(memory_id: str) -> str | None:
+        if memory_id not in found:
+            found[memory_id] = current_memory(memory_id, links, by_id, newest)
+        return found[memory_id]
+
+    return heir
 
 
 class MemoryNames(Mapping[str, dict[str, str]]):

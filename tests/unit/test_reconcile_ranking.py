@@ -1,5 +1,5 @@
 """Retrieval after reconcile (issue 50): a question worded like a replaced decision finds its replacement
-before a live look-alike, through the replaced memory's matches (graph.search.retrieval, `_heirs`)."""
+before a live look-alike, through the replaced memory's matches (graph.search.supersession.heirs, in graph.search.retrieval)."""
 
 from __future__ import annotations
 
