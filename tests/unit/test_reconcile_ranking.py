@@ -1,5 +1,6 @@
 """Retrieval after reconcile (issue 50): a question worded like a replaced decision finds its replacement
-before a live look-alike, through the replaced memory's matches (graph.search.supersession.heirs, in graph.search.retrieval)."""
+before a live look-alike, through the replaced memory's matches (graph.search.supersession.heirs, used by
+graph.search.retrieval)."""
 
 from __future__ import annotations
 
