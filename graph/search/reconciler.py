@@ -335,8 +335,22 @@ class Reconciler:
         )
         return {**reply, "id": entry.id}
 
+    def manual(self, older: Memory, newer: Memory, reason: str, evidence: dict[str, Any] | None = None) -> str:
+        """Log a person's supersession (confirmSupersession, `flowbaby memories supersede`) as reconcile logs
+        a replace: `older` as it was before (its status is what restore gives back), superseded by `newer`,
+        decided by "manual". Its id."""
+        entry = {
+            "decision": "replace",
+            "decidedBy": "manual",
+            "reason": reason,
+            "newer": {"topicId": newer.topic_id, "memoryId": newer.memory_id},
+            "superseded": [_ref(older)],
+            "evidence": evidence,
+        }
+        return self.log.add(entry).id
+
     def restore(self, topic_id: str, store: StatusStore, catalog: Catalog | None) -> dict[str, Any]:
-        """Undo the newest automatic decision that made a memory of this topic Superseded: each memory
+        """Undo the newest decision (automatic or manual) that made a memory of this topic Superseded: each memory
         it superseded gets its status back. NOT_FOUND when there is none left to undo."""
         entries = [
             e
