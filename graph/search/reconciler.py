@@ -42,6 +42,9 @@ without waiting for the embedding)."""
 CACHED = 4096
 EARLIER = 3
 """Earlier versions of a candidate's topic compared too (the newest ones)."""
+COST_WEIGHT = 0.3
+"""The newest turn's weight in the moving average of a turn's cost (what a write behind a line of them
+expects to wait: one that cannot start within its budget replies at once, graph.engine.ingest)."""
 
 
 class CachedEncoder:
@@ -70,14 +73,19 @@ class CachedEncoder:
 @dataclass
 class Turn:
     """One write's place in the line of decisions: `deciding` gives its decision; `done` lets the next
-    write's decision start (call it once this one is applied, or given up)."""
+    write's decision start (call it once this one is applied, or given up). `number`: its place in the
+    line (the turns begun before it, and it)."""
 
     deciding: asyncio.Task[Decision]
     applied: asyncio.Future[None]
+    number: int = 0
+    on_done: Callable[[], None] | None = None
 
     def done(self) -> None:
         if not self.applied.done():
             self.applied.set_result(None)
+            if self.on_done is not None:
+                self.on_done()
 
 
 class StatusStore(Protocol):
@@ -133,6 +141,13 @@ class Reconciler:
         self._seq = 0
         self._order: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._begun = self._finished = 0
+        """Turns begun, and turns done: the line a write's decision waits behind is what lies between."""
+        self._progress: asyncio.Future[None] | None = None
+        """Done when a turn is (then replaced): a write waiting for its decision looks at the line again."""
+        self._cost: float | None = None
+        """What one turn takes from its decision's start to applied, seconds (a moving average; until one
+        is measured, a turn is taken to cost the whole budget)."""
 
     def decide(
         self,
@@ -225,13 +240,43 @@ class Reconciler:
         previous, applied = self._last, loop.create_future()
         since = self._seq if since is None else since
         self._last = applied
+        self._begun += 1
+        started: list[float] = []
 
         async def deciding() -> Decision:
             if previous is not None:
                 await asyncio.shield(previous)
+            started.append(loop.time())
             return await loop.run_in_executor(self.executor, decide, since)
 
-        return Turn(loop.create_task(deciding()), applied)
+        def finished() -> None:
+            self._finished += 1
+            if started:
+                took = loop.time() - started[0]
+                self._cost = took if self._cost is None else COST_WEIGHT * took + (1 - COST_WEIGHT) * self._cost
+            if self._progress is not None and not self._progress.done():
+                self._progress.set_result(None)
+
+        return Turn(loop.create_task(deciding()), applied, self._begun, finished)
+
+    async def wait(self, turn: Turn) -> tuple[Decision | None, int]:
+        """A write's decision within its budget (budget_sec), and 0; or None and the turns still ahead of
+        it once they would take the rest of the budget (their count times a turn's average cost, the whole
+        budget until one is measured): under a burst the reply need not wait for a decision that cannot
+        start in time. None and 0 when the budget runs out. A failed decision raises its error."""
+        loop = asyncio.get_running_loop()
+        budget = self.budget_sec()
+        deadline = loop.time() + budget
+        while not turn.deciding.done():
+            left, ahead = deadline - loop.time(), max(0, turn.number - 1 - self._finished)
+            if left <= 0:
+                return None, 0
+            if ahead and ahead * (budget if self._cost is None else self._cost) >= left:
+                return None, ahead
+            if self._progress is None or self._progress.done() or self._progress.get_loop() is not loop:
+                self._progress = loop.create_future()
+            await asyncio.wait({turn.deciding, self._progress}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        return turn.deciding.result(), 0
 
     def apply_later(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -129,9 +130,10 @@ def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., B
     again = _store(client, "Help width", "Cap the help text width at 80 columns.", 2)
     assert again["reconcile"]["decision"] == "pending", again
     deadline = time.monotonic() + 30
-    while _status(client, again["summary_id"]) != "Superseded" and time.monotonic() < deadline:
-        time.sleep(0.1)
     shown = client.result("getMemory", {"topicId": again["summary_id"]})
+    while not shown["reconcile"] and time.monotonic() < deadline:  # the status changes first, then the log
+        time.sleep(0.1)
+        shown = client.result("getMemory", {"topicId": again["summary_id"]})
     assert shown["latest"]["status"] == "Superseded"
     assert [(e["decision"], e["evidence"]["topicId"]) for e in shown["reconcile"]] == [("skip", first["summary_id"])]
     audit = [json.loads(line) for line in (workspace / ".flowbaby" / "agent_audit.log").read_text().splitlines()]
@@ -142,6 +144,47 @@ def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., B
         ("add", None),
         ("skip", first["summary_id"]),
     ], late
+
+
+def test_under_a_burst_a_reply_whose_decision_cannot_start_in_time_does_not_wait_its_budget(
+    spawn: Callable[..., BridgeClient], tmp_path: Path
+) -> None:
+    """40 storeMemory at once through one bridge, FLOWBABY_RECONCILE_BUDGET_MS=300: decisions are made one
+    at a time, so most cannot start within the budget; their replies come without waiting for it (before:
+    each waited the whole budget), staged, and each decision is still applied and audited after."""
+    workspace = store_only_workspace(tmp_path / "ws")
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=_budget_env("300"))
+    subjects = ["session cache", "log storage", "help width", "queue broker", "CI runner", "lint rules"]
+    for day in range(1, 4):  # the service's first decisions: a turn's cost is measured
+        _store(client, f"Warm-up {day}", f"Warm-up decision {day} about the {subjects[day]}", day)
+    replies: list[dict[str, Any]] = []
+
+    def store(i: int) -> None:
+        subject = subjects[i % len(subjects)]
+        decision = f"Use option {i % 5} for the {subject}, decided in round {i}"
+        replies.append(_store(client, f"{subject.title()} choice {i}", decision, 4 + i % 20))
+
+    burst = [threading.Thread(target=store, args=(i,)) for i in range(40)]
+    for thread in burst:
+        thread.start()
+    for thread in burst:
+        thread.join()
+    waited = sorted(r["duration_ms"] for r in replies)
+    pending = [r for r in replies if r["reconcile"]["decision"] == "pending"]
+    assert len(replies) == 40 and len(pending) >= 20, waited
+    # Before, all but the first few waited the whole budget (36 of 40 here); now most reply at once.
+    shown = [(r["duration_ms"], r["reconcile"]["reason"][:45]) for r in replies]
+    assert waited[20] < 250 and sum(ms >= 270 for ms in waited) <= 16, shown
+    for reply in replies:  # staged before its reply
+        assert client.result("getMemory", {"topicId": reply["summary_id"]})["success"]
+    audit_log = workspace / ".flowbaby" / "agent_audit.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # each pending decision gets its own audit line when it is applied
+        audit = [json.loads(line) for line in audit_log.read_text().splitlines()]
+        if len([line for line in audit if line["command"] == "reconcile"]) >= len(pending):
+            break
+        time.sleep(0.2)
+    assert len([line for line in audit if line["command"] == "reconcile"]) == len(pending)
 
 
 def test_with_an_llm_configured_it_chooses_among_the_candidates_and_a_bad_answer_falls_back(
