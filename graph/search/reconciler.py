@@ -275,7 +275,8 @@ class Reconciler:
                 return None, ahead
             if self._progress is None or self._progress.done() or self._progress.get_loop() is not loop:
                 self._progress = loop.create_future()
-            await asyncio.wait({turn.deciding, self._progress}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {turn.deciding, self._progress}
+            await asyncio.wait(either, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         return turn.deciding.result(), 0
 
     def apply_later(

@@ -61,9 +61,11 @@ def test_edit_makes_a_version_and_supersede_retires_a_named_memory(
     shown = json.loads(flowbaby("memories", "show", "help-wrap", *ws).stdout)
     [link] = shown["reconcile"]
     assert (link["decision"], link["decidedBy"], link["newer"]["topicId"]) == ("replace", "manual", "help-width")
-    assert link["superseded"] == [
-        {"topicId": "help-wrap", "memoryId": shown["latest"]["memoryId"], "status": "Active"}
-    ] and link["at"] and link["restoredAt"] is None
+    assert (
+        link["superseded"] == [{"topicId": "help-wrap", "memoryId": shown["latest"]["memoryId"], "status": "Active"}]
+        and link["at"]
+        and link["restoredAt"] is None
+    )
     # ... and undone as an automatic decision is.
     undone = flowbaby("memories", "restore", "help-wrap", *ws)
     assert undone.returncode == 0, undone.stderr

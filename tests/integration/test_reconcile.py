@@ -149,11 +149,11 @@ def test_a_decision_over_its_budget_comes_after_the_reply(spawn: Callable[..., B
 def test_under_a_burst_a_reply_whose_decision_cannot_start_in_time_does_not_wait_its_budget(
     spawn: Callable[..., BridgeClient], tmp_path: Path
 ) -> None:
-    """40 storeMemory at once through one bridge, FLOWBABY_RECONCILE_BUDGET_MS=300: decisions are made one
+    """40 storeMemory at once through one bridge, FLOWBABY_RECONCILE_BUDGET_MS=600: decisions are made one
     at a time, so most cannot start within the budget; their replies come without waiting for it (before:
     each waited the whole budget), staged, and each decision is still applied and audited after."""
     workspace = store_only_workspace(tmp_path / "ws")
-    client = spawn(workspace, "--rate-limit-per-minute", "0", env=_budget_env("300"))
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=_budget_env("600"))
     subjects = ["session cache", "log storage", "help width", "queue broker", "CI runner", "lint rules"]
     for day in range(1, 4):  # the service's first decisions: a turn's cost is measured
         _store(client, f"Warm-up {day}", f"Warm-up decision {day} about the {subjects[day]}", day)
@@ -169,12 +169,11 @@ def test_under_a_burst_a_reply_whose_decision_cannot_start_in_time_does_not_wait
         thread.start()
     for thread in burst:
         thread.join()
-    waited = sorted(r["duration_ms"] for r in replies)
     pending = [r for r in replies if r["reconcile"]["decision"] == "pending"]
-    assert len(replies) == 40 and len(pending) >= 20, waited
-    # Before, all but the first few waited the whole budget (36 of 40 here); now most reply at once.
+    assert len(replies) == 40 and len(pending) >= 20, replies
+    # Before, all but the first few waited the whole budget (30 to 36 of 40 here); now few do.
     shown = [(r["duration_ms"], r["reconcile"]["reason"][:45]) for r in replies]
-    assert waited[20] < 250 and sum(ms >= 270 for ms in waited) <= 16, shown
+    assert sum(r["duration_ms"] >= 540 for r in replies) <= 10, shown
     for reply in replies:  # staged before its reply
         assert client.result("getMemory", {"topicId": reply["summary_id"]})["success"]
     audit_log = workspace / ".flowbaby" / "agent_audit.log"
