@@ -274,3 +274,34 @@ def test_an_import_is_reconciled_against_the_store_and_an_export_round_trips_exa
     shown = json.loads(run_flowbaby("memories", "show", mine["summary_id"], "--workspace", str(local)).stdout)
     assert [e["decision"] for e in shown["reconcile"]] == ["replace"]
     assert logs["summary_id"] not in json.dumps(shown["reconcile"])  # decided against this store's memory only
+
+
+def test_a_moved_workspace_keeps_its_undo_after_adopt(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
+    """The decision log's lines are sealed for the workspace folder: after a move, `flowbaby adopt` (which
+    the refusal names) seals again the lines this user's flowbaby wrote in the old folder, so a decision
+    made before the move is shown and undone after it; a line no seal of the user's holds stays skipped."""
+    env = _budget_env("20000")
+    before, after = tmp_path / "before", tmp_path / "after"
+    workspace = store_only_workspace(before)
+    client = spawn(workspace, "--rate-limit-per-minute", "0", env=env)
+    logs = _store(client, "Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
+    moved = _store(client, "Log storage", "Moved application log storage from Elasticsearch to Grafana Loki", 2)
+    assert moved["reconcile"]["decision"] == "replace", moved
+    assert client.close() == 0
+    log_file = before / ".flowbaby" / "reconcile.jsonl"
+    [line] = log_file.read_text().splitlines()
+    altered = json.loads(line) | {"reason": "changed by hand", "id": "rc_00000000000000aa"}
+    with open(log_file, "a") as lines:  # the user's line changed by hand: its seal no longer holds anywhere
+        lines.write(json.dumps(altered) + "\n")
+    before.rename(after)
+
+    adopted = run_flowbaby("adopt", str(after), env=env)
+    assert adopted.returncode == 0, adopted.stderr
+    assert str(after / ".flowbaby" / "reconcile.jsonl") in json.loads(adopted.stdout)["sealed"]
+    client = spawn(after, "--rate-limit-per-minute", "0", env=env)
+    shown = client.result("getMemory", {"topicId": logs["summary_id"]})["reconcile"]
+    assert [(e["id"], e["decision"]) for e in shown] == [(moved["reconcile"]["id"], "replace")], shown
+    restored = run_flowbaby("memories", "restore", logs["summary_id"], "--workspace", str(after), env=env)
+    assert restored.returncode == 0, restored.stderr
+    assert _status(client, logs["summary_id"]) == "Active"
+    assert client.result("getMemory", {"topicId": logs["summary_id"]})["reconcile"][0]["restoredAt"]
