@@ -137,6 +137,7 @@ class Memories(Retrieval):
                         **provenance_fields(m),
                         "graphState": m.graph_state,
                         "charCount": m.char_count,
+                        **({"context": m.context, "decisions": m.decisions} if request.withContent else {}),
                     }
                     for m in rows
                 ],
