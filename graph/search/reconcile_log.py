@@ -189,18 +189,22 @@ class DecisionLog:
             self._replaced = (entries, links)
         return links
 
+    def _lines(self) -> list[bytes]:
+        """The file's lines as they are (none when there is no file); the caller holds the lock."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read().splitlines(keepends=True)
+
     def forget(self, topic_ids: set[str], memory_ids: set[str]) -> int:
         """Drop every line that names a forgotten topic or version (a decision's evidence holds its topic
         and a sentence of the new memory), and the undo lines of those decisions: rewritten through a
         0600 copy beside it; the lines kept are kept byte for byte, so their seals hold. Lines dropped."""
         marks = [json.dumps(t, ensure_ascii=False) for t in topic_ids] + sorted(memory_ids)
         with self._lock:
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-            except FileNotFoundError:
-                return 0
-            with os.fdopen(fd, "rb") as handle:
-                lines = handle.read().splitlines(keepends=True)
+            lines = self._lines()
             dropped: set[str] = set()
             kept: list[bytes] = []
             for line in lines:
@@ -224,12 +228,7 @@ class DecisionLog:
         here = self._here()
         sealers: dict[str, Callable[[bytes], str]] = {}
         with self._lock:
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-            except FileNotFoundError:
-                return 0
-            with os.fdopen(fd, "rb") as handle:
-                lines = handle.read().splitlines(keepends=True)
+            lines = self._lines()
             out, moved = [], 0
             for line in lines:
                 record = _moved_line(line, here, sealers)

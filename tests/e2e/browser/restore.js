@@ -3,7 +3,7 @@
 // decision that superseded it); the first tab's Restore undoes it, the second, stale, tab's Restore then
 // finds nothing left to undo; a reload shows the decision undone. axe-core on the page after.
 // Env: CONFIG (a JSON file written by the test), OUT (what this script saw, JSON).
-const { config, drive, loopbackOnly, axe } = require("./common");
+const { config, drive, signedIn, axe } = require("./common");
 
 const seen = { requests: [], blocked: [], console: [], axe: {}, memories: {} };
 
@@ -13,11 +13,7 @@ const cards = (page) => page.$$eval("#reconcile .card.reconcile", (l) => l.map((
 })));
 
 async function main(context) {
-  await loopbackOnly(context, seen);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => seen.console.push(`pageerror: ${String(e).slice(0, 300)}`));
-  await page.goto(config.link);
-  await page.waitForSelector("#q", { timeout: 20000 });
+  const page = await signedIn(context, seen);
   const stale = await context.newPage();  // the same session's second tab
   for (const topicId of config.topics) {
     const url = `${config.base}/#/memory/${encodeURIComponent(topicId)}`;
