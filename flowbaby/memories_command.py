@@ -75,7 +75,7 @@ def add_memories_command(commands: Any) -> None:
     add.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
     scope_argument(add)
     restore = actions.add_parser(
-        "restore", help="undo the newest automatic decision (replace, update, skip) that superseded this memory"
+        "restore", help="undo the newest decision (automatic or manual) that superseded this memory"
     )
     restore.add_argument("topic_id", help="the topicId of the memory made Superseded")
     restore.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")

@@ -261,17 +261,19 @@ async function memory(main, args, params) {
   return null;
 }
 
-// Automatic reconcile decisions on writes (INGEST_CONTRACT.md 7.1), each with its evidence and, until
-// undone, a Restore button that gives the superseded memories their status back.
+// Reconcile decisions on writes and a person's supersessions (INGEST_CONTRACT.md 7.1), each with its
+// evidence and, until undone, a Restore button that gives the superseded memories their status back.
 function reconciled(topicId, entries) {
   const box = el("section", { "aria-label": "Reconcile decisions", id: "reconcile" }, el("h3", {}, `Reconcile decisions (${entries.length})`));
-  if (!entries.length) box.append(el("p", { class: "muted" }, "No automatic decision concerns this memory."));
+  if (!entries.length) box.append(el("p", { class: "muted" }, "No decision concerns this memory."));
   for (const entry of entries.slice().reverse()) {
     const ev = entry.evidence || {};
     const others = entry.superseded.filter((r) => r.topicId !== entry.newer.topicId);
-    const card = el("div", { class: "card reconcile", "data-decision": entry.decision },
-      el("p", {}, `${entry.decision} (${entry.decidedBy}) `, entry.newer.topicId === topicId ? "made by this memory" : "by ",
-        entry.newer.topicId === topicId ? null : memoryLink(entry.newer.topicId, entry.newer.topicId)),
+    const mine = entry.newer.topicId === topicId;
+    const what = entry.decidedBy === "manual" ? (mine ? "marked as superseding others (manual) " : "marked superseded (manual) ") : `${entry.decision} (${entry.decidedBy}) `;
+    const card = el("div", { class: "card reconcile", "data-decision": entry.decision, "data-decided-by": entry.decidedBy },
+      el("p", {}, what, mine ? `made by this memory, ${when(entry.at)}` : "by ",
+        mine ? null : memoryLink(entry.newer.topicId, entry.newer.topicId), mine ? null : `, ${when(entry.at)}`),
       el("p", { class: "muted" }, `${entry.reason}${ev.cosine !== undefined ? ` · cosine ${ev.cosine}` : ""}${ev.retired ? ` · retires "${ev.retired}"` : ""}${ev.cue ? ` · "${ev.cue}"` : ""}`),
       others.length ? el("p", {}, "Superseded: ", others.map((r) => memoryLink(r.topicId, r.topicId))) : null);
     if (entry.restoredAt) card.append(el("p", { class: "muted" }, `Undone ${when(entry.restoredAt)}`));

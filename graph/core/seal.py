@@ -100,9 +100,11 @@ def seal_of(purpose: str, folder: Path, content: bytes) -> str:
     return hmac.new(_key(), message, hashlib.sha256).hexdigest()
 
 
-def sealer(purpose: str, folder: Path) -> Callable[[bytes], str]:
-    """seal_of for many contents (each line of a log), the key and folder read once."""
-    key, prefix = _key(), b"\0".join([_VERSION, purpose.encode(), os.fsencode(folder.resolve()), b""])
+def sealer(purpose: str, folder: Path, *, resolve: bool = True) -> Callable[[bytes], str]:
+    """seal_of for many contents (each line of a log), the key and folder read once. `resolve=False`:
+    `folder` is a real path as it was when sealed (a folder since moved: it may be gone now)."""
+    where = folder.resolve() if resolve else folder
+    key, prefix = _key(), b"\0".join([_VERSION, purpose.encode(), os.fsencode(where), b""])
     return lambda content: hmac.new(key, prefix + content, hashlib.sha256).hexdigest()
 
 

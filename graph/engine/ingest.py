@@ -77,9 +77,10 @@ class Ingest(EngineState):
         late = handed = False
         try:
             try:  # within its budget, or the write is staged now and the decision applied when it comes
-                decision = await asyncio.wait_for(asyncio.shield(turn.deciding), self.reconciler.budget_sec())
-            except TimeoutError:
-                late, why = True, "decided after the reply (over its time budget): getMemory shows the decision"
+                decision, ahead = await self.reconciler.wait(turn)
+                if decision is None:
+                    late, over = True, f"{ahead} decisions ahead of it" if ahead else "over its time budget"
+                    why = f"decided after the reply ({over}): getMemory shows the decision"
             except Exception as exc:  # reconciling must never cost the write
                 log.exception("reconcile failed; the memory is stored as sent")
                 why = f"reconcile failed: {type(exc).__name__}"

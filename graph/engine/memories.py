@@ -4,6 +4,7 @@ and the implied supersessions a person confirms."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from typing import Any
 
@@ -136,6 +137,7 @@ class Memories(Retrieval):
                         **provenance_fields(m),
                         "graphState": m.graph_state,
                         "charCount": m.char_count,
+                        **({"context": m.context, "decisions": m.decisions} if request.withContent else {}),
                     }
                     for m in rows
                 ],
@@ -340,7 +342,7 @@ class Memories(Retrieval):
 
     async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> ConfirmSupersessionResponse:
         """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
-        becomes Superseded."""
+        becomes Superseded, logged as a `manual` replace (getMemory shows it, restoreMemory undoes it)."""
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
         by_id = retriever.catalog.by_id
@@ -357,13 +359,21 @@ class Memories(Retrieval):
                 ErrorCode.NOT_FOUND,
                 f'"{request.olderTopicId}" is not listed as possibly superseded by "{request.newerTopicId}"',
             )
-        older = pair.older if pair else await asyncio.to_thread(named_pair, self.store.topic_versions, request)
-        await asyncio.to_thread(self.store.set_status, older, MemoryStatus.SUPERSEDED)
-        retriever.catalog.set_status(older, MemoryStatus.SUPERSEDED)
+        if pair is not None:
+            older, newer = by_id[pair.older], by_id[pair.newer]
+            reason, evidence = "confirmed by a person", {"replaced": pair.replaced, "replacement": pair.replacement}
+        else:
+            older, newer = await asyncio.to_thread(named_pair, self.store.topic_versions, request)
+            reason, evidence = "marked superseded by a person", None
+        was = dataclasses.replace(older)  # its status before, which restoreMemory gives back
+        await asyncio.to_thread(self.store.set_status, older.memory_id, MemoryStatus.SUPERSEDED)
+        if older.memory_id in retriever.catalog.by_id:
+            retriever.catalog.set_status(older.memory_id, MemoryStatus.SUPERSEDED)
+        await asyncio.to_thread(self.reconciler.manual, was, newer, reason, evidence)
         return ConfirmSupersessionResponse.model_validate(
             {
                 "topicId": request.olderTopicId,
-                "memoryId": older,
+                "memoryId": older.memory_id,
                 "status": MemoryStatus.SUPERSEDED.value,
                 "supersededBy": request.newerTopicId,
             }

@@ -27,6 +27,7 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.search.briefing import RecallCounts
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
+from graph.search.reconcile_log import LOG_FILE as RECONCILE_LOG
 from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
 from graph.search.retrieval import Retriever
@@ -130,7 +131,7 @@ class EngineState:
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
         self.reconciler = Reconciler(
-            DecisionLog(paths.data / "reconcile.jsonl", paths.root), settings.llm, self.store.topic_versions
+            DecisionLog(paths.data / RECONCILE_LOG, paths.root), settings.llm, self.store.topic_versions
         )
         self._capture_lock = asyncio.Lock()
         self.origin = paths.root

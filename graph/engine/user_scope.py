@@ -432,9 +432,8 @@ class UserScope(Hooks, Memories, Forget):
 
     async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
         """The user's newest live memories, each with its topic, decisions and context."""
-        page = await service.list_memories({"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"]})
-        found = await asyncio.gather(*(service.get_memory({"topicId": m["topicId"]}) for m in page["memories"]))
-        return [{**got["latest"], "topicId": got["topicId"]} for got in found]
+        live = {"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"], "withContent": True}
+        return list((await service.list_memories(live))["memories"])
 
     def _items_marked(self, reply: dict[str, Any]) -> dict[str, Any]:
         return {**reply, "items": [{**item, "scope": self.scope} for item in reply.get("items") or []]}

@@ -11,8 +11,8 @@ from graph.core.memories import Memory
 from graph.search.supersession import LIVE
 
 
-def named_pair(versions: Callable[[str], list[Memory]], request: ConfirmSupersessionRequest) -> str:
-    """The memoryId of the older topic's newest version, once the pair a person named holds: both topics
+def named_pair(versions: Callable[[str], list[Memory]], request: ConfirmSupersessionRequest) -> tuple[Memory, Memory]:
+    """The older and the newer topic's newest versions, once the pair a person named holds: both topics
     stored and different, the newer one live, the older one not Superseded already. `versions(topicId)`:
     the topic's versions, oldest first."""
     older_topic, newer_topic = request.olderTopicId, request.newerTopicId
@@ -39,4 +39,4 @@ def named_pair(versions: Callable[[str], list[Memory]], request: ConfirmSuperses
         raise FlowbabyError(
             ErrorCode.INVALID_PAYLOAD, f'"{older_topic}" is Superseded already', fields=["olderTopicId"]
         )
-    return older.memory_id
+    return older, newer

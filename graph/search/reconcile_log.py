@@ -3,10 +3,12 @@ changed, with its evidence, so that getMemory and the browser can show it and `r
 
 One JSON object a line, appended: a decision (`id`, `at`, `decision`, `decidedBy`, `reason`,
 `newer` {topicId, memoryId}, `superseded` [{topicId, memoryId}], `evidence`, `suggestions`), or an
-undo (`id`, `restoredAt`), each with its `seal`: HMAC-SHA256 under this user's seal key
-(graph.core.seal) of the line and this workspace folder. The file may come from a cloned repository:
-a line without this folder's seal, or that does not parse as one of these, is skipped (neither shown
-nor undone), and restore only ever touches memories its own store holds.
+undo (`id`, `restoredAt`), each with the `folder` it was written in (its real path) and its `seal`:
+HMAC-SHA256 under this user's seal key (graph.core.seal) of the line and this workspace folder. The
+file may come from a cloned repository: a line without this folder's seal, or that does not parse as
+one of these, is skipped (neither shown nor undone), and restore only ever touches memories its own
+store holds. `flowbaby adopt`, after a move or copy, seals again for the new folder each line whose seal
+holds for the folder it names: only this user's flowbaby could have written those.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class Entry(BaseModel):
 
 
 PURPOSE = "reconcile-decision"
+LOG_FILE = "reconcile.jsonl"
+"""Its name in the workspace's `.flowbaby/`."""
 _ID = re.compile(r'"id":\s*"(rc_[0-9a-f]{16})"')
 
 
@@ -89,7 +93,18 @@ class DecisionLog:
             self._seal = sealer(PURPOSE, self.folder)
         return self._seal(_canonical(record))
 
+    def _here(self) -> str | None:
+        """This folder's real path as a line records it (None: a name JSON cannot carry as it is)."""
+        where = str(self.folder.resolve())
+        try:
+            where.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return where
+
     def _append(self, record: dict[str, Any]) -> None:
+        here = self._here()
+        record = {**record, **({"folder": here} if here else {})}
         record = {**record, "seal": self._sealed(record)}
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
         with self._lock:
@@ -174,18 +189,22 @@ class DecisionLog:
             self._replaced = (entries, links)
         return links
 
+    def _lines(self) -> list[bytes]:
+        """The file's lines as they are (none when there is no file); the caller holds the lock."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return []
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read().splitlines(keepends=True)
+
     def forget(self, topic_ids: set[str], memory_ids: set[str]) -> int:
         """Drop every line that names a forgotten topic or version (a decision's evidence holds its topic
         and a sentence of the new memory), and the undo lines of those decisions: rewritten through a
         0600 copy beside it; the lines kept are kept byte for byte, so their seals hold. Lines dropped."""
         marks = [json.dumps(t, ensure_ascii=False) for t in topic_ids] + sorted(memory_ids)
         with self._lock:
-            try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW)
-            except FileNotFoundError:
-                return 0
-            with os.fdopen(fd, "rb") as handle:
-                lines = handle.read().splitlines(keepends=True)
+            lines = self._lines()
             dropped: set[str] = set()
             kept: list[bytes] = []
             for line in lines:
@@ -201,6 +220,30 @@ class DecisionLog:
                 self._cache = None
             return len(lines) - len(kept)
 
+    def adopt(self) -> int:
+        """`flowbaby adopt` after the workspace was moved or copied here: each line sealed, under this
+        user's key, for the folder it names (`folder`) is sealed again for this one (and names it); every
+        other line is kept byte for byte (one sealed here, or that no seal of the user's holds: still
+        skipped). Rewritten through a 0600 copy beside it; the lines sealed again."""
+        here = self._here()
+        sealers: dict[str, Callable[[bytes], str]] = {}
+        with self._lock:
+            lines = self._lines()
+            out, moved = [], 0
+            for line in lines:
+                record = _moved_line(line, here, sealers)
+                if record is None:
+                    out.append(line)
+                    continue
+                record["folder"] = here
+                record["seal"] = self._sealed({k: v for k, v in record.items() if k != "seal"})
+                out.append((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
+                moved += 1
+            if moved:
+                write_atomic(self.path, b"".join(out), mode=PRIVATE_FILE_MODE)
+                self._cache = None
+            return moved
+
     def for_topic(self, topic_id: str) -> list[Entry]:
         """Decisions whose new memory or a superseded one is of this topic."""
         return [
@@ -208,3 +251,21 @@ class DecisionLog:
             for e in self.entries().values()
             if e.newer.topicId == topic_id or any(ref.topicId == topic_id for ref in e.superseded)
         ]
+
+
+def _moved_line(line: bytes, here: str | None, sealers: dict[str, Callable[[bytes], str]]) -> dict[str, Any] | None:
+    """The line's record when it was sealed, by this user, for another folder than `here` (the folder it
+    names); None otherwise."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    folder, seal = data.get("folder"), data.get("seal")
+    if not isinstance(folder, str) or not isinstance(seal, str) or folder == here or not Path(folder).is_absolute():
+        return None
+    if folder not in sealers:
+        sealers[folder] = sealer(PURPOSE, Path(folder), resolve=False)
+    content = {k: v for k, v in data.items() if k != "seal"}
+    return data if hmac.compare_digest(seal, sealers[folder](_canonical(content))) else None

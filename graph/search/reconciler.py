@@ -42,6 +42,12 @@ without waiting for the embedding)."""
 CACHED = 4096
 EARLIER = 3
 """Earlier versions of a candidate's topic compared too (the newest ones)."""
+COST_WEIGHT = 0.3
+LOOKS = 8
+"""How often within its budget a waiting write looks at the line again when no turn finishes (a slow
+decision: the turns ahead then cost at least as long as it has run)."""
+"""The newest turn's weight in the moving average of a turn's cost (what a write behind a line of them
+expects to wait: one that cannot start within its budget replies at once, graph.engine.ingest)."""
 
 
 class CachedEncoder:
@@ -70,14 +76,19 @@ class CachedEncoder:
 @dataclass
 class Turn:
     """One write's place in the line of decisions: `deciding` gives its decision; `done` lets the next
-    write's decision start (call it once this one is applied, or given up)."""
+    write's decision start (call it once this one is applied, or given up). `number`: its place in the
+    line (the turns begun before it, and it)."""
 
     deciding: asyncio.Task[Decision]
     applied: asyncio.Future[None]
+    number: int = 0
+    on_done: Callable[[], None] | None = None
 
     def done(self) -> None:
         if not self.applied.done():
             self.applied.set_result(None)
+            if self.on_done is not None:
+                self.on_done()
 
 
 class StatusStore(Protocol):
@@ -133,6 +144,15 @@ class Reconciler:
         self._seq = 0
         self._order: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._begun = self._finished = 0
+        """Turns begun, and turns done: the line a write's decision waits behind is what lies between."""
+        self._running_since: float | None = None
+        """When the decision being made now started (event loop time)."""
+        self._progress: asyncio.Future[None] | None = None
+        """Done when a turn is (then replaced): a write waiting for its decision looks at the line again."""
+        self._cost: float | None = None
+        """What one turn takes from its decision's start to applied, seconds (a moving average; until one
+        is measured, a turn is taken to cost the whole budget)."""
 
     def decide(
         self,
@@ -225,13 +245,52 @@ class Reconciler:
         previous, applied = self._last, loop.create_future()
         since = self._seq if since is None else since
         self._last = applied
+        self._begun += 1
+        started: list[float] = []
 
         async def deciding() -> Decision:
             if previous is not None:
                 await asyncio.shield(previous)
+            started.append(loop.time())
+            self._running_since = started[0]
             return await loop.run_in_executor(self.executor, decide, since)
 
-        return Turn(loop.create_task(deciding()), applied)
+        def finished() -> None:
+            self._finished += 1
+            if started:
+                took = loop.time() - started[0]
+                self._cost = took if self._cost is None else COST_WEIGHT * took + (1 - COST_WEIGHT) * self._cost
+                if self._running_since == started[0]:
+                    self._running_since = None
+            if self._progress is not None and not self._progress.done():
+                self._progress.set_result(None)
+
+        return Turn(loop.create_task(deciding()), applied, self._begun, finished)
+
+    async def wait(self, turn: Turn) -> tuple[Decision | None, int]:
+        """A write's decision within its budget (budget_sec), and 0; or None and the turns still ahead of
+        it once they would take the rest of the budget (their count times a turn's average cost: the whole
+        budget until one is measured, or what the decision being made has taken, when longer). Under a
+        burst the reply need not wait for a decision that cannot start in time. None and 0 when the budget
+        runs out. A failed decision raises its error."""
+        loop = asyncio.get_running_loop()
+        budget = self.budget_sec()
+        deadline = loop.time() + budget
+        while not turn.deciding.done():
+            now = loop.time()
+            left, ahead = deadline - now, max(0, turn.number - 1 - self._finished)
+            if left <= 0:
+                return None, 0
+            cost = budget if self._cost is None else self._cost
+            if self._running_since is not None:  # the turn being decided costs at least what it has taken so far
+                cost = max(cost, now - self._running_since)
+            if ahead and ahead * cost >= left:
+                return None, ahead
+            if self._progress is None or self._progress.done() or self._progress.get_loop() is not loop:
+                self._progress = loop.create_future()
+            either: set[asyncio.Future[Any]] = {turn.deciding, self._progress}
+            await asyncio.wait(either, timeout=min(left, budget / LOOKS), return_when=asyncio.FIRST_COMPLETED)
+        return turn.deciding.result(), 0
 
     def apply_later(
         self,
@@ -335,8 +394,22 @@ class Reconciler:
         )
         return {**reply, "id": entry.id}
 
+    def manual(self, older: Memory, newer: Memory, reason: str, evidence: dict[str, Any] | None = None) -> str:
+        """Log a person's supersession (confirmSupersession, `flowbaby memories supersede`) as reconcile logs
+        a replace: `older` as it was before (its status is what restore gives back), superseded by `newer`,
+        decided by "manual". Its id."""
+        entry = {
+            "decision": "replace",
+            "decidedBy": "manual",
+            "reason": reason,
+            "newer": {"topicId": newer.topic_id, "memoryId": newer.memory_id},
+            "superseded": [_ref(older)],
+            "evidence": evidence,
+        }
+        return self.log.add(entry).id
+
     def restore(self, topic_id: str, store: StatusStore, catalog: Catalog | None) -> dict[str, Any]:
-        """Undo the newest automatic decision that made a memory of this topic Superseded: each memory
+        """Undo the newest decision (automatic or manual) that made a memory of this topic Superseded: each memory
         it superseded gets its status back. NOT_FOUND when there is none left to undo."""
         entries = [
             e
@@ -344,7 +417,8 @@ class Reconciler:
             if e.restoredAt is None and e.superseded and any(ref.topicId == topic_id for ref in e.superseded)
         ]
         if not entries:
-            raise FlowbabyError(ErrorCode.NOT_FOUND, f'No automatic decision superseded a memory of "{topic_id}"')
+            left = f'No decision left to undo made a memory of "{topic_id}" Superseded'
+            raise FlowbabyError(ErrorCode.NOT_FOUND, left)
         entry = entries[-1]
         held = {m.memory_id: m for m in store.get_memories([ref.memoryId for ref in entry.superseded])}
         restored = []

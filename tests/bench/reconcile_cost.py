@@ -1,5 +1,6 @@
 """Write cost of reconcile on write (issue 50): storeMemory's reply time through a real bridge at 1k and
-10k memories (`--only reconcile_cost`) and 100k (`--only reconcile100k`, opt-in).
+10k memories (`--only reconcile_cost`) and 100k (`--only reconcile100k`, opt-in); and a burst of 50 writes
+at once through one bridge at 1k (`--only reconcile_burst`).
 
 The workspaces are built directly in the store, as the latency bench builds them (graph.backends'
 own store and LanceDB vectors, the synthetic corpus of tests.bench.latency; 100k repeats the 10k texts
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -83,6 +85,62 @@ def timed_writes(workspace: Path, fields: list[dict[str, Any]], budget_ms: str |
         for q, p in (("p50", 0.5), ("p95", 0.95))
     }
     return {"writes": len(fields), **result, "decisions": decisions, "loadavg": round(os.getloadavg()[0], 1)}
+
+
+def burst_writes(workspace: Path, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """The writes sent at once (a thread each) through one bridge at the default budget, after a few one
+    by one (a turn's cost measured): each reply's round trip and `duration_ms`, p50 / p95, how many came
+    before their decision (`pending`), and the time until every decision was applied (each pending one
+    has its audit line then)."""
+    (workspace / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
+    client = BridgeClient(workspace, env=dict(os.environ), extra_args=["--rate-limit-per-minute", "0"])
+    replies: list[tuple[float, dict[str, Any]]] = []
+    audit = workspace / ".flowbaby" / "agent_audit.log"
+    try:
+        client.result("retrieveForAgent", {"query": "warm up"}, timeout=1800)
+        for memory in fields[:3]:
+            client.result("storeMemory", {**memory, "agentName": "bench"}, timeout=120)
+        before = audit.read_text().count('"command": "reconcile"')
+
+        def store(memory: dict[str, Any]) -> None:
+            started = time.perf_counter()
+            reply = client.result("storeMemory", {**memory, "agentName": "bench"}, timeout=300)
+            replies.append(((time.perf_counter() - started) * 1000, reply))
+
+        started = time.perf_counter()
+        burst = [threading.Thread(target=store, args=(memory,)) for memory in fields[3:]]
+        for thread in burst:
+            thread.start()
+        for thread in burst:
+            thread.join()
+        replied = time.perf_counter() - started
+        pending = sum(reply["reconcile"]["decision"] == "pending" for _, reply in replies)
+        while (
+            audit.read_text().count('"command": "reconcile"') - before < pending and time.perf_counter() - started < 600
+        ):
+            time.sleep(0.05)
+        applied = time.perf_counter() - started
+    finally:
+        client.close()
+    trips, durations = [ms for ms, _ in replies], [reply["duration_ms"] for _, reply in replies]
+    return {
+        "writes": len(replies),
+        **{f"roundTrip_{q}_ms": percentile(trips, p) for q, p in (("p50", 0.5), ("p95", 0.95))},
+        **{f"reply_{q}_ms": percentile(durations, p) for q, p in (("p50", 0.5), ("p95", 0.95))},
+        "pending": pending,
+        "allRepliedSec": round(replied, 2),
+        "allAppliedSec": round(applied, 2),
+        "loadavg": round(os.getloadavg()[0], 1),
+    }
+
+
+def run_reconcile_burst(root: Path, size: int = 1_000, burst: int = 50) -> dict[str, Any]:
+    """A burst of `burst` storeMemory through one bridge on a store of `size` memories (`--only reconcile_burst`)."""
+    for _, workspace, embedder, cache in scales(root, (size,)):
+        built = build(workspace, size, embedder, cache)
+        fields = [w.fields for w in plan(json.loads(DATA.read_text()))]
+        return {str(size): {"build": built, "burst": burst_writes(workspace, fields[: burst + 3])}}
+    return {}
 
 
 def run_reconcile_cost(root: Path, sizes: tuple[int, ...] = (1_000, 10_000), writes: int = 80) -> dict[str, Any]:

@@ -128,6 +128,8 @@ runs("cli", "tests.bench.cli:run_cli")
 # Issue 50: reconcile on write, on the labelled set (tune and held-out splits), and its write cost.
 runs("reconcile", "tests.bench.reconcile:run_reconcile")
 runs("reconcile_cost", "tests.bench.reconcile_cost:run_reconcile_cost")
+runs("reconcile_burst", "tests.bench.reconcile_cost:run_reconcile_burst")
+runs("user_briefing", "tests.bench.user_briefing:run_user_briefing")
 runs("reconcile_recall", "tests.bench.reconcile_recall:run_reconcile_recall", locomo=True)
 # Issue 49: the preference capture's rule on its labelled set (precision and recall, tuned and held out).
 runs("preference", "tests.bench.preference:run")

@@ -1,7 +1,8 @@
 """Issue 50 item 7: a person corrects memory from the shell, as a user runs it, through a bridge
 that owns the workspace: `flowbaby memories edit TOPIC` stores a new version (from flags, or from a
 JSON object on standard input), and `flowbaby memories supersede OLDER NEWER` retires a memory that
-no suggestion pairs; the briefing then lists only the current decisions. Bad input is refused with
+no suggestion pairs, recording the link on it (`memories show`) and undone by `memories restore`; the
+briefing lists only the current decisions. Bad input is refused with
 its contract code and changes nothing."""
 
 from __future__ import annotations
@@ -56,6 +57,22 @@ def test_edit_makes_a_version_and_supersede_retires_a_named_memory(
     assert client.result("getMemory", {"topicId": "help-wrap"})["latest"]["status"] == "Superseded"
     brief = client.result("briefing", {})["text"]
     assert "Cap help output at 100 columns" in brief and "Wrap help text" not in brief
+    # The link is recorded on the older memory as reconcile's replace is: by whom, when, superseded by which.
+    shown = json.loads(flowbaby("memories", "show", "help-wrap", *ws).stdout)
+    [link] = shown["reconcile"]
+    assert (link["decision"], link["decidedBy"], link["newer"]["topicId"]) == ("replace", "manual", "help-width")
+    assert (
+        link["superseded"] == [{"topicId": "help-wrap", "memoryId": shown["latest"]["memoryId"], "status": "Active"}]
+        and link["at"]
+        and link["restoredAt"] is None
+    )
+    # ... and undone as an automatic decision is.
+    undone = flowbaby("memories", "restore", "help-wrap", *ws)
+    assert undone.returncode == 0, undone.stderr
+    assert json.loads(undone.stdout)["id"] == link["id"]
+    assert client.result("getMemory", {"topicId": "help-wrap"})["latest"]["status"] == "Active"
+    assert client.result("getMemory", {"topicId": "help-wrap"})["reconcile"][0]["restoredAt"]
+    assert "Wrap help text" in client.result("briefing", {})["text"]
 
     missing = flowbaby("memories", "supersede", "no-such-topic", "help-width", *ws)
     assert missing.returncode == 1 and _code(missing.stderr) == "NOT_FOUND"

@@ -73,3 +73,33 @@ def test_a_team_servers_engine_keeps_no_user_scope(make_service: Callable[[str],
         assert await service._user_service(create=True) is None
 
     run(refused)
+
+
+@pytest.mark.parametrize("backend", ["embedded"])
+def test_the_briefings_preferences_are_read_in_one_call(make_service: Callable[[str], FlowbabyService]) -> None:  # noqa: F811
+    """The user store is often another process's (each call a round trip on its socket): the briefing reads
+    the preferences' topics, decisions and context by one listMemories, not a getMemory per preference."""
+    user, project = make_service("user"), make_service("project")
+    calls: list[str] = []
+
+    class Counted:
+        """The user store's service as the briefing reaches it, each call counted."""
+
+        def __getattr__(self, name: str) -> Any:
+            calls.append(name)
+            return getattr(user, name)
+
+    async def briefed() -> list[dict[str, Any]]:
+        for i in range(4):
+            fields = {"topic": f"Habit {i}", "context": f"Habit {i} in full.", "decisions": [f"Use tool {i}"]}
+            await user.store_memory({**fields, "metadata": {"topicId": f"habit-{i}"}})
+        await user.store_memory(
+            {"topic": "Old", "context": "Gone.", "metadata": {"topicId": "old", "status": "Superseded"}}
+        )
+        return await project._preferences(Counted())  # type: ignore[arg-type]
+
+    found = run(briefed)
+    assert calls == ["list_memories"], calls
+    assert {p["topicId"]: (p["decisions"], p["context"], p["topic"]) for p in found} == {
+        f"habit-{i}": ([f"Use tool {i}"], f"Habit {i} in full.", f"Habit {i}") for i in range(4)
+    }

@@ -60,6 +60,9 @@ class ListMemoriesRequest(MemoryFilter):
     order: Literal["newest", "oldest"] = "newest"
     limit: int = Field(default=50, ge=1, le=MAX_LIST_LIMIT)
     cursor: str | None = Field(default=None, min_length=1, max_length=512)
+    withContent: bool = False
+    """Each row also carries its whole `context` and its `decisions` (the briefing's user preferences: one
+    call, not a getMemory per row)."""
 
 
 class MemoryListItem(_Reply):
@@ -79,6 +82,9 @@ class MemoryListItem(_Reply):
     charCount: int
     scope: Scope = PROJECT
     """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
+    context: str | None = Field(default=None, exclude_if=lambda value: value is None)
+    decisions: list[str] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Only with `withContent`."""
 
 
 class ListMemoriesResponse(_Succeeded):
@@ -134,7 +140,7 @@ class GetMemoryResponse(MemoryVersionsResponse):
 
 
 class RestoreMemoryRequest(Scoped):
-    """restoreMemory: undo the newest automatic reconcile decision that superseded a memory of the topic."""
+    """restoreMemory: undo the newest reconcile decision (automatic or manual) that superseded a memory of the topic."""
 
     topicId: str = Field(min_length=1, max_length=256)
 

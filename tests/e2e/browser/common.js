@@ -1,7 +1,7 @@
-// What the browser drivers (drive.js, graph.js, attack.js) share, so that each holds only its own walk:
+// What the browser drivers (drive.js, graph.js, attack.js, restore.js) share, so that each holds only its own walk:
 // the test's CONFIG, Debian's chromium run headless with one 1280x800 context, what the driver saw
 // written to OUT whether or not it failed (its error in `seen.error`, exit 1), every request outside
-// loopback refused and recorded, axe-core on a page, the docs/ screenshots.
+// loopback refused and recorded, a page signed in by the one-time link, axe-core on a page, the docs/ screenshots.
 // Env: CONFIG (a JSON file written by the test), OUT (what the driver saw, JSON).
 const fs = require("fs");
 const path = require("path");
@@ -40,6 +40,16 @@ async function loopbackOnly(context, seen) {
   });
 }
 
+/** A page of `context` signed in through the test's one-time link (loopback only, page errors in seen.console). */
+async function signedIn(context, seen) {
+  await loopbackOnly(context, seen);
+  const page = await context.newPage();
+  page.on("pageerror", (e) => seen.console.push(`pageerror: ${String(e).slice(0, 300)}`));
+  await page.goto(config.link);
+  await page.waitForSelector("#q", { timeout: 20000 });
+  return page;
+}
+
 /** axe-core's violations on the page as it is, in seen.axe[name]. */
 async function axe(page, seen, name) {
   // Evaluated through the DevTools protocol: the page's CSP (script-src 'self') stays in force.
@@ -55,4 +65,4 @@ async function shot(page, name) {
   if (config.shots) await page.screenshot({ path: path.join(config.shots, `${name}.png`) });
 }
 
-module.exports = { config, drive, loopbackOnly, axe, shot };
+module.exports = { config, drive, loopbackOnly, signedIn, axe, shot };
