@@ -32,11 +32,9 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
-    GetMemoryResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
-    ListMemoriesResponse,
     MemoryContextResponse,
     PublicHealthResponse,
     RepairResponse,
@@ -90,22 +88,6 @@ def _session(**params: Any) -> SessionsRequest:
     """The sessions operation's request of a hand-written route (one it shares with another operation)."""
     request: SessionsRequest = validate_retrieval(SessionsRequest, params)
     return request
-
-
-def list_params(request: Request) -> dict[str, Any]:
-    """listMemories' fields from a query string, typed where the text says so; the service
-    validates them, so a bad value is answered as over the bridge (INVALID_PAYLOAD naming it)."""
-    params: dict[str, Any] = {}
-    for key, value in request.query_params.multi_items():
-        if key == "status":
-            params.setdefault("status", []).extend(item for item in value.split(",") if item)
-        elif key == "limit":
-            params[key] = int(value) if value.lstrip("-").isdigit() else value
-        elif key == "allVersions":
-            params[key] = {"true": True, "1": True, "false": False, "0": False}.get(value.lower(), value)
-        else:
-            params[key] = value
-    return params
 
 
 def own_namespace(service: MemoryService) -> str | None:
@@ -255,16 +237,6 @@ def create_app(
     @app.get("/api/agent/supersessions", response_model=ImpliedSupersessionsResponse)
     async def implied_supersessions() -> ImpliedSupersessionsResponse:
         return await service.implied_supersessions()
-
-    @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
-    async def list_memories(request: Request) -> dict[str, Any]:
-        """listMemories: the query parameters are its fields (status comma-separated or repeated)."""
-        return await service.list_memories(list_params(request))
-
-    @app.get("/api/agent/memories/{topic_id}", response_model=GetMemoryResponse)
-    async def memory(topic_id: str, scope: str | None = None) -> dict[str, Any]:
-        """getMemory (its reply holds memoryVersions' topicId and versions too); ?scope=user: the user store."""
-        return await service.get_memory(_given(topicId=topic_id, scope=scope))
 
     @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
     async def forget_memory(

@@ -33,6 +33,8 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     GetMemoriesRequest,
+    GetMemoryRequest,
+    GetMemoryResponse,
     SessionsRequest,
     validate_request,
     validate_retrieval,
@@ -261,16 +263,16 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     async def get_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
             request: GetMemoriesRequest = validate_request(GetMemoriesRequest, params)
-            found: list[dict[str, Any]] = []
+            found: list[GetMemoryResponse] = []
             missing: list[str] = []
             for topic_id in dict.fromkeys(request.topicIds):
                 try:
-                    found.append(await service.get_memory({"topicId": topic_id}))
+                    found.append(await service.get_memory(GetMemoryRequest(topicId=topic_id)))
                 except ContractFailure as error:
                     if error.code.value != "NOT_FOUND":
                         raise
                     missing.append(topic_id)
-            text = "\n\n".join(memory_whole(got) for got in found)
+            text = "\n\n".join(memory_whole(got.model_dump(mode="json")) for got in found)
             if missing:
                 text += ("\n\n" if text else "") + "No memory with topicId: " + ", ".join(missing)
             return markdown_only(text)

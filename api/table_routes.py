@@ -89,14 +89,17 @@ def _typed(name: str, value: str, schema: dict[str, Any]) -> Any:
 
 def query_route(app: FastAPI, service: MemoryService, method: Method) -> None:
     """The route of a typed row without a body (QUERY_ROUTES): its fields from the row's query parameters
-    (others are ignored) and its path."""
+    (others are ignored, unless the row reads the query string itself: `from_query`) and its path."""
     verb, path = _verb_path(method)
     fields = _fields(method)
     in_path = re.findall(r"{(\w+)}", path)
 
     async def route(request: Request) -> Any:
         given = request.query_params
-        params = {name: _typed(name, given[name], fields[name]) for name in method.query if name in given}
+        if method.from_query is not None:
+            params = method.from_query(given.multi_items())
+        else:
+            params = {name: _typed(name, given[name], fields[name]) for name in method.query if name in given}
         return await _call(service, method, {**params, **request.path_params})
 
     parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in in_path]

@@ -81,12 +81,6 @@ class OwnerLine:
             return reply["result"]
         raise _contract_failure(method, reply)
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
-        return dict(self.call("list_memories", params=params))
-
-    async def get_memory(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("get_memory", params=params))
-
     async def ingest(self, params: Any) -> dict[str, Any]:
         return dict(self.call("ingest", params=params, origin=self.origin))
 

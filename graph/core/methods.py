@@ -31,15 +31,20 @@ from graph.core.contract import (
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
+    GetMemoryRequest,
+    GetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     SessionOp,
     SessionsRequest,
     StoreMemoryResponse,
+    list_query,
     validate_request,
     validate_retrieval,
 )
@@ -83,6 +88,9 @@ class Method:
     query: tuple[str, ...] = ()
     """A typed operation's route without a body: the query parameters it takes (its path names the others);
     the HTTP app makes it from this row (api/table_routes.py)."""
+    from_query: Callable[[list[tuple[str, str]]], dict[str, Any]] | None = None
+    """How its route reads the query string into the request's fields, where not by each field's type
+    (listMemories: a status list, comma-separated or repeated)."""
 
     @property
     def retrieval_errors(self) -> bool:
@@ -103,9 +111,10 @@ def _query(
     response: type[BaseModel],
     query: tuple[str, ...],
     errors: Callable[[type[_Strict], Any], Any] = validate_request,
+    **extra: Any,
 ) -> Method:
     """A typed operation whose HTTP route takes its request's fields from the query string."""
-    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query)
+    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query, **extra)
 
 
 def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
@@ -173,8 +182,24 @@ METHODS: tuple[Method, ...] = (
         ConfirmSupersessionResponse,
     ),
     Method("memory_versions"),
-    Method("list_memories", "listMemories", "GET /api/agent/memories"),
-    Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
+    _query(
+        "list_memories",
+        "listMemories",
+        "GET /api/agent/memories",
+        ListMemoriesRequest,
+        ListMemoriesResponse,
+        tuple(ListMemoriesRequest.model_fields),
+        from_query=list_query,
+    ),
+    _query(
+        "get_memory",
+        "getMemory",
+        "GET /api/agent/memories/{topicId}",
+        GetMemoryRequest,
+        GetMemoryResponse,
+        ("scope",),
+        mcp="flowbaby_getMemory",
+    ),
     _body(
         "restore_memory",
         "restoreMemory",

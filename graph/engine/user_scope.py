@@ -32,8 +32,12 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
+    GetMemoryRequest,
+    GetMemoryResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
     ReadScopeParams,
@@ -196,21 +200,21 @@ class UserScope(Hooks, Memories, Forget):
             return self._marked(await user.store_memory(params), USER)
         return self._marked(await super().store_memory(params, origin=origin))
 
-    async def get_memory(self, params: Any) -> dict[str, Any]:
+    async def get_memory(self, request: GetMemoryRequest) -> GetMemoryResponse:
         """A topicId without `scope` is looked up in the project, then in the user store."""
-        named = isinstance(params, dict) and "scope" in params
-        user, params = await self._routed(params)
+        named = request.scope is not None
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.get_memory(params), USER)
+            return self._model_marked(await user.get_memory(request), USER)
         try:
-            return self._marked(await super().get_memory(params))
+            return self._model_marked(await super().get_memory(request))
         except FlowbabyError as error:
             if error.code is not ErrorCode.NOT_FOUND or named:
                 raise
             found = await self._user_service(create=False)
             if found is None:
                 raise
-            return self._marked(await found.get_memory(params), USER)
+            return self._model_marked(await found.get_memory(request), USER)
 
     async def background_status(
         self, params: Any, *, audited: bool = False, agent_name: str | None = None
@@ -278,37 +282,30 @@ class UserScope(Hooks, Memories, Forget):
             return await user.restore_memory(request)
         return await super().restore_memory(request)
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+    async def list_memories(self, request: ListMemoriesRequest) -> ListMemoriesResponse:
         """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor
         pages both, as both keep their pages by stagedAt and memoryId)."""
-        if params is not None and not isinstance(params, dict):
-            return await super().list_memories(params)  # its INVALID_PAYLOAD
-        params = dict(params or {})
-        scope = "project"
-        if "scope" in params:
-            scope = validate_request(ReadScopeParams, {"scope": params.pop("scope")}).scope
+        scope, request = request.scope or PROJECT, request.model_copy(update={"scope": None})
         if scope == PROJECT or self.scope == USER or (scope == "all" and not self._has_user_scope()):
-            return self._listed(await super().list_memories(params), self.scope)
+            return self._listed(await super().list_memories(request), self.scope)
         if scope == USER:
             user, _ = await self._routed({"scope": USER})
             assert user is not None
-            return self._listed(await user.list_memories(params), USER)
-        project = await super().list_memories(params)
+            return self._listed(await user.list_memories(request), USER)
+        project = await super().list_memories(request)
         found = await self._user_service(create=False)
         if found is None:
             return self._listed(project, PROJECT)
-        other = await found.list_memories(params)
-        both = self._listed(project, PROJECT)["memories"] + self._listed(other, USER)["memories"]
-        newest = params.get("order", "newest") == "newest"
-        both.sort(key=lambda m: (m["stagedAt"], m["memoryId"]), reverse=newest)
-        limit = int(params.get("limit", 50))
-        page, more = both[:limit], len(both) > limit or bool(project["nextCursor"] or other["nextCursor"])
-        cursor = encode_cursor(page[-1]["stagedAt"], page[-1]["memoryId"]) if more and page else None
-        return {**project, "memories": page, "count": len(page), "nextCursor": cursor}
+        other = await found.list_memories(request)
+        both = self._listed(project, PROJECT).memories + self._listed(other, USER).memories
+        both.sort(key=lambda m: (m.stagedAt, m.memoryId), reverse=request.order == "newest")
+        page, more = both[: request.limit], len(both) > request.limit or bool(project.nextCursor or other.nextCursor)
+        cursor = encode_cursor(page[-1].stagedAt, page[-1].memoryId) if more and page else None
+        return project.model_copy(update={"memories": page, "count": len(page), "nextCursor": cursor})
 
     @staticmethod
-    def _listed(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        return {**reply, "memories": [{**m, "scope": scope} for m in reply["memories"]]}
+    def _listed(reply: ListMemoriesResponse, scope: Scope) -> ListMemoriesResponse:
+        return reply.model_copy(update={"memories": [m.model_copy(update={"scope": scope}) for m in reply.memories]})
 
     # -- reading both stores ------------------------------------------------------------------------
     async def _user_read(self, call: Any) -> Any:
@@ -432,9 +429,10 @@ class UserScope(Hooks, Memories, Forget):
 
     async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
         """The user's newest live memories, each with its topic, decisions and context."""
-        page = await service.list_memories({"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"]})
-        found = await asyncio.gather(*(service.get_memory({"topicId": m["topicId"]}) for m in page["memories"]))
-        return [{**got["latest"], "topicId": got["topicId"]} for got in found]
+        newest = ListMemoriesRequest.model_validate({"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"]})
+        page = await service.list_memories(newest)
+        found = await asyncio.gather(*(service.get_memory(GetMemoryRequest(topicId=m.topicId)) for m in page.memories))
+        return [{**got.latest.model_dump(mode="json"), "topicId": got.topicId} for got in found]
 
     def _items_marked(self, reply: dict[str, Any]) -> dict[str, Any]:
         return {**reply, "items": [{**item, "scope": self.scope} for item in reply.get("items") or []]}

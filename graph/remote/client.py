@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -32,12 +33,10 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
-    GetMemoryRequest,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
     IndexStatusResponse,
-    ListMemoriesRequest,
     MemoryContextResponse,
     MemoryVersionsResponse,
     OperationStatus,
@@ -270,19 +269,6 @@ class RemoteService(_Operations):
         reply = await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}")
         return answered(MemoryVersionsResponse, {key: reply.get(key) for key in ("success", "topicId", "versions")})
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
-        query = {k: v for k, v in request.model_dump(mode="json", exclude_defaults=True).items() if k != "status"}
-        if request.status:
-            query["status"] = ",".join(s.value for s in request.status)
-        return dict(await self._request("GET", "/api/agent/memories", query=query))
-
-    async def get_memory(self, params: Any) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
-        return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
-
     async def forget_memory(
         self, request: ForgetMemoryRequest, *, agent_name: str | None = None
     ) -> ForgetMemoryResponse:
@@ -373,17 +359,24 @@ def _route(method: Method) -> tuple[str, str]:
     return verb, path
 
 
+def _query_value(value: Any) -> Any:
+    """A field as its query parameter: a list comma-separated (listMemories' status), None left out."""
+    return ",".join(value) if isinstance(value, list) else value
+
+
 def _query_call(method: Method) -> Callable[..., Awaitable[Any]]:
     """A typed operation whose server route takes its fields as the query string (QUERY_ROUTES), asked
-    there with the request's fields the row names; its reply model back."""
+    there with the request's fields the row names and its path's; its reply model back."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
     async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
         request = signature.bind(self, *args, **kwargs).arguments["request"]
         _no_user_scope(request)
         fields = request.model_dump(mode="json")
-        query = {name: fields[name] for name in method.query}
-        reply = await self._request(*_route(method), retrieval=method.retrieval_errors, query=query)
+        query = {name: _query_value(fields[name]) for name in method.query}
+        verb, path = _route(method)
+        path = re.sub(r"{(\w+)}", lambda name: quote(str(fields[name[1]]), safe=""), path)
+        reply = await self._request(verb, path, retrieval=method.retrieval_errors, query=query)
         assert method.response is not None
         return answered(method.response, reply)
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from flowbaby.memories_command import ImportRefused, export_to, import_from, read_export
+from flowbaby.owner_line import call_json
 from graph.backends.backend import Backend
 from graph.backends.embedded.backend import EmbeddedBackend
 from graph.cognify.operations import OperationManager
@@ -206,7 +207,7 @@ def test_a_file_with_bad_lines_imports_nothing_and_names_each(
             await target.ingest(summary("kafka", topic="Kafka", context="Another first version of kafka here."))
             with pytest.raises(ImportRefused) as refused_conflict:
                 await import_from(target, good)
-            listed = await target.list_memories({"allVersions": True})
+            listed = await call_json(target, "list_memories", {"allVersions": True})
         return str(refused_id.value), str(refused_conflict.value), listed["count"]
 
     wrong_id, conflict, stored = run(attempts)

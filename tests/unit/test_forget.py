@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import OperationManager
@@ -138,13 +139,14 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
         assert _files_holding(svc.paths.data, CANARY)  # it was on disk
         dry = await _forget(svc, {"topicId": "secret", "dryRun": True})
         assert (dry["dryRun"], dry["versions"], dry["forgetId"]) == (True, 1, None)
-        assert (await svc.get_memory({"topicId": "secret"}))["topicId"] == "secret"  # a dry run forgets nothing
-        memory_id = (await svc.get_memory({"topicId": "secret"}))["latest"]["memoryId"]
+        shown = await call_json(svc, "get_memory", {"topicId": "secret"})
+        assert shown["topicId"] == "secret"  # a dry run forgets nothing
+        memory_id = (await call_json(svc, "get_memory", {"topicId": "secret"}))["latest"]["memoryId"]
         reply = await _forget(svc, {"topicId": "secret"}, agent_name="tester")
         after = await svc.retrieve({"query": QUERY, "maxResults": 5})
-        listed = await svc.list_memories({"allVersions": True})
+        listed = await call_json(svc, "list_memories", {"allVersions": True})
         try:
-            await svc.get_memory({"topicId": "secret"})
+            await call_json(svc, "get_memory", {"topicId": "secret"})
         except FlowbabyError as error:
             missing = error.code.value
         try:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import FlowbabyError, ListMemoriesRequest, MemoryFilter, MemoryStatus
 from graph.core.memories import new_operation_id
@@ -145,11 +146,15 @@ def test_service_lists_pages_and_shows_a_memory(service: FlowbabyService) -> Non
         seen: list[dict[str, Any]] = []
         cursor = None
         while True:
-            reply = await service.list_memories({"limit": 2, **({"cursor": cursor} if cursor else {})})
+            reply = await call_json(service, "list_memories", {"limit": 2, **({"cursor": cursor} if cursor else {})})
             seen.append(reply)
             cursor = reply["nextCursor"]
             if cursor is None:
-                return seen, await service.get_memory({"topicId": "alpha"}), await service.list_memories({})
+                return (
+                    seen,
+                    await call_json(service, "get_memory", {"topicId": "alpha"}),
+                    await call_json(service, "list_memories", {}),
+                )
 
     listed, shown, whole = run(body)
     assert [[m["topicId"] for m in page["memories"]] for page in listed] == [["alpha", "gamma"], ["beta"]]
@@ -170,8 +175,8 @@ def test_service_lists_pages_and_shows_a_memory(service: FlowbabyService) -> Non
     assert shown["provenance"]["graphState"] == "pending" and shown["provenance"]["operationId"].startswith("op_")
 
     with pytest.raises(FlowbabyError) as missing:
-        run(lambda: service.get_memory({"topicId": "nope"}))
+        run(lambda: call_json(service, "get_memory", {"topicId": "nope"}))
     assert missing.value.code.value == "NOT_FOUND"
     with pytest.raises(FlowbabyError) as bad:
-        run(lambda: service.list_memories({"cursor": "garbage"}))
+        run(lambda: call_json(service, "list_memories", {"cursor": "garbage"}))
     assert bad.value.code.value == "INVALID_PAYLOAD"

@@ -86,6 +86,7 @@ from graph.core.contract.memories import (
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     SupersessionLink,
+    list_query,
 )
 from graph.core.contract.retrieval import (
     DEFAULT_HALF_LIFE_DAYS,
@@ -251,6 +252,7 @@ __all__ = [
     "WaitingMemory",
     "export_json_schema",
     "format_timestamp",
+    "list_query",
     "parse_timestamp",
     "storable",
     "utc_now",
