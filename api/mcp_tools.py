@@ -39,6 +39,8 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import STORE as STORE_ROW
+from graph.core.methods import request_of
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -243,7 +245,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            return success(await service.store_memory({**params, "agentName": agent}))
+            request = await request_of(service, STORE_ROW, {**params, "agentName": agent})
+            return success(await service.store_memory(request))
 
         return await framed(STORE, call)
 

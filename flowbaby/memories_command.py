@@ -152,7 +152,7 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         fields: dict[str, Any] = {"topic": args.topic, "context": args.context, "decisions": args.decision}
         if args.topic_id:
             fields["metadata"] = {"topicId": args.topic_id}
-        return await service.store_memory(scoped(args, {**fields, "agentName": "flowbaby-cli"}))
+        return await call_json(service, "store_memory", scoped(args, {**fields, "agentName": "flowbaby-cli"}))
     if args.memories_command == "restore":
         return await call_json(service, "restore_memory", scoped(args, {"topicId": args.topic_id}))
     shown = {"topicId": args.topic_id}

@@ -24,6 +24,7 @@ from graph.core.contract import (
     AuditTailResponse,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ContractFailure,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
     FlowbabyContextRequest,
@@ -39,6 +40,7 @@ from graph.core.contract import (
     ImportMemoriesResponse,
     ListMemoriesRequest,
     ListMemoriesResponse,
+    RefusedRequest,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     SessionOp,
@@ -88,6 +90,8 @@ class Method:
     query: tuple[str, ...] = ()
     """A typed operation's route without a body: the query parameters it takes (its path names the others);
     the HTTP app makes it from this row (api/table_routes.py)."""
+    audit: str | None = None
+    """The command a refused request is audited as (its parse failed before the engine saw it: request_of)."""
     from_query: Callable[[list[tuple[str, str]]], dict[str, Any]] | None = None
     """How its route reads the query string into the request's fields, where not by each field's type
     (listMemories: a status list, comma-separated or repeated)."""
@@ -117,6 +121,14 @@ def _query(
     return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query, **extra)
 
 
+def _write(service: str, bridge: str, http: str, mcp: str | None, response: type[BaseModel]) -> Method:
+    """ingestForAgent and storeMemory: a summary staged (202); a refused one is audited as the command."""
+    parse = partial(validate_request, FlowbabyIngestRequest)
+    return Method(
+        service, bridge, http, mcp, body=FlowbabyIngestRequest, response=response, status=202, parse=parse, audit=bridge
+    )
+
+
 def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
     return Method(
         "sessions",
@@ -132,23 +144,11 @@ def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ..
 
 METHODS: tuple[Method, ...] = (
     Method("health", "health", "GET /api/health", params=False),
-    Method(
-        "ingest",
-        "ingestForAgent",
-        "POST /api/agent/ingest",
-        body=FlowbabyIngestRequest,
-        response=FlowbabyIngestResponse,
-        status=202,
+    INGEST := _write("ingest", "ingestForAgent", "POST /api/agent/ingest", None, FlowbabyIngestResponse),
+    STORE := _write(
+        "store_memory", "storeMemory", "POST /api/agent/memories", "flowbaby_storeMemory", StoreMemoryResponse
     ),
-    Method(
-        "store_memory",
-        "storeMemory",
-        "POST /api/agent/memories",
-        "flowbaby_storeMemory",
-        body=FlowbabyIngestRequest,
-        response=StoreMemoryResponse,
-        status=202,
-    ),
+    Method("audit_refused"),
     Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
     Method(
         "retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL, body=FlowbabyContextRequest
@@ -260,8 +260,28 @@ QUERY_ROUTES = tuple(
 )
 """Typed operations whose HTTP route takes its fields from the query string and path: made from these rows
 (api/table_routes.py); a route another operation shares (`?` in it) is written by hand."""
-PARSERS: dict[str, Callable[[Any], BaseModel]] = {method.service: method.parse for method in METHODS if method.parse}
-"""A typed operation's request from its JSON, with the error its callers parse (the owner's socket, the
-command line through it)."""
 RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if method.reply is Reply.RETRIEVAL)
 """Bridge methods whose failures use the retrieval shape."""
+
+
+def _refusal(command: str, params: Any, error: ContractFailure) -> RefusedRequest:
+    sent = params if isinstance(params, dict) else {}
+    text = {key: sent[key] for key in ("agentName", "topic") if isinstance(sent.get(key), str)}
+    return RefusedRequest(command=command, errorCode=error.code.value, **text)
+
+
+async def request_of(service: Any, method: Method, params: Any) -> Any:
+    """A typed row's request from its params (the row's parse, with the error its callers parse); a
+    refused one is first audited by the service where the row says (`audit`), as the engine audited
+    the invalid requests it validated itself."""
+    assert method.parse is not None
+    try:
+        return method.parse(params)
+    except ContractFailure as error:
+        if method.audit is not None:
+            await service.audit_refused(_refusal(method.audit, params, error))
+        raise
+
+
+TYPED: dict[str, Method] = {method.service: method for method in METHODS if method.parse}
+"""A typed operation's row by its service method (the owner's socket, the command line, the engine's own calls)."""

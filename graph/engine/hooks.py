@@ -24,6 +24,7 @@ from graph.core.contract import (
 )
 from graph.core.environment import Environment
 from graph.core.memories import Memory
+from graph.core.methods import INGEST, STORE, request_of
 from graph.engine.ingest import Ingest
 from graph.engine.retrieval import Retrieval
 from graph.engine.state import log
@@ -99,11 +100,11 @@ class Hooks(Retrieval, Ingest):
                 if got.fallback:
                     reply["llmFallback"] = got.fallback
             if plan is not None:
-                staged = await self.ingest(plan, capture=True)
-                metrics = staged["ingestion_metrics"]
+                staged = await self.ingest(await request_of(self, INGEST, plan), capture=True)
+                metrics = staged.ingestion_metrics
                 reply |= {
                     "captured": True,
-                    "operationId": staged["operationId"],
+                    "operationId": staged.operationId,
                     "memoryId": metrics["memoryId"],
                     "version": metrics["version"],
                     "decisions": len(plan["decisions"]),
@@ -163,10 +164,8 @@ class Hooks(Retrieval, Ingest):
                 "scope": USER,
             }
             try:
-                reply = await self.store_memory(summary)
+                reply = await self.store_memory(await request_of(self, STORE, summary))
             except FlowbabyError as error:
                 return {"stored": stored, "reason": error.message}
-            stored.append(
-                {"topicId": reply["summary_id"], "decision": reply.get("reconcile", {}).get("decision", "add")}
-            )
+            stored.append({"topicId": reply.summary_id, "decision": (reply.reconcile or {}).get("decision", "add")})
         return {"stored": stored, "reason": ""}

@@ -16,6 +16,8 @@ from graph.core.contract import (
     ConfirmSupersessionResponse,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GetMemoryRequest,
@@ -33,12 +35,15 @@ from graph.core.contract import (
     MemoryContextResponse,
     MemoryVersionsResponse,
     OperationStatus,
+    RefusedRequest,
     RepairResponse,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     SessionOp,
     SessionsRequest,
     SessionsResponse,
+    StoreMemoryResponse,
+    Succeeded,
 )
 from graph.core.workspace import WorkspacePaths
 
@@ -54,8 +59,13 @@ class MemoryService(Protocol):
 
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> HealthResponse: ...
-    async def ingest(self, params: Any, *, bulk: bool = ..., origin: str | None = ...) -> dict[str, Any]: ...
-    async def store_memory(self, params: Any, *, origin: str | None = ...) -> dict[str, Any]: ...
+    async def ingest(
+        self, request: FlowbabyIngestRequest, *, bulk: bool = ..., origin: str | None = ...
+    ) -> FlowbabyIngestResponse: ...
+    async def store_memory(
+        self, request: FlowbabyIngestRequest, *, origin: str | None = ...
+    ) -> StoreMemoryResponse: ...
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def background_status(
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
     ) -> dict[str, Any]: ...

@@ -30,6 +30,8 @@ from graph.core.contract import (
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GetMemoryRequest,
@@ -49,6 +51,7 @@ from graph.core.contract import (
     Scope,
     Scoped,
     ScopeParams,
+    StoreMemoryResponse,
     validate_request,
     validate_retrieval,
 )
@@ -187,18 +190,18 @@ class UserScope(Hooks, Memories, Forget):
 
     # -- writes and single memories ------------------------------------------------------------
     async def ingest(
-        self, params: Any, *, bulk: bool = False, origin: str | None = None, capture: bool = False
-    ) -> dict[str, Any]:
-        user, params = await self._routed(params)
+        self, request: FlowbabyIngestRequest, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+    ) -> FlowbabyIngestResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.ingest(params, bulk=bulk), USER)
-        return self._marked(await super().ingest(params, bulk=bulk, origin=origin, capture=capture))
+            return self._model_marked(await user.ingest(request, bulk=bulk), USER)
+        return self._model_marked(await super().ingest(request, bulk=bulk, origin=origin, capture=capture))
 
-    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
-        user, params = await self._routed(params)
+    async def store_memory(self, request: FlowbabyIngestRequest, *, origin: str | None = None) -> StoreMemoryResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.store_memory(params), USER)
-        return self._marked(await super().store_memory(params, origin=origin))
+            return self._model_marked(await user.store_memory(request), USER)
+        return self._model_marked(await super().store_memory(request, origin=origin))
 
     async def get_memory(self, request: GetMemoryRequest) -> GetMemoryResponse:
         """A topicId without `scope` is looked up in the project, then in the user store."""

@@ -40,12 +40,14 @@ from graph.core.contract import (
     MemoryContextResponse,
     MemoryVersionsResponse,
     OperationStatus,
+    RefusedRequest,
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
     SessionOp,
     SessionsRequest,
     SessionsResponse,
+    Succeeded,
     validate_request,
     validate_retrieval,
 )
@@ -305,6 +307,10 @@ class RemoteService(_Operations):
     async def watch_sessions(self) -> dict[str, Any]:
         return {"watching": False}
 
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
+        """The team server audits the requests it receives; one refused here never left this machine."""
+        return Succeeded()
+
     async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
         return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
@@ -335,18 +341,16 @@ class RemoteService(_Operations):
 
 
 def _body_call(method: Method) -> Callable[..., Awaitable[Any]]:
-    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there
-    (a typed one: its request model's fields as set, and its reply model back). The Protocol's other
+    """An operation whose server route takes its request as the JSON body (BODY_ROUTES), posted there
+    (its request model's fields as set, and its reply model back). The Protocol's other
     arguments are for a local owner (`bulk`, the caller's folder): a team server keeps its own limits and
     records no checkout. An operation it stages is watched for its end."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
     async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
-        arguments = signature.bind(self, *args, **kwargs).arguments
-        _no_user_scope(arguments.get("request", arguments.get("params")))
-        if method.parse is not None:
-            return await self._typed_body(method, arguments["request"])
-        return self._watch(dict(await self._request(*_route(method), body=arguments.get("params"))))
+        request = signature.bind(self, *args, **kwargs).arguments["request"]
+        _no_user_scope(request)
+        return await self._typed_body(method, request)
 
     call.__name__ = call.__qualname__ = method.service
     call.__signature__ = signature  # type: ignore[attr-defined]

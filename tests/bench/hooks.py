@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flowbaby.hook_install import hook_command
+from flowbaby.owner_line import call_json
 from graph.capture.distil import distil, normal
 from graph.engine.service import FlowbabyService
 from graph.sessions.model import Block, Message
@@ -51,14 +52,16 @@ async def _run(root: Path) -> dict[str, Any]:
         now = datetime.now(UTC)
         for index, (key, topic, context, decisions) in enumerate(MEMORIES):
             stamp = (now - timedelta(days=index)).isoformat().replace("+00:00", "Z")
-            await service.ingest(
+            await call_json(
+                service,
+                "ingest",
                 {
                     "topic": topic,
                     "context": context,
                     "decisions": decisions,
                     "agentName": "opencode" if index % 3 else "claude-code",
                     "metadata": {"topicId": f"m-{key}", "createdAt": stamp, "updatedAt": stamp},
-                }
+                },
             )
         await service.flush_vectors()
         report: dict[str, Any] = {"memories": len(MEMORIES), "sessions": len(SESSIONS)}

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import graph.engine.hooks
+from flowbaby.owner_line import call_json
 from graph.core.contract import Freshness
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, resolve_workspace
@@ -46,7 +47,7 @@ def test_the_briefing_marks_stale_decisions(service: tuple[FlowbabyService, Git]
         ("ledger", "Take the ledger lock before writing", "billing/ledger.py"),
         ("export", "Export CSV only", "billing/export.py"),
     ]:
-        assert asyncio.run(flowbaby.ingest(decision(topic_id, text, ref)))["success"]
+        assert asyncio.run(call_json(flowbaby, "ingest", decision(topic_id, text, ref)))["success"]
     before = asyncio.run(flowbaby.briefing({}))
     assert "stale" not in before["text"] and not any(item.get("stale") for item in before["items"])
 
@@ -68,9 +69,9 @@ def test_a_slow_freshness_check_leaves_the_briefing_unmarked_and_on_time(
     service: tuple[FlowbabyService, Git], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     flowbaby, git = service
-    assert asyncio.run(flowbaby.ingest(decision("reconcile", "Reconcile in batches", "billing/reconcile.py")))[
-        "success"
-    ]
+    assert asyncio.run(
+        call_json(flowbaby, "ingest", decision("reconcile", "Reconcile in batches", "billing/reconcile.py"))
+    )["success"]
     git.write("billing/reconcile.py", RECONCILE + "\n# later\n")
     git.commit("Later", "2026-01-15T10:00:00Z")
     checker = flowbaby._freshness_for(flowbaby.origin)

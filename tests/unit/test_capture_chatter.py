@@ -8,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from flowbaby.owner_line import call_json
 from graph.core.workspace import WorkspacePaths
 from graph.engine.service import FlowbabyService
 from tests.bench.chatter import run as measure
@@ -32,7 +33,7 @@ def test_a_session_that_stored_its_decision_is_not_captured_again(
         "decisions": ["Cap the help output at 100 columns instead of 80"],
         "agentName": "claude-code",
     }
-    reply = asyncio.run(service.store_memory(summary))
+    reply = asyncio.run(call_json(service, "store_memory", summary))
     talk = Transcript(tmp_path / "claude", paths.root)
     talk.add(
         "user", "We decided to wrap the help output at 100 columns rather than 80. Store what we decided in flowbaby."

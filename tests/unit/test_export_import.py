@@ -77,20 +77,24 @@ async def started(service: FlowbabyService) -> AsyncIterator[FlowbabyService]:
 
 
 async def fill(service: FlowbabyService) -> None:
-    await service.ingest(summary("redis-cache"))
-    await service.ingest(summary("redis-cache", context="Second thoughts: Redis Sentinel for the session cache."))
-    await service.ingest(
+    await call_json(service, "ingest", summary("redis-cache"))
+    await call_json(
+        service, "ingest", summary("redis-cache", context="Second thoughts: Redis Sentinel for the session cache.")
+    )
+    await call_json(
+        service,
+        "ingest",
         summary(
             "frontend-build",
             topic="Frontend build",
             context="The frontend build moved from webpack to vite.",
             timeScope="Q1 2025",
             agentName="builder",
-        )
+        ),
     )
     decision = summary("kafka", topic="Kafka retries", context="Kafka consumers retry with backoff.")
     decision["metadata"] = {**decision["metadata"], "status": "DecisionRecord", "planId": None}
-    await service.ingest(decision)
+    await call_json(service, "ingest", decision)
 
 
 async def rankings(service: FlowbabyService) -> list[list[tuple[str, int]]]:
@@ -204,7 +208,9 @@ def test_a_file_with_bad_lines_imports_nothing_and_names_each(
         async with started(target):
             with pytest.raises(ImportRefused) as refused_id:
                 await import_from(target, wrong)
-            await target.ingest(summary("kafka", topic="Kafka", context="Another first version of kafka here."))
+            await call_json(
+                target, "ingest", summary("kafka", topic="Kafka", context="Another first version of kafka here.")
+            )
             with pytest.raises(ImportRefused) as refused_conflict:
                 await import_from(target, good)
             listed = await call_json(target, "list_memories", {"allVersions": True})

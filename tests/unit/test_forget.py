@@ -130,8 +130,8 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
 
     async def body() -> dict[str, Any]:
         await _start(svc)
-        await svc.ingest(secret)
-        await svc.ingest(summary("other", topic="Unrelated", context="Postgres vacuum runs nightly."))
+        await call_json(svc, "ingest", secret)
+        await call_json(svc, "ingest", summary("other", topic="Unrelated", context="Postgres vacuum runs nightly."))
         await svc.flush_vectors()
         await svc.operations.wait_idle()
         found = await svc.retrieve({"query": QUERY, "maxResults": 5})
@@ -177,7 +177,7 @@ def test_a_forget_during_that_memorys_build_runs_after_it(live: tuple[FlowbabySe
 
     async def body() -> dict[str, Any]:
         await _start(svc)
-        await svc.ingest(summary("secret", context=f"Being built: {CANARY}"))
+        await call_json(svc, "ingest", summary("secret", context=f"Being built: {CANARY}"))
         while not worker.batches:  # the batch is running in the (fake) worker
             await asyncio.sleep(0.01)
         forgetting = asyncio.create_task(_forget(svc, {"topicId": "secret"}))
@@ -200,7 +200,7 @@ def test_an_interrupted_forget_is_finished_at_the_next_start(live: tuple[Flowbab
 
     async def first() -> str:
         await _start(svc)
-        await svc.ingest(summary("secret", context=f"Interrupted: {CANARY}"))
+        await call_json(svc, "ingest", summary("secret", context=f"Interrupted: {CANARY}"))
         await svc.flush_vectors()
         await svc.operations.wait_idle()
         [gone] = [m.memory_id for m in svc.store.iter_memories()]
@@ -229,8 +229,8 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
     async def body() -> dict[str, Any]:
         await _start(svc)
         for topic in ("tmp/a", "tmp/b", "keep"):
-            await svc.ingest(summary(topic))
-        await svc.ingest(summary("tmp/a", context="A second version of tmp/a."))
+            await call_json(svc, "ingest", summary(topic))
+        await call_json(svc, "ingest", summary("tmp/a", context="A second version of tmp/a."))
         dry = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}, "dryRun": True})
         done = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}})
         none = await _forget(svc, {"filter": {"topicIdPrefix": "nothing/"}})

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.embedded.audit_log import AuditLog
 from graph.backends.embedded.backend import EmbeddedBackend
 from graph.backends.embedded.compact_vectors import compact_path
@@ -206,7 +207,7 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
         monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 0.0)
         seen.append(await unsearched())
         monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 3600.0)
-        assert (await service.ingest(summary("staged-here")))["success"]
+        assert (await call_json(service, "ingest", summary("staged-here")))["success"]
         seen.append(await unsearched())  # staged by this process: counted at once
         return seen
 
@@ -376,7 +377,7 @@ def test_opening_a_corrupt_store_is_a_flowbaby_error(paths: WorkspacePaths) -> N
 
 def test_audit_on_a_full_disk_does_not_fail_a_committed_ingest(service: FlowbabyService) -> None:
     service.audit = AuditLog(Path("/dev/full"))  # every write: ENOSPC
-    reply = run(lambda: service.ingest(summary("t1")))
+    reply = run(lambda: call_json(service, "ingest", summary("t1")))
     assert reply["staged"] is True
     assert service.audit.dropped == 1
     assert [m.version for m in service.store.topic_versions("t1")] == [1]  # nothing for a client to retry
@@ -431,7 +432,7 @@ def test_two_same_topic_store_memory_calls_in_one_millisecond_are_two_memories(
 
     async def body() -> list[str]:
         params = {"topic": "Same topic", "context": "Stored twice at once"}
-        return [(await service.store_memory(params))["summary_id"] for _ in range(2)]
+        return [(await call_json(service, "store_memory", params))["summary_id"] for _ in range(2)]
 
     first, second = run(body)
     assert first != second
@@ -510,7 +511,7 @@ def test_staging_runs_off_the_event_loop(service: FlowbabyService, monkeypatch: 
                 last = now
 
         ticker = asyncio.create_task(tick())
-        await service.ingest(summary("t1"))
+        await call_json(service, "ingest", summary("t1"))
         ticker.cancel()
         return max(gaps)
 

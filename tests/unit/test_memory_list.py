@@ -141,8 +141,10 @@ def test_request_validation_names_the_field() -> None:
 def test_service_lists_pages_and_shows_a_memory(service: FlowbabyService) -> None:  # noqa: F811
     async def body() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
         for topic in ("alpha", "beta", "gamma"):
-            await service.ingest(summary(topic, topic=f"About {topic}"))
-        await service.ingest(summary("alpha", context="The second version of alpha's memory, much later."))
+            await call_json(service, "ingest", summary(topic, topic=f"About {topic}"))
+        await call_json(
+            service, "ingest", summary("alpha", context="The second version of alpha's memory, much later.")
+        )
         seen: list[dict[str, Any]] = []
         cursor = None
         while True:

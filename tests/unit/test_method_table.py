@@ -71,6 +71,9 @@ STAMP = "2026-01-01T00:00:00.000Z"
 EXPORTED = {"topicId": "t", "version": 1, "memoryId": "m", "status": "Active", "topic": "T", "context": "C"}
 REQUIRED = {
     "topicId": "t",
+    "topic": "T",
+    "context": "C",
+    "metadata": {"topicId": "t", "createdAt": STAMP},
     "olderTopicId": "a",
     "newerTopicId": "b",
     "memories": [{**EXPORTED, "createdAt": STAMP, "updatedAt": STAMP, "stagedAt": STAMP}],

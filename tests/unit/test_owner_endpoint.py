@@ -14,17 +14,23 @@ import pytest
 from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     HealthResponse,
+    MemoryStatus,
     OperationStatus,
+    RefusedRequest,
+    ResponseMetadata,
     RetrievalError,
     RetrievalErrorCode,
     SessionSearchResponse,
     SessionsRequest,
     SessionsResponse,
+    Succeeded,
 )
 from graph.core.workspace import WorkspacePaths
 from graph.owner.client import OwnerClient
@@ -52,11 +58,24 @@ class FakeService:
             | {"llm": "offline-extractor", "memories": 0, "pendingOperations": 0, "uptimeSec": 0.0}
         )
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        self.calls.append(("ingest", params))
-        if not params.get("topic"):
-            raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "topic" is required', fields=["topic"])
-        return {"success": True, "staged": True, "by": self.name, "topic": params["topic"]}
+    async def ingest(self, request: FlowbabyIngestRequest) -> FlowbabyIngestResponse:
+        self.calls.append(("ingest", request.topic))
+        metadata = ResponseMetadata(
+            topic_id="t", session_id=None, plan_id=None, status=MemoryStatus.ACTIVE, created_at="", updated_at=""
+        )
+        return FlowbabyIngestResponse(
+            staged=True,
+            operationId=self.name,
+            ingested_chars=0,
+            timestamp="",
+            metadata=metadata,
+            staging_duration_sec=0.0,
+            ingestion_metrics={"topic": request.topic},
+        )
+
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
+        self.calls.append(("audit_refused", refusal))
+        return Succeeded()
 
     async def retrieve(self, params: Any, markdown: bool = False) -> dict[str, Any]:
         self.calls.append(("retrieve", params))
@@ -106,10 +125,10 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
         owner, endpoint = await _owner(paths, "first")
         front = await OwnerClient.connect(paths, opener=_never)
         assert (await front.call("health")).workspace == "first"
-        staged = await front.call("ingest", params={"topic": "Ünïcödé ✓"})
-        assert staged["by"] == "first" and staged["topic"] == "Ünïcödé ✓"
+        staged = await front.call("ingest", request=FlowbabyIngestRequest(topic="Ünïcödé ✓", context="c"))
+        assert staged.operationId == "first" and staged.ingestion_metrics["topic"] == "Ünïcödé ✓"
         with pytest.raises(FlowbabyError) as invalid:
-            await front.call("ingest", params={"topic": ""})
+            await front.call("ingest", request={"topic": "", "context": "c", "agentName": "a"})
         assert invalid.value.code is ErrorCode.INVALID_PAYLOAD and invalid.value.details == {"fields": ["topic"]}
         with pytest.raises(RetrievalError) as throttled:
             await front.call("retrieve", params={"query": "too many"}, markdown=True)
@@ -119,7 +138,9 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
         with pytest.raises(FlowbabyError, match="unknown method") as fault:
             await front.call("close")  # not part of the remote API
         assert fault.value.code is ErrorCode.FLOWBABY_ERROR
-        assert [name for name, _ in owner.calls] == ["health", "ingest", "ingest", "retrieve", "retrieve"]
+        assert [name for name, _ in owner.calls] == ["health", "ingest", "audit_refused", "retrieve", "retrieve"]
+        refused = RefusedRequest(command="ingestForAgent", agentName="a", topic="", errorCode="INVALID_PAYLOAD")
+        assert owner.calls[2][1] == refused  # the owner audits a request it refused, as the engine did
         await front.close()
         await endpoint.close()
 
@@ -245,9 +266,9 @@ def test_a_front_takes_over_when_the_owner_leaves(paths: WorkspacePaths) -> None
         front = await OwnerClient.connect(paths, opener=opener)
         assert (await front.call("health")).workspace == "first"
         await endpoint.close()
-        reply = await front.call("ingest", params={"topic": "after the owner left"})
-        assert reply["by"] == "second" and front.owns_workspace and opened == ["second"]
-        assert successor.calls == [("ingest", {"topic": "after the owner left"})]
+        reply = await front.call("ingest", request=FlowbabyIngestRequest(topic="after the owner left", context="c"))
+        assert reply.operationId == "second" and front.owns_workspace and opened == ["second"]
+        assert successor.calls == [("ingest", "after the owner left")]
         await front.close()
         assert successor.closed
 
@@ -266,7 +287,7 @@ def test_a_front_that_took_over_keeps_watching_sessions(paths: WorkspacePaths) -
         assert (await front.watch_sessions())["watching"]
         assert ("watch_sessions", None) in first.calls
         await endpoint.close()
-        await front.call("ingest", params={"topic": "after the owner left"})
+        await front.call("ingest", request=FlowbabyIngestRequest(topic="after the owner left", context="c"))
         assert successor.calls[0] == ("watch_sessions", None)  # started as the process took over
         await front.close()
 

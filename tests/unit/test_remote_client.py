@@ -16,6 +16,7 @@ from graph.core.contract import (
     ConfirmSupersessionRequest,
     ErrorCode,
     FlowbabyError,
+    FlowbabyIngestRequest,
     ForgetMemoryRequest,
     ImportMemoriesRequest,
     RestoreMemoryRequest,
@@ -163,7 +164,24 @@ EXPORTED = {
     "updatedAt": STAMP,
     "stagedAt": STAMP,
 }
+STAGED = {"success": True, "operationId": "op_1", "ingested_chars": 2}
 TYPED_REPLIES: dict[str, Any] = {
+    "/api/agent/ingest": {
+        **STAGED,
+        "staged": True,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "metadata": {
+            "topic_id": "t",
+            "session_id": None,
+            "plan_id": None,
+            "status": "Active",
+            "created_at": "2026-01-01T00:00:00.000Z",
+            "updated_at": "2026-01-01T00:00:00.000Z",
+        },
+        "staging_duration_sec": 0.001,
+        "ingestion_metrics": {},
+    },
+    "/api/agent/memories": {**STAGED, "summary_id": "s", "duration_ms": 1.0},
     "/api/agent/import": {"success": True, "dryRun": False, "imported": 1, "skipped": 0, "queuedOperations": 1},
     "/api/agent/supersessions/confirm": {
         "success": True,
@@ -208,8 +226,8 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
         service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
-        await service.ingest({"topic": "t", "context": "c"}, bulk=True, origin="/here")
-        await service.store_memory({"topic": "s"}, origin="/here")
+        await service.ingest(FlowbabyIngestRequest(topic="t", context="c"), bulk=True, origin="/here")
+        await service.store_memory(FlowbabyIngestRequest(topic="s", context="c"), origin="/here")
         await service.confirm_supersession(ConfirmSupersessionRequest(olderTopicId="a", newerTopicId="b"))
         await service.restore_memory(RestoreMemoryRequest(topicId="a"))
         await service.forget_memory(ForgetMemoryRequest.model_validate({"filter": {"status": ["Active"]}}))
@@ -219,7 +237,7 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
     asyncio.run(run())
     assert seen == [
         ("POST", "/api/agent/ingest", {"topic": "t", "context": "c"}),
-        ("POST", "/api/agent/memories", {"topic": "s"}),
+        ("POST", "/api/agent/memories", {"topic": "s", "context": "c"}),
         ("POST", "/api/agent/supersessions/confirm", {"olderTopicId": "a", "newerTopicId": "b"}),
         ("POST", "/api/agent/memories/restore", {"topicId": "a"}),
         ("POST", "/api/agent/memories/forget", {"filter": {"status": ["Active"]}}),

@@ -64,7 +64,7 @@ def test_a_team_servers_engine_keeps_no_user_scope(make_service: Callable[[str],
 
     async def refused() -> None:
         for call in (
-            lambda: service.store_memory({"topic": "Packages", "context": "I use uv.", "scope": "user"}),
+            lambda: call_json(service, "store_memory", {"topic": "Packages", "context": "I use uv.", "scope": "user"}),
             lambda: call_json(service, "list_memories", {"scope": "user"}),
             lambda: call_json(service, "get_memory", {"topicId": "packages", "scope": "user"}),
         ):
