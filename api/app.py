@@ -40,11 +40,13 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    RetrieveMemoryResponse,
     SessionDescription,
     SessionsRequest,
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import RETRIEVE, RETRIEVE_MEMORY, request_of
 
 log = logging.getLogger("flowbaby.api")
 
@@ -195,10 +197,12 @@ def create_app(
     @app.post("/api/agent/retrieve")
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
         markdown = format == "markdown"
-        reply = await service.retrieve(await json_body(request, retrieval=True), markdown=markdown)
+        asked = await request_of(service, RETRIEVE_MEMORY if markdown else RETRIEVE, await json_body(request, True))
+        reply = await service.retrieve(asked, markdown=markdown)
         # Accept: application/json asks for the whole retrieveMemory reply (entries too): remote clients.
-        as_text = markdown and "application/json" not in request.headers.get("accept", "")
-        return PlainTextResponse(reply["markdown"], media_type="text/markdown") if as_text else reply
+        if isinstance(reply, RetrieveMemoryResponse) and "application/json" not in request.headers.get("accept", ""):
+            return PlainTextResponse(reply.markdown, media_type="text/markdown")
+        return reply.model_dump(mode="json")  # json.dumps' floats, as the bridge writes them
 
     @app.get("/api/agent/background")
     async def background() -> dict[str, Any]:

@@ -39,8 +39,8 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import RETRIEVE_MEMORY, request_of
 from graph.core.methods import STORE as STORE_ROW
-from graph.core.methods import request_of
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -252,8 +252,9 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
 
     async def retrieve_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            reply = await service.retrieve(params, markdown=True, agent_name=agent)  # retrieveMemory (3.6)
-            return markdown_only(answer_index(reply))
+            request = await request_of(service, RETRIEVE_MEMORY, params, agent)
+            reply = await service.retrieve(request, markdown=True, agent_name=agent)  # retrieveMemory (3.6)
+            return markdown_only(answer_index(reply.model_dump(mode="json")))
 
         return await framed(RETRIEVE, call)
 

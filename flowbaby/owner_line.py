@@ -83,12 +83,6 @@ class OwnerLine:
             return reply["result"]
         raise _contract_failure(method, reply)
 
-    async def retrieve(
-        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
-    ) -> dict[str, Any]:
-        origin = origin or self.origin
-        return dict(self.call("retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin))
-
     async def background_status(self, params: Any) -> dict[str, Any]:
         return dict(self.call("background_status", params=params))
 

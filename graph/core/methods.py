@@ -28,6 +28,7 @@ from graph.core.contract import (
     ExportMemoriesRequest,
     ExportMemoriesResponse,
     FlowbabyContextRequest,
+    FlowbabyContextResponse,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
@@ -43,6 +44,8 @@ from graph.core.contract import (
     RefusedRequest,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
+    RetrieveMemoryRequest,
+    RetrieveMemoryResponse,
     SessionOp,
     SessionsRequest,
     StoreMemoryResponse,
@@ -150,16 +153,26 @@ METHODS: tuple[Method, ...] = (
     ),
     Method("audit_refused"),
     Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
-    Method(
-        "retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL, body=FlowbabyContextRequest
+    RETRIEVE := Method(
+        "retrieve",
+        "retrieveForAgent",
+        "POST /api/agent/retrieve",
+        reply=Reply.RETRIEVAL,
+        body=FlowbabyContextRequest,
+        response=FlowbabyContextResponse,
+        parse=partial(validate_retrieval, FlowbabyContextRequest),
+        audit="retrieveForAgent",
     ),
-    Method(
+    RETRIEVE_MEMORY := Method(
         "retrieve",
         "retrieveMemory",
         "POST /api/agent/retrieve?format=markdown",
         "flowbaby_retrieveMemory",
         Reply.RETRIEVAL,
         kwargs={"markdown": True},
+        response=RetrieveMemoryResponse,
+        parse=partial(validate_retrieval, RetrieveMemoryRequest),
+        audit="retrieveMemory",
     ),
     Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
     Method("repair", "repair", "POST /api/agent/index/repair", params=False),
@@ -264,24 +277,34 @@ RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if
 """Bridge methods whose failures use the retrieval shape."""
 
 
-def _refusal(command: str, params: Any, error: ContractFailure) -> RefusedRequest:
+def _refusal(method: Method, params: Any, error: ContractFailure, agent_name: str | None) -> RefusedRequest:
+    """The audit line's fields: the caller's agent (the front's, else the request's), and the text it
+    digests (a write's topic, a retrieval's query)."""
+    assert method.audit is not None
     sent = params if isinstance(params, dict) else {}
-    text = {key: sent[key] for key in ("agentName", "topic") if isinstance(sent.get(key), str)}
-    return RefusedRequest(command=command, errorCode=error.code.value, **text)
+    said = sent.get("query" if method.reply is Reply.RETRIEVAL else "topic")
+    agent = agent_name or sent.get("agentName")
+    return RefusedRequest(
+        command=method.audit,
+        errorCode=error.code.value,
+        agentName=agent if isinstance(agent, str) else None,
+        topic=said if isinstance(said, str) else None,
+    )
 
 
-async def request_of(service: Any, method: Method, params: Any) -> Any:
+async def request_of(service: Any, method: Method, params: Any, agent_name: str | None = None) -> Any:
     """A typed row's request from its params (the row's parse, with the error its callers parse); a
     refused one is first audited by the service where the row says (`audit`), as the engine audited
-    the invalid requests it validated itself."""
+    the invalid requests it validated itself. `agent_name`: the caller a front knows (the MCP client)."""
     assert method.parse is not None
     try:
         return method.parse(params)
     except ContractFailure as error:
         if method.audit is not None:
-            await service.audit_refused(_refusal(method.audit, params, error))
+            await service.audit_refused(_refusal(method, params, error, agent_name))
         raise
 
 
-TYPED: dict[str, Method] = {method.service: method for method in METHODS if method.parse}
-"""A typed operation's row by its service method (the owner's socket, the command line, the engine's own calls)."""
+TYPED: dict[str, Method] = {method.service: method for method in reversed(METHODS) if method.parse}
+"""A typed operation's row by its service method, its first (retrieve: retrieveForAgent's): the owner's socket,
+the command line, the engine's own calls."""

@@ -16,11 +16,13 @@ from graph.core.contract import (
     USER,
     BriefingRequest,
     CaptureRequest,
+    FlowbabyContextRequest,
     FlowbabyError,
     Freshness,
     RecallRequest,
     utc_now,
     validate_request,
+    validate_retrieval,
 )
 from graph.core.environment import Environment
 from graph.core.memories import Memory
@@ -73,13 +75,12 @@ class Hooks(Retrieval, Ingest):
     async def recall(self, params: Any) -> dict[str, Any]:
         """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`."""
         request: RecallRequest = validate_request(RecallRequest, params)
-        found = await self.retrieve(
-            {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)},
-            agent_name=request.agentName,
-        )
-        if found["abstained"]:
-            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found["abstainReason"]}
-        reply = compact_recall(found["entries"], set(request.exclude), request.maxTokens, request.maxResults)
+        asked = {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)}
+        found = await self.retrieve(validate_retrieval(FlowbabyContextRequest, asked), agent_name=request.agentName)
+        if found.abstained:
+            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found.abstainReason}
+        entries = [entry.model_dump(mode="json") for entry in found.entries]
+        reply = compact_recall(entries, set(request.exclude), request.maxTokens, request.maxResults)
         await asyncio.to_thread(self._recalls.add, reply["topicIds"])
         return {**reply, "abstained": False, "abstainReason": None}
 

@@ -16,6 +16,7 @@ from graph.core.contract import (
     ConfirmSupersessionResponse,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
+    FlowbabyContextRequest,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
@@ -39,6 +40,7 @@ from graph.core.contract import (
     RepairResponse,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
+    RetrievalReply,
     SessionOp,
     SessionsRequest,
     SessionsResponse,
@@ -70,8 +72,13 @@ class MemoryService(Protocol):
         self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
     ) -> dict[str, Any]: ...
     async def retrieve(
-        self, params: Any, *, markdown: bool = ..., agent_name: str | None = ..., origin: str | None = ...
-    ) -> dict[str, Any]: ...
+        self,
+        request: FlowbabyContextRequest,
+        *,
+        markdown: bool = ...,
+        agent_name: str | None = ...,
+        origin: str | None = ...,
+    ) -> RetrievalReply: ...
     async def index_status(self, *, audited: bool = ..., agent_name: str | None = ...) -> IndexStatusResponse: ...
     async def repair(self) -> RepairResponse: ...
     async def memory_context(

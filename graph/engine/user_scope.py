@@ -42,18 +42,16 @@ from graph.core.contract import (
     ListMemoriesResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
-    ReadScopeParams,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     RetrievalEntry,
-    RetrievalError,
-    RetrieveMemoryRequest,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     Scope,
     Scoped,
     ScopeParams,
     StoreMemoryResponse,
     validate_request,
-    validate_retrieval,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -333,35 +331,30 @@ class UserScope(Hooks, Memories, Forget):
             self._user_encoder = CachedEncoder()
         return overriding(user, retriever, index, self._user_encoder)
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, **options: Any) -> dict[str, Any]:
+    async def retrieve(
+        self, request: FlowbabyContextRequest, *, markdown: bool = False, **options: Any
+    ) -> RetrievalReply:
         """retrieveForAgent / retrieveMemory over `scope` (all: both stores, fused; user entries this
         project overrides are marked `overriddenBy` and ranked last). `options`: Retrieval.retrieve's
         (lanes, agent_name, origin); the user store gets only the caller's agent name."""
         agent_name = options.get("agent_name")
-        scope = "all"
-        if isinstance(params, dict) and "scope" in params:
-            scope = validate_retrieval(ReadScopeParams, {"scope": params["scope"]}).scope
-            params = {key: value for key, value in params.items() if key != "scope"}
+        scope, request = request.scope or "all", request.model_copy(update={"scope": None})
         if scope == USER and self._has_user_scope():
             service, _ = await self._routed({"scope": USER})
             assert service is not None
-            return self._entries_marked(await service.retrieve(params, markdown=markdown, agent_name=agent_name), USER)
+            return self._entries_marked(await service.retrieve(request, markdown=markdown, agent_name=agent_name), USER)
         if scope == PROJECT or not self._has_user_scope():
-            reply = await super().retrieve(params, markdown=markdown, **options)
-            return self._entries_marked(reply, self.scope)
-        try:
-            request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
-        except RetrievalError:
-            return await super().retrieve(params, markdown=markdown, **options)  # the same error, audited
-        mine = {**params, "includeSessions": False}  # a valid request is an object
-        project, found = await asyncio.gather(
-            super().retrieve(params, markdown=markdown, **options),  # audited as the command it is
+            return self._entries_marked(await super().retrieve(request, markdown=markdown, **options), self.scope)
+        mine = request.model_copy(update={"includeSessions": False})
+        answered, found = await asyncio.gather(
+            super().retrieve(request, markdown=markdown, **options),  # audited as the command it is
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
         )
-        project = self._entries_marked(project, PROJECT)
+        marked = self._entries_marked(answered, PROJECT)
         if found is None:
-            return self._finished(project, markdown)
-        user = self._entries_marked(found, USER)
+            return marked
+        project = marked.model_dump(mode="json")
+        user = self._entries_marked(found, USER).model_dump(mode="json")
         candidates = [*user["entries"], *user["weakCandidates"]]
         overridden = await asyncio.to_thread(self._overrides, candidates)
         for entry in candidates:
@@ -382,26 +375,29 @@ class UserScope(Hooks, Memories, Forget):
                 "abstained": both_abstained,
                 "abstainReason": project["abstainReason"] if both_abstained else None,
                 "weakCandidates": weak if both_abstained else [],
+                "indexing": project.get("indexing"),
+                "sessionsNotSearched": project.get("sessionsNotSearched"),
             }
-        ).model_dump(mode="json")
-        extra: dict[str, Any] = {key: project[key] for key in ("indexing", "sessionsNotSearched") if key in project}
-        return self._finished({**answer, **extra}, markdown)
+        )
+        return self._finished(answer, markdown)
 
     @staticmethod
-    def _entries_marked(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        for key in ("entries", "weakCandidates"):
-            reply[key] = [{**entry, "scope": scope} for entry in reply.get(key) or []]
-        return reply
+    def _entries_marked(reply: RetrievalReply, scope: Scope) -> RetrievalReply:
+        def marked(entries: list[RetrievalEntry]) -> list[RetrievalEntry]:
+            return [entry.model_copy(update={"scope": scope}) for entry in entries]
+
+        return reply.model_copy(
+            update={"entries": marked(reply.entries), "weakCandidates": marked(reply.weakCandidates)}
+        )
 
     @staticmethod
-    def _finished(reply: dict[str, Any], markdown: bool) -> dict[str, Any]:
-        if not markdown or "markdown" in reply:
+    def _finished(reply: FlowbabyContextResponse, markdown: bool) -> RetrievalReply:
+        if not markdown:
             return reply
-        entries = [RetrievalEntry.model_validate(e) for e in reply["entries"]]
-        text = render_markdown(entries, reply["abstainReason"] if reply["abstained"] else None)
-        if reply.get("sessionsNotSearched"):
-            text = f"> {reply['sessionsNotSearched']}\n\n{text}"
-        return {**reply, "markdown": text}
+        text = render_markdown(reply.entries, reply.abstainReason if reply.abstained else None)
+        if reply.sessionsNotSearched:
+            text = f"> {reply.sessionsNotSearched}\n\n{text}"
+        return RetrieveMemoryResponse(**dict(reply), markdown=text)
 
     async def recall(self, params: Any) -> dict[str, Any]:
         """Per-prompt recall over both stores; `items` says each line's topicId and scope."""

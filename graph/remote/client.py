@@ -30,6 +30,8 @@ from graph.core.contract import (
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
+    FlowbabyContextRequest,
+    FlowbabyContextResponse,
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
@@ -44,6 +46,8 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     SessionOp,
     SessionsRequest,
     SessionsResponse,
@@ -245,14 +249,22 @@ class RemoteService(_Operations):
             raise
 
     async def retrieve(
-        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
-    ) -> dict[str, Any]:
-        _no_user_scope(params)
+        self,
+        request: FlowbabyContextRequest,
+        *,
+        markdown: bool = False,
+        agent_name: str | None = None,
+        origin: str | None = None,
+    ) -> RetrievalReply:
+        _no_user_scope(request)
         query = {"format": "markdown"} if markdown else None
-        reply: dict[str, Any] = await self._request(
-            "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True
+        body = request.model_dump(mode="json", exclude_unset=True)
+        reply = await self._request(
+            "POST", "/api/agent/retrieve", retrieval=True, body=body, query=query, accept_json=True
         )
-        return reply
+        if markdown:
+            return answered(RetrieveMemoryResponse, reply)
+        return answered(FlowbabyContextResponse, reply)
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
         return answered(IndexStatusResponse, await self._request("GET", "/api/agent/index/status"))

@@ -111,7 +111,7 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
         status = {(m.topic_id, m.version): m.status.value for m in service.store.iter_memories()}
         firsts: dict[str, str | None] = {}
         for s in data["subjects"]:
-            found = await service.retrieve({"query": s["question"], "maxResults": 3, "abstain": False})
+            found = await call_json(service, "retrieve", {"query": s["question"], "maxResults": 3, "abstain": False})
             firsts[s["id"]] = found["entries"][0]["topicId"] if found["entries"] else None
     finally:
         await service.close()

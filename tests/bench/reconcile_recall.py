@@ -58,7 +58,7 @@ async def _store_and_ask(
         await service.flush_vectors()
         ranked = []
         for question in questions:
-            found = await service.retrieve({"query": question, **QUERY})
+            found = await call_json(service, "retrieve", {"query": question, **QUERY})
             ranked.append([origin.get(e["memoryId"], e["topicId"]) for e in found["entries"]])
     finally:
         await service.close()

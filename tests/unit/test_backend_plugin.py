@@ -147,7 +147,9 @@ def test_a_third_backend_is_a_new_package_and_serves_the_engine(
         async with started(service):
             await call_json(service, "ingest", summary("redis-cache"))
             await service.flush_vectors()
-            return await service.retrieve({"query": "Why did we move the session cache to Redis?", "maxResults": 3})
+            return await call_json(
+                service, "retrieve", {"query": "Why did we move the session cache to Redis?", "maxResults": 3}
+            )
 
     try:
         reply = run(body)

@@ -101,7 +101,7 @@ async def rankings(service: FlowbabyService) -> list[list[tuple[str, int]]]:
     await service.flush_vectors()
     out = []
     for query in QUERIES:
-        reply = await service.retrieve({"query": query, "maxResults": 5, "includeSuperseded": True})
+        reply = await call_json(service, "retrieve", {"query": query, "maxResults": 5, "includeSuperseded": True})
         out.append([(e["topicId"], e["version"]) for e in reply["entries"]])
     return out
 

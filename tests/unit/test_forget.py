@@ -134,7 +134,7 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
         await call_json(svc, "ingest", summary("other", topic="Unrelated", context="Postgres vacuum runs nightly."))
         await svc.flush_vectors()
         await svc.operations.wait_idle()
-        found = await svc.retrieve({"query": QUERY, "maxResults": 5})
+        found = await call_json(svc, "retrieve", {"query": QUERY, "maxResults": 5})
         assert "secret" in [e["topicId"] for e in found["entries"]], (found.get("abstainReason"), found.get("indexing"))
         assert _files_holding(svc.paths.data, CANARY)  # it was on disk
         dry = await _forget(svc, {"topicId": "secret", "dryRun": True})
@@ -143,7 +143,7 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
         assert shown["topicId"] == "secret"  # a dry run forgets nothing
         memory_id = (await call_json(svc, "get_memory", {"topicId": "secret"}))["latest"]["memoryId"]
         reply = await _forget(svc, {"topicId": "secret"}, agent_name="tester")
-        after = await svc.retrieve({"query": QUERY, "maxResults": 5})
+        after = await call_json(svc, "retrieve", {"query": QUERY, "maxResults": 5})
         listed = await call_json(svc, "list_memories", {"allVersions": True})
         try:
             await call_json(svc, "get_memory", {"topicId": "secret"})

@@ -172,7 +172,7 @@ def test_search_answers_from_what_is_indexed_and_says_so(
         await _serve_only(service, indexed)
         service._embed_queue.put_nowait(backlog)  # queued, never embedded
         started = time.monotonic()
-        reply = await service.retrieve({"query": "Redis session cache"})
+        reply = await call_json(service, "retrieve", {"query": "Redis session cache"})
         assert time.monotonic() - started < 5  # waited out 45 s, then NOT_INITIALIZED
         return reply
 
@@ -198,7 +198,7 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
         await _serve_only(service, indexed)
 
         async def unsearched() -> int:
-            reply = await service.retrieve({"query": "Redis session cache"})
+            reply = await call_json(service, "retrieve", {"query": "Redis session cache"})
             return int(reply.get("indexing", {}).get("unsearchedMemories", 0))
 
         seen = [await unsearched()]
@@ -329,11 +329,11 @@ def test_a_failed_warm_up_is_tried_again_by_a_later_retrieval(service: FlowbabyS
         service._warm_task = asyncio.create_task(service._warm_up_through_outages())
         try:
             with pytest.raises(RetrievalError) as refused:
-                await service.retrieve({"query": "session cache"})
+                await call_json(service, "retrieve", {"query": "session cache"})
             first = refused.value.to_response()
             status = await service.index_status()
             await asyncio.sleep(0.4)
-            second = await service.retrieve({"query": "session cache"})
+            second = await call_json(service, "retrieve", {"query": "session cache"})
         finally:
             for task in (service._embed_task, service._warm_task):
                 task.cancel()

@@ -71,6 +71,7 @@ STAMP = "2026-01-01T00:00:00.000Z"
 EXPORTED = {"topicId": "t", "version": 1, "memoryId": "m", "status": "Active", "topic": "T", "context": "C"}
 REQUIRED = {
     "topicId": "t",
+    "query": "q",
     "topic": "T",
     "context": "C",
     "metadata": {"topicId": "t", "createdAt": STAMP},

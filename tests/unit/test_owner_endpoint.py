@@ -13,6 +13,7 @@ import pytest
 
 from graph.core.contract import (
     ErrorCode,
+    FlowbabyContextRequest,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
@@ -27,6 +28,8 @@ from graph.core.contract import (
     ResponseMetadata,
     RetrievalError,
     RetrievalErrorCode,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     SessionSearchResponse,
     SessionsRequest,
     SessionsResponse,
@@ -77,11 +80,11 @@ class FakeService:
         self.calls.append(("audit_refused", refusal))
         return Succeeded()
 
-    async def retrieve(self, params: Any, markdown: bool = False) -> dict[str, Any]:
-        self.calls.append(("retrieve", params))
-        if params.get("query") == "too many":
+    async def retrieve(self, request: FlowbabyContextRequest, markdown: bool = False) -> RetrievalReply:
+        self.calls.append(("retrieve", request.query))
+        if request.query == "too many":
             raise RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "slow down", retryAfterSec=6)
-        return {"success": True, "markdown": markdown, "by": self.name}
+        return RetrieveMemoryResponse(entries=[], totalResults=0, tokensUsed=0, markdown=f"{markdown} {self.name}")
 
     async def watch_sessions(self) -> dict[str, Any]:
         self.calls.append(("watch_sessions", None))
@@ -131,10 +134,11 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
             await front.call("ingest", request={"topic": "", "context": "c", "agentName": "a"})
         assert invalid.value.code is ErrorCode.INVALID_PAYLOAD and invalid.value.details == {"fields": ["topic"]}
         with pytest.raises(RetrievalError) as throttled:
-            await front.call("retrieve", params={"query": "too many"}, markdown=True)
+            await front.call("retrieve", request=FlowbabyContextRequest(query="too many"), markdown=True)
         assert throttled.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
         assert throttled.value.details == {"retryAfterSec": 6}
-        assert (await front.call("retrieve", params={"query": "q"}, markdown=True))["markdown"] is True
+        asked = await front.call("retrieve", request=FlowbabyContextRequest(query="q"), markdown=True)
+        assert asked.markdown == "True first"
         with pytest.raises(FlowbabyError, match="unknown method") as fault:
             await front.call("close")  # not part of the remote API
         assert fault.value.code is ErrorCode.FLOWBABY_ERROR
