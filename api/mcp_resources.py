@@ -35,7 +35,13 @@ from mcp_types import (
 )
 
 from graph.api import MemoryService, memory_whole
-from graph.core.contract import ContractFailure, GetMemoryRequest, ListMemoriesRequest, validate_request
+from graph.core.contract import (
+    BriefingRequest,
+    ContractFailure,
+    GetMemoryRequest,
+    ListMemoriesRequest,
+    validate_request,
+)
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -98,8 +104,8 @@ class Idioms:
             description="This workspace's current decisions, open questions and next steps, one line per memory",
         )
         async def briefing() -> str:
-            reply = await self.service.briefing({"maxTokens": 800})
-            return reply["text"] or "Flowbaby holds no current memory for this workspace yet."
+            reply = await self.service.briefing(BriefingRequest(maxTokens=800))
+            return reply.text or "Flowbaby holds no current memory for this workspace yet."
 
     async def list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams

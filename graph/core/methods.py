@@ -22,6 +22,8 @@ from graph.core.contract import (
     SESSION_REPLIES,
     AuditTailRequest,
     AuditTailResponse,
+    BriefingRequest,
+    CaptureRequest,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
     ContractFailure,
@@ -41,6 +43,7 @@ from graph.core.contract import (
     ImportMemoriesResponse,
     ListMemoriesRequest,
     ListMemoriesResponse,
+    RecallRequest,
     RefusedRequest,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
@@ -130,6 +133,11 @@ def _write(service: str, bridge: str, http: str, mcp: str | None, response: type
     return Method(
         service, bridge, http, mcp, body=FlowbabyIngestRequest, response=response, status=202, parse=parse, audit=bridge
     )
+
+
+def _hook(service: str, bridge: str | None, request: type[_Strict]) -> Method:
+    """A client hook's operation (section 17): reached through the owner (the stand-alone hook's socket call)."""
+    return Method(service, bridge, parse=partial(validate_request, request))
 
 
 def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
@@ -256,9 +264,9 @@ METHODS: tuple[Method, ...] = (
     _sessions("repair", "sessionsRepair", "POST /api/agent/sessions/{session_id}/repair"),
     # Reached through the owner only: the fronts' session watch and the client hooks (section 17).
     Method("watch_sessions"),
-    Method("briefing", "briefing"),  # also the VS Code extension's Copilot instructions file (17.6)
-    Method("recall"),
-    Method("capture"),
+    _hook("briefing", "briefing", BriefingRequest),  # also the VS Code extension's Copilot instructions file (17.6)
+    _hook("recall", None, RecallRequest),
+    _hook("capture", None, CaptureRequest),
 )
 
 OWNER_METHODS = frozenset(method.service for method in METHODS)

@@ -24,6 +24,7 @@ from graph.core.contract import (
     PROJECT,
     USER,
     BriefingRequest,
+    BriefingResponse,
     ErrorCode,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
@@ -399,32 +400,27 @@ class UserScope(Hooks, Memories, Forget):
             text = f"> {reply.sessionsNotSearched}\n\n{text}"
         return RetrieveMemoryResponse(**dict(reply), markdown=text)
 
-    async def recall(self, params: Any) -> dict[str, Any]:
-        """Per-prompt recall over both stores; `items` says each line's topicId and scope."""
-        reply = await super().recall(params)
-        reply.setdefault("items", [])
-        return reply
-
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
+    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The project's briefing, and after it "Your preferences": the user's newest memories within
         a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
-        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
         preferences = await self._user_read(self._preferences)
         if not preferences:
-            return self._items_marked(await super().briefing(params))
+            return self._items_marked(await super().briefing(request))
         warming = self._warm_task
         if self._retriever is None and warming is not None and not warming.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(warming), WARM_WAIT_SEC)
         overridden = await asyncio.to_thread(self._overrides, preferences)
         lines, items, used = preferences_section(preferences, overridden, budget(request.maxTokens))
-        rest = {**(params if isinstance(params, dict) else {}), "maxTokens": max(50, request.maxTokens - used)}
+        rest = request.model_copy(update={"maxTokens": max(50, request.maxTokens - used)})
         project = self._items_marked(await super().briefing(rest))
         if not lines:
             return project
-        head = project["text"] or f"Flowbaby workspace memory (one line per memory; {GET_MEMORY_HINT}):"
+        head = project.text or f"Flowbaby workspace memory (one line per memory; {GET_MEMORY_HINT}):"
         text = "\n".join([head, *lines])
-        return {**project, "text": text, "items": [*project["items"], *items], "tokens": count_tokens(text)}
+        return project.model_copy(
+            update={"text": text, "items": [*project.items, *items], "tokens": count_tokens(text)}
+        )
 
     async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
         """The user's newest live memories, each with its topic, decisions and context."""
@@ -433,8 +429,8 @@ class UserScope(Hooks, Memories, Forget):
         found = await asyncio.gather(*(service.get_memory(GetMemoryRequest(topicId=m.topicId)) for m in page.memories))
         return [{**got.latest.model_dump(mode="json"), "topicId": got.topicId} for got in found]
 
-    def _items_marked(self, reply: dict[str, Any]) -> dict[str, Any]:
-        return {**reply, "items": [{**item, "scope": self.scope} for item in reply.get("items") or []]}
+    def _items_marked(self, reply: BriefingResponse) -> BriefingResponse:
+        return reply.model_copy(update={"items": [{**item, "scope": self.scope} for item in reply.items]})
 
     async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         user, self._user = self._user, None

@@ -27,6 +27,10 @@ from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import (
     BackgroundStatusRequest,
+    BriefingRequest,
+    BriefingResponse,
+    CaptureRequest,
+    CaptureResponse,
     ChunkSearchRequest,
     ContractFailure,
     ErrorCode,
@@ -42,6 +46,8 @@ from graph.core.contract import (
     MemoryContextResponse,
     MemoryVersionsResponse,
     OperationStatus,
+    RecallRequest,
+    RecallResponse,
     RefusedRequest,
     RepairResponse,
     RetrievalError,
@@ -326,17 +332,17 @@ class RemoteService(_Operations):
     async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
         return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
-        return self._hooks_unavailable()
+    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
+        raise self._hooks_unavailable()
 
-    async def recall(self, params: Any) -> dict[str, Any]:
-        return self._hooks_unavailable()
+    async def recall(self, request: RecallRequest) -> RecallResponse:
+        raise self._hooks_unavailable()
 
-    async def capture(self, params: Any) -> dict[str, Any]:
-        return self._hooks_unavailable()
+    async def capture(self, request: CaptureRequest) -> CaptureResponse:
+        raise self._hooks_unavailable()
 
-    def _hooks_unavailable(self) -> dict[str, Any]:
-        raise FlowbabyError(
+    def _hooks_unavailable(self) -> FlowbabyError:
+        return FlowbabyError(
             ErrorCode.FLOWBABY_ERROR,
             "The client hooks (briefing, recall, capture) work on this machine's own workspace and are not "
             f"available while the workspace is served by the team server {self.server.url}",

@@ -24,7 +24,14 @@ from graph.core.contract.base import (
     parse_timestamp,
     utc_now,
 )
-from graph.core.contract.hooks import BriefingRequest, CaptureRequest, RecallRequest
+from graph.core.contract.hooks import (
+    BriefingRequest,
+    BriefingResponse,
+    CaptureRequest,
+    CaptureResponse,
+    RecallRequest,
+    RecallResponse,
+)
 from graph.core.contract.ingest import (
     BackgroundStatusRequest,
     FlowbabyIngestRequest,
@@ -152,7 +159,9 @@ __all__ = [
     "BackgroundErrorCode",
     "BackgroundStatusRequest",
     "BriefingRequest",
+    "BriefingResponse",
     "CaptureRequest",
+    "CaptureResponse",
     "ChunkSearchRequest",
     "CommitInfo",
     "ConfirmSupersessionRequest",
@@ -224,6 +233,7 @@ __all__ = [
     "OperationStatus",
     "PublicHealthResponse",
     "RecallRequest",
+    "RecallResponse",
     "ReferenceFreshness",
     "ReferenceState",
     "RelatedMemory",
