@@ -36,6 +36,7 @@ from graph.core.contract import (
     HealthResponse,
     ImpliedSupersessionsResponse,
     MemoryContextResponse,
+    OperationReply,
     PublicHealthResponse,
     RepairResponse,
     RetrievalError,
@@ -43,10 +44,11 @@ from graph.core.contract import (
     RetrieveMemoryResponse,
     SessionDescription,
     SessionsRequest,
+    UnknownOperation,
     validate_request,
     validate_retrieval,
 )
-from graph.core.methods import RETRIEVE, RETRIEVE_MEMORY, request_of
+from graph.core.methods import BACKGROUND, RETRIEVE, RETRIEVE_MEMORY, request_of
 
 log = logging.getLogger("flowbaby.api")
 
@@ -204,16 +206,12 @@ def create_app(
             return PlainTextResponse(reply.markdown, media_type="text/markdown")
         return reply.model_dump(mode="json")  # json.dumps' floats, as the bridge writes them
 
-    @app.get("/api/agent/background")
-    async def background() -> dict[str, Any]:
-        return await service.background_status({})
-
-    @app.get("/api/agent/background/{operation_id}")
-    async def background_one(operation_id: str) -> Any:
-        reply = await service.background_status({"operationId": operation_id})
-        if reply["status"] == "unknown":  # a resource path: an id the ledger never had is a 404
-            return _failure(FlowbabyError(ErrorCode.NOT_FOUND, f'No operation "{operation_id}"').to_response())
-        return reply
+    @app.get("/api/agent/background/{operationId}", response_model=OperationReply)
+    async def background_one(operationId: str) -> Any:
+        reply = await service.background_status(await request_of(service, BACKGROUND, {"operationId": operationId}))
+        if isinstance(reply, UnknownOperation):  # a resource path: an id the ledger never had is a 404
+            return _failure(FlowbabyError(ErrorCode.NOT_FOUND, f'No operation "{operationId}"').to_response())
+        return reply.model_dump(mode="json")
 
     @app.get("/api/agent/search")
     async def search(

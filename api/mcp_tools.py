@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -39,8 +40,12 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import BACKGROUND as BACKGROUND_ROW
 from graph.core.methods import RETRIEVE_MEMORY, request_of
 from graph.core.methods import STORE as STORE_ROW
+
+AUDITED_BACKGROUND = replace(BACKGROUND_ROW, audit="backgroundStatus")
+"""The MCP tool's backgroundStatus: its calls are audited, a refused one too (the bridge's are not)."""
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -260,7 +265,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
 
     async def background_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            return success(await service.background_status(params, audited=True, agent_name=agent))
+            request = await request_of(service, AUDITED_BACKGROUND, params, agent)
+            return success(await service.background_status(request, audited=True, agent_name=agent))
 
         return await framed(BACKGROUND, call)
 

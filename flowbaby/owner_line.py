@@ -83,9 +83,6 @@ class OwnerLine:
             return reply["result"]
         raise _contract_failure(method, reply)
 
-    async def background_status(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("background_status", params=params))
-
     async def close(self, grace_sec: float = 0.0, *, hand_on: bool = False) -> None:
         """The owner goes on; only this connection ends."""
         self._conn.close()

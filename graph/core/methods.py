@@ -22,6 +22,8 @@ from graph.core.contract import (
     SESSION_REPLIES,
     AuditTailRequest,
     AuditTailResponse,
+    BackgroundOperations,
+    BackgroundStatusRequest,
     BriefingRequest,
     CaptureRequest,
     ConfirmSupersessionRequest,
@@ -160,7 +162,15 @@ METHODS: tuple[Method, ...] = (
         "store_memory", "storeMemory", "POST /api/agent/memories", "flowbaby_storeMemory", StoreMemoryResponse
     ),
     Method("audit_refused"),
-    Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
+    BACKGROUND := _query(
+        "background_status",
+        "backgroundStatus",
+        "GET /api/agent/background",
+        BackgroundStatusRequest,
+        BackgroundOperations,
+        (),
+        mcp="flowbaby_backgroundStatus",
+    ),
     RETRIEVE := Method(
         "retrieve",
         "retrieveForAgent",

@@ -11,19 +11,22 @@ from typing import Any
 
 from graph.code.branches import checkout
 from graph.core.contract import (
+    BackgroundOperations,
     BackgroundStatusRequest,
+    BackgroundStatusResponse,
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     MemoryStatus,
+    OperationReply,
     RefusedRequest,
     ResponseMetadata,
     StoreMemoryResponse,
     Succeeded,
     SummaryFields,
+    UnknownOperation,
     utc_now,
-    validate_request,
 )
 from graph.core.memories import BacklogFull, Memory, new_operation_id
 from graph.core.memory_chunks import memory_chunks
@@ -223,40 +226,35 @@ class Ingest(EngineState):
         return Succeeded()
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
-        """`audited`: record the call in agent_audit.log (MCP tool calls are; bridge calls are not)."""
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
+        """`audited`: record the call in agent_audit.log (MCP tool calls are, a refused one by the MCP front
+        through audit_refused; bridge calls are not)."""
         started = time.perf_counter()
-        try:
-            request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
-        except FlowbabyError as error:
-            if audited:
-                self._record("backgroundStatus", agent_name, None, started, error.code.value)
-            raise
         return await asyncio.to_thread(self._background_status, request, audited, agent_name, started)
 
     def _background_status(
         self, request: BackgroundStatusRequest, audited: bool, agent_name: str | None, started: float
-    ) -> dict[str, Any]:
+    ) -> BackgroundStatusResponse:
+        reply: BackgroundStatusResponse
         if request.operationId:
             status = self.store.operation(request.operationId)
             reply = (
-                {"success": True, "operationId": request.operationId, "status": "unknown"}
+                UnknownOperation(operationId=request.operationId)
                 if status is None
-                else {"success": True, **status.model_dump(mode="json")}
+                else OperationReply.model_validate(status.model_dump())
             )
         else:
-            operations = [op.model_dump(mode="json") for op in self.store.operations()]
+            operations = self.store.operations()
             counts: dict[str, int] = {}
             for op in operations:
-                counts[op["status"]] = counts.get(op["status"], 0) + 1
-            reply = {
-                "success": True,
-                "operations": operations,
-                "counts": counts,
-                "llmUsage": self.store.llm_usage(),
-                "graphBuilding": self.settings.build_graph,
-            }
+                counts[op.status] = counts.get(op.status, 0) + 1
+            reply = BackgroundOperations(
+                operations=operations,
+                counts=counts,
+                llmUsage=self.store.llm_usage(),
+                graphBuilding=self.settings.build_graph,
+            )
         if audited:
             self._record("backgroundStatus", agent_name, None, started, None)
         return reply

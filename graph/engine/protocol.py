@@ -12,6 +12,8 @@ from pydantic import BaseModel, TypeAdapter
 from graph.core.contract import (
     AuditTailRequest,
     AuditTailResponse,
+    BackgroundStatusRequest,
+    BackgroundStatusResponse,
     BriefingRequest,
     BriefingResponse,
     CaptureRequest,
@@ -75,8 +77,8 @@ class MemoryService(Protocol):
     ) -> StoreMemoryResponse: ...
     async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def background_status(
-        self, params: Any, *, audited: bool = ..., agent_name: str | None = ...
-    ) -> dict[str, Any]: ...
+        self, request: BackgroundStatusRequest, *, audited: bool = ..., agent_name: str | None = ...
+    ) -> BackgroundStatusResponse: ...
     async def retrieve(
         self,
         request: FlowbabyContextRequest,

@@ -23,6 +23,8 @@ from graph.backends.backend import backend_for
 from graph.core.contract import (
     PROJECT,
     USER,
+    BackgroundStatusRequest,
+    BackgroundStatusResponse,
     BriefingRequest,
     BriefingResponse,
     ErrorCode,
@@ -52,6 +54,7 @@ from graph.core.contract import (
     Scoped,
     ScopeParams,
     StoreMemoryResponse,
+    UnknownOperation,
     validate_request,
 )
 from graph.core.environment import Environment
@@ -219,14 +222,14 @@ class UserScope(Hooks, Memories, Forget):
             return self._model_marked(await found.get_memory(request), USER)
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
         """An operationId the project does not know (`unknown`) is asked of the user store: a user write's."""
-        reply = await super().background_status(params, audited=audited, agent_name=agent_name)
-        if reply.get("status") != "unknown":
+        reply = await super().background_status(request, audited=audited, agent_name=agent_name)
+        if not isinstance(reply, UnknownOperation):
             return reply
-        found = await self._user_read(lambda service: service.background_status(params))
-        return found if found is not None and found.get("status") != "unknown" else reply
+        found = await self._user_read(lambda service: service.background_status(request))
+        return found if found is not None and not isinstance(found, UnknownOperation) else reply
 
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         """The project's topic, else (NOT_FOUND) the user store's of that topicId."""

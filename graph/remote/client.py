@@ -26,7 +26,9 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import (
+    BackgroundOperations,
     BackgroundStatusRequest,
+    BackgroundStatusResponse,
     BriefingRequest,
     BriefingResponse,
     CaptureRequest,
@@ -45,6 +47,7 @@ from graph.core.contract import (
     IndexStatusResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
+    OperationReply,
     OperationStatus,
     RecallRequest,
     RecallResponse,
@@ -58,7 +61,7 @@ from graph.core.contract import (
     SessionsRequest,
     SessionsResponse,
     Succeeded,
-    validate_request,
+    UnknownOperation,
     validate_retrieval,
 )
 from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
@@ -217,15 +220,15 @@ class RemoteService(_Operations):
             await asyncio.sleep(POLL_SEC)
             for operation_id in sorted(self._watched):
                 try:
-                    reply = await self.background_status({"operationId": operation_id})
+                    reply = await self.background_status(BackgroundStatusRequest(operationId=operation_id))
                 except ContractFailure as error:  # the server is away for now: ask again later
                     log.warning("status of %s: %s", operation_id, error.message)
                     continue
-                if reply.get("status") == "unknown":
+                if isinstance(reply, UnknownOperation):
                     self._watched.discard(operation_id)
-                elif reply.get("status") in FINISHED:
+                elif isinstance(reply, OperationReply) and reply.status in FINISHED:
                     self._watched.discard(operation_id)
-                    status = OperationStatus.model_validate({k: v for k, v in reply.items() if k != "success"})
+                    status = OperationStatus.model_validate(reply.model_dump(exclude={"success"}))
                     for listener in self._listeners:
                         await listener(status)
 
@@ -241,17 +244,16 @@ class RemoteService(_Operations):
         return answered(HealthResponse, reply)
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
-        request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
         if not request.operationId:
-            reply: dict[str, Any] = await self._request("GET", "/api/agent/background")
-            return reply
+            return answered(BackgroundOperations, await self._request("GET", "/api/agent/background"))
         try:
-            return dict(await self._request("GET", f"/api/agent/background/{quote(request.operationId, safe='')}"))
+            path = f"/api/agent/background/{quote(request.operationId, safe='')}"
+            return answered(OperationReply, await self._request("GET", path))
         except FlowbabyError as error:  # the route answers 404 for an id the ledger never had
             if error.code is ErrorCode.NOT_FOUND:
-                return {"success": True, "operationId": request.operationId, "status": "unknown"}
+                return UnknownOperation(operationId=request.operationId)
             raise
 
     async def retrieve(

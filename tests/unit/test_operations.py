@@ -336,7 +336,7 @@ def test_with_graph_building_off_the_backlog_limit_is_lifted_and_status_says_why
         for i in range(staged):
             assert (await call_json(service, "ingest", summary(f"topic-{i}")))["staged"]
         await asyncio.wait_for(service.operations.wait_idle(), WAIT)
-        seen["queue"] = await service.background_status({})
+        seen["queue"] = await call_json(service, "background_status", {})
         seen["index"] = (await asyncio.to_thread(service._index_status)).model_dump(mode="json")
         await service.operations.stop(grace_sec=1)
 

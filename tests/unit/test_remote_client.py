@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from graph.core.contract import (
+    BackgroundStatusRequest,
     ConfirmSupersessionRequest,
     ErrorCode,
     FlowbabyError,
@@ -23,6 +24,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
+from graph.core.methods import TYPED, request_of
 from graph.core.workspace import resolve_workspace
 from graph.remote import connect_workspace
 from graph.remote.client import RemoteService, failure_from_body
@@ -138,10 +140,10 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
         service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
-        assert (await service.background_status({"operationId": "op_1"}))["status"] == "unknown"
+        assert (await service.background_status(BackgroundStatusRequest(operationId="op_1"))).status == "unknown"
         await service.memory_versions("a/b")
         with pytest.raises(FlowbabyError) as caught:
-            await service.background_status({"operationId": 5})  # checked here, as the local service does
+            await request_of(service, TYPED["background_status"], {"operationId": 5})  # checked before a byte is sent
         assert caught.value.code is ErrorCode.INVALID_PAYLOAD
         await service.close()
 

@@ -186,3 +186,27 @@ class OperationStatus(BaseModel):
     error: str | None = None
     attempts: int = 0
     metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class OperationReply(OperationStatus, Succeeded):
+    """backgroundStatus of one operation the ledger holds: `success` first, then its status."""
+
+
+class UnknownOperation(Succeeded):
+    """backgroundStatus of an operationId the ledger never had (or no longer has)."""
+
+    operationId: str
+    status: Literal["unknown"] = "unknown"
+
+
+class BackgroundOperations(Succeeded):
+    """backgroundStatus without an operationId: every operation, counted by status, and the LLM's usage."""
+
+    operations: list[OperationStatus]
+    counts: dict[str, int]
+    llmUsage: dict[str, Any]
+    graphBuilding: bool
+
+
+BackgroundStatusResponse = OperationReply | UnknownOperation | BackgroundOperations
+"""backgroundStatus's reply: which one, its request's operationId and the ledger say."""
