@@ -48,7 +48,7 @@ from graph.core.contract import (
     validate_request,
     validate_retrieval,
 )
-from graph.core.methods import BACKGROUND, RETRIEVE, RETRIEVE_MEMORY, request_of
+from graph.core.methods import BACKGROUND, RETRIEVE, RETRIEVE_MEMORY, SEARCH, request_of
 
 log = logging.getLogger("flowbaby.api")
 
@@ -223,7 +223,8 @@ def create_app(
                 current = await service.sessions("current", _session(cwd=cwd, source=source))
                 session_id = cast(SessionDescription, current).session_id
             return await service.sessions("search", _session(session_id=session_id, q=q, limit=limit, source=source))
-        return await service.search_chunks({"q": q, "limit": limit})
+        reply = await service.search_chunks(await request_of(service, SEARCH, {"q": q, "limit": limit}))
+        return reply.model_dump(mode="json")  # json.dumps' floats, as before
 
     @app.get("/api/agent/index/status")
     async def index_status(session_id: str | None = None, cwd: str | None = None, source: str | None = None) -> Any:

@@ -13,6 +13,7 @@ from graph.code.branches import checkout
 from graph.core.contract import (
     DATABASE_FAULTS,
     ChunkSearchRequest,
+    ChunkSearchResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
@@ -22,7 +23,6 @@ from graph.core.contract import (
     RetrievalErrorCode,
     RetrievalReply,
     RetrieveMemoryResponse,
-    validate_retrieval,
 )
 from graph.engine.lifecycle import INIT_TIMEOUT_SEC, Lifecycle
 from graph.engine.state import WARM_RETRY_FIRST_SEC, log
@@ -181,9 +181,8 @@ class Retrieval(Lifecycle):
             text = f"> {sessions_note}\n\n{text}"
         return RetrieveMemoryResponse(**dict(answer), markdown=text)
 
-    async def search_chunks(self, params: Any) -> dict[str, Any]:
+    async def search_chunks(self, request: ChunkSearchRequest) -> ChunkSearchResponse:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
-        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         async with self.throttle.admit():
             await self._ready_retriever()
             index = await self.vectors()
@@ -200,7 +199,7 @@ class Retrieval(Lifecycle):
             }
             for chunk, similarity in hits
         ]
-        return {"success": True, "results": results, "count": len(results)}
+        return ChunkSearchResponse.model_validate({"results": results, "count": len(results)})
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair.

@@ -34,6 +34,7 @@ from graph.core.contract import (
     CaptureRequest,
     CaptureResponse,
     ChunkSearchRequest,
+    ChunkSearchResponse,
     ContractFailure,
     ErrorCode,
     FlowbabyContextRequest,
@@ -62,7 +63,6 @@ from graph.core.contract import (
     SessionsResponse,
     Succeeded,
     UnknownOperation,
-    validate_retrieval,
 )
 from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
@@ -302,10 +302,11 @@ class RemoteService(_Operations):
         reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
         return reply
 
-    async def search_chunks(self, params: Any) -> dict[str, Any]:
-        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
+    async def search_chunks(self, request: ChunkSearchRequest) -> ChunkSearchResponse:
         query = {"q": request.q, "limit": request.limit}
-        return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
+        return answered(
+            ChunkSearchResponse, await self._request("GET", "/api/agent/search", retrieval=True, query=query)
+        )
 
     async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
         return answered(GraphStatsResponse, await self._request("GET", "/api/graph/stats", query={"top": top}))

@@ -103,6 +103,22 @@ class ChunkSearchRequest(_Strict):
         return value
 
 
+class ChunkHit(BaseModel):
+    """One chunk near the query: cosine distance, lower is nearer."""
+
+    embedding_id: str
+    distance: float
+    chunk_text: str
+    topicId: str
+    chunk_index: int
+    field: str
+
+
+class ChunkSearchResponse(Succeeded):
+    results: list[ChunkHit]
+    count: int
+
+
 class GraphSnapshotRequest(_Strict):
     """`graphSnapshot` / `GET /api/graph`: the whole graph, or one topic's neighbourhood."""
 
