@@ -52,10 +52,8 @@ from graph.core.contract import (
     RetrieveMemoryResponse,
     Scope,
     Scoped,
-    ScopeParams,
     StoreMemoryResponse,
     UnknownOperation,
-    validate_request,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -164,14 +162,10 @@ class UserScope(Hooks, Memories, Forget):
         if starts is not None:
             starts()
 
-    async def _routed(self, params: Any) -> tuple[MemoryService | None, Any]:
-        """The service a request's `scope` names (None: this one) and the request without `scope`."""
-        if not isinstance(params, dict) or "scope" not in params:
-            return None, params
-        scope = validate_request(ScopeParams, {"scope": params["scope"]}).scope
-        rest = {key: value for key, value in params.items() if key != "scope"}
-        if scope == PROJECT or self.scope == USER:
-            return None, rest
+    async def _routed(self, scope: Scope | None) -> MemoryService | None:
+        """The service a request's `scope` names (None: this one)."""
+        if scope in (None, PROJECT) or self.scope == USER:
+            return None
         if self.backend.shared:
             raise FlowbabyError(
                 ErrorCode.INVALID_PAYLOAD,
@@ -180,7 +174,7 @@ class UserScope(Hooks, Memories, Forget):
             )
         service = await self._user_service(create=True)
         assert service is not None
-        return service, rest
+        return service
 
     def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
         """The reply with the store it came from."""
@@ -258,7 +252,7 @@ class UserScope(Hooks, Memories, Forget):
 
     async def _routed_request(self, request: ScopedRequest) -> tuple[MemoryService | None, ScopedRequest]:
         """As _routed, for a typed request: the service its `scope` names, and the request without it."""
-        user, _ = await self._routed({"scope": request.scope} if request.scope else {})
+        user = await self._routed(request.scope)
         return user, request.model_copy(update={"scope": None})
 
     async def forget_memory(
@@ -294,7 +288,7 @@ class UserScope(Hooks, Memories, Forget):
         if scope == PROJECT or self.scope == USER or (scope == "all" and not self._has_user_scope()):
             return self._listed(await super().list_memories(request), self.scope)
         if scope == USER:
-            user, _ = await self._routed({"scope": USER})
+            user = await self._routed(USER)
             assert user is not None
             return self._listed(await user.list_memories(request), USER)
         project = await super().list_memories(request)
@@ -344,7 +338,7 @@ class UserScope(Hooks, Memories, Forget):
         agent_name = options.get("agent_name")
         scope, request = request.scope or "all", request.model_copy(update={"scope": None})
         if scope == USER and self._has_user_scope():
-            service, _ = await self._routed({"scope": USER})
+            service = await self._routed(USER)
             assert service is not None
             return self._entries_marked(await service.retrieve(request, markdown=markdown, agent_name=agent_name), USER)
         if scope == PROJECT or not self._has_user_scope():

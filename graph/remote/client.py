@@ -29,10 +29,6 @@ from graph.core.contract import (
     BackgroundOperations,
     BackgroundStatusRequest,
     BackgroundStatusResponse,
-    BriefingRequest,
-    BriefingResponse,
-    CaptureRequest,
-    CaptureResponse,
     ChunkSearchRequest,
     ChunkSearchResponse,
     ContractFailure,
@@ -50,8 +46,6 @@ from graph.core.contract import (
     MemoryVersionsResponse,
     OperationReply,
     OperationStatus,
-    RecallRequest,
-    RecallResponse,
     RefusedRequest,
     RepairResponse,
     RetrievalError,
@@ -335,17 +329,9 @@ class RemoteService(_Operations):
     async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
         return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
-    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
-        raise self._hooks_unavailable()
-
-    async def recall(self, request: RecallRequest) -> RecallResponse:
-        raise self._hooks_unavailable()
-
-    async def capture(self, request: CaptureRequest) -> CaptureResponse:
-        raise self._hooks_unavailable()
-
-    def _hooks_unavailable(self) -> FlowbabyError:
-        return FlowbabyError(
+    async def _hook(self, request: BaseModel) -> Any:
+        """briefing, recall and capture (set below the class): refused, they work on this machine's own workspace."""
+        raise FlowbabyError(
             ErrorCode.FLOWBABY_ERROR,
             "The client hooks (briefing, recall, capture) work on this machine's own workspace and are not "
             f"available while the workspace is served by the team server {self.server.url}",
@@ -418,3 +404,5 @@ for _method in BODY_ROUTES:
 for _method in QUERY_ROUTES:
     if _method.service not in vars(RemoteService):  # sessions: refused, they read this machine's transcripts
         setattr(RemoteService, _method.service, _query_call(_method))
+for _name in ("briefing", "recall", "capture"):
+    setattr(RemoteService, _name, RemoteService._hook)
