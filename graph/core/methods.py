@@ -10,6 +10,7 @@ INGEST_CONTRACT.md is its prose.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -61,6 +62,8 @@ from graph.core.contract import (
     validate_retrieval,
 )
 from graph.core.contract.base import _Strict
+
+log = logging.getLogger("flowbaby.methods")
 
 
 class Reply(str, Enum):
@@ -330,7 +333,10 @@ async def request_of(service: Any, method: Method, params: Any, agent_name: str 
         return method.parse(params)
     except ContractFailure as error:
         if method.audit is not None:
-            await service.audit_refused(_refusal(method, params, error, agent_name))
+            try:
+                await service.audit_refused(_refusal(method, params, error, agent_name))
+            except Exception:  # the caller gets its request's error, never the audit's
+                log.exception("auditing a refused %s failed", method.audit)
         raise
 
 
