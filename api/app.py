@@ -32,21 +32,23 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
-    GetMemoryResponse,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
-    ListMemoriesResponse,
     MemoryContextResponse,
+    OperationReply,
     PublicHealthResponse,
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    RetrieveMemoryResponse,
     SessionDescription,
     SessionsRequest,
+    UnknownOperation,
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import BACKGROUND, RETRIEVE, RETRIEVE_MEMORY, SEARCH, request_of
 
 log = logging.getLogger("flowbaby.api")
 
@@ -90,22 +92,6 @@ def _session(**params: Any) -> SessionsRequest:
     """The sessions operation's request of a hand-written route (one it shares with another operation)."""
     request: SessionsRequest = validate_retrieval(SessionsRequest, params)
     return request
-
-
-def list_params(request: Request) -> dict[str, Any]:
-    """listMemories' fields from a query string, typed where the text says so; the service
-    validates them, so a bad value is answered as over the bridge (INVALID_PAYLOAD naming it)."""
-    params: dict[str, Any] = {}
-    for key, value in request.query_params.multi_items():
-        if key == "status":
-            params.setdefault("status", []).extend(item for item in value.split(",") if item)
-        elif key == "limit":
-            params[key] = int(value) if value.lstrip("-").isdigit() else value
-        elif key == "allVersions":
-            params[key] = {"true": True, "1": True, "false": False, "0": False}.get(value.lower(), value)
-        else:
-            params[key] = value
-    return params
 
 
 def own_namespace(service: MemoryService) -> str | None:
@@ -213,21 +199,19 @@ def create_app(
     @app.post("/api/agent/retrieve")
     async def retrieve(request: Request, format: Literal["json", "markdown"] = "json") -> Any:
         markdown = format == "markdown"
-        reply = await service.retrieve(await json_body(request, retrieval=True), markdown=markdown)
+        asked = await request_of(service, RETRIEVE_MEMORY if markdown else RETRIEVE, await json_body(request, True))
+        reply = await service.retrieve(asked, markdown=markdown)
         # Accept: application/json asks for the whole retrieveMemory reply (entries too): remote clients.
-        as_text = markdown and "application/json" not in request.headers.get("accept", "")
-        return PlainTextResponse(reply["markdown"], media_type="text/markdown") if as_text else reply
+        if isinstance(reply, RetrieveMemoryResponse) and "application/json" not in request.headers.get("accept", ""):
+            return PlainTextResponse(reply.markdown, media_type="text/markdown")
+        return reply.model_dump(mode="json")  # json.dumps' floats, as the bridge writes them
 
-    @app.get("/api/agent/background")
-    async def background() -> dict[str, Any]:
-        return await service.background_status({})
-
-    @app.get("/api/agent/background/{operation_id}")
-    async def background_one(operation_id: str) -> Any:
-        reply = await service.background_status({"operationId": operation_id})
-        if reply["status"] == "unknown":  # a resource path: an id the ledger never had is a 404
-            return _failure(FlowbabyError(ErrorCode.NOT_FOUND, f'No operation "{operation_id}"').to_response())
-        return reply
+    @app.get("/api/agent/background/{operationId}", response_model=OperationReply)
+    async def background_one(operationId: str) -> Any:
+        reply = await service.background_status(await request_of(service, BACKGROUND, {"operationId": operationId}))
+        if isinstance(reply, UnknownOperation):  # a resource path: an id the ledger never had is a 404
+            return _failure(FlowbabyError(ErrorCode.NOT_FOUND, f'No operation "{operationId}"').to_response())
+        return reply.model_dump(mode="json")
 
     @app.get("/api/agent/search")
     async def search(
@@ -239,7 +223,8 @@ def create_app(
                 current = await service.sessions("current", _session(cwd=cwd, source=source))
                 session_id = cast(SessionDescription, current).session_id
             return await service.sessions("search", _session(session_id=session_id, q=q, limit=limit, source=source))
-        return await service.search_chunks({"q": q, "limit": limit})
+        reply = await service.search_chunks(await request_of(service, SEARCH, {"q": q, "limit": limit}))
+        return reply.model_dump(mode="json")  # json.dumps' floats, as before
 
     @app.get("/api/agent/index/status")
     async def index_status(session_id: str | None = None, cwd: str | None = None, source: str | None = None) -> Any:
@@ -255,16 +240,6 @@ def create_app(
     @app.get("/api/agent/supersessions", response_model=ImpliedSupersessionsResponse)
     async def implied_supersessions() -> ImpliedSupersessionsResponse:
         return await service.implied_supersessions()
-
-    @app.get("/api/agent/memories", response_model=ListMemoriesResponse)
-    async def list_memories(request: Request) -> dict[str, Any]:
-        """listMemories: the query parameters are its fields (status comma-separated or repeated)."""
-        return await service.list_memories(list_params(request))
-
-    @app.get("/api/agent/memories/{topic_id}", response_model=GetMemoryResponse)
-    async def memory(topic_id: str, scope: str | None = None) -> dict[str, Any]:
-        """getMemory (its reply holds memoryVersions' topicId and versions too); ?scope=user: the user store."""
-        return await service.get_memory(_given(topicId=topic_id, scope=scope))
 
     @app.delete("/api/agent/memories/{topic_id}", response_model=ForgetMemoryResponse)
     async def forget_memory(

@@ -15,7 +15,14 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 import graph.core.jsonwire as jsonwire
 from api.browser_auth import CSRF_HEADER, SESSION_TTL_SEC, cookie_name, same_origin_problem
 from api.tenancy import CurrentService, Tenancy, bearer, session_caller
-from graph.core.contract import ErrorCode, FlowbabyError, GetMemoryResponse, MemoryContextResponse
+from graph.core.contract import (
+    ErrorCode,
+    FlowbabyError,
+    GetMemoryRequest,
+    GetMemoryResponse,
+    MemoryContextResponse,
+    validate_request,
+)
 
 UI = Path(__file__).with_name("ui")
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
@@ -81,10 +88,12 @@ def browser_routes(app: FastAPI, tenancy: Tenancy) -> None:
     service = CurrentService(tenancy.services.default)
 
     @app.get("/api/agent/memory", response_model=GetMemoryResponse)
-    async def memory(topicId: str, scope: str | None = None) -> dict[str, Any]:
+    async def memory(topicId: str, scope: str | None = None) -> GetMemoryResponse:
         """getMemory with the topicId as a query parameter: a path segment cannot carry every
         topicId (`/` splits it, a browser resolves `..` away); ?scope=user: the user store's."""
-        return dict(await service.get_memory({"topicId": topicId, **({"scope": scope} if scope else {})}))
+        request: GetMemoryRequest = validate_request(GetMemoryRequest, {"topicId": topicId, "scope": scope})
+        reply: GetMemoryResponse = await service.get_memory(request)
+        return reply
 
     @app.get("/api/agent/memory/context", response_model=MemoryContextResponse)
     async def memory_context(

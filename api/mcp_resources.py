@@ -35,7 +35,13 @@ from mcp_types import (
 )
 
 from graph.api import MemoryService, memory_whole
-from graph.core.contract import ContractFailure
+from graph.core.contract import (
+    BriefingRequest,
+    ContractFailure,
+    GetMemoryRequest,
+    ListMemoriesRequest,
+    validate_request,
+)
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -86,11 +92,11 @@ class Idioms:
         )
         async def read_memory(topicId: str) -> str:
             try:
-                got = await self.service.get_memory({"topicId": unquote(topicId)})
+                got = await self.service.get_memory(GetMemoryRequest(topicId=unquote(topicId)))
             except ContractFailure as error:
                 code = RESOURCE_NOT_FOUND if error.code.value == "NOT_FOUND" else INVALID_PARAMS
                 raise MCPError(code=code, message=error.message, data={"uri": memory_uri(unquote(topicId))}) from None
-            return memory_whole(got)
+            return memory_whole(got.model_dump(mode="json"))
 
         @server.prompt(
             name="flowbaby_briefing",
@@ -98,8 +104,8 @@ class Idioms:
             description="This workspace's current decisions, open questions and next steps, one line per memory",
         )
         async def briefing() -> str:
-            reply = await self.service.briefing({"maxTokens": 800})
-            return reply["text"] or "Flowbaby holds no current memory for this workspace yet."
+            reply = await self.service.briefing(BriefingRequest(maxTokens=800))
+            return reply.text or "Flowbaby holds no current memory for this workspace yet."
 
     async def list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams
@@ -107,7 +113,7 @@ class Idioms:
         """One page of memories, newest first; nextCursor is listMemories'."""
         request: dict[str, Any] = {"limit": PAGE} | ({"cursor": params.cursor} if params.cursor else {})
         try:
-            page = await self.service.list_memories(request)
+            page = await self.service.list_memories(validate_request(ListMemoriesRequest, request))
         except ContractFailure as error:
             raise MCPError(code=INVALID_PARAMS, message=error.message) from None
         resources = [
@@ -118,9 +124,9 @@ class Idioms:
                 description=f"{item['status']}, {item['updatedAt'][:10]}: {item['preview']}",
                 mime_type="text/markdown",
             )
-            for item in page["memories"]
+            for item in page.model_dump(mode="json")["memories"]
         ]
-        return ListResourcesResult(resources=resources, next_cursor=page.get("nextCursor"))
+        return ListResourcesResult(resources=resources, next_cursor=page.nextCursor)
 
     async def set_level(self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams) -> EmptyResult:
         key = _connection_key(ctx)
@@ -175,12 +181,12 @@ class Idioms:
         """How many memories there are and which was staged last: a store, a new version or a forget moves it."""
         try:
             health = await self.service.health()
-            page = await self.service.list_memories({"limit": 1, "allVersions": True})
+            page = await self.service.list_memories(ListMemoriesRequest(limit=1, allVersions=True))
         except Exception:  # an owner leaving, a team server down: the next poll tries again
             log.debug("the memory list could not be read", exc_info=True)
             return None
-        newest = page["memories"][0] if page["memories"] else {}
-        return health.memories, f"{newest.get('memoryId')}:{newest.get('stagedAt')}"
+        newest = page.memories[0] if page.memories else None
+        return health.memories, f"{newest and newest.memoryId}:{newest and newest.stagedAt}"
 
 
 def _connection_key(ctx: ServerRequestContext[Any, Any]) -> str:

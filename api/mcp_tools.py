@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
@@ -33,10 +34,18 @@ from graph.core.contract import (
     FlowbabyError,
     ForgetMemoryRequest,
     GetMemoriesRequest,
+    GetMemoryRequest,
+    GetMemoryResponse,
     SessionsRequest,
     validate_request,
     validate_retrieval,
 )
+from graph.core.methods import BACKGROUND as BACKGROUND_ROW
+from graph.core.methods import RETRIEVE_MEMORY, request_of
+from graph.core.methods import STORE as STORE_ROW
+
+AUDITED_BACKGROUND = replace(BACKGROUND_ROW, audit="backgroundStatus")
+"""The MCP tool's backgroundStatus: its calls are audited, a refused one too (the bridge's are not)."""
 
 log = logging.getLogger("flowbaby.mcp")
 
@@ -241,36 +250,39 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
 
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            return success(await service.store_memory({**params, "agentName": agent}))
+            request = await request_of(service, STORE_ROW, {**params, "agentName": agent})
+            return success(await service.store_memory(request))
 
         return await framed(STORE, call)
 
     async def retrieve_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            reply = await service.retrieve(params, markdown=True, agent_name=agent)  # retrieveMemory (3.6)
-            return markdown_only(answer_index(reply))
+            request = await request_of(service, RETRIEVE_MEMORY, params, agent)
+            reply = await service.retrieve(request, markdown=True, agent_name=agent)  # retrieveMemory (3.6)
+            return markdown_only(answer_index(reply.model_dump(mode="json")))
 
         return await framed(RETRIEVE, call)
 
     async def background_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
-            return success(await service.background_status(params, audited=True, agent_name=agent))
+            request = await request_of(service, AUDITED_BACKGROUND, params, agent)
+            return success(await service.background_status(request, audited=True, agent_name=agent))
 
         return await framed(BACKGROUND, call)
 
     async def get_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
             request: GetMemoriesRequest = validate_request(GetMemoriesRequest, params)
-            found: list[dict[str, Any]] = []
+            found: list[GetMemoryResponse] = []
             missing: list[str] = []
             for topic_id in dict.fromkeys(request.topicIds):
                 try:
-                    found.append(await service.get_memory({"topicId": topic_id}))
+                    found.append(await service.get_memory(GetMemoryRequest(topicId=topic_id)))
                 except ContractFailure as error:
                     if error.code.value != "NOT_FOUND":
                         raise
                     missing.append(topic_id)
-            text = "\n\n".join(memory_whole(got) for got in found)
+            text = "\n\n".join(memory_whole(got.model_dump(mode="json")) for got in found)
             if missing:
                 text += ("\n\n" if text else "") + "No memory with topicId: " + ", ".join(missing)
             return markdown_only(text)

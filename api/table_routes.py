@@ -15,7 +15,7 @@ from pydantic import BaseModel
 import graph.core.jsonwire as jsonwire
 from graph.api import MemoryService
 from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
-from graph.core.methods import BODY_ROUTES, METHODS, QUERY_ROUTES, Method
+from graph.core.methods import BODY_ROUTES, METHODS, QUERY_ROUTES, Method, request_of
 
 BODIES: dict[str, type[BaseModel]] = {
     method.http.split(" ")[1].split("?")[0]: method.body for method in METHODS if method.http and method.body
@@ -45,7 +45,7 @@ def _verb_path(method: Method) -> tuple[str, str]:
 async def _call(service: MemoryService, method: Method, params: Any) -> Any:
     """The service's reply; a contract model is serialised by pydantic directly (FastAPI's own encoding of
     a 2,000-node graph snapshot took ~70 ms), the row's `response` still documenting it."""
-    request = method.parse(params) if method.parse is not None else params
+    request = await request_of(service, method, params) if method.parse is not None else params
     reply = await getattr(service, method.service)(*method.args, request, **method.kwargs)
     if isinstance(reply, BaseModel):
         return Response(reply.model_dump_json(), status_code=method.status, media_type="application/json")
@@ -89,14 +89,17 @@ def _typed(name: str, value: str, schema: dict[str, Any]) -> Any:
 
 def query_route(app: FastAPI, service: MemoryService, method: Method) -> None:
     """The route of a typed row without a body (QUERY_ROUTES): its fields from the row's query parameters
-    (others are ignored) and its path."""
+    (others are ignored, unless the row reads the query string itself: `from_query`) and its path."""
     verb, path = _verb_path(method)
     fields = _fields(method)
     in_path = re.findall(r"{(\w+)}", path)
 
     async def route(request: Request) -> Any:
         given = request.query_params
-        params = {name: _typed(name, given[name], fields[name]) for name in method.query if name in given}
+        if method.from_query is not None:
+            params = method.from_query(given.multi_items())
+        else:
+            params = {name: _typed(name, given[name], fields[name]) for name in method.query if name in given}
         return await _call(service, method, {**params, **request.path_params})
 
     parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in in_path]

@@ -35,7 +35,7 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
 )
-from graph.core.methods import BRIDGE_METHODS, RETRIEVAL_METHODS, Method
+from graph.core.methods import BRIDGE_METHODS, RETRIEVAL_METHODS, Method, request_of
 
 
 class HttpServer(Protocol):
@@ -206,9 +206,12 @@ class Bridge:
 def _bridge_call(service: MemoryService, method: Method) -> Callable[[dict[str, Any]], Any]:
     """The bridge's call of one row of the method table (graph.core.methods)."""
     answer = getattr(service, method.service)
-    parse = method.parse
-    if parse is not None:
-        return lambda params: answer(*method.args, parse(params), **method.kwargs)
+    if method.parse is not None:
+
+        async def typed(params: dict[str, Any]) -> Any:
+            return await answer(*method.args, await request_of(service, method, params), **method.kwargs)
+
+        return typed
     if method.params:
         return lambda params: answer(*method.args, params, **method.kwargs)
     return lambda params: answer(*method.args, **method.kwargs)

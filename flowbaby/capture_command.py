@@ -10,6 +10,7 @@ import sys
 
 
 async def capture(workspace: str, params: dict[str, object]) -> int:
+    from flowbaby.owner_line import call_json
     from graph.api import open_service
     from graph.core.contract import FlowbabyError
 
@@ -17,7 +18,7 @@ async def capture(workspace: str, params: dict[str, object]) -> int:
     if isinstance(service, FlowbabyError):
         return 3
     try:
-        print(json.dumps(await service.capture(params)), flush=True)
+        print(json.dumps(await call_json(service, "capture", params)), flush=True)
     finally:
         await service.close(5.0, hand_on=True)
     return 0

@@ -104,5 +104,5 @@ async def run_correction(args: argparse.Namespace, service: Any) -> dict[str, An
     if args.memories_command == "supersede":
         params = {"olderTopicId": args.older, "newerTopicId": args.newer, "listed": False}
         return await call_json(service, "confirm_supersession", params)
-    latest = (await service.get_memory(scoped(args, {"topicId": args.topic_id})))["latest"]
-    return dict(await service.ingest(scoped(args, edit_params(args, latest, args.topic_id))))
+    latest = (await call_json(service, "get_memory", scoped(args, {"topicId": args.topic_id})))["latest"]
+    return await call_json(service, "ingest", scoped(args, edit_params(args, latest, args.topic_id)))

@@ -116,7 +116,7 @@ def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, c
                 raise NoOwner(f"no owner endpoint: {address}: {exc.strerror}") from None
             if peer_uid(conn) not in (None, os.getuid()):
                 raise OwnerUnavailable(f"{address} is served by another user")
-            conn.sendall(json.dumps({"id": 1, "method": method, "args": {"params": params}}).encode() + b"\n")
+            conn.sendall(json.dumps({"id": 1, "method": method, "args": {"request": params}}).encode() + b"\n")
             buffer = b""
             while True:
                 conn.settimeout(max(0.01, deadline - time.monotonic()))

@@ -147,16 +147,16 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")
         if args.cursor:
             params["cursor"] = args.cursor
-        return await service.list_memories(scoped(args, params))
+        return await call_json(service, "list_memories", scoped(args, params))
     if args.memories_command == "add":
         fields: dict[str, Any] = {"topic": args.topic, "context": args.context, "decisions": args.decision}
         if args.topic_id:
             fields["metadata"] = {"topicId": args.topic_id}
-        return await service.store_memory(scoped(args, {**fields, "agentName": "flowbaby-cli"}))
+        return await call_json(service, "store_memory", scoped(args, {**fields, "agentName": "flowbaby-cli"}))
     if args.memories_command == "restore":
         return await call_json(service, "restore_memory", scoped(args, {"topicId": args.topic_id}))
     shown = {"topicId": args.topic_id}
-    return await service.get_memory({**shown, "scope": args.scope} if args.scope else shown)
+    return await call_json(service, "get_memory", {**shown, "scope": args.scope} if args.scope else shown)
 
 
 def format_list(reply: dict[str, Any]) -> str:
@@ -173,7 +173,7 @@ def format_list(reply: dict[str, Any]) -> str:
 async def _run(args: argparse.Namespace) -> int:
     # A forget that owns the workspace waits for its graph step; list and show leave the graph work to the finisher.
     service = await open_for("memories", args.workspace, build_graph=args.memories_command == "forget")
-    if not hasattr(service, "list_memories"):  # a FlowbabyError: open_service said why on stderr
+    if isinstance(service, Exception):  # a FlowbabyError: open_service said why on stderr
         from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE

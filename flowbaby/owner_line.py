@@ -21,6 +21,8 @@ from typing import Any
 from flowbaby.hook import OwnerUnavailable, owner_socket, peer_uid
 from graph.core.workspace_root import DATA_DIR, shared_root
 
+FROM_ORIGIN = frozenset({"ingest", "store_memory", "retrieve"})
+"""The operations that record or read against the caller's folder (its git checkout): sent with the command's."""
 CALL_TIMEOUT_SEC = 120.0
 """A call's longest wait: a forget that waits for its graph step waits up to 45 s in the owner."""
 
@@ -81,27 +83,6 @@ class OwnerLine:
             return reply["result"]
         raise _contract_failure(method, reply)
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
-        return dict(self.call("list_memories", params=params))
-
-    async def get_memory(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("get_memory", params=params))
-
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("ingest", params=params, origin=self.origin))
-
-    async def store_memory(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("store_memory", params=params, origin=self.origin))
-
-    async def retrieve(
-        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
-    ) -> dict[str, Any]:
-        origin = origin or self.origin
-        return dict(self.call("retrieve", params=params, markdown=markdown, agent_name=agent_name, origin=origin))
-
-    async def background_status(self, params: Any) -> dict[str, Any]:
-        return dict(self.call("background_status", params=params))
-
     async def close(self, grace_sec: float = 0.0, *, hand_on: bool = False) -> None:
         """The owner goes on; only this connection ends."""
         self._conn.close()
@@ -110,12 +91,14 @@ class OwnerLine:
 async def call_json(service: Any, operation: str, params: Any = None, **kwargs: Any) -> dict[str, Any]:
     """A typed operation with a command's params (None: it takes none), its reply as JSON. Through the owner
     the params go as they are and the owner validates them (so the command imports no pydantic); a service
-    of this process gets the contract model (graph.core.methods PARSERS: validated with the same errors)."""
+    of this process gets the contract model (graph.core.methods request_of: validated with the same errors)."""
     if isinstance(service, OwnerLine):
+        if operation in FROM_ORIGIN:
+            kwargs.setdefault("origin", service.origin)
         return dict(service.call(operation, **kwargs, **({} if params is None else {"request": params})))
-    from graph.core.methods import PARSERS
+    from graph.core.methods import TYPED, request_of
 
-    request = () if params is None else (PARSERS[operation](params),)
+    request = () if params is None else (await request_of(service, TYPED[operation], params),)
     reply = await getattr(service, operation)(*request, **kwargs)
     return dict(reply.model_dump(mode="json"))
 

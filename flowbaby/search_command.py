@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from flowbaby.owner_line import failure_body, open_for
+from flowbaby.owner_line import call_json, failure_body, open_for
 
 AGENT_NAME = "cli"
 """The audit log's agentName for a search from the shell."""
@@ -87,7 +87,7 @@ def as_text(reply: dict[str, Any]) -> str:
 
 async def _run(args: argparse.Namespace) -> int:
     service = await open_for("search", args.workspace)
-    if not hasattr(service, "retrieve"):  # a FlowbabyError: open_service said why on stderr
+    if isinstance(service, Exception):  # a FlowbabyError: open_service said why on stderr
         from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE
@@ -95,7 +95,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.scope != "all":
         params["scope"] = args.scope
     try:
-        reply = await service.retrieve(params, agent_name=AGENT_NAME)
+        reply = await call_json(service, "retrieve", params, agent_name=AGENT_NAME)
     except Exception as exc:
         body = failure_body(exc)
         if body is None:

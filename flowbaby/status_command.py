@@ -47,7 +47,7 @@ async def _status(service: MemoryService) -> dict[str, Any]:
             await asyncio.wait_for(service.flush_vectors(), WARM_UP_SEC)
     return {
         "index": await call_json(service, "index_status"),
-        "background": await service.background_status({}),
+        "background": await call_json(service, "background_status", {}),
     }
 
 
@@ -101,7 +101,7 @@ async def _run(args: argparse.Namespace) -> int:
         print(f"flowbaby {args.command}: {root} is not a flowbaby workspace (no .flowbaby/ folder)", file=sys.stderr)
         return EXIT_NOT_A_WORKSPACE
     service = await open_for(args.command, str(root))
-    if not hasattr(service, "background_status"):  # a FlowbabyError: open_service said why on stderr
+    if isinstance(service, Exception):  # a FlowbabyError: open_service said why on stderr
         from graph.api import EXIT_WORKSPACE_UNAVAILABLE
 
         return EXIT_WORKSPACE_UNAVAILABLE

@@ -18,12 +18,16 @@ from graph.core.contract import (
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     MemoryVersionsResponse,
+    RefusedRequest,
+    Succeeded,
     format_timestamp,
     utc_now,
     validate_request,
 )
 from graph.core.ingest_redaction import Redactor, load_user_patterns
+from graph.core.methods import INGEST, request_of
 from graph.core.settings import load_settings
 from graph.core.workspace import WorkspacePaths
 
@@ -35,9 +39,10 @@ COMPARED = ("topic", "context", "decisions", "rationale", "openQuestions", "next
 
 
 class Importer(Protocol):
-    """The two service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
+    """The service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
 
-    async def ingest(self, params: Any, *, bulk: bool = ...) -> dict[str, Any]: ...
+    async def ingest(self, request: FlowbabyIngestRequest, *, bulk: bool = ...) -> FlowbabyIngestResponse: ...
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse: ...
 
 
@@ -78,7 +83,8 @@ async def _stage(service: Importer, payload: dict[str, Any]) -> str:
             return "unchanged"
     for attempt in range(BACKLOG_RETRIES + 1):
         try:
-            await service.ingest(payload, bulk=True)  # a user's import is not an agent's burst
+            request = await request_of(service, INGEST, payload)
+            await service.ingest(request, bulk=True)  # a user's import is not an agent's burst
             break
         except ContractFailure as failure:
             if failure.code.value != ErrorCode.BACKLOG.value or attempt == BACKLOG_RETRIES:

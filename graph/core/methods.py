@@ -10,6 +10,7 @@ INGEST_CONTRACT.md is its prose.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -22,28 +23,47 @@ from graph.core.contract import (
     SESSION_REPLIES,
     AuditTailRequest,
     AuditTailResponse,
+    BackgroundOperations,
+    BackgroundStatusRequest,
+    BriefingRequest,
+    CaptureRequest,
+    ChunkSearchRequest,
+    ChunkSearchResponse,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
+    ContractFailure,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
     FlowbabyContextRequest,
+    FlowbabyContextResponse,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
+    GetMemoryRequest,
+    GetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
+    RecallRequest,
+    RefusedRequest,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
+    RetrieveMemoryRequest,
+    RetrieveMemoryResponse,
     SessionOp,
     SessionsRequest,
     StoreMemoryResponse,
+    list_query,
     validate_request,
     validate_retrieval,
 )
 from graph.core.contract.base import _Strict
+
+log = logging.getLogger("flowbaby.methods")
 
 
 class Reply(str, Enum):
@@ -83,6 +103,11 @@ class Method:
     query: tuple[str, ...] = ()
     """A typed operation's route without a body: the query parameters it takes (its path names the others);
     the HTTP app makes it from this row (api/table_routes.py)."""
+    audit: str | None = None
+    """The command a refused request is audited as (its parse failed before the engine saw it: request_of)."""
+    from_query: Callable[[list[tuple[str, str]]], dict[str, Any]] | None = None
+    """How its route reads the query string into the request's fields, where not by each field's type
+    (listMemories: a status list, comma-separated or repeated)."""
 
     @property
     def retrieval_errors(self) -> bool:
@@ -103,9 +128,23 @@ def _query(
     response: type[BaseModel],
     query: tuple[str, ...],
     errors: Callable[[type[_Strict], Any], Any] = validate_request,
+    **extra: Any,
 ) -> Method:
     """A typed operation whose HTTP route takes its request's fields from the query string."""
-    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query)
+    return Method(service, bridge, http, response=response, parse=partial(errors, request), query=query, **extra)
+
+
+def _write(service: str, bridge: str, http: str, mcp: str | None, response: type[BaseModel]) -> Method:
+    """ingestForAgent and storeMemory: a summary staged (202); a refused one is audited as the command."""
+    parse = partial(validate_request, FlowbabyIngestRequest)
+    return Method(
+        service, bridge, http, mcp, body=FlowbabyIngestRequest, response=response, status=202, parse=parse, audit=bridge
+    )
+
+
+def _hook(service: str, bridge: str | None, request: type[_Strict]) -> Method:
+    """A client hook's operation (section 17): reached through the owner (the stand-alone hook's socket call)."""
+    return Method(service, bridge, parse=partial(validate_request, request))
 
 
 def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ...] = ("source",)) -> Method:
@@ -123,34 +162,40 @@ def _sessions(op: SessionOp, bridge: str, http: str | None, query: tuple[str, ..
 
 METHODS: tuple[Method, ...] = (
     Method("health", "health", "GET /api/health", params=False),
-    Method(
-        "ingest",
-        "ingestForAgent",
-        "POST /api/agent/ingest",
-        body=FlowbabyIngestRequest,
-        response=FlowbabyIngestResponse,
-        status=202,
+    INGEST := _write("ingest", "ingestForAgent", "POST /api/agent/ingest", None, FlowbabyIngestResponse),
+    STORE := _write(
+        "store_memory", "storeMemory", "POST /api/agent/memories", "flowbaby_storeMemory", StoreMemoryResponse
     ),
-    Method(
-        "store_memory",
-        "storeMemory",
-        "POST /api/agent/memories",
-        "flowbaby_storeMemory",
-        body=FlowbabyIngestRequest,
-        response=StoreMemoryResponse,
-        status=202,
+    Method("audit_refused"),
+    BACKGROUND := _query(
+        "background_status",
+        "backgroundStatus",
+        "GET /api/agent/background",
+        BackgroundStatusRequest,
+        BackgroundOperations,
+        (),
+        mcp="flowbaby_backgroundStatus",
     ),
-    Method("background_status", "backgroundStatus", "GET /api/agent/background", "flowbaby_backgroundStatus"),
-    Method(
-        "retrieve", "retrieveForAgent", "POST /api/agent/retrieve", reply=Reply.RETRIEVAL, body=FlowbabyContextRequest
+    RETRIEVE := Method(
+        "retrieve",
+        "retrieveForAgent",
+        "POST /api/agent/retrieve",
+        reply=Reply.RETRIEVAL,
+        body=FlowbabyContextRequest,
+        response=FlowbabyContextResponse,
+        parse=partial(validate_retrieval, FlowbabyContextRequest),
+        audit="retrieveForAgent",
     ),
-    Method(
+    RETRIEVE_MEMORY := Method(
         "retrieve",
         "retrieveMemory",
         "POST /api/agent/retrieve?format=markdown",
         "flowbaby_retrieveMemory",
         Reply.RETRIEVAL,
         kwargs={"markdown": True},
+        response=RetrieveMemoryResponse,
+        parse=partial(validate_retrieval, RetrieveMemoryRequest),
+        audit="retrieveMemory",
     ),
     Method("index_status", "indexStatus", "GET /api/agent/index/status", "flowbaby_indexStatus", params=False),
     Method("repair", "repair", "POST /api/agent/index/repair", params=False),
@@ -173,8 +218,24 @@ METHODS: tuple[Method, ...] = (
         ConfirmSupersessionResponse,
     ),
     Method("memory_versions"),
-    Method("list_memories", "listMemories", "GET /api/agent/memories"),
-    Method("get_memory", "getMemory", "GET /api/agent/memories/{topic_id}", "flowbaby_getMemory"),
+    _query(
+        "list_memories",
+        "listMemories",
+        "GET /api/agent/memories",
+        ListMemoriesRequest,
+        ListMemoriesResponse,
+        tuple(ListMemoriesRequest.model_fields),
+        from_query=list_query,
+    ),
+    _query(
+        "get_memory",
+        "getMemory",
+        "GET /api/agent/memories/{topicId}",
+        GetMemoryRequest,
+        GetMemoryResponse,
+        ("scope",),
+        mcp="flowbaby_getMemory",
+    ),
     _body(
         "restore_memory",
         "restoreMemory",
@@ -196,7 +257,16 @@ METHODS: tuple[Method, ...] = (
     ),
     _body("import_memories", "importMemories", "POST /api/agent/import", ImportMemoriesRequest, ImportMemoriesResponse),
     Method("memory_context", http="GET /api/agent/memories/{topic_id}/context"),
-    Method("search_chunks", http="GET /api/agent/search"),
+    # Its route is shared with a session's search (session_id or cwd): written by hand in api/app.py.
+    SEARCH := _query(
+        "search_chunks",
+        None,
+        "GET /api/agent/search?q=",
+        ChunkSearchRequest,
+        ChunkSearchResponse,
+        ("q", "limit"),
+        validate_retrieval,
+    ),
     _query("audit_tail", None, "GET /api/agent/audit", AuditTailRequest, AuditTailResponse, ("limit",)),
     _sessions("list", "sessionsList", "GET /api/agent/sessions", ("cwd", "source")),
     _sessions("current", "sessionsCurrent", "GET /api/agent/current-session", ("cwd", "source")),
@@ -218,9 +288,9 @@ METHODS: tuple[Method, ...] = (
     _sessions("repair", "sessionsRepair", "POST /api/agent/sessions/{session_id}/repair"),
     # Reached through the owner only: the fronts' session watch and the client hooks (section 17).
     Method("watch_sessions"),
-    Method("briefing", "briefing"),  # also the VS Code extension's Copilot instructions file (17.6)
-    Method("recall"),
-    Method("capture"),
+    _hook("briefing", "briefing", BriefingRequest),  # also the VS Code extension's Copilot instructions file (17.6)
+    _hook("recall", None, RecallRequest),
+    _hook("capture", None, CaptureRequest),
 )
 
 OWNER_METHODS = frozenset(method.service for method in METHODS)
@@ -235,8 +305,41 @@ QUERY_ROUTES = tuple(
 )
 """Typed operations whose HTTP route takes its fields from the query string and path: made from these rows
 (api/table_routes.py); a route another operation shares (`?` in it) is written by hand."""
-PARSERS: dict[str, Callable[[Any], BaseModel]] = {method.service: method.parse for method in METHODS if method.parse}
-"""A typed operation's request from its JSON, with the error its callers parse (the owner's socket, the
-command line through it)."""
 RETRIEVAL_METHODS = frozenset(name for name, method in BRIDGE_METHODS.items() if method.reply is Reply.RETRIEVAL)
 """Bridge methods whose failures use the retrieval shape."""
+
+
+def _refusal(method: Method, params: Any, error: ContractFailure, agent_name: str | None) -> RefusedRequest:
+    """The audit line's fields: the caller's agent (the front's, else the request's), and the text it
+    digests (a write's topic, a retrieval's query)."""
+    assert method.audit is not None
+    sent = params if isinstance(params, dict) else {}
+    said = sent.get("query" if method.reply is Reply.RETRIEVAL else "topic")
+    agent = agent_name or sent.get("agentName")
+    return RefusedRequest(
+        command=method.audit,
+        errorCode=error.code.value,
+        agentName=agent if isinstance(agent, str) else None,
+        topic=said if isinstance(said, str) else None,
+    )
+
+
+async def request_of(service: Any, method: Method, params: Any, agent_name: str | None = None) -> Any:
+    """A typed row's request from its params (the row's parse, with the error its callers parse); a
+    refused one is first audited by the service where the row says (`audit`), as the engine audited
+    the invalid requests it validated itself. `agent_name`: the caller a front knows (the MCP client)."""
+    assert method.parse is not None
+    try:
+        return method.parse(params)
+    except ContractFailure as error:
+        if method.audit is not None:
+            try:
+                await service.audit_refused(_refusal(method, params, error, agent_name))
+            except Exception:  # the caller gets its request's error, never the audit's
+                log.exception("auditing a refused %s failed", method.audit)
+        raise
+
+
+TYPED: dict[str, Method] = {method.service: method for method in reversed(METHODS) if method.parse}
+"""A typed operation's row by its service method, its first (retrieve: retrieveForAgent's): the owner's socket,
+the command line, the engine's own calls."""

@@ -15,15 +15,20 @@ from graph.capture.session_capture import capture_enabled, plan_capture, read_se
 from graph.core.contract import (
     USER,
     BriefingRequest,
+    BriefingResponse,
     CaptureRequest,
+    CaptureResponse,
+    FlowbabyContextRequest,
     FlowbabyError,
     Freshness,
     RecallRequest,
+    RecallResponse,
     utc_now,
-    validate_request,
+    validate_retrieval,
 )
 from graph.core.environment import Environment
 from graph.core.memories import Memory
+from graph.core.methods import INGEST, STORE, request_of
 from graph.engine.ingest import Ingest
 from graph.engine.retrieval import Retrieval
 from graph.engine.state import log
@@ -36,10 +41,9 @@ BRIEFING_FRESHNESS_SEC = 0.5
 class Hooks(Retrieval, Ingest):
     """briefing, recall, capture."""
 
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
+    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The session-start briefing: current decisions, open questions and next steps, other
         agents' new memories; one line per memory, within maxTokens."""
-        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
         checker = self._freshness_for(self.origin)
 
         def freshness(memories: list[Memory]) -> list[Freshness] | None:
@@ -56,39 +60,46 @@ class Hooks(Retrieval, Ingest):
                 )
                 return None
 
-        def build() -> dict[str, Any]:
-            return build_briefing(
-                self.store.iter_memories(),
-                agent_name=request.agentName,
-                since=request.since,
-                recalls=self._recalls.load(),
-                max_tokens=request.maxTokens,
-                freshness=freshness,
-                pairs=self._retriever.supersession_pairs(refresh=False) if self._retriever else (),
+        def build() -> BriefingResponse:
+            return BriefingResponse.model_validate(
+                build_briefing(
+                    self.store.iter_memories(),
+                    agent_name=request.agentName,
+                    since=request.since,
+                    recalls=self._recalls.load(),
+                    max_tokens=request.maxTokens,
+                    freshness=freshness,
+                    pairs=self._retriever.supersession_pairs(refresh=False) if self._retriever else (),
+                )
             )
 
         return await asyncio.to_thread(build)
 
-    async def recall(self, params: Any) -> dict[str, Any]:
-        """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`."""
-        request: RecallRequest = validate_request(RecallRequest, params)
-        found = await self.retrieve(
-            {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)},
-            agent_name=request.agentName,
-        )
-        if found["abstained"]:
-            return {"text": "", "topicIds": [], "tokens": 0, "abstained": True, "abstainReason": found["abstainReason"]}
-        reply = compact_recall(found["entries"], set(request.exclude), request.maxTokens, request.maxResults)
+    async def recall(self, request: RecallRequest) -> RecallResponse:
+        """Per-prompt recall: a retrieval that may abstain, as compact lines, none of `exclude`; `items` says
+        each line's topicId and scope."""
+        asked = {"query": request.query, "maxResults": request.maxResults + min(len(request.exclude), 5)}
+        found = await self.retrieve(validate_retrieval(FlowbabyContextRequest, asked), agent_name=request.agentName)
+        if found.abstained:
+            abstained = {
+                "text": "",
+                "topicIds": [],
+                "tokens": 0,
+                "abstained": True,
+                "abstainReason": found.abstainReason,
+            }
+            return RecallResponse.model_validate(abstained)
+        entries = [entry.model_dump(mode="json") for entry in found.entries]
+        reply = compact_recall(entries, set(request.exclude), request.maxTokens, request.maxResults)
         await asyncio.to_thread(self._recalls.add, reply["topicIds"])
-        return {**reply, "abstained": False, "abstainReason": None}
+        return RecallResponse.model_validate({**reply, "abstained": False, "abstainReason": None})
 
-    async def capture(self, params: Any) -> dict[str, Any]:
+    async def capture(self, request: CaptureRequest) -> CaptureResponse:
         """Distil an agent session's turns since its last capture into a new version of the
         session's topic (graph/capture); says why when it stores nothing."""
-        request: CaptureRequest = validate_request(CaptureRequest, params)
         topic_id = topic_id_for(request.source, request.sessionId)
         if not capture_enabled():
-            return {"captured": False, "reason": "capture is off (FLOWBABY_CAPTURE=0)", "topicId": topic_id}
+            return CaptureResponse(captured=False, reason="capture is off (FLOWBABY_CAPTURE=0)", topicId=topic_id)
         async with self._capture_lock:
             plan, reason, turns, got, personal = await asyncio.to_thread(self._plan_capture, request, topic_id)
             reply: dict[str, Any] = {"captured": False, "reason": reason, "topicId": topic_id, "turns": turns}
@@ -99,11 +110,11 @@ class Hooks(Retrieval, Ingest):
                 if got.fallback:
                     reply["llmFallback"] = got.fallback
             if plan is not None:
-                staged = await self.ingest(plan, capture=True)
-                metrics = staged["ingestion_metrics"]
+                staged = await self.ingest(await request_of(self, INGEST, plan), capture=True)
+                metrics = staged.ingestion_metrics
                 reply |= {
                     "captured": True,
-                    "operationId": staged["operationId"],
+                    "operationId": staged.operationId,
                     "memoryId": metrics["memoryId"],
                     "version": metrics["version"],
                     "decisions": len(plan["decisions"]),
@@ -112,7 +123,7 @@ class Hooks(Retrieval, Ingest):
             if turns and reason != "no new turns":
                 record = {"turns": turns, "at": utc_now(), "reason": request.reason, "captured": reply["captured"]}
                 await asyncio.to_thread(self._captures.save, f"{request.source}:{request.sessionId}", record)
-        return reply
+        return CaptureResponse.model_validate(reply)
 
     def _plan_capture(
         self, request: CaptureRequest, topic_id: str
@@ -163,10 +174,8 @@ class Hooks(Retrieval, Ingest):
                 "scope": USER,
             }
             try:
-                reply = await self.store_memory(summary)
+                reply = await self.store_memory(await request_of(self, STORE, summary))
             except FlowbabyError as error:
                 return {"stored": stored, "reason": error.message}
-            stored.append(
-                {"topicId": reply["summary_id"], "decision": reply.get("reconcile", {}).get("decision", "add")}
-            )
+            stored.append({"topicId": reply.summary_id, "decision": (reply.reconcile or {}).get("decision", "add")})
         return {"stored": stored, "reason": ""}

@@ -11,17 +11,22 @@ from typing import Any
 
 from graph.code.branches import checkout
 from graph.core.contract import (
+    BackgroundOperations,
     BackgroundStatusRequest,
+    BackgroundStatusResponse,
     ErrorCode,
     FlowbabyError,
     FlowbabyIngestRequest,
     FlowbabyIngestResponse,
     MemoryStatus,
+    OperationReply,
+    RefusedRequest,
     ResponseMetadata,
     StoreMemoryResponse,
+    Succeeded,
     SummaryFields,
+    UnknownOperation,
     utc_now,
-    validate_request,
 )
 from graph.core.memories import BacklogFull, Memory, new_operation_id
 from graph.core.memory_chunks import memory_chunks
@@ -48,7 +53,7 @@ class Ingest(EngineState):
     async def _reconciled_stage(
         self,
         fields: FlowbabyIngestRequest,
-        params: Any,
+        sent: dict[str, Any],
         *,
         bulk: bool = False,
         origin: str | None = None,
@@ -57,9 +62,7 @@ class Ingest(EngineState):
         """_stage, reconciled first (graph/search/reconciler.py) when the write names no topicId or is
         a capture; the reply's `reconcile` object (None: not reconciled, as a versioned ingest)."""
         meta = fields.metadata.model_dump(mode="json")
-        given = params.get("metadata") if isinstance(params, dict) else None
-        named = isinstance(given, dict) and isinstance(given.get("topicId"), str) and bool(given["topicId"].strip())
-        if named and not capture:
+        if fields.named_topic and not capture:
             memory, store_sec = await self._stage(fields, meta, bulk=bulk, origin=origin)
             return memory, store_sec, None
         decision: Decision | None = None
@@ -88,7 +91,7 @@ class Ingest(EngineState):
                 fields, self.reconciler.staged_meta(meta, decision), bulk=bulk, origin=origin
             )
             if late:
-                audit = functools.partial(self._late_audit, params, memory.topic)
+                audit = functools.partial(self._late_audit, sent, memory.topic)
                 self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
                 handed = True  # apply_later lets the next decision start
                 return memory, store_sec, {"decision": "pending", "decidedBy": "none", "reason": why}
@@ -155,21 +158,20 @@ class Ingest(EngineState):
         return memory, time.perf_counter() - started
 
     async def ingest(
-        self, params: Any, *, bulk: bool = False, origin: str | None = None, capture: bool = False
-    ) -> dict[str, Any]:
+        self, request: FlowbabyIngestRequest, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+    ) -> FlowbabyIngestResponse:
         """ingestForAgent: validate, reconcile, stage durably, queue graph building; milliseconds.
         `bulk`: an import's record, not held to the backlog limit (section 6); `origin`: the
         calling front's folder (an owner client's), whose git checkout the memory records;
         `capture`: a session capture's version, reconciled although it names its topicId."""
-        started = time.perf_counter()
+        started, sent = time.perf_counter(), _sent(request)
         try:
-            request: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
             request, redacted = self.redactor.summary(request)
             memory, store_sec, reconciled = await self._reconciled_stage(
-                request, params, bulk=bulk, origin=origin, capture=capture
+                request, sent, bulk=bulk, origin=origin, capture=capture
             )
         except FlowbabyError as error:
-            self._audited("ingestForAgent", params, started, error)
+            self._audited("ingestForAgent", sent, started, error)
             raise
         response = FlowbabyIngestResponse(
             staged=True,
@@ -197,20 +199,19 @@ class Ingest(EngineState):
                 "graph": "pending",
             },
         )
-        self._audited("ingestForAgent", params, started, None, redacted, request.topic, reconciled)
-        return response.model_dump(mode="json", exclude=None if reconciled else {"reconcile"})
+        self._audited("ingestForAgent", sent, started, None, redacted, request.topic, reconciled)
+        return response
 
-    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
+    async def store_memory(self, request: FlowbabyIngestRequest, *, origin: str | None = None) -> StoreMemoryResponse:
         """storeMemory, the LM-tool surface: ingestForAgent's validation and defaults, a shorter reply."""
-        started = time.perf_counter()
+        started, sent = time.perf_counter(), _sent(request)
         try:
-            full: FlowbabyIngestRequest = validate_request(FlowbabyIngestRequest, params)
-            full, redacted = self.redactor.summary(full)
-            memory, _, reconciled = await self._reconciled_stage(full, params, origin=origin)
+            full, redacted = self.redactor.summary(request)
+            memory, _, reconciled = await self._reconciled_stage(full, sent, origin=origin)
         except FlowbabyError as error:
-            self._audited("storeMemory", params, started, error)
+            self._audited("storeMemory", sent, started, error)
             raise
-        self._audited("storeMemory", params, started, None, redacted, full.topic, reconciled)
+        self._audited("storeMemory", sent, started, None, redacted, full.topic, reconciled)
         return StoreMemoryResponse(
             summary_id=memory.topic_id,
             operationId=memory.operation_id or "",
@@ -218,43 +219,48 @@ class Ingest(EngineState):
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             redacted=redacted,
             reconcile=reconciled,
-        ).model_dump(mode="json", exclude_none=True)
+        )
+
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
+        """A request a front refused before it reached the engine, audited as an invalid one that did."""
+        self._record(refusal.command, refusal.agentName, refusal.topic, time.perf_counter(), refusal.errorCode)
+        return Succeeded()
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
-        """`audited`: record the call in agent_audit.log (MCP tool calls are; bridge calls are not)."""
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
+        """`audited`: record the call in agent_audit.log (MCP tool calls are, a refused one by the MCP front
+        through audit_refused; bridge calls are not)."""
         started = time.perf_counter()
-        try:
-            request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
-        except FlowbabyError as error:
-            if audited:
-                self._record("backgroundStatus", agent_name, None, started, error.code.value)
-            raise
         return await asyncio.to_thread(self._background_status, request, audited, agent_name, started)
 
     def _background_status(
         self, request: BackgroundStatusRequest, audited: bool, agent_name: str | None, started: float
-    ) -> dict[str, Any]:
+    ) -> BackgroundStatusResponse:
+        reply: BackgroundStatusResponse
         if request.operationId:
             status = self.store.operation(request.operationId)
             reply = (
-                {"success": True, "operationId": request.operationId, "status": "unknown"}
+                UnknownOperation(operationId=request.operationId)
                 if status is None
-                else {"success": True, **status.model_dump(mode="json")}
+                else OperationReply.model_validate(status.model_dump())
             )
         else:
-            operations = [op.model_dump(mode="json") for op in self.store.operations()]
+            operations = self.store.operations()
             counts: dict[str, int] = {}
             for op in operations:
-                counts[op["status"]] = counts.get(op["status"], 0) + 1
-            reply = {
-                "success": True,
-                "operations": operations,
-                "counts": counts,
-                "llmUsage": self.store.llm_usage(),
-                "graphBuilding": self.settings.build_graph,
-            }
+                counts[op.status] = counts.get(op.status, 0) + 1
+            reply = BackgroundOperations(
+                operations=operations,
+                counts=counts,
+                llmUsage=self.store.llm_usage(),
+                graphBuilding=self.settings.build_graph,
+            )
         if audited:
             self._record("backgroundStatus", agent_name, None, started, None)
         return reply
+
+
+def _sent(request: FlowbabyIngestRequest) -> dict[str, Any]:
+    """What the audit line reads of the request as sent (before redaction): its topic and agent."""
+    return {"topic": request.topic, "agentName": request.agentName}

@@ -33,7 +33,6 @@ from graph.core.contract import (
     RetrievalError,
     RetrievalErrorCode,
     utc_now,
-    validate_request,
 )
 from graph.core.memories import Memory, memory_uuid
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
@@ -116,10 +115,9 @@ class Memories(Retrieval):
             {"topicId": topic_id, "versions": [version_fields(m) for m in versions]}
         )
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+    async def list_memories(self, request: ListMemoriesRequest) -> ListMemoriesResponse:
         """listMemories: one keyset page of versions (each topic's newest unless allVersions), newest
         first unless order=oldest; nextCursor continues it, stable while memories are added."""
-        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
         after = decode_cursor(request.cursor) if request.cursor else None
         page = Page(limit=request.limit, newest_first=request.order == "newest", after=after)
         rows = await asyncio.to_thread(self.store.list_page, request, page)
@@ -144,16 +142,15 @@ class Memories(Retrieval):
                 "count": len(rows),
                 "nextCursor": encode_cursor(rows[-1].staged_at, rows[-1].memory_id) if more else None,
             }
-        ).model_dump(mode="json")
+        )
 
-    async def get_memory(self, params: Any) -> dict[str, Any]:
+    async def get_memory(self, request: GetMemoryRequest) -> GetMemoryResponse:
         """getMemory: every version (oldest first), the newest one, supersession links both ways
         (versions of the topic, and implied ones by other topics), the newest version's graph
         entities and its provenance. Unknown topicId: NOT_FOUND."""
-        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
         return await asyncio.to_thread(self._get_memory, request.topicId)
 
-    def _get_memory(self, topic_id: str) -> dict[str, Any]:
+    def _get_memory(self, topic_id: str) -> GetMemoryResponse:
         versions = self.store.topic_versions(topic_id)
         if not versions:
             raise FlowbabyError(ErrorCode.NOT_FOUND, f'No memory with topicId "{topic_id}"')
@@ -202,7 +199,7 @@ class Memories(Retrieval):
                 },
                 "reconcile": [entry.shown() for entry in self.reconciler.log.for_topic(topic_id)],
             }
-        ).model_dump(mode="json")
+        )
 
     async def export_memories(self, request: ExportMemoriesRequest) -> ExportMemoriesResponse:
         """exportMemories: one page of every stored version, oldest first, as the export file's

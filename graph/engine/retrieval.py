@@ -13,6 +13,7 @@ from graph.code.branches import checkout
 from graph.core.contract import (
     DATABASE_FAULTS,
     ChunkSearchRequest,
+    ChunkSearchResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
@@ -20,9 +21,8 @@ from graph.core.contract import (
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
-    RetrieveMemoryRequest,
+    RetrievalReply,
     RetrieveMemoryResponse,
-    validate_retrieval,
 )
 from graph.engine.lifecycle import INIT_TIMEOUT_SEC, Lifecycle
 from graph.engine.state import WARM_RETRY_FIRST_SEC, log
@@ -94,22 +94,20 @@ class Retrieval(Lifecycle):
 
     async def retrieve(
         self,
-        params: Any,
+        request: FlowbabyContextRequest,
         *,
         markdown: bool = False,
         lanes: frozenset[str] | None = None,
         agent_name: str | None = None,
         origin: str | None = None,
-    ) -> dict[str, Any]:
-        """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown).
-        `lanes` narrows the workspace's lanes, for ablations; `agent_name` is the caller
-        a front knows (the MCP client), for the audit log."""
+    ) -> RetrievalReply:
+        """retrieveForAgent (JSON entries) or retrieveMemory (entries plus markdown; its request a
+        RetrieveMemoryRequest, as its fronts parse it). `lanes` narrows the workspace's lanes, for
+        ablations; `agent_name` is the caller a front knows (the MCP client), for the audit log."""
         lanes = self.settings.retrieval_lanes if lanes is None else lanes
         started = time.perf_counter()
-        command = "retrieveMemory" if markdown else "retrieveForAgent"
-        query = params.get("query") if isinstance(params, dict) and isinstance(params.get("query"), str) else None
+        command, query = "retrieveMemory" if markdown else "retrieveForAgent", request.query
         try:
-            request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
             async with self.throttle.admit():
                 retriever = await self._ready_retriever()
                 folder = self._origin(origin)
@@ -171,25 +169,20 @@ class Retrieval(Lifecycle):
             abstained=abstained is not None,
             abstainReason=abstained,
             weakCandidates=weak if abstained else [],
+            indexing=note,
+            sessionsNotSearched=sessions_note,
         )
-        if markdown:
-            text = render_markdown(entries, abstained)
-            if note:
-                text = f"> {note['message']}\n\n{text}"
-            if sessions_note:
-                text = f"> {sessions_note}\n\n{text}"
-            reply = RetrieveMemoryResponse(**dict(answer), markdown=text).model_dump(mode="json")
-        else:
-            reply = answer.model_dump(mode="json")
+        if not markdown:
+            return answer
+        text = render_markdown(entries, abstained)
         if note:
-            reply["indexing"] = note
+            text = f"> {note['message']}\n\n{text}"
         if sessions_note:
-            reply["sessionsNotSearched"] = sessions_note
-        return reply
+            text = f"> {sessions_note}\n\n{text}"
+        return RetrieveMemoryResponse(**dict(answer), markdown=text)
 
-    async def search_chunks(self, params: Any) -> dict[str, Any]:
+    async def search_chunks(self, request: ChunkSearchRequest) -> ChunkSearchResponse:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""
-        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
         async with self.throttle.admit():
             await self._ready_retriever()
             index = await self.vectors()
@@ -206,7 +199,7 @@ class Retrieval(Lifecycle):
             }
             for chunk, similarity in hits
         ]
-        return {"success": True, "results": results, "count": len(results)}
+        return ChunkSearchResponse.model_validate({"results": results, "count": len(results)})
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
         """Vapor-style index health: what is searchable now, and what needs an update or a repair.

@@ -177,7 +177,7 @@ class EngineState:
     def _audited(
         self,
         command: str,
-        params: Any,
+        params: dict[str, Any],
         started: float,
         error: FlowbabyError | None,
         redacted: int | None = None,
@@ -186,12 +186,11 @@ class EngineState:
     ) -> None:
         """`stored_topic`: the topic as stored (redacted), digested instead of the sent one, so that a
         forget finds the line again (graph.core.audit.forgotten_key); `reconciled`: the write's decision."""
-        params = params if isinstance(params, dict) else {}
         topic = stored_topic or (params.get("topic") if isinstance(params.get("topic"), str) else None)
         agent = params.get("agentName") if isinstance(params.get("agentName"), str) else None
         self._record(command, agent, topic, started, error.code.value if error else None, redacted, reconciled)
 
-    def _late_audit(self, params: Any, topic: str, reply: dict[str, Any]) -> None:
+    def _late_audit(self, params: dict[str, Any], topic: str, reply: dict[str, Any]) -> None:
         """A decision applied after its write's reply gets an audit line of its own (`reconcile`): the
         write's line, already written, says `pending`."""
         agent = params.get("agentName") if isinstance(params, dict) else None

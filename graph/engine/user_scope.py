@@ -23,30 +23,37 @@ from graph.backends.backend import backend_for
 from graph.core.contract import (
     PROJECT,
     USER,
+    BackgroundStatusRequest,
+    BackgroundStatusResponse,
     BriefingRequest,
+    BriefingResponse,
     ErrorCode,
     ExportMemoriesRequest,
     ExportMemoriesResponse,
     FlowbabyContextRequest,
     FlowbabyContextResponse,
     FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
+    GetMemoryRequest,
+    GetMemoryResponse,
     ImportMemoriesRequest,
     ImportMemoriesResponse,
+    ListMemoriesRequest,
+    ListMemoriesResponse,
     MemoryContextResponse,
     MemoryVersionsResponse,
-    ReadScopeParams,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
     RetrievalEntry,
-    RetrievalError,
-    RetrieveMemoryRequest,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     Scope,
     Scoped,
-    ScopeParams,
-    validate_request,
-    validate_retrieval,
+    StoreMemoryResponse,
+    UnknownOperation,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -155,14 +162,10 @@ class UserScope(Hooks, Memories, Forget):
         if starts is not None:
             starts()
 
-    async def _routed(self, params: Any) -> tuple[MemoryService | None, Any]:
-        """The service a request's `scope` names (None: this one) and the request without `scope`."""
-        if not isinstance(params, dict) or "scope" not in params:
-            return None, params
-        scope = validate_request(ScopeParams, {"scope": params["scope"]}).scope
-        rest = {key: value for key, value in params.items() if key != "scope"}
-        if scope == PROJECT or self.scope == USER:
-            return None, rest
+    async def _routed(self, scope: Scope | None) -> MemoryService | None:
+        """The service a request's `scope` names (None: this one)."""
+        if scope in (None, PROJECT) or self.scope == USER:
+            return None
         if self.backend.shared:
             raise FlowbabyError(
                 ErrorCode.INVALID_PAYLOAD,
@@ -171,7 +174,7 @@ class UserScope(Hooks, Memories, Forget):
             )
         service = await self._user_service(create=True)
         assert service is not None
-        return service, rest
+        return service
 
     def _marked(self, reply: dict[str, Any], scope: Scope | None = None) -> dict[str, Any]:
         """The reply with the store it came from."""
@@ -183,44 +186,44 @@ class UserScope(Hooks, Memories, Forget):
 
     # -- writes and single memories ------------------------------------------------------------
     async def ingest(
-        self, params: Any, *, bulk: bool = False, origin: str | None = None, capture: bool = False
-    ) -> dict[str, Any]:
-        user, params = await self._routed(params)
+        self, request: FlowbabyIngestRequest, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+    ) -> FlowbabyIngestResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.ingest(params, bulk=bulk), USER)
-        return self._marked(await super().ingest(params, bulk=bulk, origin=origin, capture=capture))
+            return self._model_marked(await user.ingest(request, bulk=bulk), USER)
+        return self._model_marked(await super().ingest(request, bulk=bulk, origin=origin, capture=capture))
 
-    async def store_memory(self, params: Any, *, origin: str | None = None) -> dict[str, Any]:
-        user, params = await self._routed(params)
+    async def store_memory(self, request: FlowbabyIngestRequest, *, origin: str | None = None) -> StoreMemoryResponse:
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.store_memory(params), USER)
-        return self._marked(await super().store_memory(params, origin=origin))
+            return self._model_marked(await user.store_memory(request), USER)
+        return self._model_marked(await super().store_memory(request, origin=origin))
 
-    async def get_memory(self, params: Any) -> dict[str, Any]:
+    async def get_memory(self, request: GetMemoryRequest) -> GetMemoryResponse:
         """A topicId without `scope` is looked up in the project, then in the user store."""
-        named = isinstance(params, dict) and "scope" in params
-        user, params = await self._routed(params)
+        named = request.scope is not None
+        user, request = await self._routed_request(request)
         if user is not None:
-            return self._marked(await user.get_memory(params), USER)
+            return self._model_marked(await user.get_memory(request), USER)
         try:
-            return self._marked(await super().get_memory(params))
+            return self._model_marked(await super().get_memory(request))
         except FlowbabyError as error:
             if error.code is not ErrorCode.NOT_FOUND or named:
                 raise
             found = await self._user_service(create=False)
             if found is None:
                 raise
-            return self._marked(await found.get_memory(params), USER)
+            return self._model_marked(await found.get_memory(request), USER)
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
         """An operationId the project does not know (`unknown`) is asked of the user store: a user write's."""
-        reply = await super().background_status(params, audited=audited, agent_name=agent_name)
-        if reply.get("status") != "unknown":
+        reply = await super().background_status(request, audited=audited, agent_name=agent_name)
+        if not isinstance(reply, UnknownOperation):
             return reply
-        found = await self._user_read(lambda service: service.background_status(params))
-        return found if found is not None and found.get("status") != "unknown" else reply
+        found = await self._user_read(lambda service: service.background_status(request))
+        return found if found is not None and not isinstance(found, UnknownOperation) else reply
 
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse:
         """The project's topic, else (NOT_FOUND) the user store's of that topicId."""
@@ -249,7 +252,7 @@ class UserScope(Hooks, Memories, Forget):
 
     async def _routed_request(self, request: ScopedRequest) -> tuple[MemoryService | None, ScopedRequest]:
         """As _routed, for a typed request: the service its `scope` names, and the request without it."""
-        user, _ = await self._routed({"scope": request.scope} if request.scope else {})
+        user = await self._routed(request.scope)
         return user, request.model_copy(update={"scope": None})
 
     async def forget_memory(
@@ -278,37 +281,30 @@ class UserScope(Hooks, Memories, Forget):
             return await user.restore_memory(request)
         return await super().restore_memory(request)
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
+    async def list_memories(self, request: ListMemoriesRequest) -> ListMemoriesResponse:
         """`scope`: project (the default), user, or all (both, merged in the page's order; one cursor
         pages both, as both keep their pages by stagedAt and memoryId)."""
-        if params is not None and not isinstance(params, dict):
-            return await super().list_memories(params)  # its INVALID_PAYLOAD
-        params = dict(params or {})
-        scope = "project"
-        if "scope" in params:
-            scope = validate_request(ReadScopeParams, {"scope": params.pop("scope")}).scope
+        scope, request = request.scope or PROJECT, request.model_copy(update={"scope": None})
         if scope == PROJECT or self.scope == USER or (scope == "all" and not self._has_user_scope()):
-            return self._listed(await super().list_memories(params), self.scope)
+            return self._listed(await super().list_memories(request), self.scope)
         if scope == USER:
-            user, _ = await self._routed({"scope": USER})
+            user = await self._routed(USER)
             assert user is not None
-            return self._listed(await user.list_memories(params), USER)
-        project = await super().list_memories(params)
+            return self._listed(await user.list_memories(request), USER)
+        project = await super().list_memories(request)
         found = await self._user_service(create=False)
         if found is None:
             return self._listed(project, PROJECT)
-        other = await found.list_memories(params)
-        both = self._listed(project, PROJECT)["memories"] + self._listed(other, USER)["memories"]
-        newest = params.get("order", "newest") == "newest"
-        both.sort(key=lambda m: (m["stagedAt"], m["memoryId"]), reverse=newest)
-        limit = int(params.get("limit", 50))
-        page, more = both[:limit], len(both) > limit or bool(project["nextCursor"] or other["nextCursor"])
-        cursor = encode_cursor(page[-1]["stagedAt"], page[-1]["memoryId"]) if more and page else None
-        return {**project, "memories": page, "count": len(page), "nextCursor": cursor}
+        other = await found.list_memories(request)
+        both = self._listed(project, PROJECT).memories + self._listed(other, USER).memories
+        both.sort(key=lambda m: (m.stagedAt, m.memoryId), reverse=request.order == "newest")
+        page, more = both[: request.limit], len(both) > request.limit or bool(project.nextCursor or other.nextCursor)
+        cursor = encode_cursor(page[-1].stagedAt, page[-1].memoryId) if more and page else None
+        return project.model_copy(update={"memories": page, "count": len(page), "nextCursor": cursor})
 
     @staticmethod
-    def _listed(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        return {**reply, "memories": [{**m, "scope": scope} for m in reply["memories"]]}
+    def _listed(reply: ListMemoriesResponse, scope: Scope) -> ListMemoriesResponse:
+        return reply.model_copy(update={"memories": [m.model_copy(update={"scope": scope}) for m in reply.memories]})
 
     # -- reading both stores ------------------------------------------------------------------------
     async def _user_read(self, call: Any) -> Any:
@@ -333,35 +329,30 @@ class UserScope(Hooks, Memories, Forget):
             self._user_encoder = CachedEncoder()
         return overriding(user, retriever, index, self._user_encoder)
 
-    async def retrieve(self, params: Any, *, markdown: bool = False, **options: Any) -> dict[str, Any]:
+    async def retrieve(
+        self, request: FlowbabyContextRequest, *, markdown: bool = False, **options: Any
+    ) -> RetrievalReply:
         """retrieveForAgent / retrieveMemory over `scope` (all: both stores, fused; user entries this
         project overrides are marked `overriddenBy` and ranked last). `options`: Retrieval.retrieve's
         (lanes, agent_name, origin); the user store gets only the caller's agent name."""
         agent_name = options.get("agent_name")
-        scope = "all"
-        if isinstance(params, dict) and "scope" in params:
-            scope = validate_retrieval(ReadScopeParams, {"scope": params["scope"]}).scope
-            params = {key: value for key, value in params.items() if key != "scope"}
+        scope, request = request.scope or "all", request.model_copy(update={"scope": None})
         if scope == USER and self._has_user_scope():
-            service, _ = await self._routed({"scope": USER})
+            service = await self._routed(USER)
             assert service is not None
-            return self._entries_marked(await service.retrieve(params, markdown=markdown, agent_name=agent_name), USER)
+            return self._entries_marked(await service.retrieve(request, markdown=markdown, agent_name=agent_name), USER)
         if scope == PROJECT or not self._has_user_scope():
-            reply = await super().retrieve(params, markdown=markdown, **options)
-            return self._entries_marked(reply, self.scope)
-        try:
-            request = validate_retrieval(RetrieveMemoryRequest if markdown else FlowbabyContextRequest, params)
-        except RetrievalError:
-            return await super().retrieve(params, markdown=markdown, **options)  # the same error, audited
-        mine = {**params, "includeSessions": False}  # a valid request is an object
-        project, found = await asyncio.gather(
-            super().retrieve(params, markdown=markdown, **options),  # audited as the command it is
+            return self._entries_marked(await super().retrieve(request, markdown=markdown, **options), self.scope)
+        mine = request.model_copy(update={"includeSessions": False})
+        answered, found = await asyncio.gather(
+            super().retrieve(request, markdown=markdown, **options),  # audited as the command it is
             self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
         )
-        project = self._entries_marked(project, PROJECT)
+        marked = self._entries_marked(answered, PROJECT)
         if found is None:
-            return self._finished(project, markdown)
-        user = self._entries_marked(found, USER)
+            return marked
+        project = marked.model_dump(mode="json")
+        user = self._entries_marked(found, USER).model_dump(mode="json")
         candidates = [*user["entries"], *user["weakCandidates"]]
         overridden = await asyncio.to_thread(self._overrides, candidates)
         for entry in candidates:
@@ -382,61 +373,61 @@ class UserScope(Hooks, Memories, Forget):
                 "abstained": both_abstained,
                 "abstainReason": project["abstainReason"] if both_abstained else None,
                 "weakCandidates": weak if both_abstained else [],
+                "indexing": project.get("indexing"),
+                "sessionsNotSearched": project.get("sessionsNotSearched"),
             }
-        ).model_dump(mode="json")
-        extra: dict[str, Any] = {key: project[key] for key in ("indexing", "sessionsNotSearched") if key in project}
-        return self._finished({**answer, **extra}, markdown)
+        )
+        return self._finished(answer, markdown)
 
     @staticmethod
-    def _entries_marked(reply: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        for key in ("entries", "weakCandidates"):
-            reply[key] = [{**entry, "scope": scope} for entry in reply.get(key) or []]
-        return reply
+    def _entries_marked(reply: RetrievalReply, scope: Scope) -> RetrievalReply:
+        def marked(entries: list[RetrievalEntry]) -> list[RetrievalEntry]:
+            return [entry.model_copy(update={"scope": scope}) for entry in entries]
+
+        return reply.model_copy(
+            update={"entries": marked(reply.entries), "weakCandidates": marked(reply.weakCandidates)}
+        )
 
     @staticmethod
-    def _finished(reply: dict[str, Any], markdown: bool) -> dict[str, Any]:
-        if not markdown or "markdown" in reply:
+    def _finished(reply: FlowbabyContextResponse, markdown: bool) -> RetrievalReply:
+        if not markdown:
             return reply
-        entries = [RetrievalEntry.model_validate(e) for e in reply["entries"]]
-        text = render_markdown(entries, reply["abstainReason"] if reply["abstained"] else None)
-        if reply.get("sessionsNotSearched"):
-            text = f"> {reply['sessionsNotSearched']}\n\n{text}"
-        return {**reply, "markdown": text}
+        text = render_markdown(reply.entries, reply.abstainReason if reply.abstained else None)
+        if reply.sessionsNotSearched:
+            text = f"> {reply.sessionsNotSearched}\n\n{text}"
+        return RetrieveMemoryResponse(**dict(reply), markdown=text)
 
-    async def recall(self, params: Any) -> dict[str, Any]:
-        """Per-prompt recall over both stores; `items` says each line's topicId and scope."""
-        reply = await super().recall(params)
-        reply.setdefault("items", [])
-        return reply
-
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
+    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The project's briefing, and after it "Your preferences": the user's newest memories within
         a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
-        request: BriefingRequest = validate_request(BriefingRequest, params if params is not None else {})
         preferences = await self._user_read(self._preferences)
         if not preferences:
-            return self._items_marked(await super().briefing(params))
+            return self._items_marked(await super().briefing(request))
         warming = self._warm_task
         if self._retriever is None and warming is not None and not warming.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(warming), WARM_WAIT_SEC)
         overridden = await asyncio.to_thread(self._overrides, preferences)
         lines, items, used = preferences_section(preferences, overridden, budget(request.maxTokens))
-        rest = {**(params if isinstance(params, dict) else {}), "maxTokens": max(50, request.maxTokens - used)}
+        rest = request.model_copy(update={"maxTokens": max(50, request.maxTokens - used)})
         project = self._items_marked(await super().briefing(rest))
         if not lines:
             return project
-        head = project["text"] or f"Flowbaby workspace memory (one line per memory; {GET_MEMORY_HINT}):"
+        head = project.text or f"Flowbaby workspace memory (one line per memory; {GET_MEMORY_HINT}):"
         text = "\n".join([head, *lines])
-        return {**project, "text": text, "items": [*project["items"], *items], "tokens": count_tokens(text)}
+        return project.model_copy(
+            update={"text": text, "items": [*project.items, *items], "tokens": count_tokens(text)}
+        )
 
     async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
         """The user's newest live memories, each with its topic, decisions and context."""
-        live = {"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"], "withContent": True}
-        return list((await service.list_memories(live))["memories"])
+        live = ListMemoriesRequest.model_validate(
+            {"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"], "withContent": True}
+        )
+        return [item.model_dump(mode="json") for item in (await service.list_memories(live)).memories]
 
-    def _items_marked(self, reply: dict[str, Any]) -> dict[str, Any]:
-        return {**reply, "items": [{**item, "scope": self.scope} for item in reply.get("items") or []]}
+    def _items_marked(self, reply: BriefingResponse) -> BriefingResponse:
+        return reply.model_copy(update={"items": [{**item, "scope": self.scope} for item in reply.items]})
 
     async def close(self, grace_sec: float = 30.0, *, hand_on: bool = False) -> None:
         user, self._user = self._user, None

@@ -151,6 +151,12 @@ def _outcome(method: str, reply: dict[str, Any]) -> Any:
     return reply["result"]
 
 
+def _wire(value: Any) -> Any:
+    """An argument as JSON: a request model's fields as the caller set them (the owner fills the defaults again,
+    so an ingest's generated topicId stays unnamed: reconciled as the caller's own front would)."""
+    return value.model_dump(mode="json", exclude_unset=True) if isinstance(value, BaseModel) else value
+
+
 def _typed(method: str, result: Any) -> Any:
     """A typed operation's result as its reply model; one that is not (an owner of another version, a
     broken one) is FLOWBABY_ERROR, as any reply of no known shape."""
@@ -223,7 +229,7 @@ class OwnerClient(_Operations):
             try:
                 if connection is None or not connection.alive:
                     raise OwnerGone("not connected")
-                wire = {key: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for key, v in args.items()}
+                wire = {key: _wire(value) for key, value in args.items()}
                 reply = await connection.call(method, wire)
             except OwnerGone:
                 if time.monotonic() > until:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from graph.core.contract import ContractFailure, OperationStatus
 from graph.core.files import write_atomic
-from graph.core.methods import OWNER_METHODS, PARSERS
+from graph.core.methods import OWNER_METHODS, TYPED, request_of
 from graph.core.workspace import WorkspacePaths
 from graph.engine.protocol import operation_models
 from graph.owner.wire import (
@@ -37,11 +37,15 @@ from graph.owner.wire import (
 log = logging.getLogger("flowbaby.owner")
 
 
-def _argument(method: str, model: type[BaseModel], value: Any) -> BaseModel:
+async def _argument(service: Any, method: str, model: type[BaseModel], value: Any) -> BaseModel:
     """A typed operation's argument from its JSON, validated as the operation's fronts validate it (so a
-    front that sends plain JSON, the command line, gets the contract's error), else rebuilt as sent."""
-    parse = PARSERS.get(method)
-    return parse(value) if parse is not None else model.model_validate(value, strict=False)
+    front that sends plain JSON, the command line, gets the contract's error, audited where the row says),
+    else rebuilt as sent."""
+    row = TYPED.get(method)
+    if row is not None:
+        request: BaseModel = await request_of(service, row, value)
+        return request
+    return model.model_validate(value, strict=False)
 
 
 class OwnerEndpoint:
@@ -129,7 +133,10 @@ class OwnerEndpoint:
             else:
                 try:
                     models = operation_models(method)[0]
-                    args = {k: _argument(method, models[k], v) if k in models else v for k, v in args.items()}
+                    args = {
+                        k: await _argument(self._service, method, models[k], v) if k in models else v
+                        for k, v in args.items()
+                    }
                     outcome = getattr(self._service, method)(**args)
                     result = await outcome if asyncio.iscoroutine(outcome) else outcome
                     reply["result"] = result.model_dump(mode="json") if isinstance(result, BaseModel) else result

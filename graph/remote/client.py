@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -25,30 +26,37 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import (
+    BackgroundOperations,
     BackgroundStatusRequest,
+    BackgroundStatusResponse,
     ChunkSearchRequest,
+    ChunkSearchResponse,
     ContractFailure,
     ErrorCode,
+    FlowbabyContextRequest,
+    FlowbabyContextResponse,
     FlowbabyError,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
-    GetMemoryRequest,
     GraphStatsResponse,
     HealthResponse,
     ImpliedSupersessionsResponse,
     IndexStatusResponse,
-    ListMemoriesRequest,
     MemoryContextResponse,
     MemoryVersionsResponse,
+    OperationReply,
     OperationStatus,
+    RefusedRequest,
     RepairResponse,
     RetrievalError,
     RetrievalErrorCode,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     SessionOp,
     SessionsRequest,
     SessionsResponse,
-    validate_request,
-    validate_retrieval,
+    Succeeded,
+    UnknownOperation,
 )
 from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
@@ -206,15 +214,15 @@ class RemoteService(_Operations):
             await asyncio.sleep(POLL_SEC)
             for operation_id in sorted(self._watched):
                 try:
-                    reply = await self.background_status({"operationId": operation_id})
+                    reply = await self.background_status(BackgroundStatusRequest(operationId=operation_id))
                 except ContractFailure as error:  # the server is away for now: ask again later
                     log.warning("status of %s: %s", operation_id, error.message)
                     continue
-                if reply.get("status") == "unknown":
+                if isinstance(reply, UnknownOperation):
                     self._watched.discard(operation_id)
-                elif reply.get("status") in FINISHED:
+                elif isinstance(reply, OperationReply) and reply.status in FINISHED:
                     self._watched.discard(operation_id)
-                    status = OperationStatus.model_validate({k: v for k, v in reply.items() if k != "success"})
+                    status = OperationStatus.model_validate(reply.model_dump(exclude={"success"}))
                     for listener in self._listeners:
                         await listener(status)
 
@@ -230,28 +238,35 @@ class RemoteService(_Operations):
         return answered(HealthResponse, reply)
 
     async def background_status(
-        self, params: Any, *, audited: bool = False, agent_name: str | None = None
-    ) -> dict[str, Any]:
-        request: BackgroundStatusRequest = validate_request(BackgroundStatusRequest, params or {})
+        self, request: BackgroundStatusRequest, *, audited: bool = False, agent_name: str | None = None
+    ) -> BackgroundStatusResponse:
         if not request.operationId:
-            reply: dict[str, Any] = await self._request("GET", "/api/agent/background")
-            return reply
+            return answered(BackgroundOperations, await self._request("GET", "/api/agent/background"))
         try:
-            return dict(await self._request("GET", f"/api/agent/background/{quote(request.operationId, safe='')}"))
+            path = f"/api/agent/background/{quote(request.operationId, safe='')}"
+            return answered(OperationReply, await self._request("GET", path))
         except FlowbabyError as error:  # the route answers 404 for an id the ledger never had
             if error.code is ErrorCode.NOT_FOUND:
-                return {"success": True, "operationId": request.operationId, "status": "unknown"}
+                return UnknownOperation(operationId=request.operationId)
             raise
 
     async def retrieve(
-        self, params: Any, *, markdown: bool = False, agent_name: str | None = None, origin: str | None = None
-    ) -> dict[str, Any]:
-        _no_user_scope(params)
+        self,
+        request: FlowbabyContextRequest,
+        *,
+        markdown: bool = False,
+        agent_name: str | None = None,
+        origin: str | None = None,
+    ) -> RetrievalReply:
+        _no_user_scope(request)
         query = {"format": "markdown"} if markdown else None
-        reply: dict[str, Any] = await self._request(
-            "POST", "/api/agent/retrieve", retrieval=True, body=params, query=query, accept_json=True
+        body = request.model_dump(mode="json", exclude_unset=True)
+        reply = await self._request(
+            "POST", "/api/agent/retrieve", retrieval=True, body=body, query=query, accept_json=True
         )
-        return reply
+        if markdown:
+            return answered(RetrieveMemoryResponse, reply)
+        return answered(FlowbabyContextResponse, reply)
 
     async def index_status(self, *, audited: bool = False, agent_name: str | None = None) -> IndexStatusResponse:
         return answered(IndexStatusResponse, await self._request("GET", "/api/agent/index/status"))
@@ -270,19 +285,6 @@ class RemoteService(_Operations):
         reply = await self._request("GET", f"/api/agent/memories/{quote(topic_id, safe='')}")
         return answered(MemoryVersionsResponse, {key: reply.get(key) for key in ("success", "topicId", "versions")})
 
-    async def list_memories(self, params: Any = None) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: ListMemoriesRequest = validate_request(ListMemoriesRequest, params or {})
-        query = {k: v for k, v in request.model_dump(mode="json", exclude_defaults=True).items() if k != "status"}
-        if request.status:
-            query["status"] = ",".join(s.value for s in request.status)
-        return dict(await self._request("GET", "/api/agent/memories", query=query))
-
-    async def get_memory(self, params: Any) -> dict[str, Any]:
-        _no_user_scope(params)
-        request: GetMemoryRequest = validate_request(GetMemoryRequest, params)
-        return dict(await self._request("GET", f"/api/agent/memories/{quote(request.topicId, safe='')}"))
-
     async def forget_memory(
         self, request: ForgetMemoryRequest, *, agent_name: str | None = None
     ) -> ForgetMemoryResponse:
@@ -294,10 +296,11 @@ class RemoteService(_Operations):
         reply: ForgetMemoryResponse = await self._typed_body(FORGET, request)
         return reply
 
-    async def search_chunks(self, params: Any) -> dict[str, Any]:
-        request: ChunkSearchRequest = validate_retrieval(ChunkSearchRequest, params)
+    async def search_chunks(self, request: ChunkSearchRequest) -> ChunkSearchResponse:
         query = {"q": request.q, "limit": request.limit}
-        return dict(await self._request("GET", "/api/agent/search", retrieval=True, query=query))
+        return answered(
+            ChunkSearchResponse, await self._request("GET", "/api/agent/search", retrieval=True, query=query)
+        )
 
     async def graph_summary(self, top: int = 10) -> GraphStatsResponse:
         return answered(GraphStatsResponse, await self._request("GET", "/api/graph/stats", query={"top": top}))
@@ -319,19 +322,15 @@ class RemoteService(_Operations):
     async def watch_sessions(self) -> dict[str, Any]:
         return {"watching": False}
 
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
+        """The team server audits the requests it receives; one refused here never left this machine."""
+        return Succeeded()
+
     async def implied_supersessions(self) -> ImpliedSupersessionsResponse:
         return answered(ImpliedSupersessionsResponse, await self._request("GET", "/api/agent/supersessions"))
 
-    async def briefing(self, params: Any = None) -> dict[str, Any]:
-        return self._hooks_unavailable()
-
-    async def recall(self, params: Any) -> dict[str, Any]:
-        return self._hooks_unavailable()
-
-    async def capture(self, params: Any) -> dict[str, Any]:
-        return self._hooks_unavailable()
-
-    def _hooks_unavailable(self) -> dict[str, Any]:
+    async def _hook(self, request: BaseModel) -> Any:
+        """briefing, recall and capture (set below the class): refused, they work on this machine's own workspace."""
         raise FlowbabyError(
             ErrorCode.FLOWBABY_ERROR,
             "The client hooks (briefing, recall, capture) work on this machine's own workspace and are not "
@@ -349,18 +348,16 @@ class RemoteService(_Operations):
 
 
 def _body_call(method: Method) -> Callable[..., Awaitable[Any]]:
-    """An operation whose server route takes its params as the JSON body (BODY_ROUTES), posted there
-    (a typed one: its request model's fields as set, and its reply model back). The Protocol's other
+    """An operation whose server route takes its request as the JSON body (BODY_ROUTES), posted there
+    (its request model's fields as set, and its reply model back). The Protocol's other
     arguments are for a local owner (`bulk`, the caller's folder): a team server keeps its own limits and
     records no checkout. An operation it stages is watched for its end."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
     async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
-        arguments = signature.bind(self, *args, **kwargs).arguments
-        _no_user_scope(arguments.get("request", arguments.get("params")))
-        if method.parse is not None:
-            return await self._typed_body(method, arguments["request"])
-        return self._watch(dict(await self._request(*_route(method), body=arguments.get("params"))))
+        request = signature.bind(self, *args, **kwargs).arguments["request"]
+        _no_user_scope(request)
+        return await self._typed_body(method, request)
 
     call.__name__ = call.__qualname__ = method.service
     call.__signature__ = signature  # type: ignore[attr-defined]
@@ -373,17 +370,24 @@ def _route(method: Method) -> tuple[str, str]:
     return verb, path
 
 
+def _query_value(value: Any) -> Any:
+    """A field as its query parameter: a list comma-separated (listMemories' status), None left out."""
+    return ",".join(value) if isinstance(value, list) else value
+
+
 def _query_call(method: Method) -> Callable[..., Awaitable[Any]]:
     """A typed operation whose server route takes its fields as the query string (QUERY_ROUTES), asked
-    there with the request's fields the row names; its reply model back."""
+    there with the request's fields the row names and its path's; its reply model back."""
     signature = inspect.signature(getattr(MemoryService, method.service))
 
     async def call(self: RemoteService, *args: Any, **kwargs: Any) -> Any:
         request = signature.bind(self, *args, **kwargs).arguments["request"]
         _no_user_scope(request)
         fields = request.model_dump(mode="json")
-        query = {name: fields[name] for name in method.query}
-        reply = await self._request(*_route(method), retrieval=method.retrieval_errors, query=query)
+        query = {name: _query_value(fields[name]) for name in method.query}
+        verb, path = _route(method)
+        path = re.sub(r"{(\w+)}", lambda name: quote(str(fields[name[1]]), safe=""), path)
+        reply = await self._request(verb, path, retrieval=method.retrieval_errors, query=query)
         assert method.response is not None
         return answered(method.response, reply)
 
@@ -400,3 +404,5 @@ for _method in BODY_ROUTES:
 for _method in QUERY_ROUTES:
     if _method.service not in vars(RemoteService):  # sessions: refused, they read this machine's transcripts
         setattr(RemoteService, _method.service, _query_call(_method))
+for _name in ("briefing", "recall", "capture"):
+    setattr(RemoteService, _name, RemoteService._hook)

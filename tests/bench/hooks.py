@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flowbaby.hook_install import hook_command
+from flowbaby.owner_line import call_json
 from graph.capture.distil import distil, normal
 from graph.engine.service import FlowbabyService
 from graph.sessions.model import Block, Message
@@ -51,20 +52,22 @@ async def _run(root: Path) -> dict[str, Any]:
         now = datetime.now(UTC)
         for index, (key, topic, context, decisions) in enumerate(MEMORIES):
             stamp = (now - timedelta(days=index)).isoformat().replace("+00:00", "Z")
-            await service.ingest(
+            await call_json(
+                service,
+                "ingest",
                 {
                     "topic": topic,
                     "context": context,
                     "decisions": decisions,
                     "agentName": "opencode" if index % 3 else "claude-code",
                     "metadata": {"topicId": f"m-{key}", "createdAt": stamp, "updatedAt": stamp},
-                }
+                },
             )
         await service.flush_vectors()
         report: dict[str, Any] = {"memories": len(MEMORIES), "sessions": len(SESSIONS)}
         report["recall"] = await _recall(service)
         since = (now - timedelta(days=7)).isoformat()
-        brief = await service.briefing({"agentName": "claude-code", "since": since})
+        brief = await call_json(service, "briefing", {"agentName": "claude-code", "since": since})
         report["briefing"] = {
             "tokens": brief["tokens"],
             "budget": 800,
@@ -88,7 +91,7 @@ async def _recall(service: FlowbabyService) -> dict[str, Any]:
     unanswerable = [s.prompt for s in SESSIONS if not s.answer] + EXTRA_UNANSWERABLE
     hits, tokens, misses = 0, [], []
     for prompt, key in answerable:
-        reply = await service.recall({"query": prompt})
+        reply = await call_json(service, "recall", {"query": prompt})
         if f"m-{key}" in reply["topicIds"]:
             hits += 1
         else:
@@ -97,7 +100,7 @@ async def _recall(service: FlowbabyService) -> dict[str, Any]:
             tokens.append(reply["tokens"])
     quiet, injected = 0, []
     for prompt in unanswerable:
-        reply = await service.recall({"query": prompt})
+        reply = await call_json(service, "recall", {"query": prompt})
         if not reply["text"]:
             quiet += 1
         else:
@@ -225,12 +228,16 @@ async def _long_capture(service: FlowbabyService, root: Path, workspace: Path) -
                 }
             out.write(json.dumps(record) + "\n")
     started = time.perf_counter()
-    reply = await service.capture(
-        {"source": "claude-code", "sessionId": session_id, "transcriptPath": str(transcript), "reason": "bench"}
+    reply = await call_json(
+        service,
+        "capture",
+        {"source": "claude-code", "sessionId": session_id, "transcriptPath": str(transcript), "reason": "bench"},
     )
     seconds = time.perf_counter() - started
-    again = await service.capture(
-        {"source": "claude-code", "sessionId": session_id, "transcriptPath": str(transcript), "reason": "bench"}
+    again = await call_json(
+        service,
+        "capture",
+        {"source": "claude-code", "sessionId": session_id, "transcriptPath": str(transcript), "reason": "bench"},
     )
     return {
         "messages": LONG_SESSION_MESSAGES,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from bridge.client import BridgeClient
+from flowbaby.owner_line import call_json
 
 KS = (1, 3, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -203,7 +204,7 @@ async def _ablations(workspace: Path, questions: list[dict[str, Any]]) -> dict[s
                 params = {"query": q["question"], "maxResults": 10, "maxTokens": 100000, "includeSuperseded": True}
                 if name == "all lanes, abstain off":
                     params["abstain"] = False
-                reply = await service.retrieve(params, lanes=frozenset(lanes))
+                reply = await call_json(service, "retrieve", params, lanes=frozenset(lanes))
                 out[name].append([e["topicId"] for e in reply["entries"]])
         return out
     finally:

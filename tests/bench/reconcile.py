@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flowbaby.owner_line import call_json
+
 DATA = Path(__file__).resolve().parent / "data" / "reconcile" / "subjects.json"
 LIVE = ("Active", "DecisionRecord")
 SPLITS = ("tune", "heldout", "heldout2")
@@ -90,7 +92,7 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
             stamp = f"{DAYS[w.phase]}T{9 + i // 60:02d}:{i % 60:02d}:00Z"
             own = {} if reconciled else {"topicId": f"bench-{i}"}
             params = {**w.fields, "agentName": "bench", "metadata": {"createdAt": stamp, **own}}
-            reply = await service.store_memory(params)
+            reply = await call_json(service, "store_memory", params)
             staging.append(reply["duration_ms"])
             w.topic_id = reply["summary_id"]
             latest = service.store.topic_versions(w.topic_id)[-1]
@@ -110,7 +112,7 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
         status = {(m.topic_id, m.version): m.status.value for m in service.store.iter_memories()}
         firsts: dict[str, str | None] = {}
         for s in data["subjects"]:
-            found = await service.retrieve({"query": s["question"], "maxResults": 3, "abstain": False})
+            found = await call_json(service, "retrieve", {"query": s["question"], "maxResults": 3, "abstain": False})
             firsts[s["id"]] = found["entries"][0]["topicId"] if found["entries"] else None
     finally:
         await service.close()

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from flowbaby.owner_line import call_json
 from tests.bench.devset import DEVSET, load_devset, score
 from tests.bench.locomo import DEFAULT_DATA, load_conversations, session_recall
 from tests.bench.reconcile import percentile
@@ -45,7 +46,7 @@ async def _store_and_ask(
         for request in requests:
             own = request["metadata"]["topicId"]
             meta = {k: v for k, v in request["metadata"].items() if reconciled is False or k != "topicId"}
-            reply = await service.ingest({**request, "agentName": "bench", "metadata": meta})
+            reply = await call_json(service, "ingest", {**request, "agentName": "bench", "metadata": meta})
             origin[reply["ingestion_metrics"]["memoryId"]] = own
             staging.append(1000 * reply["staging_duration_sec"])
             taken[reply["ingestion_metrics"]["memoryId"]] = (reply.get("reconcile") or {}).get("decision", "named")
@@ -57,7 +58,7 @@ async def _store_and_ask(
         await service.flush_vectors()
         ranked = []
         for question in questions:
-            found = await service.retrieve({"query": question, **QUERY})
+            found = await call_json(service, "retrieve", {"query": question, **QUERY})
             ranked.append([origin.get(e["memoryId"], e["topicId"]) for e in found["entries"]])
     finally:
         await service.close()

@@ -14,6 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from flowbaby.owner_line import call_json
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("graph", "api", "bridge", "flowbaby")
 QUERY = "Why did we move sessions to Redis?"
@@ -63,10 +65,10 @@ def walk_of(workspace: Path) -> dict[str, Any]:
         with Tracer() as tracer:
             service = await FlowbabyService.open(workspace, log_to_stderr=False, rate_limit_per_minute=0)
             try:
-                await service.retrieve({"query": "warm up", "maxResults": 3})
+                await call_json(service, "retrieve", {"query": "warm up", "maxResults": 3})
                 loop_thread = threading.get_ident()
                 tracer.recording = True
-                reply = await service.retrieve({"query": QUERY, "maxResults": 3})
+                reply = await call_json(service, "retrieve", {"query": QUERY, "maxResults": 3})
                 tracer.recording = False
             finally:
                 await service.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import graph.engine.hooks
+from flowbaby.owner_line import call_json
 from graph.core.contract import Freshness
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, resolve_workspace
@@ -46,8 +47,8 @@ def test_the_briefing_marks_stale_decisions(service: tuple[FlowbabyService, Git]
         ("ledger", "Take the ledger lock before writing", "billing/ledger.py"),
         ("export", "Export CSV only", "billing/export.py"),
     ]:
-        assert asyncio.run(flowbaby.ingest(decision(topic_id, text, ref)))["success"]
-    before = asyncio.run(flowbaby.briefing({}))
+        assert asyncio.run(call_json(flowbaby, "ingest", decision(topic_id, text, ref)))["success"]
+    before = asyncio.run(call_json(flowbaby, "briefing", {}))
     assert "stale" not in before["text"] and not any(item.get("stale") for item in before["items"])
 
     git.write("billing/reconcile.py", RECONCILE + "\n\ndef reconcile_late():\n    pass\n")
@@ -55,7 +56,7 @@ def test_the_briefing_marks_stale_decisions(service: tuple[FlowbabyService, Git]
     (git.root / "billing/ledger.py").unlink()
     git.commit("Drop the ledger lock", "2026-01-16T10:00:00Z")
 
-    brief = asyncio.run(flowbaby.briefing({}))
+    brief = asyncio.run(call_json(flowbaby, "briefing", {}))
     lines = {line.split(":")[0].removeprefix("- "): line for line in brief["text"].splitlines()}
     assert "(stale: billing/reconcile.py changed)" in lines["reconcile"]
     assert "(stale: billing/ledger.py missing)" in lines["ledger"]  # listed all the same
@@ -68,9 +69,9 @@ def test_a_slow_freshness_check_leaves_the_briefing_unmarked_and_on_time(
     service: tuple[FlowbabyService, Git], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     flowbaby, git = service
-    assert asyncio.run(flowbaby.ingest(decision("reconcile", "Reconcile in batches", "billing/reconcile.py")))[
-        "success"
-    ]
+    assert asyncio.run(
+        call_json(flowbaby, "ingest", decision("reconcile", "Reconcile in batches", "billing/reconcile.py"))
+    )["success"]
     git.write("billing/reconcile.py", RECONCILE + "\n# later\n")
     git.commit("Later", "2026-01-15T10:00:00Z")
     checker = flowbaby._freshness_for(flowbaby.origin)
@@ -83,8 +84,8 @@ def test_a_slow_freshness_check_leaves_the_briefing_unmarked_and_on_time(
     monkeypatch.setattr(checker, "check_many", slow)
     monkeypatch.setattr(graph.engine.hooks, "BRIEFING_FRESHNESS_SEC", 0.1)
     started = time.perf_counter()
-    brief = asyncio.run(flowbaby.briefing({}))
+    brief = asyncio.run(call_json(flowbaby, "briefing", {}))
     assert time.perf_counter() - started < 0.9
     assert "Reconcile in batches [topicId reconcile]" in brief["text"] and "stale" not in brief["text"]
     monkeypatch.setattr(graph.engine.hooks, "BRIEFING_FRESHNESS_SEC", 5.0)
-    assert "(stale: billing/reconcile.py changed)" in asyncio.run(flowbaby.briefing({}))["text"]
+    assert "(stale: billing/reconcile.py changed)" in asyncio.run(call_json(flowbaby, "briefing", {}))["text"]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from flowbaby.owner_line import call_json
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from graph.capture.llm_distil import PROMPT  # noqa: E402
@@ -69,7 +71,7 @@ def test_the_llm_summary_is_stored_and_never_sees_secrets_or_private_text(
     service: FlowbabyService, paths: WorkspacePaths, tmp_path: Path, fake: FakeOpenAI
 ) -> None:
     fake.reply_for = lambda system, user: "```json\n" + summary() + "\n```" if system == PROMPT else None
-    reply = asyncio.run(service.capture(session(tmp_path, paths, "good").params()))
+    reply = asyncio.run(call_json(service, "capture", session(tmp_path, paths, "good").params()))
     assert reply["captured"] and reply["distiller"] == "llm" and "llmFallback" not in reply, reply
     stored = service.store.topic_versions(reply["topicId"])[-1]
     assert stored.decisions == [LLM_DECISION]
@@ -103,7 +105,9 @@ def test_an_llm_failure_or_invalid_summary_falls_back_to_the_offline_distillatio
 ) -> None:
     fake.mode = mode
     fake.reply_for = lambda system, user: answer
-    reply = asyncio.run(service.capture(session(tmp_path, paths, f"s-{mode}-{len(answer or '')}").params()))
+    reply = asyncio.run(
+        call_json(service, "capture", session(tmp_path, paths, f"s-{mode}-{len(answer or '')}").params())
+    )
     assert reply["captured"] and reply["distiller"] == "offline", reply
     assert why in reply["llmFallback"]
     stored = service.store.topic_versions(reply["topicId"])[-1]
@@ -116,6 +120,6 @@ def test_flowbaby_capture_llm_0_keeps_the_session_away_from_the_llm(
     service: FlowbabyService, paths: WorkspacePaths, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FLOWBABY_CAPTURE_LLM", "0")
-    reply = asyncio.run(service.capture(session(tmp_path, paths, "off").params()))
+    reply = asyncio.run(call_json(service, "capture", session(tmp_path, paths, "off").params()))
     assert reply["captured"] and reply["distiller"] == "offline" and "llmFallback" not in reply
     assert fake.calls() == 0

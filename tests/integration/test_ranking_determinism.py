@@ -20,6 +20,7 @@ from tests.bench.latency import build_workspace
 
 RANK = """
 import asyncio, json, random, sys
+from flowbaby.owner_line import call_json
 from graph.engine.service import FlowbabyService
 from tests.bench.latency import queries
 
@@ -27,7 +28,7 @@ async def main():
     service = await FlowbabyService.open(sys.argv[1], log_to_stderr=False, rate_limit_per_minute=0)
     out = []
     for query in queries(150, random.Random(7)):
-        reply = await service.retrieve({"query": query, "maxResults": 20})
+        reply = await call_json(service, "retrieve", {"query": query, "maxResults": 20})
         out.append([[e["memoryId"], e["score"], e["lanes"], e["via"]] for e in reply["entries"]])
     await service.close(1)
     print(json.dumps(out))

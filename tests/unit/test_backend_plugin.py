@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import graph.backends
+from flowbaby.owner_line import call_json
 from graph.backends.backend import DATABASE_URL_ENV, backend_class, backend_for, open_backend
 from graph.backends.embedded.backend import EmbeddedBackend
 from graph.cognify.operations import OperationManager
@@ -144,9 +145,11 @@ def test_a_third_backend_is_a_new_package_and_serves_the_engine(
 
     async def body() -> dict[str, object]:
         async with started(service):
-            await service.ingest(summary("redis-cache"))
+            await call_json(service, "ingest", summary("redis-cache"))
             await service.flush_vectors()
-            return await service.retrieve({"query": "Why did we move the session cache to Redis?", "maxResults": 3})
+            return await call_json(
+                service, "retrieve", {"query": "Why did we move the session cache to Redis?", "maxResults": 3}
+            )
 
     try:
         reply = run(body)

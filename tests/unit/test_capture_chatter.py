@@ -8,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from flowbaby.owner_line import call_json
 from graph.core.workspace import WorkspacePaths
 from graph.engine.service import FlowbabyService
 from tests.bench.chatter import run as measure
@@ -32,7 +33,7 @@ def test_a_session_that_stored_its_decision_is_not_captured_again(
         "decisions": ["Cap the help output at 100 columns instead of 80"],
         "agentName": "claude-code",
     }
-    reply = asyncio.run(service.store_memory(summary))
+    reply = asyncio.run(call_json(service, "store_memory", summary))
     talk = Transcript(tmp_path / "claude", paths.root)
     talk.add(
         "user", "We decided to wrap the help output at 100 columns rather than 80. Store what we decided in flowbaby."
@@ -52,13 +53,13 @@ def test_a_session_that_stored_its_decision_is_not_captured_again(
                 json.dumps(record | {"timestamp": f"2026-12-01T10:00:{talk.count:02d}Z", "message": message}) + "\n"
             )
     talk.add("assistant", "Stored the decision in flowbaby.")
-    captured = asyncio.run(service.capture(talk.params()))
+    captured = asyncio.run(call_json(service, "capture", talk.params()))
     assert not captured["captured"], captured
     topics = {m.topic_id for m in service.store.iter_memories()}
     assert topics == {reply["summary_id"]}, "one memory of the decision: the one the agent stored"
 
     talk.add("user", "Also, let's keep the usage line on its own row. I'll save this to memory.")
-    later = asyncio.run(service.capture(talk.params()))
+    later = asyncio.run(call_json(service, "capture", talk.params()))
     assert later["captured"], later
     stored = service.store.topic_versions(later["topicId"])[-1]
     assert stored.decisions == ["Also, let's keep the usage line on its own row."]

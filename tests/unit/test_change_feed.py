@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from flowbaby.owner_line import call_json
 from graph.backends.backend import ServerCaches
 from graph.backends.team.change_feed import RemoteChanges
 from tests.conftest import summary
@@ -39,8 +40,8 @@ def test_the_service_rebuilds_its_catalog_without_what_another_server_forgot(ser
     leaves them out, and so does every later rebuild."""
 
     async def scenario() -> None:
-        kept = await service.ingest(summary("kept-topic"))
-        gone = await service.ingest(summary("gone-topic"))
+        kept = await call_json(service, "ingest", summary("kept-topic"))
+        gone = await call_json(service, "ingest", summary("gone-topic"))
         service._warm_task = asyncio.create_task(service._warm_up())
         service._embed_task = asyncio.create_task(service._embed_loop())
         await service.vectors()

@@ -113,12 +113,11 @@ class Store:
         self.refusals = refusals
         """Backlog refusals to answer first, as a team server does (it keeps its limit for imports)."""
 
-    async def ingest(self, params: Any, *, bulk: bool = False) -> dict[str, Any]:
+    async def ingest(self, request: FlowbabyIngestRequest, *, bulk: bool = False) -> dict[str, Any]:
         assert bulk  # an import is not held to the agents' backlog limit
         if self.refusals:
             self.refusals -= 1
             raise FlowbabyError(ErrorCode.BACKLOG, "Background queue full (5 operations max).", retryAfterSec=30)
-        request = validate_request(FlowbabyIngestRequest, params)
         self.ingested += 1
         versions = self.topics.setdefault(request.metadata.topicId, [])
         stamp = "2026-01-01T00:00:00.000Z"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from flowbaby.memories_command import ImportRefused, export_to, import_from, read_export
+from flowbaby.owner_line import call_json
 from graph.backends.backend import Backend
 from graph.backends.embedded.backend import EmbeddedBackend
 from graph.cognify.operations import OperationManager
@@ -76,27 +77,31 @@ async def started(service: FlowbabyService) -> AsyncIterator[FlowbabyService]:
 
 
 async def fill(service: FlowbabyService) -> None:
-    await service.ingest(summary("redis-cache"))
-    await service.ingest(summary("redis-cache", context="Second thoughts: Redis Sentinel for the session cache."))
-    await service.ingest(
+    await call_json(service, "ingest", summary("redis-cache"))
+    await call_json(
+        service, "ingest", summary("redis-cache", context="Second thoughts: Redis Sentinel for the session cache.")
+    )
+    await call_json(
+        service,
+        "ingest",
         summary(
             "frontend-build",
             topic="Frontend build",
             context="The frontend build moved from webpack to vite.",
             timeScope="Q1 2025",
             agentName="builder",
-        )
+        ),
     )
     decision = summary("kafka", topic="Kafka retries", context="Kafka consumers retry with backoff.")
     decision["metadata"] = {**decision["metadata"], "status": "DecisionRecord", "planId": None}
-    await service.ingest(decision)
+    await call_json(service, "ingest", decision)
 
 
 async def rankings(service: FlowbabyService) -> list[list[tuple[str, int]]]:
     await service.flush_vectors()
     out = []
     for query in QUERIES:
-        reply = await service.retrieve({"query": query, "maxResults": 5, "includeSuperseded": True})
+        reply = await call_json(service, "retrieve", {"query": query, "maxResults": 5, "includeSuperseded": True})
         out.append([(e["topicId"], e["version"]) for e in reply["entries"]])
     return out
 
@@ -203,10 +208,12 @@ def test_a_file_with_bad_lines_imports_nothing_and_names_each(
         async with started(target):
             with pytest.raises(ImportRefused) as refused_id:
                 await import_from(target, wrong)
-            await target.ingest(summary("kafka", topic="Kafka", context="Another first version of kafka here."))
+            await call_json(
+                target, "ingest", summary("kafka", topic="Kafka", context="Another first version of kafka here.")
+            )
             with pytest.raises(ImportRefused) as refused_conflict:
                 await import_from(target, good)
-            listed = await target.list_memories({"allVersions": True})
+            listed = await call_json(target, "list_memories", {"allVersions": True})
         return str(refused_id.value), str(refused_conflict.value), listed["count"]
 
     wrong_id, conflict, stored = run(attempts)

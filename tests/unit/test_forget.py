@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.embedded.memory_store import MemoryStore
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import OperationManager
@@ -129,22 +130,23 @@ def test_forget_takes_a_memory_out_of_search_and_every_local_file(live: tuple[Fl
 
     async def body() -> dict[str, Any]:
         await _start(svc)
-        await svc.ingest(secret)
-        await svc.ingest(summary("other", topic="Unrelated", context="Postgres vacuum runs nightly."))
+        await call_json(svc, "ingest", secret)
+        await call_json(svc, "ingest", summary("other", topic="Unrelated", context="Postgres vacuum runs nightly."))
         await svc.flush_vectors()
         await svc.operations.wait_idle()
-        found = await svc.retrieve({"query": QUERY, "maxResults": 5})
+        found = await call_json(svc, "retrieve", {"query": QUERY, "maxResults": 5})
         assert "secret" in [e["topicId"] for e in found["entries"]], (found.get("abstainReason"), found.get("indexing"))
         assert _files_holding(svc.paths.data, CANARY)  # it was on disk
         dry = await _forget(svc, {"topicId": "secret", "dryRun": True})
         assert (dry["dryRun"], dry["versions"], dry["forgetId"]) == (True, 1, None)
-        assert (await svc.get_memory({"topicId": "secret"}))["topicId"] == "secret"  # a dry run forgets nothing
-        memory_id = (await svc.get_memory({"topicId": "secret"}))["latest"]["memoryId"]
+        shown = await call_json(svc, "get_memory", {"topicId": "secret"})
+        assert shown["topicId"] == "secret"  # a dry run forgets nothing
+        memory_id = (await call_json(svc, "get_memory", {"topicId": "secret"}))["latest"]["memoryId"]
         reply = await _forget(svc, {"topicId": "secret"}, agent_name="tester")
-        after = await svc.retrieve({"query": QUERY, "maxResults": 5})
-        listed = await svc.list_memories({"allVersions": True})
+        after = await call_json(svc, "retrieve", {"query": QUERY, "maxResults": 5})
+        listed = await call_json(svc, "list_memories", {"allVersions": True})
         try:
-            await svc.get_memory({"topicId": "secret"})
+            await call_json(svc, "get_memory", {"topicId": "secret"})
         except FlowbabyError as error:
             missing = error.code.value
         try:
@@ -175,7 +177,7 @@ def test_a_forget_during_that_memorys_build_runs_after_it(live: tuple[FlowbabySe
 
     async def body() -> dict[str, Any]:
         await _start(svc)
-        await svc.ingest(summary("secret", context=f"Being built: {CANARY}"))
+        await call_json(svc, "ingest", summary("secret", context=f"Being built: {CANARY}"))
         while not worker.batches:  # the batch is running in the (fake) worker
             await asyncio.sleep(0.01)
         forgetting = asyncio.create_task(_forget(svc, {"topicId": "secret"}))
@@ -198,7 +200,7 @@ def test_an_interrupted_forget_is_finished_at_the_next_start(live: tuple[Flowbab
 
     async def first() -> str:
         await _start(svc)
-        await svc.ingest(summary("secret", context=f"Interrupted: {CANARY}"))
+        await call_json(svc, "ingest", summary("secret", context=f"Interrupted: {CANARY}"))
         await svc.flush_vectors()
         await svc.operations.wait_idle()
         [gone] = [m.memory_id for m in svc.store.iter_memories()]
@@ -227,8 +229,8 @@ def test_forget_by_filter_and_its_validation(live: tuple[FlowbabyService, FakeWo
     async def body() -> dict[str, Any]:
         await _start(svc)
         for topic in ("tmp/a", "tmp/b", "keep"):
-            await svc.ingest(summary(topic))
-        await svc.ingest(summary("tmp/a", context="A second version of tmp/a."))
+            await call_json(svc, "ingest", summary(topic))
+        await call_json(svc, "ingest", summary("tmp/a", context="A second version of tmp/a."))
         dry = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}, "dryRun": True})
         done = await _forget(svc, {"filter": {"topicIdPrefix": "tmp/"}})
         none = await _forget(svc, {"filter": {"topicIdPrefix": "nothing/"}})

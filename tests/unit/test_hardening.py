@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.embedded.audit_log import AuditLog
 from graph.backends.embedded.backend import EmbeddedBackend
 from graph.backends.embedded.compact_vectors import compact_path
@@ -171,7 +172,7 @@ def test_search_answers_from_what_is_indexed_and_says_so(
         await _serve_only(service, indexed)
         service._embed_queue.put_nowait(backlog)  # queued, never embedded
         started = time.monotonic()
-        reply = await service.retrieve({"query": "Redis session cache"})
+        reply = await call_json(service, "retrieve", {"query": "Redis session cache"})
         assert time.monotonic() - started < 5  # waited out 45 s, then NOT_INITIALIZED
         return reply
 
@@ -197,7 +198,7 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
         await _serve_only(service, indexed)
 
         async def unsearched() -> int:
-            reply = await service.retrieve({"query": "Redis session cache"})
+            reply = await call_json(service, "retrieve", {"query": "Redis session cache"})
             return int(reply.get("indexing", {}).get("unsearchedMemories", 0))
 
         seen = [await unsearched()]
@@ -206,7 +207,7 @@ def test_the_stored_count_is_read_again_after_a_second_and_at_once_after_this_pr
         monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 0.0)
         seen.append(await unsearched())
         monkeypatch.setattr("graph.engine.retrieval.STORED_COUNT_SEC", 3600.0)
-        assert (await service.ingest(summary("staged-here")))["success"]
+        assert (await call_json(service, "ingest", summary("staged-here")))["success"]
         seen.append(await unsearched())  # staged by this process: counted at once
         return seen
 
@@ -328,11 +329,11 @@ def test_a_failed_warm_up_is_tried_again_by_a_later_retrieval(service: FlowbabyS
         service._warm_task = asyncio.create_task(service._warm_up_through_outages())
         try:
             with pytest.raises(RetrievalError) as refused:
-                await service.retrieve({"query": "session cache"})
+                await call_json(service, "retrieve", {"query": "session cache"})
             first = refused.value.to_response()
             status = await service.index_status()
             await asyncio.sleep(0.4)
-            second = await service.retrieve({"query": "session cache"})
+            second = await call_json(service, "retrieve", {"query": "session cache"})
         finally:
             for task in (service._embed_task, service._warm_task):
                 task.cancel()
@@ -376,7 +377,7 @@ def test_opening_a_corrupt_store_is_a_flowbaby_error(paths: WorkspacePaths) -> N
 
 def test_audit_on_a_full_disk_does_not_fail_a_committed_ingest(service: FlowbabyService) -> None:
     service.audit = AuditLog(Path("/dev/full"))  # every write: ENOSPC
-    reply = run(lambda: service.ingest(summary("t1")))
+    reply = run(lambda: call_json(service, "ingest", summary("t1")))
     assert reply["staged"] is True
     assert service.audit.dropped == 1
     assert [m.version for m in service.store.topic_versions("t1")] == [1]  # nothing for a client to retry
@@ -431,7 +432,7 @@ def test_two_same_topic_store_memory_calls_in_one_millisecond_are_two_memories(
 
     async def body() -> list[str]:
         params = {"topic": "Same topic", "context": "Stored twice at once"}
-        return [(await service.store_memory(params))["summary_id"] for _ in range(2)]
+        return [(await call_json(service, "store_memory", params))["summary_id"] for _ in range(2)]
 
     first, second = run(body)
     assert first != second
@@ -510,7 +511,7 @@ def test_staging_runs_off_the_event_loop(service: FlowbabyService, monkeypatch: 
                 last = now
 
         ticker = asyncio.create_task(tick())
-        await service.ingest(summary("t1"))
+        await call_json(service, "ingest", summary("t1"))
         ticker.cancel()
         return max(gaps)
 

@@ -22,7 +22,7 @@ from api.guard import MAX_BODY_BYTES, MAX_UNAUTHENTICATED_IN_FLIGHT, BodyLimit, 
 from api.server import bind_refusal
 from bridge.server import MAX_BATCH, Bridge, ProtocolWriter
 from graph.core import jsonwire
-from graph.core.contract import FlowbabyError
+from graph.core.contract import BackgroundOperations, FlowbabyError
 from graph.core.settings import load_settings
 from graph.core.workspace import WorkspacePaths
 
@@ -169,8 +169,8 @@ class _Service:
             "llmSource": "default",
         }
 
-    async def background_status(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"success": True, "operations": [], "counts": {}}
+    async def background_status(self, request: Any) -> BackgroundOperations:
+        return BackgroundOperations(operations=[], counts={}, llmUsage={}, graphBuilding=True)
 
     async def ingest(self, params: Any) -> dict[str, Any]:
         return {"success": True, "echo": len(json.dumps(params))}

@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 
 from flowbaby import hook
+from flowbaby.owner_line import call_json
+from graph.core.contract import BriefingRequest, BriefingResponse, RecallRequest, RecallResponse
 from graph.core.methods import OWNER_METHODS
 from graph.core.settings import LLMSettings, Settings
 from graph.core.workspace import WorkspaceLock, WorkspacePaths
@@ -68,7 +70,7 @@ def test_capture_versions_dedup_privacy_and_switch(
     talk = Transcript(tmp_path / "claude", paths.root)
     talk.add("user", f"Let's keep invoices in S3 with a 10 year lifecycle. <private>pin 4411</private> Key {SECRET}.")
     talk.add("assistant", "Writing the lifecycle rule.", edit=str(paths.root / "infra" / "s3.tf"))
-    first = asyncio.run(service.capture(talk.params()))
+    first = asyncio.run(call_json(service, "capture", talk.params()))
     assert first["captured"] and first["version"] == 1 and first["topicId"].startswith("session-claude-code-")
     stored = service.store.topic_versions(first["topicId"])[-1]
     assert stored.decisions == ["Let's keep invoices in S3 with a 10 year lifecycle."]
@@ -77,21 +79,21 @@ def test_capture_versions_dedup_privacy_and_switch(
     text = json.dumps(stored.sections())
     assert "4411" not in text and SECRET not in text
 
-    assert asyncio.run(service.capture(talk.params()))["reason"] == "no new turns"
+    assert asyncio.run(call_json(service, "capture", talk.params()))["reason"] == "no new turns"
     talk.add("user", "Remember: let's keep invoices in S3 with a 10 year lifecycle.")
     talk.add("assistant", "Yes, that is what we did.")
-    repeated = asyncio.run(service.capture(talk.params()))
+    repeated = asyncio.run(call_json(service, "capture", talk.params()))
     assert not repeated["captured"] and repeated["reason"] == "repeats existing memory"
 
     talk.add("user", "We decided to encrypt the bucket with a customer managed KMS key.")
-    later = asyncio.run(service.capture(talk.params()))
+    later = asyncio.run(call_json(service, "capture", talk.params()))
     assert later["captured"] and later["version"] == 2 and later["topicId"] == first["topicId"]
     newest = service.store.topic_versions(first["topicId"])[-1]
     assert len(newest.decisions) == 2 and newest.references == ["infra/s3.tf"]
 
     monkeypatch.setenv("FLOWBABY_CAPTURE", "0")
     talk.add("user", "We will tag every bucket with the cost centre.")
-    assert "off" in asyncio.run(service.capture(talk.params()))["reason"]
+    assert "off" in asyncio.run(call_json(service, "capture", talk.params()))["reason"]
 
 
 def test_a_session_outside_the_workspace_is_never_captured(service: FlowbabyService, tmp_path: Path) -> None:
@@ -99,7 +101,7 @@ def test_a_session_outside_the_workspace_is_never_captured(service: FlowbabyServ
     elsewhere.mkdir()
     talk = Transcript(tmp_path / "claude", elsewhere)
     talk.add("user", "We decided to use Rust for the parser.")
-    reply = asyncio.run(service.capture(talk.params()))
+    reply = asyncio.run(call_json(service, "capture", talk.params()))
     assert not reply["captured"] and reply["reason"] == "not a session of this workspace"
 
 
@@ -110,13 +112,15 @@ class FakeOwner:
     def add_operation_listener(self, listener: Any) -> None:
         pass
 
-    async def briefing(self, params: Any) -> dict[str, Any]:
-        self.calls.append(("briefing", params))
-        return {"text": "Flowbaby workspace memory: - use Postgres [topicId t1]", "items": [{"topicId": "t1"}]}
+    async def briefing(self, request: BriefingRequest) -> BriefingResponse:
+        self.calls.append(("briefing", request.model_dump(exclude_unset=True)))
+        text = "Flowbaby workspace memory: - use Postgres [topicId t1]"
+        return BriefingResponse(text=text, items=[{"topicId": "t1"}], tokens=9, memories=1)
 
-    async def recall(self, params: Any) -> dict[str, Any]:
-        self.calls.append(("recall", params))
-        return {"text": "Flowbaby recalled: - staging rotates Fridays [topicId t2]", "topicIds": ["t2"]}
+    async def recall(self, request: RecallRequest) -> RecallResponse:
+        self.calls.append(("recall", request.model_dump(exclude_unset=True)))
+        text = "Flowbaby recalled: - staging rotates Fridays [topicId t2]"
+        return RecallResponse(text=text, topicIds=["t2"], tokens=9, abstained=False, abstainReason=None)
 
 
 def test_hooks_talk_to_the_owner_over_its_socket(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.core.contract import FlowbabyError, FlowbabyIngestRequest
 from graph.core.ingest_redaction import Redactor, load_user_patterns
 from graph.core.settings import load_settings
@@ -85,8 +86,8 @@ def test_flowbaby_redact_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 def test_the_service_stores_redacted_text_and_counts_it(service: FlowbabyService) -> None:  # noqa: F811
     async def body() -> tuple[dict[str, Any], dict[str, Any]]:
-        ingested = await service.ingest(summary("leaky", context=f"Connect with {URL} using {KEY}."))
-        stored = await service.store_memory({"topic": "Plain", "context": "Nothing secret here."})
+        ingested = await call_json(service, "ingest", summary("leaky", context=f"Connect with {URL} using {KEY}."))
+        stored = await call_json(service, "store_memory", {"topic": "Plain", "context": "Nothing secret here."})
         return ingested, stored
 
     ingested, stored = run(body)

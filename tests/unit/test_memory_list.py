@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.core.contract import FlowbabyError, ListMemoriesRequest, MemoryFilter, MemoryStatus
 from graph.core.memories import new_operation_id
@@ -140,16 +141,22 @@ def test_request_validation_names_the_field() -> None:
 def test_service_lists_pages_and_shows_a_memory(service: FlowbabyService) -> None:  # noqa: F811
     async def body() -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
         for topic in ("alpha", "beta", "gamma"):
-            await service.ingest(summary(topic, topic=f"About {topic}"))
-        await service.ingest(summary("alpha", context="The second version of alpha's memory, much later."))
+            await call_json(service, "ingest", summary(topic, topic=f"About {topic}"))
+        await call_json(
+            service, "ingest", summary("alpha", context="The second version of alpha's memory, much later.")
+        )
         seen: list[dict[str, Any]] = []
         cursor = None
         while True:
-            reply = await service.list_memories({"limit": 2, **({"cursor": cursor} if cursor else {})})
+            reply = await call_json(service, "list_memories", {"limit": 2, **({"cursor": cursor} if cursor else {})})
             seen.append(reply)
             cursor = reply["nextCursor"]
             if cursor is None:
-                return seen, await service.get_memory({"topicId": "alpha"}), await service.list_memories({})
+                return (
+                    seen,
+                    await call_json(service, "get_memory", {"topicId": "alpha"}),
+                    await call_json(service, "list_memories", {}),
+                )
 
     listed, shown, whole = run(body)
     assert [[m["topicId"] for m in page["memories"]] for page in listed] == [["alpha", "gamma"], ["beta"]]
@@ -170,8 +177,8 @@ def test_service_lists_pages_and_shows_a_memory(service: FlowbabyService) -> Non
     assert shown["provenance"]["graphState"] == "pending" and shown["provenance"]["operationId"].startswith("op_")
 
     with pytest.raises(FlowbabyError) as missing:
-        run(lambda: service.get_memory({"topicId": "nope"}))
+        run(lambda: call_json(service, "get_memory", {"topicId": "nope"}))
     assert missing.value.code.value == "NOT_FOUND"
     with pytest.raises(FlowbabyError) as bad:
-        run(lambda: service.list_memories({"cursor": "garbage"}))
+        run(lambda: call_json(service, "list_memories", {"cursor": "garbage"}))
     assert bad.value.code.value == "INVALID_PAYLOAD"

@@ -14,8 +14,25 @@ import pytest
 from api.app import create_app
 from api.mcp_tools import build_mcp_server
 from bridge.server import Bridge
-from graph.core.contract import SessionSearchResponse, SessionsRequest
-from graph.core.methods import BRIDGE_METHODS, METHODS, OWNER_METHODS, RETRIEVAL_METHODS, Reply
+from graph.core.contract import (
+    ErrorCode,
+    FlowbabyError,
+    RefusedRequest,
+    RetrievalError,
+    RetrievalErrorCode,
+    SessionSearchResponse,
+    SessionsRequest,
+)
+from graph.core.methods import (
+    BRIDGE_METHODS,
+    METHODS,
+    OWNER_METHODS,
+    RETRIEVAL_METHODS,
+    RETRIEVE_MEMORY,
+    TYPED,
+    Reply,
+    request_of,
+)
 from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient
@@ -71,6 +88,10 @@ STAMP = "2026-01-01T00:00:00.000Z"
 EXPORTED = {"topicId": "t", "version": 1, "memoryId": "m", "status": "Active", "topic": "T", "context": "C"}
 REQUIRED = {
     "topicId": "t",
+    "query": "q",
+    "topic": "T",
+    "context": "C",
+    "metadata": {"topicId": "t", "createdAt": STAMP},
     "olderTopicId": "a",
     "newerTopicId": "b",
     "memories": [{**EXPORTED, "createdAt": STAMP, "updatedAt": STAMP, "stagedAt": STAMP}],
@@ -159,3 +180,30 @@ def test_a_query_route_of_the_table_parses_its_query_and_path_into_the_rows_mode
     assert refused.status_code == 400
     assert (refused.json()["errorCode"], refused.json()["fields"]) == ("INVALID_REQUEST", ["limit"])
     assert len(service.calls) == 1
+
+
+def test_a_refused_request_is_audited_and_keeps_its_error() -> None:
+    """request_of audits a refused request of an audited row through the service (the front's agent name first,
+    the query as the text it digests), and the caller gets its request's own error even when auditing fails."""
+    audited: list[RefusedRequest] = []
+
+    class Service:
+        async def audit_refused(self, refusal: RefusedRequest) -> None:
+            audited.append(refusal)
+
+    class Broken:
+        async def audit_refused(self, refusal: RefusedRequest) -> None:
+            raise OSError("disk full")
+
+    asked = {"query": "q", "maxResults": 11}  # retrieveMemory takes at most 10
+    with pytest.raises(RetrievalError) as refused:
+        asyncio.run(request_of(Service(), RETRIEVE_MEMORY, asked, "claude-code"))
+    assert refused.value.code is RetrievalErrorCode.INVALID_REQUEST and refused.value.details == {
+        "fields": ["maxResults"]
+    }
+    assert audited == [
+        RefusedRequest(command="retrieveMemory", agentName="claude-code", topic="q", errorCode="INVALID_REQUEST")
+    ]
+    with pytest.raises(FlowbabyError) as kept:
+        asyncio.run(request_of(Broken(), TYPED["ingest"], {"topic": "", "context": "c"}))
+    assert kept.value.code is ErrorCode.INVALID_PAYLOAD and kept.value.details == {"fields": ["topic"]}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.backends.backend import Backend
 from graph.backends.memory_store import MemoryStoreBackend
 from graph.cognify.operations import MAX_ATTEMPTS, OperationManager
@@ -305,9 +306,9 @@ def test_beyond_the_backlog_ingest_is_refused_and_nothing_is_staged(
 
     async def body() -> None:
         for i in range(capacity):
-            assert (await service.ingest(summary(f"topic-{i}")))["staged"]
+            assert (await call_json(service, "ingest", summary(f"topic-{i}")))["staged"]
         with pytest.raises(FlowbabyError) as refused:
-            await service.ingest(summary("topic-0"))  # a new version would supersede v1: it must not
+            await call_json(service, "ingest", summary("topic-0"))  # a new version would supersede v1: it must not
         assert refused.value.code is ErrorCode.BACKLOG
 
     try:
@@ -333,9 +334,9 @@ def test_with_graph_building_off_the_backlog_limit_is_lifted_and_status_says_why
     async def body() -> None:
         service.start_graph_work()
         for i in range(staged):
-            assert (await service.ingest(summary(f"topic-{i}")))["staged"]
+            assert (await call_json(service, "ingest", summary(f"topic-{i}")))["staged"]
         await asyncio.wait_for(service.operations.wait_idle(), WAIT)
-        seen["queue"] = await service.background_status({})
+        seen["queue"] = await call_json(service, "background_status", {})
         seen["index"] = (await asyncio.to_thread(service._index_status)).model_dump(mode="json")
         await service.operations.stop(grace_sec=1)
 

@@ -13,18 +13,27 @@ import pytest
 
 from graph.core.contract import (
     ErrorCode,
+    FlowbabyContextRequest,
     FlowbabyError,
+    FlowbabyIngestRequest,
+    FlowbabyIngestResponse,
     ForgetMemoryRequest,
     ForgetMemoryResponse,
     GraphSnapshotRequest,
     GraphSnapshotResponse,
     HealthResponse,
+    MemoryStatus,
     OperationStatus,
+    RefusedRequest,
+    ResponseMetadata,
     RetrievalError,
     RetrievalErrorCode,
+    RetrievalReply,
+    RetrieveMemoryResponse,
     SessionSearchResponse,
     SessionsRequest,
     SessionsResponse,
+    Succeeded,
 )
 from graph.core.workspace import WorkspacePaths
 from graph.owner.client import OwnerClient
@@ -52,17 +61,30 @@ class FakeService:
             | {"llm": "offline-extractor", "memories": 0, "pendingOperations": 0, "uptimeSec": 0.0}
         )
 
-    async def ingest(self, params: Any) -> dict[str, Any]:
-        self.calls.append(("ingest", params))
-        if not params.get("topic"):
-            raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, 'Field "topic" is required', fields=["topic"])
-        return {"success": True, "staged": True, "by": self.name, "topic": params["topic"]}
+    async def ingest(self, request: FlowbabyIngestRequest) -> FlowbabyIngestResponse:
+        self.calls.append(("ingest", request.topic))
+        metadata = ResponseMetadata(
+            topic_id="t", session_id=None, plan_id=None, status=MemoryStatus.ACTIVE, created_at="", updated_at=""
+        )
+        return FlowbabyIngestResponse(
+            staged=True,
+            operationId=self.name,
+            ingested_chars=0,
+            timestamp="",
+            metadata=metadata,
+            staging_duration_sec=0.0,
+            ingestion_metrics={"topic": request.topic},
+        )
 
-    async def retrieve(self, params: Any, markdown: bool = False) -> dict[str, Any]:
-        self.calls.append(("retrieve", params))
-        if params.get("query") == "too many":
+    async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
+        self.calls.append(("audit_refused", refusal))
+        return Succeeded()
+
+    async def retrieve(self, request: FlowbabyContextRequest, markdown: bool = False) -> RetrievalReply:
+        self.calls.append(("retrieve", request.query))
+        if request.query == "too many":
             raise RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "slow down", retryAfterSec=6)
-        return {"success": True, "markdown": markdown, "by": self.name}
+        return RetrieveMemoryResponse(entries=[], totalResults=0, tokensUsed=0, markdown=f"{markdown} {self.name}")
 
     async def watch_sessions(self) -> dict[str, Any]:
         self.calls.append(("watch_sessions", None))
@@ -106,20 +128,23 @@ def test_calls_results_and_contract_failures_cross_the_socket(paths: WorkspacePa
         owner, endpoint = await _owner(paths, "first")
         front = await OwnerClient.connect(paths, opener=_never)
         assert (await front.call("health")).workspace == "first"
-        staged = await front.call("ingest", params={"topic": "Ünïcödé ✓"})
-        assert staged["by"] == "first" and staged["topic"] == "Ünïcödé ✓"
+        staged = await front.call("ingest", request=FlowbabyIngestRequest(topic="Ünïcödé ✓", context="c"))
+        assert staged.operationId == "first" and staged.ingestion_metrics["topic"] == "Ünïcödé ✓"
         with pytest.raises(FlowbabyError) as invalid:
-            await front.call("ingest", params={"topic": ""})
+            await front.call("ingest", request={"topic": "", "context": "c", "agentName": "a"})
         assert invalid.value.code is ErrorCode.INVALID_PAYLOAD and invalid.value.details == {"fields": ["topic"]}
         with pytest.raises(RetrievalError) as throttled:
-            await front.call("retrieve", params={"query": "too many"}, markdown=True)
+            await front.call("retrieve", request=FlowbabyContextRequest(query="too many"), markdown=True)
         assert throttled.value.code is RetrievalErrorCode.RATE_LIMIT_EXCEEDED
         assert throttled.value.details == {"retryAfterSec": 6}
-        assert (await front.call("retrieve", params={"query": "q"}, markdown=True))["markdown"] is True
+        asked = await front.call("retrieve", request=FlowbabyContextRequest(query="q"), markdown=True)
+        assert asked.markdown == "True first"
         with pytest.raises(FlowbabyError, match="unknown method") as fault:
             await front.call("close")  # not part of the remote API
         assert fault.value.code is ErrorCode.FLOWBABY_ERROR
-        assert [name for name, _ in owner.calls] == ["health", "ingest", "ingest", "retrieve", "retrieve"]
+        assert [name for name, _ in owner.calls] == ["health", "ingest", "audit_refused", "retrieve", "retrieve"]
+        refused = RefusedRequest(command="ingestForAgent", agentName="a", topic="", errorCode="INVALID_PAYLOAD")
+        assert owner.calls[2][1] == refused  # the owner audits a request it refused, as the engine did
         await front.close()
         await endpoint.close()
 
@@ -245,9 +270,9 @@ def test_a_front_takes_over_when_the_owner_leaves(paths: WorkspacePaths) -> None
         front = await OwnerClient.connect(paths, opener=opener)
         assert (await front.call("health")).workspace == "first"
         await endpoint.close()
-        reply = await front.call("ingest", params={"topic": "after the owner left"})
-        assert reply["by"] == "second" and front.owns_workspace and opened == ["second"]
-        assert successor.calls == [("ingest", {"topic": "after the owner left"})]
+        reply = await front.call("ingest", request=FlowbabyIngestRequest(topic="after the owner left", context="c"))
+        assert reply.operationId == "second" and front.owns_workspace and opened == ["second"]
+        assert successor.calls == [("ingest", "after the owner left")]
         await front.close()
         assert successor.closed
 
@@ -266,7 +291,7 @@ def test_a_front_that_took_over_keeps_watching_sessions(paths: WorkspacePaths) -
         assert (await front.watch_sessions())["watching"]
         assert ("watch_sessions", None) in first.calls
         await endpoint.close()
-        await front.call("ingest", params={"topic": "after the owner left"})
+        await front.call("ingest", request=FlowbabyIngestRequest(topic="after the owner left", context="c"))
         assert successor.calls[0] == ("watch_sessions", None)  # started as the process took over
         await front.close()
 

@@ -13,15 +13,18 @@ import httpx
 import pytest
 
 from graph.core.contract import (
+    BackgroundStatusRequest,
     ConfirmSupersessionRequest,
     ErrorCode,
     FlowbabyError,
+    FlowbabyIngestRequest,
     ForgetMemoryRequest,
     ImportMemoriesRequest,
     RestoreMemoryRequest,
     RetrievalError,
     RetrievalErrorCode,
 )
+from graph.core.methods import TYPED, request_of
 from graph.core.workspace import resolve_workspace
 from graph.remote import connect_workspace
 from graph.remote.client import RemoteService, failure_from_body
@@ -137,10 +140,10 @@ def test_every_request_carries_the_token_and_the_namespace(paths: Any) -> None:
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
         service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
-        assert (await service.background_status({"operationId": "op_1"}))["status"] == "unknown"
+        assert (await service.background_status(BackgroundStatusRequest(operationId="op_1"))).status == "unknown"
         await service.memory_versions("a/b")
         with pytest.raises(FlowbabyError) as caught:
-            await service.background_status({"operationId": 5})  # checked here, as the local service does
+            await request_of(service, TYPED["background_status"], {"operationId": 5})  # checked before a byte is sent
         assert caught.value.code is ErrorCode.INVALID_PAYLOAD
         await service.close()
 
@@ -163,7 +166,24 @@ EXPORTED = {
     "updatedAt": STAMP,
     "stagedAt": STAMP,
 }
+STAGED = {"success": True, "operationId": "op_1", "ingested_chars": 2}
 TYPED_REPLIES: dict[str, Any] = {
+    "/api/agent/ingest": {
+        **STAGED,
+        "staged": True,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "metadata": {
+            "topic_id": "t",
+            "session_id": None,
+            "plan_id": None,
+            "status": "Active",
+            "created_at": "2026-01-01T00:00:00.000Z",
+            "updated_at": "2026-01-01T00:00:00.000Z",
+        },
+        "staging_duration_sec": 0.001,
+        "ingestion_metrics": {},
+    },
+    "/api/agent/memories": {**STAGED, "summary_id": "s", "duration_ms": 1.0},
     "/api/agent/import": {"success": True, "dryRun": False, "imported": 1, "skipped": 0, "queuedOperations": 1},
     "/api/agent/supersessions/confirm": {
         "success": True,
@@ -208,8 +228,8 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
     async def run() -> None:
         server = ServerSettings("https://memory.example.com", "s3cret", "team-a", "test")
         service = RemoteService(paths, server, transport=httpx.MockTransport(answer))
-        await service.ingest({"topic": "t", "context": "c"}, bulk=True, origin="/here")
-        await service.store_memory({"topic": "s"}, origin="/here")
+        await service.ingest(FlowbabyIngestRequest(topic="t", context="c"), bulk=True, origin="/here")
+        await service.store_memory(FlowbabyIngestRequest(topic="s", context="c"), origin="/here")
         await service.confirm_supersession(ConfirmSupersessionRequest(olderTopicId="a", newerTopicId="b"))
         await service.restore_memory(RestoreMemoryRequest(topicId="a"))
         await service.forget_memory(ForgetMemoryRequest.model_validate({"filter": {"status": ["Active"]}}))
@@ -219,7 +239,7 @@ def test_each_body_operation_posts_its_params_to_the_tables_route(paths: Any) ->
     asyncio.run(run())
     assert seen == [
         ("POST", "/api/agent/ingest", {"topic": "t", "context": "c"}),
-        ("POST", "/api/agent/memories", {"topic": "s"}),
+        ("POST", "/api/agent/memories", {"topic": "s", "context": "c"}),
         ("POST", "/api/agent/supersessions/confirm", {"olderTopicId": "a", "newerTopicId": "b"}),
         ("POST", "/api/agent/memories/restore", {"topicId": "a"}),
         ("POST", "/api/agent/memories/forget", {"filter": {"status": ["Active"]}}),

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.core.contract import NO_FRESHNESS, ContractFailure, FlowbabyContextRequest
 from graph.core.memories import Memory
 from graph.search.catalog import Catalog
@@ -239,9 +240,9 @@ def test_retrieve_for_agent_with_include_sessions(
         service._warm_task = asyncio.create_task(asyncio.sleep(0))
         await service._warm_task
         service._retriever = Retriever(Catalog(stored), service.embedder, FakeGraph(), lambda: index)
-        plain = await service.retrieve({"query": query})
-        markdown = await service.retrieve({"query": query}, markdown=True)
-        mixed = await service.retrieve({"query": query, "includeSessions": True, "maxResults": 2})
+        plain = await call_json(service, "retrieve", {"query": query})
+        markdown = await call_json(service, "retrieve", {"query": query}, markdown=True)
+        mixed = await call_json(service, "retrieve", {"query": query, "includeSessions": True, "maxResults": 2})
 
         async def stuck(*args: object) -> object:  # an index still loading
             await asyncio.sleep(5)
@@ -249,7 +250,7 @@ def test_retrieve_for_agent_with_include_sessions(
 
         monkeypatch.setattr(service.settings, "retrieval_timeout_sec", 0.5)
         monkeypatch.setattr(service.session_memory, "turns", stuck)
-        late = await service.retrieve({"query": query, "includeSessions": True})
+        late = await call_json(service, "retrieve", {"query": query, "includeSessions": True})
         assert late["abstained"] is True and "Sessions were not searched" in str(late["sessionsNotSearched"])
         await service.session_memory.close()
         return plain, markdown, mixed

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from flowbaby.owner_line import call_json
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.engine.service import FlowbabyService
 from graph.search.token_budget import count_tokens
@@ -63,9 +64,9 @@ def test_a_team_servers_engine_keeps_no_user_scope(make_service: Callable[[str],
 
     async def refused() -> None:
         for call in (
-            lambda: service.store_memory({"topic": "Packages", "context": "I use uv.", "scope": "user"}),
-            lambda: service.list_memories({"scope": "user"}),
-            lambda: service.get_memory({"topicId": "packages", "scope": "user"}),
+            lambda: call_json(service, "store_memory", {"topic": "Packages", "context": "I use uv.", "scope": "user"}),
+            lambda: call_json(service, "list_memories", {"scope": "user"}),
+            lambda: call_json(service, "get_memory", {"topicId": "packages", "scope": "user"}),
         ):
             with pytest.raises(FlowbabyError) as caught:
                 await call()

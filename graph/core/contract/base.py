@@ -123,6 +123,10 @@ def utc_now() -> str:
     return format_timestamp(datetime.now(UTC))
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
 class Succeeded(BaseModel):
     """`success: true`, the first field of every success reply: declared once for all of them."""
 

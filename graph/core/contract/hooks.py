@@ -1,12 +1,12 @@
-"""The client hooks' requests: session-start briefing, per-prompt recall and session capture."""
+"""The client hooks' requests and replies: session-start briefing, per-prompt recall and session capture."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
-from graph.core.contract.base import MAX_QUERY_CHARS, _stamp, _Strict
+from graph.core.contract.base import MAX_QUERY_CHARS, _absent, _stamp, _Strict
 
 
 class BriefingRequest(_Strict):
@@ -37,3 +37,41 @@ class CaptureRequest(_Strict):
     """Claude Code's transcript (the hook's transcript_path); else the session is found in the index's sources."""
     agentName: str | None = Field(default=None, max_length=256)
     reason: str = Field(default="manual", max_length=64)
+
+
+class BriefingResponse(BaseModel):
+    """The session-start briefing (17.1): one line per memory within the budget, and what each line is."""
+
+    text: str
+    items: list[dict[str, Any]]
+    tokens: int
+    memories: int
+
+
+class RecallResponse(BaseModel):
+    """Per-prompt recall (17.2): compact lines, each line's topicId and scope, or the abstention."""
+
+    text: str
+    topicIds: list[str]
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    tokens: int
+    abstained: bool
+    abstainReason: str | None
+
+
+class CaptureResponse(BaseModel):
+    """A session capture (17.3): whether it stored a version of the session's topic, and why not; the fields
+    of the steps it took (the turns read, the preferences stored, the distiller, the staged version)."""
+
+    captured: bool
+    reason: str
+    topicId: str
+    turns: int | None = Field(default=None, exclude_if=_absent)
+    preferences: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
+    distiller: str | None = Field(default=None, exclude_if=_absent)
+    llmFallback: str | None = Field(default=None, exclude_if=_absent)
+    operationId: str | None = Field(default=None, exclude_if=_absent)
+    memoryId: str | None = Field(default=None, exclude_if=_absent)
+    version: int | None = Field(default=None, exclude_if=_absent)
+    decisions: int | None = Field(default=None, exclude_if=_absent)
+    references: int | None = Field(default=None, exclude_if=_absent)

@@ -13,20 +13,21 @@ from graph.core.contract.base import (
     TEXT_LIST_FIELDS,
     MemoryStatus,
     Succeeded,
+    _absent,
     _is_timestamp,
     _memory_status,
     _stamp,
     _Strict,
     utc_now,
 )
-from graph.core.contract.scope import PROJECT, Scope
+from graph.core.contract.scope import PROJECT, Scope, Scoped
 
 
 class IngestMetadata(_Strict):
     """A summary's metadata. What it leaves out is filled in here, the one rule of every front
     (bridge, HTTP, MCP, LM tools): see `_defaults`."""
 
-    topicId: str = Field(min_length=1, max_length=256)
+    topicId: str = Field(default_factory=lambda: uuid.uuid4().hex[:16], min_length=1, max_length=256)
     createdAt: str = Field(json_schema_extra={"format": "date-time"})
     updatedAt: str = Field(json_schema_extra={"format": "date-time"})
     sessionId: str | None = Field(default=None, max_length=256)
@@ -38,15 +39,15 @@ class IngestMetadata(_Strict):
     def _defaults(cls, data: Any) -> Any:
         """topicId absent, null or "": 16 random hex digits (random, not derived from the topic and
         the time: two calls in one millisecond are two memories, not two versions of one); createdAt
-        absent or null: now; updatedAt absent or null: createdAt if given, else now; sessionId,
-        planId, status null: as absent (status Active)."""
+        absent or null: now; updatedAt absent or null: createdAt if given (a bad one is reported once, on
+        createdAt), else now; sessionId, planId, status null: as absent (status Active). topicId is its
+        field's default, so the model's fields_set says whether the caller named one (then not reconciled)."""
         if not isinstance(data, dict):
             return data
         now = utc_now()
         filled = {key: value for key, value in data.items() if value is not None}
         if filled.get("topicId") == "":
             del filled["topicId"]
-        filled.setdefault("topicId", uuid.uuid4().hex[:16])
         filled.setdefault("createdAt", now)
         if "updatedAt" not in filled:  # a bad createdAt is reported once, on createdAt
             created = filled["createdAt"]
@@ -100,7 +101,7 @@ def _filled_metadata() -> IngestMetadata:
     return IngestMetadata.model_validate({})
 
 
-class FlowbabyIngestRequest(SummaryFields):
+class FlowbabyIngestRequest(SummaryFields, Scoped):
     """ingestForAgent and storeMemory, over every front: metadata optional, filled in alike."""
 
     metadata: IngestMetadata = Field(default_factory=_filled_metadata)
@@ -111,6 +112,21 @@ class FlowbabyIngestRequest(SummaryFields):
         if isinstance(data, dict) and "metadata" in data and data["metadata"] is None:
             return {key: value for key, value in data.items() if key != "metadata"}
         return data
+
+    @property
+    def named_topic(self) -> bool:
+        """The caller named its topicId (a new version of that topic: not reconciled, section 7.1)."""
+        return "metadata" in self.model_fields_set and "topicId" in self.metadata.model_fields_set
+
+
+class RefusedRequest(_Strict):
+    """A request a front refused before the engine saw it (its row's parse failed), for the audit log
+    (section 20.4): audited as the engine audited the invalid writes and retrievals it validated itself."""
+
+    command: str
+    agentName: str | None = None
+    topic: str | None = None
+    errorCode: str
 
 
 class BackgroundStatusRequest(_Strict):
@@ -136,7 +152,7 @@ class FlowbabyIngestResponse(Succeeded):
     ingestion_metrics: dict[str, Any]
     redacted: int = 0
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
-    reconcile: dict[str, Any] | None = None
+    reconcile: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
     scope: Scope = PROJECT
     """The store written (docs/contract/21-user-scope.md)."""
@@ -149,7 +165,7 @@ class StoreMemoryResponse(Succeeded):
     duration_ms: float
     redacted: int = 0
     """Secrets replaced by [redacted] before the memory was stored (section 8.1)."""
-    reconcile: dict[str, Any] | None = None
+    reconcile: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
     scope: Scope = PROJECT
     """The store written (docs/contract/21-user-scope.md)."""
@@ -170,3 +186,27 @@ class OperationStatus(BaseModel):
     error: str | None = None
     attempts: int = 0
     metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class OperationReply(OperationStatus, Succeeded):
+    """backgroundStatus of one operation the ledger holds: `success` first, then its status."""
+
+
+class UnknownOperation(Succeeded):
+    """backgroundStatus of an operationId the ledger never had (or no longer has)."""
+
+    operationId: str
+    status: Literal["unknown"] = "unknown"
+
+
+class BackgroundOperations(Succeeded):
+    """backgroundStatus without an operationId: every operation, counted by status, and the LLM's usage."""
+
+    operations: list[OperationStatus]
+    counts: dict[str, int]
+    llmUsage: dict[str, Any]
+    graphBuilding: bool
+
+
+BackgroundStatusResponse = OperationReply | UnknownOperation | BackgroundOperations
+"""backgroundStatus's reply: which one, its request's operationId and the ledger say."""

@@ -63,6 +63,27 @@ class ListMemoriesRequest(MemoryFilter):
     withContent: bool = False
     """Each row also carries its whole `context` and its `decisions` (the briefing's user preferences: one
     call, not a getMemory per row)."""
+    scope: Literal["project", "user", "all"] | None = None
+    """One store, or both (`all`); absent: the project's (docs/contract/21-user-scope.md)."""
+
+
+_QUERY_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
+def list_query(items: list[tuple[str, str]]) -> dict[str, Any]:
+    """listMemories' fields from a query string (status comma-separated or repeated), typed where the text
+    says so; the request's validation then answers a bad value as over the bridge (INVALID_PAYLOAD naming it)."""
+    params: dict[str, Any] = {}
+    for key, value in items:
+        if key == "status":
+            params.setdefault("status", []).extend(item for item in value.split(",") if item)
+        elif key == "limit":
+            params[key] = int(value) if value.lstrip("-").isdigit() else value
+        elif key == "allVersions":
+            params[key] = _QUERY_BOOLEANS.get(value.lower(), value)
+        else:
+            params[key] = value
+    return params
 
 
 class MemoryListItem(_Reply):
@@ -93,7 +114,9 @@ class ListMemoriesResponse(_Succeeded):
     nextCursor: str | None
 
 
-class GetMemoryRequest(_Strict):
+class GetMemoryRequest(Scoped):
+    """getMemory: a topicId without `scope` is looked up in the project, then in the user store."""
+
     topicId: str = Field(min_length=1, max_length=256)
 
 

@@ -8,7 +8,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from graph.core.contract.base import MAX_QUERY_CHARS, ContractFailure, FlowbabyError, MemoryStatus, Succeeded, _Strict
+from graph.core.contract.base import (
+    MAX_QUERY_CHARS,
+    ContractFailure,
+    FlowbabyError,
+    MemoryStatus,
+    Succeeded,
+    _absent,
+    _Strict,
+)
 from graph.core.contract.scope import PROJECT, Scope
 from graph.core.contract.validation import validate_request
 
@@ -53,6 +61,8 @@ class FlowbabyContextRequest(_Strict):
     """Also search the agents' imported sessions: their turns come back as entries (source "session")
     ranked in one list with the memories. Off by default: transcripts are raw and unreviewed, and
     curated memories are what an agent should read first."""
+    scope: Literal["project", "user", "all"] | None = None
+    """One store, or both (`all`, the default: docs/contract/21-user-scope.md)."""
 
     @field_validator("query")
     @classmethod
@@ -91,6 +101,22 @@ class ChunkSearchRequest(_Strict):
         if not value.strip():
             raise ValueError("must be a non-empty string")
         return value
+
+
+class ChunkHit(BaseModel):
+    """One chunk near the query: cosine distance, lower is nearer."""
+
+    embedding_id: str
+    distance: float
+    chunk_text: str
+    topicId: str
+    chunk_index: int
+    field: str
+
+
+class ChunkSearchResponse(Succeeded):
+    results: list[ChunkHit]
+    count: int
 
 
 class GraphSnapshotRequest(_Strict):
@@ -192,7 +218,7 @@ class RetrievalEntry(BaseModel):
     """A user memory only: the topicId of this project's memory on the same subject, which wins here."""
 
 
-class FlowbabyContextResponse(Succeeded):
+class _Answer(Succeeded):
     entries: list[RetrievalEntry]
     totalResults: int
     tokensUsed: int
@@ -202,8 +228,28 @@ class FlowbabyContextResponse(Succeeded):
     """When abstained: up to two best entries anyway, each flagged `weak`, for the agent to judge."""
 
 
-class RetrieveMemoryResponse(FlowbabyContextResponse):
+class _Notes(BaseModel):
+    """What a retrieval says about what it could not search, after its answer; absent when nothing."""
+
+    indexing: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
+    """Stored memories not searchable yet (section 4)."""
+    sessionsNotSearched: str | None = Field(default=None, exclude_if=_absent)
+
+
+class FlowbabyContextResponse(_Notes, _Answer):
+    """retrieveForAgent's reply (a model's later base comes first: the answer, then its notes)."""
+
+
+class _MarkdownAnswer(_Answer):
     markdown: str
+
+
+class RetrieveMemoryResponse(_Notes, _MarkdownAnswer):
+    """retrieveMemory's reply: retrieveForAgent's and its markdown, before the notes."""
+
+
+RetrievalReply = FlowbabyContextResponse | RetrieveMemoryResponse
+"""A retrieval's reply: with `markdown` (retrieveMemory) or without."""
 
 
 def validate_retrieval(model: type[_Strict], params: Any) -> Any:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from graph.core.contract.base import _Strict
+from graph.core.contract.base import _absent, _Strict
 from graph.core.contract.inspection import _Reply
 
 SessionOp = Literal["list", "current", "status", "search", "search_all", "context", "import", "update", "repair"]
@@ -64,10 +64,6 @@ class _SessionRef(_Reply):
 
 class SessionStatusResponse(SessionIndexStatus, _SessionRef):
     """sessionsStatus: the session, then its status object (a model's later base comes first in its fields)."""
-
-
-def _absent(value: Any) -> bool:
-    return value is None
 
 
 class SessionSearchResponse(_Reply):
