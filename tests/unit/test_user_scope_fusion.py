@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from flowbaby.owner_line import call_json
-from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.contract import ErrorCode, FlowbabyError, FlowbabyIngestRequest
 from graph.engine.service import FlowbabyService
 from graph.search.token_budget import count_tokens
 from graph.search.user_scope import PREFERENCES_TITLE, budget, fuse, preferences_section
@@ -93,10 +93,11 @@ def test_the_briefings_preferences_are_read_in_one_call(make_service: Callable[[
     async def briefed() -> list[dict[str, Any]]:
         for i in range(4):
             fields = {"topic": f"Habit {i}", "context": f"Habit {i} in full.", "decisions": [f"Use tool {i}"]}
-            await user.store_memory({**fields, "metadata": {"topicId": f"habit-{i}"}})
-        await user.store_memory(
-            {"topic": "Old", "context": "Gone.", "metadata": {"topicId": "old", "status": "Superseded"}}
-        )
+            await user.store_memory(
+                FlowbabyIngestRequest.model_validate({**fields, "metadata": {"topicId": f"habit-{i}"}})
+            )
+        old = {"topic": "Old", "context": "Gone.", "metadata": {"topicId": "old", "status": "Superseded"}}
+        await user.store_memory(FlowbabyIngestRequest.model_validate(old))
         return await project._preferences(Counted())  # type: ignore[arg-type]
 
     found = run(briefed)
