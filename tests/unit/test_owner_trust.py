@@ -71,6 +71,17 @@ def test_a_socket_outside_the_workspace_is_refused(paths: WorkspacePaths, tmp_pa
     server.close()
 
 
+def test_the_connect_bound_comes_from_the_environment(paths: WorkspacePaths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FLOWBABY_OWNER_CONNECT_SEC bounds how long a front tries an endpoint that never answers (default 10 s)."""
+    import time
+
+    monkeypatch.setenv("FLOWBABY_OWNER_CONNECT_SEC", "0.3")
+    started = time.monotonic()
+    with pytest.raises(OwnerGone):
+        asyncio.run(OwnerClient.connect(paths, _never))  # no owner.json: never reachable
+    assert 0.3 <= time.monotonic() - started < 3.0
+
+
 def test_owner_json_as_a_symlink_is_refused(paths: WorkspacePaths, tmp_path: Path) -> None:
     server = _listening(paths.data / "owner.sock")
     real = tmp_path / "planted.json"
