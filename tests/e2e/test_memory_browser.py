@@ -263,7 +263,7 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
             counts = httpx.get(f"{base}/api/agent/index/status", headers=headers, timeout=60).json()["counts"]
             if counts["vectors"] >= LIST_COUNT:
                 break
-            time.sleep(1)
+            time.sleep(0.25)
         # A code lives 120 s: a fresh one now, from `flowbaby ui` reusing the server it started.
         again = flowbaby_ui(root, env, "--no-open", timeout=120)
         assert "started" not in again.stderr, again.stderr
