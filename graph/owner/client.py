@@ -43,6 +43,15 @@ TAKEOVER_DEADLINE_SEC = 60.0
 """How long a call waits for some front to become the new owner after the old one left."""
 
 
+def _connect_sec() -> float:
+    """FLOWBABY_OWNER_CONNECT_SEC, or CONNECT_SEC when it is not a number of seconds (logged)."""
+    try:
+        return max(0.0, Environment.read().seconds(CONNECT_SEC_ENV, CONNECT_SEC))
+    except ValueError:
+        log.warning("%s is not a number of seconds; using %g", CONNECT_SEC_ENV, CONNECT_SEC)
+        return CONNECT_SEC
+
+
 class OwnerGone(ConnectionError):
     """The owner's endpoint is not there (any more)."""
 
@@ -196,7 +205,7 @@ class OwnerClient(_Operations):
         """Reach the current owner; its endpoint may still be starting (default: FLOWBABY_OWNER_CONNECT_SEC)."""
         client = cls(paths, opener)
         if deadline_sec is None:
-            deadline_sec = Environment.read().seconds(CONNECT_SEC_ENV, CONNECT_SEC)
+            deadline_sec = _connect_sec()
         until = time.monotonic() + deadline_sec
         while True:
             try:
