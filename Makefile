@@ -52,7 +52,9 @@ lint-js: setup
 	extension/node_modules/.bin/eslint --max-warnings 0 -c extension/eslint.config.mjs extension api/ui
 
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
-# their own bridge and cognee worker subprocesses, so two run side by side on two cores.
+# their own bridge and cognee worker subprocesses, so two run side by side on two cores. A third worker
+# was slower (tests/integration/test_[i-m]*, alternated -n 2/3/3/2 at load ~3: 89, 97, 116, 91 s; each worker
+# also collects the whole suite, ~11 CPU-s).
 # Tests that assert a latency bound (marker `alone`) run afterwards with the machine to themselves; only
 # the files that spell `mark.alone` are collected for them (the whole suite's collection cost ~14 CPU-s;
 # tests/conftest.py refuses an `alone` test whose file does not spell it), without the fuzzing plugins.

@@ -69,19 +69,38 @@ def paths(workspace: Path) -> WorkspacePaths:
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Callable[..., BridgeClient]]:
-    """Start bridges that are always stopped at the end of the test."""
-    clients: list[BridgeClient] = []
+    """Start bridges that are always stopped at the end of the test.
+
+    At teardown the test has checked all it checks: a bridge still running on a workspace of the test's
+    own (under its tmp_path) is killed, not closed. Its close would wait out the shutdown grace of a
+    running graph batch and finish the vectors queued, work no test reads (1-7 s a bridge). Its
+    children (cognee worker, LanceDB children) die with it (PR_SET_PDEATHSIG). A bridge on a workspace
+    another test may use (a module's built one), or owning the session's user store, is closed."""
+    clients: list[tuple[BridgeClient, Path]] = []
 
     def start(workspace: Path, *args: str, env: dict[str, str] | None = None) -> BridgeClient:
         log = open(tmp_path / f"bridge-{len(clients)}.stderr", "wb")  # noqa: SIM115 (closed at teardown)
         client = BridgeClient(workspace, extra_args=["--shutdown-grace", "2", *args], env=env, stderr=log)
-        clients.append(client)
+        clients.append((client, Path(workspace)))
         return client
 
     yield start
-    for client in clients:
-        if client.proc.poll() is None:
+    for client, workspace in clients:
+        if client.proc.poll() is not None:
+            continue
+        if workspace.resolve().is_relative_to(tmp_path.resolve()) and not _owns_user_store(client.proc.pid):
+            client.kill()
+        else:
             client.close(timeout=60)
+
+
+def _owns_user_store(pid: int) -> bool:
+    """Whether `pid` holds the user store's lock (.flowbaby/owner.lock holds its owner's pid)."""
+    lock = Path(os.environ.get("FLOWBABY_USER_STORE", "/nonexistent")) / ".flowbaby" / "owner.lock"
+    try:
+        return lock.read_text().strip() == str(pid)
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.core.environment import Environment
 from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
 from graph.engine.protocol import MemoryService, OperationListener, operation_models
@@ -34,8 +35,21 @@ log = logging.getLogger("flowbaby.owner")
 Opener = Callable[[], Awaitable[Any]]
 """Opens the workspace in this process (FlowbabyService.open); raises WORKSPACE_BUSY if taken."""
 
+CONNECT_SEC_ENV = "FLOWBABY_OWNER_CONNECT_SEC"
+CONNECT_SEC = 10.0
+"""How long a front tries to reach an owner whose endpoint may still be starting, before WORKSPACE_BUSY
+(FLOWBABY_OWNER_CONNECT_SEC; the tests that wait it out set it small)."""
 TAKEOVER_DEADLINE_SEC = 60.0
 """How long a call waits for some front to become the new owner after the old one left."""
+
+
+def _connect_sec() -> float:
+    """FLOWBABY_OWNER_CONNECT_SEC, or CONNECT_SEC when it is not a number of seconds (logged)."""
+    try:
+        return max(0.0, Environment.read().seconds(CONNECT_SEC_ENV, CONNECT_SEC))
+    except ValueError:
+        log.warning("%s is not a number of seconds; using %g", CONNECT_SEC_ENV, CONNECT_SEC)
+        return CONNECT_SEC
 
 
 class OwnerGone(ConnectionError):
@@ -193,9 +207,11 @@ class OwnerClient(_Operations):
         retrievals so the owner records and reads against this front's git checkout."""
 
     @classmethod
-    async def connect(cls, paths: WorkspacePaths, opener: Opener, deadline_sec: float = 10.0) -> OwnerClient:
-        """Reach the current owner; its endpoint may still be starting."""
+    async def connect(cls, paths: WorkspacePaths, opener: Opener, deadline_sec: float | None = None) -> OwnerClient:
+        """Reach the current owner; its endpoint may still be starting (default: FLOWBABY_OWNER_CONNECT_SEC)."""
         client = cls(paths, opener)
+        if deadline_sec is None:
+            deadline_sec = _connect_sec()
         until = time.monotonic() + deadline_sec
         while True:
             try:

@@ -264,7 +264,7 @@ def verify_workspace(
     assert owner.bridge is not None
     idle = True
     try:
-        owner.bridge.wait_idle(timeout=FINAL_TIMEOUT, poll=1.0)
+        owner.bridge.wait_idle(timeout=FINAL_TIMEOUT)
     except TimeoutError:
         idle = False
     deadline = time.monotonic() + FINAL_TIMEOUT
@@ -294,7 +294,7 @@ def verify_workspace(
     if failed_with_code and repair:
         owner.bridge.result("repair", {})
         try:
-            owner.bridge.wait_idle(timeout=FINAL_TIMEOUT, poll=1.0)
+            owner.bridge.wait_idle(timeout=FINAL_TIMEOUT)
         except TimeoutError:
             idle = False
         db = sqlite3.connect(f"file:{workspace / '.flowbaby' / 'memories.sqlite'}?mode=ro", uri=True)

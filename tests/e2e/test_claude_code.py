@@ -106,7 +106,7 @@ def test_allowed_tools_run_and_the_model_reads_the_retrieve_markdown(tmp_path: P
         deadline = time.monotonic() + 240
         while not owner.result("health")["embedderLoaded"]:
             assert time.monotonic() < deadline, "the bridge never loaded its search index"
-            time.sleep(1)
+            time.sleep(0.2)
         assert subprocess.run(flowbaby, cwd=project, env=env, capture_output=True).returncode == 0
         # The user trusts the folder in Claude Code's first interactive start (its trust dialog);
         # Claude Code ignores a project's permissions.allow until then.

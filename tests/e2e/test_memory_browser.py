@@ -18,11 +18,11 @@ import httpx
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
-from flowbaby.demo_data import DEMO_SUMMARIES
 from tests.bench.devset import DEVSET
 from tests.e2e.graph_labels import no_overlap
 from tests.integration.test_http_api import Server
 from tests.support.browser_driver import drive, flowbaby_ui, require_driver, shots, ui_started
+from tests.support.built_workspaces import built_copy
 from tests.support.commands import run_flowbaby
 from tests.support.fakes import memory
 from tests.support.session_fixtures import Transcript
@@ -40,8 +40,7 @@ SESSION_LINE = "The flaky checkout test fails because the payment sandbox times 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     base = tmp_path_factory.mktemp("browser")
-    root = base / "ws"
-    root.mkdir()
+    root = built_copy(tmp_path_factory, "demo", base / "ws")  # the demo's summaries, their graph built once a run
     claude = base / "claude"
     env = {
         **os.environ,
@@ -59,7 +58,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     devset = {r["metadata"]["topicId"]: r for r in json.loads(DEVSET.read_text())["memories"]}
     client = BridgeClient(root, env=env, extra_args=["--rate-limit-per-minute", "0"])
     try:
-        for request in [*DEMO_SUMMARIES, *(devset[t] for t in DEVSET_SLICE)]:
+        for request in [devset[t] for t in DEVSET_SLICE]:
             assert client.result("ingestForAgent", request)["success"]
         client.wait_idle(900)
     finally:
@@ -319,7 +318,7 @@ def test_memory_list_first_paint_at_10k(tmp_path: Path) -> None:
             counts = httpx.get(f"{base}/api/agent/index/status", headers=headers, timeout=60).json()["counts"]
             if counts["vectors"] >= LIST_COUNT:
                 break
-            time.sleep(1)
+            time.sleep(0.25)
         # A code lives 120 s: a fresh one now, from `flowbaby ui` reusing the server it started.
         again = flowbaby_ui(root, env, "--no-open", timeout=120)
         assert "started" not in again.stderr, again.stderr

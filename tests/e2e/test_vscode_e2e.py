@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,12 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     # The .vsix exactly as `make vsix` builds it, and the test agent beside it.
     build = subprocess.run(["npm", "run", "build"], cwd=EXTENSION, capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stdout + build.stderr
-    vsix = _vsce(EXTENSION, tmp_path / "flowbaby.vsix")
-    agent_vsix = _vsce(EXTENSION / "e2e" / "test-agent", tmp_path / "test-agent.vsix")
+    with ThreadPoolExecutor(2) as pool:  # two folders, two packages: side by side
+        vsix, agent_vsix = pool.map(
+            _vsce,
+            [EXTENSION, EXTENSION / "e2e" / "test-agent"],
+            [tmp_path / "flowbaby.vsix", tmp_path / "test-agent.vsix"],
+        )
 
     node_bin = code_server_home / "node_modules" / "node" / "bin"
     code_server = code_server_home / "node_modules" / ".bin" / "code-server"
@@ -113,16 +118,15 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
         "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
         "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
     }
-    for package in (vsix, agent_vsix):
-        done = subprocess.run(
-            [str(code_server), "--extensions-dir", str(extensions), "--user-data-dir", str(user_data)]
-            + ["--install-extension", str(package)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run(  # both in one code-server start
+        [str(code_server), "--extensions-dir", str(extensions), "--user-data-dir", str(user_data)]
+        + ["--install-extension", str(vsix), "--install-extension", str(agent_vsix)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
     # The workspace finds flowbaby through its own .venv (the second place the extension looks), once
     # the user confirms that file in a modal dialog (drive.js clicks "Run it").

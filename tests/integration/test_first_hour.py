@@ -159,7 +159,7 @@ def test_three_short_mcp_sessions_all_get_their_graph(workspace: Path, tmp_path:
             print(f"graphs settled {time.monotonic() - deadline + 400:.1f}s after the third session")
             break
         assert time.monotonic() < deadline, (ops, (workspace / ".flowbaby" / "logs" / "flowbaby.log").read_text())
-        time.sleep(1)
+        time.sleep(0.25)
     assert [ops[op] for op in operation_ids] == [("completed", None)] * 3, (ops, exits)
     assert graph_states == ["indexed"] * 3
     assert not [state for state, _ in ops.values() if state != "completed"], ops  # no crash, no failed attempt
@@ -225,7 +225,7 @@ def test_repair_from_the_command_line_rebuilds_a_failed_graph(spawn, workspace: 
     deadline = time.monotonic() + 400  # the finisher builds it after the command has left
     while _ledger(workspace)[1] != ["indexed"]:
         assert time.monotonic() < deadline, _ledger(workspace)
-        time.sleep(1)
+        time.sleep(0.25)
     assert _ledger(workspace)[0][reply["operationId"]] == ("completed", None)
 
 

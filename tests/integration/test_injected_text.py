@@ -88,6 +88,6 @@ def test_injected_text_is_one_line_per_memory_and_forges_no_tag(spawn, workspace
         recall := _hook("UserPromptSubmit", workspace, {"session_id": "s2", "prompt": "Redis session cache TTL"})
     ):
         assert time.monotonic() < deadline, "nothing recalled"
-        time.sleep(1)
+        time.sleep(0.3)
     assert len(_one_line_per_memory(recall)) == 1, recall
     assert client.close() == 0

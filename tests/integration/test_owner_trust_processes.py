@@ -102,9 +102,11 @@ def _unavailable(client) -> dict:
 
 
 def test_a_foreign_socket_never_receives_a_front(spawn, workspace: Path, foreign: Path) -> None:
+    # Each front tries the endpoint (every 0.1 s) for this long, then WORKSPACE_BUSY (default 10 s).
+    env = {**os.environ, "FLOWBABY_OWNER_CONNECT_SEC": "1"}
     with held_lock(workspace) as data:
         _publish(data, foreign / "foreign.sock")  # a private owner.json, as through a symlinked .flowbaby
-        params = _unavailable(spawn(workspace))
+        params = _unavailable(spawn(workspace, env=env))
         assert params["errorCode"] == "WORKSPACE_BUSY", params
         assert not (foreign / "received").exists()
 
@@ -112,7 +114,7 @@ def test_a_foreign_socket_never_receives_a_front(spawn, workspace: Path, foreign
         os.rename(foreign / "foreign.sock", inside)  # the other uid's listener, at the owner's path
         os.chown(inside, os.getuid(), os.getgid())  # and looking like ours: only its peer uid tells
         _publish(data, inside)
-        params = _unavailable(spawn(workspace))
+        params = _unavailable(spawn(workspace, env=env))
         assert params["errorCode"] == "WORKSPACE_BUSY", params
         time.sleep(0.5)
         received = (foreign / "received").read_bytes() if (foreign / "received").exists() else b""

@@ -14,6 +14,7 @@ from bridge.client import BridgeClient
 from graph.api import adopt_workspace
 from graph.search.token_budget import count_tokens
 from tests.conftest import summary
+from tests.support.built_workspaces import built_copy
 from tests.support.retrieval_fixtures import (
     MULTI_HOP_FIRST,
     MULTI_HOP_QUESTION,
@@ -315,13 +316,11 @@ def test_unloadable_index_is_not_initialized(spawn, workspace: Path, tmp_path: P
     assert client.result("ingestForAgent", summary())["staged"]  # staging does not need the model
 
 
-def test_demo_questions_find_their_answers(spawn, workspace: Path) -> None:
+def test_demo_questions_find_their_answers(spawn, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     """The demo's promises, at the demo's three results: the newest of three versions, and the
-    rollout that only the graph links to the incident (a vector pick must not push it out)."""
-    from flowbaby.demo_data import DEMO_SUMMARIES
-
-    client = spawn(workspace, *UNTHROTTLED, env=_env())
-    _ingest_all(client, DEMO_SUMMARIES)
+    rollout that only the graph links to the incident (a vector pick must not push it out). The demo's
+    summaries are ingested and their graph built once per run (tests/support/built_workspaces.py)."""
+    client = spawn(built_copy(tmp_path_factory, "demo", tmp_path / "demo"), *UNTHROTTLED, env=_env())
     ttl = _topics(
         client.result(
             "retrieveForAgent", {"query": "What TTL do we use for the Redis session cache now?", "maxResults": 3}

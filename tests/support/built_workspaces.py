@@ -51,7 +51,13 @@ def _build_multi_hop_revised(root: Path) -> None:
     assert replies[-1]["ingestion_metrics"]["version"] == 2
 
 
-BUILDS: dict[str, Callable[[Path], None]] = {"multi-hop-revised": _build_multi_hop_revised}
+def _build_demo(root: Path) -> None:
+    from flowbaby.demo_data import DEMO_SUMMARIES
+
+    build_graph(root, DEMO_SUMMARIES)
+
+
+BUILDS: dict[str, Callable[[Path], None]] = {"multi-hop-revised": _build_multi_hop_revised, "demo": _build_demo}
 """Builds by name; a test module may add its own (the name is the key of the shared build)."""
 
 

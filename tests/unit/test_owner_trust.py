@@ -18,7 +18,7 @@ import pytest
 from graph.api import start_watching
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.workspace import WorkspaceLock, WorkspacePaths, resolve_workspace
-from graph.owner.client import OwnerClient, OwnerGone
+from graph.owner.client import CONNECT_SEC, OwnerClient, OwnerGone, _connect_sec
 from graph.owner.endpoint import OwnerEndpoint
 from graph.owner.wire import endpoint_file, peer_uid, published_socket
 from tests.unit.test_owner_endpoint import FakeService, _never
@@ -69,6 +69,19 @@ def test_a_socket_outside_the_workspace_is_refused(paths: WorkspacePaths, tmp_pa
     with pytest.raises(OwnerGone, match="not a socket of this workspace|names no socket"):
         asyncio.run(connect())
     server.close()
+
+
+def test_the_connect_bound_comes_from_the_environment(paths: WorkspacePaths, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FLOWBABY_OWNER_CONNECT_SEC bounds how long a front tries an endpoint that never answers (default 10 s)."""
+    import time
+
+    monkeypatch.setenv("FLOWBABY_OWNER_CONNECT_SEC", "0.3")
+    started = time.monotonic()
+    with pytest.raises(OwnerGone):
+        asyncio.run(OwnerClient.connect(paths, _never))  # no owner.json: never reachable
+    assert 0.3 <= time.monotonic() - started < 3.0
+    monkeypatch.setenv("FLOWBABY_OWNER_CONNECT_SEC", "soon")  # not seconds: the default, never a crash
+    assert _connect_sec() == CONNECT_SEC == 10.0
 
 
 def test_owner_json_as_a_symlink_is_refused(paths: WorkspacePaths, tmp_path: Path) -> None:
