@@ -43,11 +43,11 @@ CACHED = 4096
 EARLIER = 3
 """Earlier versions of a candidate's topic compared too (the newest ones)."""
 COST_WEIGHT = 0.3
+"""The newest turn's weight in the moving average of a turn's cost (what a write behind a line of them
+expects to wait: one that cannot start within its budget replies at once, graph.engine.ingest)."""
 LOOKS = 8
 """How often within its budget a waiting write looks at the line again when no turn finishes (a slow
 decision: the turns ahead then cost at least as long as it has run)."""
-"""The newest turn's weight in the moving average of a turn's cost (what a write behind a line of them
-expects to wait: one that cannot start within its budget replies at once, graph.engine.ingest)."""
 
 
 class CachedEncoder:
