@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from graph.core.contract import SESSION_REPLIES, SessionsRequest, SessionsResponse
+from graph.core.contract import SESSION_REPLIES, SessionsRequest, SessionsResponse, WatchingSessions
 from graph.engine.state import EngineState
 from graph.sessions.agent_api import THROTTLED_SESSION_OPS, SessionMemory, SessionOp
 
@@ -25,7 +23,7 @@ class Sessions(EngineState):
             reply = await self.session_memory.call(op, arguments)
         return SESSION_REPLIES[op].model_validate(reply)  # type: ignore[return-value]
 
-    async def watch_sessions(self) -> dict[str, Any]:
+    async def watch_sessions(self) -> WatchingSessions:
         """Keep the workspace's sessions fresh while this process owns it (serve, bridge)."""
         self.session_memory.watch()
-        return {"watching": self.session_memory.settings.watch}
+        return WatchingSessions(watching=self.session_memory.settings.watch)

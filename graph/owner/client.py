@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus
+from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, WatchingSessions
 from graph.core.environment import Environment
 from graph.core.methods import OWNER_METHODS
 from graph.core.workspace import WorkspacePaths
@@ -279,9 +279,9 @@ class OwnerClient(_Operations):
                 await self._local.watch_sessions()
 
     # -- the service API: every other operation is forwarded (_forwarder, below the class) ----------
-    async def watch_sessions(self) -> dict[str, Any]:
+    async def watch_sessions(self) -> WatchingSessions:
         self._watching = True
-        reply: dict[str, Any] = await self._answer("watch_sessions")
+        reply: WatchingSessions = await self._answer("watch_sessions")
         return reply
 
     async def _answer(self, method: str, **args: Any) -> Any:

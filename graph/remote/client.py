@@ -57,6 +57,7 @@ from graph.core.contract import (
     SessionsResponse,
     Succeeded,
     UnknownOperation,
+    WatchingSessions,
 )
 from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
 from graph.core.workspace import WorkspacePaths
@@ -319,8 +320,8 @@ class RemoteService(_Operations):
             remote=True,
         )
 
-    async def watch_sessions(self) -> dict[str, Any]:
-        return {"watching": False}
+    async def watch_sessions(self) -> WatchingSessions:
+        return WatchingSessions(watching=False)
 
     async def audit_refused(self, refusal: RefusedRequest) -> Succeeded:
         """The team server audits the requests it receives; one refused here never left this machine."""

@@ -34,6 +34,7 @@ from graph.core.contract import (
     SessionsRequest,
     SessionsResponse,
     Succeeded,
+    WatchingSessions,
 )
 from graph.core.workspace import WorkspacePaths
 from graph.owner.client import OwnerClient
@@ -86,9 +87,9 @@ class FakeService:
             raise RetrievalError(RetrievalErrorCode.RATE_LIMIT_EXCEEDED, "slow down", retryAfterSec=6)
         return RetrieveMemoryResponse(entries=[], totalResults=0, tokensUsed=0, markdown=f"{markdown} {self.name}")
 
-    async def watch_sessions(self) -> dict[str, Any]:
+    async def watch_sessions(self) -> WatchingSessions:
         self.calls.append(("watch_sessions", None))
-        return {"watching": True}
+        return WatchingSessions(watching=True)
 
     async def graph_snapshot(self, request: GraphSnapshotRequest) -> GraphSnapshotResponse:
         self.calls.append(("graph_snapshot", request))
@@ -288,7 +289,7 @@ def test_a_front_that_took_over_keeps_watching_sessions(paths: WorkspacePaths) -
             return successor
 
         front = await OwnerClient.connect(paths, opener=opener)
-        assert (await front.watch_sessions())["watching"]
+        assert (await front.watch_sessions()).watching
         assert ("watch_sessions", None) in first.calls
         await endpoint.close()
         await front.call("ingest", request=FlowbabyIngestRequest(topic="after the owner left", context="c"))

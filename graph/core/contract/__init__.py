@@ -137,6 +137,7 @@ from graph.core.contract.sessions import (
     SessionsRequest,
     SessionsResponse,
     SessionStatusResponse,
+    WatchingSessions,
 )
 from graph.core.contract.transfer import (
     EXPORT_FORMAT,
@@ -263,6 +264,7 @@ __all__ = [
     "SessionDescription",
     "SessionIndexStatus",
     "SessionListResponse",
+    "WatchingSessions",
     "SessionOp",
     "SessionSearchResponse",
     "SessionStatusResponse",

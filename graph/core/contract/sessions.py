@@ -109,6 +109,13 @@ SessionsResponse = (
 )
 """What a sessions operation answers (which one, its op says: SESSION_REPLIES)."""
 
+
+class WatchingSessions(_Reply):
+    """watch_sessions: whether this process keeps the workspace's sessions fresh (FLOWBABY_SESSIONS_WATCH)."""
+
+    watching: bool
+
+
 SESSION_REPLIES: dict[SessionOp, type[_Reply]] = {
     "list": SessionListResponse,
     "current": SessionDescription,
