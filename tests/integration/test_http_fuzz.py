@@ -39,9 +39,14 @@ def _documented_codes() -> set[str]:
 
 
 def test_generated_requests_get_documented_answers(workspace: Path) -> None:
-    server = Server(
-        workspace, "--rate-limit-per-minute", "0", env={"FLOWBABY_API_TOKEN": TOKEN, "FLOWBABY_BUILD_GRAPH": "0"}
-    )
+    # Its own user store: generated writes with `scope: "user"` must not reach the session's, which every
+    # later hook test of this worker reads (their briefings would carry the fuzzed "preferences").
+    env = {
+        "FLOWBABY_API_TOKEN": TOKEN,
+        "FLOWBABY_BUILD_GRAPH": "0",
+        "FLOWBABY_USER_STORE": str(workspace.parent / "user"),
+    }
+    server = Server(workspace, "--rate-limit-per-minute", "0", env=env)
     try:
         server.wait_ready()
         schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
