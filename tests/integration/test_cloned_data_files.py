@@ -239,7 +239,7 @@ def test_a_committed_owner_json_never_briefs_another_workspaces_memories(
     # A short runtime folder: a socket path has at most 107 bytes, and pytest-xdist's tmp_path is long.
     runtime = Path(tempfile.mkdtemp(prefix="fbrun-"))
     request.addfinalizer(lambda: shutil.rmtree(runtime, ignore_errors=True))
-    env = _env(XDG_RUNTIME_DIR=str(runtime))
+    env = _env(XDG_RUNTIME_DIR=str(runtime), FLOWBABY_BUILD_GRAPH="0")  # the briefing reads no graph
     other = tmp_path / ("another-project-of-the-users-with-a-long-folder-name-" + "x" * 40)
     other.mkdir()
     owner = spawn(other, env=env)  # its socket path is too long for .flowbaby/: it listens in the runtime folder

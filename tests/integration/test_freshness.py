@@ -21,6 +21,7 @@ from graph.search.markdown import render_markdown
 from graph.search.retrieval import Retriever
 from tests.conftest import summary
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector, memory
+from tests.support.store_only import store_only_env
 
 WRITTEN = "2026-01-10T12:00:00.000Z"
 """The memories' updatedAt: commits dated before it are history, after it are changes."""
@@ -284,7 +285,7 @@ def reconcile_batches(*references: str) -> dict[str, Any]:
 def test_a_real_bridge_on_a_repository_reports_freshness(spawn: Callable[..., BridgeClient], repo: Git) -> None:
     """The service wires the checker to its workspace: a bridge on a git work tree answers on the git basis."""
     (repo.root / ".gitignore").write_text(".flowbaby/\n")
-    client = spawn(repo.root, "--rate-limit-per-minute", "0")
+    client = spawn(repo.root, "--rate-limit-per-minute", "0", env=store_only_env())  # reads no graph
     staged = client.result(
         "ingestForAgent", reconcile_batches("billing/reconcile.py:reconcile_batch", "billing/export.py")
     )
@@ -310,7 +311,7 @@ def test_the_commit_a_memory_was_made_at_does_not_make_it_stale_a_later_one_does
     (repo.root / ".gitignore").write_text(".flowbaby/\n")
     repo.write("billing/reconcile.py", RECONCILE + "BATCH = 500\n")
     implementing = repo.commit("Reconcile in batches of 500", "2026-02-03T10:00:00Z")
-    client = spawn(repo.root, "--rate-limit-per-minute", "0")
+    client = spawn(repo.root, "--rate-limit-per-minute", "0", env=store_only_env())  # reads no graph
     staged = client.result("ingestForAgent", reconcile_batches("billing/reconcile.py"))
     assert staged["success"], staged
     query = {"query": "How does the nightly reconcile job batch ledger rows?"}

@@ -22,6 +22,7 @@ from graph.core.memory_chunks import Chunk
 from tests.conftest import summary
 from tests.support.fakes import HashEmbedder
 from tests.support.session_fixtures import canary_session
+from tests.support.store_only import store_only_env
 
 
 def _rows(count: int, start: int = 0, dimensions: int = 8) -> tuple[list[Chunk], np.ndarray]:
@@ -154,11 +155,11 @@ def _lance_children(pid: int) -> list[int]:
 def test_a_start_that_only_reads_never_starts_lancedb(spawn, workspace: Path) -> None:
     """The owner's compact copy is checked against the table's manifest names: a start that only
     searches answers without the LanceDB child; the first write starts it and reaches the table."""
-    first = spawn(workspace)
+    first = spawn(workspace, env=store_only_env())  # reads no graph: its closes wait for no cognee build
     assert _lance_children(first.result("health", timeout=60)["pid"]) == []  # no table yet: none to open
     first.result("ingestForAgent", summary())
     first.close()
-    client = spawn(workspace)
+    client = spawn(workspace, env=store_only_env())
     pid = client.result("health", timeout=60)["pid"]
     reply = client.result("retrieveForAgent", {"query": "Why did we move the session cache to Redis?"})
     assert reply["entries"] and reply["entries"][0]["topicId"] == "redis-cache"

@@ -212,13 +212,15 @@ def _dated_memories() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def dated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BridgeClient]:
-    """One bridge on one built workspace holding a revised decision and dated memories: the
-    supersession and recency tests below only read it (one graph build instead of two)."""
+    """One bridge on one workspace holding a revised decision and dated memories: the supersession and
+    recency tests below only read it. It builds no graph (no cognee worker): versions, dates and the vector
+    and lexical lanes decide these rankings, and a retrieval waits for the memories staged before it."""
     root = tmp_path_factory.mktemp("dated") / "ws"
     root.mkdir()
-    client = BridgeClient(root, env=_env(), extra_args=UNTHROTTLED)
+    client = BridgeClient(root, env=_env(FLOWBABY_BUILD_GRAPH="0"), extra_args=UNTHROTTLED)
     try:
-        _ingest_all(client, _ttl_versions() + _dated_memories())
+        for payload in _ttl_versions() + _dated_memories():
+            assert client.result("ingestForAgent", payload)["success"]
     except BaseException:
         client.close()
         raise

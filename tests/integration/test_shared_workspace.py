@@ -23,6 +23,7 @@ from graph.search.retrieval import Retriever
 from tests.conftest import summary
 from tests.support.fakes import FakeChunkIndex, FakeEncoder, FakeGraph, chunk_vector
 from tests.support.fakes import memory as fake_memory
+from tests.support.store_only import store_only_env
 
 pytestmark = pytest.mark.slow
 UNTHROTTLED = ["--rate-limit-per-minute", "0"]
@@ -59,14 +60,13 @@ def topics(client: BridgeClient, query: str) -> list[str]:
 
 def test_worktrees_and_a_linked_clone_share_one_memory(spawn: Callable[..., BridgeClient], tmp_path: Path) -> None:
     main, worktree = repository(tmp_path)
-    no_graph = {**os.environ, "FLOWBABY_BUILD_GRAPH": "0"}  # reads no graph: no cognee worker
-    first = spawn(main, *UNTHROTTLED, env=no_graph)
+    first = spawn(main, *UNTHROTTLED, env=store_only_env())  # reads no graph
     assert first.result(
         "ingestForAgent",
         memory("ledger-lock", "Ledger lock", "The ledger lock is a Postgres advisory lock per account."),
     )["success"]
     # the worktree's bridge: the main checkout's workspace, via its owner
-    second = spawn(worktree, *UNTHROTTLED, env=no_graph)
+    second = spawn(worktree, *UNTHROTTLED, env=store_only_env())
     health = second.result("health")
     assert (health["workspace"], health["pid"]) == (str(main), first.result("health")["pid"])
     assert topics(second, "How is the ledger locked?")[0] == "ledger-lock"
@@ -89,7 +89,7 @@ def test_worktrees_and_a_linked_clone_share_one_memory(spawn: Callable[..., Brid
         check=True,
     )
     assert json.loads(linked.stdout) == {"success": True, "workspace": str(clone), "linkedTo": str(main)}
-    third = spawn(clone, *UNTHROTTLED, env=no_graph)
+    third = spawn(clone, *UNTHROTTLED, env=store_only_env())
     assert third.result("health")["workspace"] == str(main)
     assert set(topics(third, "ledger lock and retries")) >= {"ledger-lock", "retry-policy"}
 
@@ -101,8 +101,8 @@ def test_memories_record_their_branch_and_another_branchs_are_marked_until_merge
     (worktree / "feature.py").write_text("FLAG = True\n")
     git(worktree, "add", "-A")
     git(worktree, "commit", "-qm", "feature work")
-    on_main = spawn(main, *UNTHROTTLED)
-    on_feature = spawn(worktree, *UNTHROTTLED)  # through the main checkout's owner
+    on_main = spawn(main, *UNTHROTTLED, env=store_only_env())  # reads no graph: branches and freshness
+    on_feature = spawn(worktree, *UNTHROTTLED, env=store_only_env())  # through the main checkout's owner
     rollout = memory("flag-rollout", "Flag rollout", "The checkout flag rolls out to ten percent first.")
     assert on_feature.result("ingestForAgent", {**rollout, "references": ["feature.py"]})["success"]
     assert on_main.result(

@@ -172,7 +172,9 @@ def test_a_team_server_never_receives_user_memories(spawn, serve, tmp_path: Path
     team = tmp_path / "team"
     team.mkdir()
     server_store, laptop_store = tmp_path / "server-user", tmp_path / "laptop-user"
-    server = serve(team, env={"FLOWBABY_API_TOKEN": TOKEN, "FLOWBABY_USER_STORE": str(server_store)})
+    # The server builds no graph: the test reads the memories it stored, not their graph (no cognee worker).
+    no_graph = {"FLOWBABY_API_TOKEN": TOKEN, "FLOWBABY_USER_STORE": str(server_store), "FLOWBABY_BUILD_GRAPH": "0"}
+    server = serve(team, env=no_graph)
     laptop = tmp_path / "laptop"
     laptop.mkdir()
     env = {**_client_env(server.url, _token_file(tmp_path)), "FLOWBABY_USER_STORE": str(laptop_store)}

@@ -1,7 +1,9 @@
-"""A workspace whose bridge builds no graph, for the bridge tests that need only the memory store."""
+"""Workspaces and bridges that build no graph, for the tests that read only the memory store: without a
+cognee worker (~7 CPU-s a start, ~5 of them `import cognee`)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -11,3 +13,9 @@ def store_only_workspace(folder: Path) -> Path:
     folder.mkdir()
     (folder / ".env").write_text("FLOWBABY_BUILD_GRAPH=0\n")
     return folder
+
+
+def store_only_env() -> dict[str, str]:
+    """This process's environment as it is now (the session's user store is set after the test modules are
+    imported) with FLOWBABY_BUILD_GRAPH=0, for a bridge whose test reads no graph."""
+    return {**os.environ, "FLOWBABY_BUILD_GRAPH": "0"}
