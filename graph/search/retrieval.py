@@ -320,15 +320,12 @@ class Retriever:
                 memory = by_id.get(memory_id)
                 if memory is None or value <= 0:
                     continue
-                if memory.status is superseded:
-                    if heir is None:
-                        if not include_superseded:
-                            continue
-                    else:  # its match counts for the live memory that replaced it (supersession.heirs)
-                        memory_id = heir(memory_id) or ""
-                        memory = by_id.get(memory_id)
-                        if memory is None:
-                            continue
+                if memory.status is superseded and not include_superseded:
+                    # its match counts for the live memory that replaced it, if any (supersession.heirs)
+                    memory_id = (heir(memory_id) if heir is not None else None) or ""
+                    memory = by_id.get(memory_id)
+                    if memory is None:
+                        continue
                 item = candidates.get(memory_id)
                 if item is None:
                     item = candidates[memory_id] = Scored(memory)
