@@ -102,11 +102,14 @@ class DecisionLog:
             return None
         return where
 
+    def _line(self, record: dict[str, Any], here: str | None) -> bytes:
+        """A record as its line: naming this folder (when JSON can carry its name) and sealed for it."""
+        record = {k: v for k, v in record.items() if k not in ("folder", "seal")} | ({"folder": here} if here else {})
+        record["seal"] = self._sealed(record)
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+
     def _append(self, record: dict[str, Any]) -> None:
-        here = self._here()
-        record = {**record, **({"folder": here} if here else {})}
-        record = {**record, "seal": self._sealed(record)}
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
+        line = self._line(record, self._here())
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
@@ -235,9 +238,7 @@ class DecisionLog:
                 if record is None:
                     out.append(line)
                     continue
-                record["folder"] = here
-                record["seal"] = self._sealed({k: v for k, v in record.items() if k != "seal"})
-                out.append((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace"))
+                out.append(self._line(record, here))
                 moved += 1
             if moved:
                 write_atomic(self.path, b"".join(out), mode=PRIVATE_FILE_MODE)
