@@ -34,6 +34,7 @@ from graph.core.namespaces import namespace_problem
 from graph.core.workspace import DATA_DIR, WorkspacePaths
 
 if TYPE_CHECKING:
+    from graph.backends.decision_log import DecisionLog
     from graph.backends.lexical import LexicalSearch
     from graph.backends.memory_store import Closeable, MemoryStoreBackend
     from graph.backends.projection import ProjectionSource
@@ -156,6 +157,11 @@ class Backend(ABC):
         """Where audit entries go."""
 
     @abstractmethod
+    def decision_log(self) -> DecisionLog:
+        """The reconcile decisions and their undos (graph.backends.decision_log), kept beside the memories
+        they change, so whoever reads the memories reads and undoes the same decisions."""
+
+    @abstractmethod
     def session_store(self, folder: Path) -> SessionChunkStore:
         """The session index's bookkeeping and chunk texts (`folder`: `.flowbaby/sessions/`)."""
 
@@ -229,7 +235,9 @@ def open_backend(paths: WorkspacePaths) -> Backend:
 
 def adopt_stores(paths: WorkspacePaths) -> tuple[list[str], int | None]:
     """`flowbaby adopt`: seal the workspace's embedded memory store and session index as the user's
-    (graph.core.seal); the files sealed, and how many memory versions the store holds (None: no store)."""
+    (graph.core.seal), and its reconcile decision log's lines sealed for the folder it was moved from;
+    the files sealed, and how many memory versions the store holds (None: no store)."""
+    from graph.backends.embedded.decision_log import LOG_FILE, FileDecisionLog
     from graph.backends.embedded.memory_store import STORE_PURPOSE, MemoryStore
     from graph.backends.embedded.sealed_db import seal_db
     from graph.backends.embedded.session_store import SESSIONS_PURPOSE
@@ -242,6 +250,8 @@ def adopt_stores(paths: WorkspacePaths) -> tuple[list[str], int | None]:
         if path.is_file() and path.stat().st_size > 0:
             seal_db(path, purpose, paths.root)
             sealed.append(str(path))
+    if FileDecisionLog(paths.data / LOG_FILE, paths.root).adopt():
+        sealed.append(str(paths.data / LOG_FILE))
     if str(paths.store_db) not in sealed:
         return sealed, None
     store = MemoryStore(paths.store_db, readonly=True)

@@ -317,6 +317,7 @@ class Lifecycle(EngineState):
             self._namespace_listener.close()
         self.throttle.close()
         await asyncio.to_thread(self.audit.close)
+        self.reconciler.log.close()
         self.store.close()
         if self._vectors is not None:  # the LanceDB child, or the team backend's pooled connections
             await asyncio.to_thread(self._vectors.close)

@@ -18,8 +18,6 @@ from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.remote import REMOTE_FRONTS, open_remote_service
-from graph.search.reconcile_log import LOG_FILE as RECONCILE_LOG
-from graph.search.reconcile_log import DecisionLog
 
 EXIT_WORKSPACE_UNAVAILABLE = 3
 """Exit code of a front that could not own its workspace (busy, missing, not writable)."""
@@ -103,9 +101,6 @@ def adopt_workspace(folder: str | os.PathLike[str]) -> dict[str, Any]:
             adopt_file(path, purpose, paths.root, what)
             sealed.append(str(path))
     stores, memories = adopt_stores(paths)
-    decisions = paths.data / RECONCILE_LOG
-    if DecisionLog(decisions, paths.root).adopt():  # its lines sealed for the folder it was moved from
-        stores.append(str(decisions))
     return {"workspace": str(paths.root), "sealed": [*sealed, *stores], "memories": memories}
 
 

@@ -27,8 +27,6 @@ from graph.owner.endpoint import OwnerEndpoint
 from graph.search.briefing import RecallCounts
 from graph.search.embedder import Embedder
 from graph.search.graph_lane import GraphLane
-from graph.search.reconcile_log import LOG_FILE as RECONCILE_LOG
-from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
 from graph.search.retrieval import Retriever
 from graph.sessions.agent_api import SessionMemory
@@ -130,9 +128,7 @@ class EngineState:
         """Team backend: other servers' changes to the namespace (graph.backends.team.change_feed)."""
         self._recalls = RecallCounts(paths.data / "recall_counts.json")
         self._captures = CaptureLog(paths.data / "captures.json")
-        self.reconciler = Reconciler(
-            DecisionLog(paths.data / RECONCILE_LOG, paths.root), settings.llm, self.store.topic_versions
-        )
+        self.reconciler = Reconciler(self.backend.decision_log(), settings.llm, self.store.topic_versions)
         self._capture_lock = asyncio.Lock()
         self.origin = paths.root
         self._checkers: dict[Path, FreshnessChecker] = {}

@@ -3,7 +3,7 @@
 The service asks `decide` (in a thread, with its warm retriever) for a write without an explicit
 topicId, or for a capture; stages the memory with `staged_meta` (an update joins the candidate's topic,
 a skip is stored `Superseded`, so nothing is ever lost); then `apply` supersedes what a replacement
-replaces and logs the decision with its evidence (graph.search.reconcile_log). `restore` undoes one.
+replaces and logs the decision with its evidence (graph.backends.decision_log). `restore` undoes one.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from graph.backends.decision_log import DecisionLog
 from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, SummaryFields
 from graph.core.environment import Environment
 from graph.core.memories import Memory
@@ -25,7 +26,6 @@ from graph.core.settings import LLMSettings
 from graph.search.catalog import Catalog
 from graph.search.reconcile import Decision, decide, live_neighbours, measure, subject_text
 from graph.search.reconcile_llm import ask, llm_enabled, timeout_sec, worth_asking
-from graph.search.reconcile_log import DecisionLog
 from graph.search.retrieval import ChunkIndex, Retriever
 from graph.search.supersession import LIVE
 
@@ -331,7 +331,7 @@ class Reconciler:
 
     def _earlier(self, memory: Memory) -> list[Memory]:
         """A live memory's earlier versions, and those of the topic it continues (a late update,
-        graph.search.reconcile_log.Entry.continues): the newest EARLIER of them."""
+        graph.backends.decision_log.Entry.continues): the newest EARLIER of them."""
         older = [m for m in self.versions(memory.topic_id) if m.version < memory.version] if memory.version > 1 else []
         seen, topics = {memory.topic_id}, self.log.continued(memory.topic_id)
         while topics and len(older) < EARLIER:  # a chain of late updates, newest first

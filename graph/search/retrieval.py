@@ -232,7 +232,7 @@ class Retriever:
         replaced_by: Callable[[], Mapping[str, list[str]]] | None = None,
     ) -> None:
         """`replaced_by`: older memoryId -> the memoryIds a reconcile decision replaced it with
-        (graph.search.reconcile_log), ranked like the implicit supersession pairs."""
+        (graph.backends.decision_log), ranked like the implicit supersession pairs."""
         self.catalog = catalog
         self._replaced_by = replaced_by
         self.embedder = embedder

@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -144,3 +145,46 @@ def test_the_lexical_lane_and_session_memory_live_in_the_team_namespace(
         chunks = conn.execute(f'SELECT count(*) FROM "{schema}".session_chunks'.encode()).fetchone()
         vectors = conn.execute(f'SELECT count(*) FROM "{schema}".session_vectors'.encode()).fetchone()
     assert terms == (1,) and chunks == vectors and chunks is not None and chunks[0] >= 3
+
+
+def test_a_decision_made_through_one_server_is_shown_and_undone_through_another(
+    spawn, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Issue 50 on the team backend: the reconcile decision log lives in the namespace, so a replace
+    decided through the laptop's bridge is listed by getMemory through the CI runner's and restored
+    through it, and both then see the restore (nothing left to undo through either)."""
+    namespace = f"team{uuid.uuid4().hex[:8]}"
+    env = _env(postgres.url(), namespace) | {"FLOWBABY_BUILD_GRAPH": "0", "FLOWBABY_RECONCILE_BUDGET_MS": "20000"}
+    servers = []
+    for name in ("laptop", "ci-runner"):
+        (tmp_path / name).mkdir()
+        servers.append(spawn(tmp_path / name, "--rate-limit-per-minute", "0", env=env))
+    a, b = servers
+
+    def store(topic: str, decision: str, day: int) -> dict[str, Any]:
+        params = {"topic": topic, "context": f"{topic}.", "decisions": [decision], "agentName": "claude-code"}
+        return a.result("storeMemory", {**params, "metadata": {"createdAt": f"2026-03-{day:02d}T10:00:00Z"}})
+
+    logs = store("Application logs", "Ship application logs with Filebeat into the Elasticsearch cluster", 1)
+    moved = store("Application log storage", "Moved application log storage from Elasticsearch to Grafana Loki", 2)
+    decided = moved["reconcile"]
+    assert decided["decision"] == "replace" and decided["topicId"] == logs["summary_id"], decided
+
+    shown = b.result("getMemory", {"topicId": logs["summary_id"]})
+    assert shown["latest"]["status"] == "Superseded"
+    assert [(e["id"], e["newer"]["topicId"]) for e in shown["reconcile"]] == [(decided["id"], moved["summary_id"])]
+    undone = b.result("restoreMemory", {"topicId": logs["summary_id"]})
+    assert (undone["id"], [r["memoryId"] for r in undone["restored"]]) == (decided["id"], [decided["memoryId"]])
+
+    for server in (a, b):
+        seen = server.result("getMemory", {"topicId": logs["summary_id"]})
+        assert seen["latest"]["status"] == "Active"
+        assert [e["restoredAt"] for e in seen["reconcile"]] == [undone["restoredAt"]]
+        assert server.result("restoreMemory", {"topicId": logs["summary_id"]})["errorCode"] == "NOT_FOUND"
+
+    # Forgetting the replaced memory (through either server) forgets the decisions that name it.
+    assert a.result("forgetMemory", {"topicId": logs["summary_id"], "waitForStores": False})["success"]
+    with psycopg.connect(postgres.url()) as conn:
+        left = conn.execute(f'SELECT record FROM "{schema_name(namespace)}".reconcile_log'.encode()).fetchall()
+    assert not [row for row in left if logs["summary_id"] in row[0] or "Application logs" in row[0]], left
+    assert b.result("getMemory", {"topicId": moved["summary_id"]})["reconcile"] == []

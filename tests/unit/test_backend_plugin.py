@@ -96,6 +96,9 @@ class TinyBackend(Backend):
         self.audits.append(ListAudit())
         return self.audits[-1]
 
+    def decision_log(self) -> Any:
+        return self._open("decision_log")
+
     def session_store(self, folder: Any) -> Any:
         return self._open("session_store", folder)
 

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from graph.backends.embedded.decision_log import FileDecisionLog as DecisionLog
 from graph.core.contract import FlowbabyError, FlowbabyIngestRequest, MemoryStatus
 from graph.core.memories import Memory
 from graph.core.settings import LLMSettings
@@ -26,7 +27,6 @@ from graph.search.reconcile import (
     scopes,
 )
 from graph.search.reconcile_llm import ask, parse
-from graph.search.reconcile_log import DecisionLog
 from graph.search.reconciler import Reconciler, audit_decision
 from graph.search.retrieval import Retriever
 from tests.support.fakes import HashEncoder, memory

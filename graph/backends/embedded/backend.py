@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from graph.backends.backend import Backend
 
 if TYPE_CHECKING:
+    from graph.backends.decision_log import DecisionLog
     from graph.backends.lexical import LexicalSearch
     from graph.backends.memory_store import MemoryStoreBackend
     from graph.backends.projection import ProjectionSource
@@ -53,6 +54,12 @@ class EmbeddedBackend(Backend):
         from graph.backends.embedded.audit_log import AuditLog
 
         return AuditLog(self.paths.audit_log)
+
+    def decision_log(self) -> DecisionLog:
+        """The workspace's sealed `.flowbaby/reconcile.jsonl`."""
+        from graph.backends.embedded.decision_log import LOG_FILE, FileDecisionLog
+
+        return FileDecisionLog(self.paths.data / LOG_FILE, self.paths.root)
 
     def session_store(self, folder: Path) -> SessionChunkStore:
         from graph.backends.embedded.session_store import open_sealed_session_store

@@ -14,6 +14,7 @@ from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.environment import Environment
 
 if TYPE_CHECKING:
+    from graph.backends.decision_log import DecisionLog
     from graph.backends.lexical import LexicalSearch
     from graph.backends.memory_store import Closeable, MemoryStoreBackend
     from graph.backends.projection import ProjectionSource
@@ -61,6 +62,12 @@ class TeamBackend(Backend):
         from graph.backends.team.audit import PostgresAuditLog
 
         return PostgresAuditLog(self.url, self.namespace)
+
+    def decision_log(self) -> DecisionLog:
+        """The namespace's `reconcile_log` table, shared by its servers."""
+        from graph.backends.team.decision_log import PgDecisionLog
+
+        return PgDecisionLog(self.url, self.namespace)
 
     def session_store(self, folder: Path) -> SessionChunkStore:
         from graph.backends.team.sessions import PgSessionStore

@@ -306,6 +306,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         INSERT INTO lexical_counts SELECT '', count(*), sum(length) FROM memory_lexemes HAVING count(*) > 0;
         """,
     ),
+    (
+        12,
+        "the reconcile decision log, shared by the namespace's servers (graph.backends.team.decision_log)",
+        """
+        CREATE TABLE reconcile_log (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, entry_id TEXT NOT NULL,
+            record TEXT NOT NULL);
+        CREATE INDEX reconcile_log_entry ON reconcile_log (entry_id);
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 
