@@ -1,6 +1,7 @@
 // Drives code-server in headless Debian chromium (playwright-core, executablePath: no browser
-// download). Confirms the tools' confirmation dialogs, records toasts, reads the "Flowbaby Agent
-// Activity" Output channel and the status bar, and takes the README screenshot.
+// download). Confirms the tools' confirmation dialogs, answers Mark Memory Superseded's two pick lists
+// (SUPERSEDE_PICKS) and its warning, records toasts, reads the "Flowbaby Agent Activity" Output channel
+// and the status bar, and takes the README screenshot.
 // Env: URL, CHROMIUM, RESULTS (the test agent's file), OUT (what this script saw), SCREENSHOT, TIMEOUT_MS.
 const fs = require("fs");
 const { chromium } = require("playwright-core");
@@ -10,9 +11,14 @@ const env = (name) => {
   return process.env[name];
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Mark Memory Superseded's pick lists, by title: the row (memory topic) the driver clicks in each. */
+const SUPERSEDE_PICKS = [
+  [/no longer current/, "E2E tool note"],
+  [/that supersedes/, "E2E caching decision"],
+];
 
 async function main() {
-  const seen = { toasts: [], dialogs: [], activity: "", statusBar: "", mcpServers: [], tabs: [], agentDone: false, log: [] };
+  const seen = { toasts: [], dialogs: [], picks: [], activity: "", statusBar: "", mcpServers: [], tabs: [], agentDone: false, log: [] };
   const save = () => fs.writeFileSync(env("OUT"), JSON.stringify(seen, null, 2));
   const deadline = Date.now() + Number(process.env.TIMEOUT_MS || 420000);
   const browser = await chromium.launch({ executablePath: env("CHROMIUM"), headless: true, args: ["--no-sandbox", "--disable-gpu"] });
@@ -33,8 +39,17 @@ async function main() {
         const textOf = (await dialog.first().innerText()).replace(/\s+/g, " ").trim();
         seen.dialogs.push(textOf);
         // Confirm: VS Code labels the tools' primary button "Yes" (Cancel comes first on Linux);
-        // the workspace's own .venv/bin/flowbaby is confirmed with "Run it".
-        await dialog.first().locator(".dialog-buttons .monaco-button", { hasText: /^\s*(Yes|Run it)\s*$/ }).first().click();
+        // the workspace's own .venv/bin/flowbaby is confirmed with "Run it", a supersession with "Mark Superseded".
+        const confirm = /^\s*(Yes|Run it|Mark Superseded)\s*$/;
+        await dialog.first().locator(".dialog-buttons .monaco-button", { hasText: confirm }).first().click();
+      }
+      const title = page.locator(".quick-input-widget:visible .quick-input-title");
+      const titleText = (await title.count()) ? await title.first().innerText() : "";
+      const wanted = SUPERSEDE_PICKS.find(([pattern]) => pattern.test(titleText));
+      const row = wanted && page.locator(".quick-input-widget .monaco-list-row", { hasText: wanted[1] });
+      if (row && (await row.count())) {
+        await row.first().click();
+        seen.picks.push(`${titleText.trim()} -> ${wanted[1]}`);
       }
       try {
         seen.agentDone = JSON.parse(fs.readFileSync(env("RESULTS"), "utf8")).done === true;

@@ -15,9 +15,11 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -60,6 +62,23 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
         except OSError:
             time.sleep(0.5)
     raise AssertionError(f"code-server did not answer {url} within {timeout}s")
+
+
+def _memory_over_http(workspace: Path, topic_id: object) -> dict[str, Any]:
+    """getMemory through the workspace's `flowbaby serve` (the memory browser's, started by `flowbaby ui`),
+    with the workspace's API token; {} when there is no server or no topicId to ask for."""
+    record = workspace / ".flowbaby" / "service.json"
+    if not isinstance(topic_id, str) or not record.exists():
+        return {}
+    port = json.loads(record.read_text())["port"]
+    token = (workspace / ".flowbaby" / "api_token").read_text().strip()
+    query = urllib.parse.urlencode({"topicId": topic_id})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/agent/memory?{query}", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        shown: dict[str, Any] = json.loads(reply.read())
+    return shown
 
 
 def _wait_no_process(needle: str, timeout: float) -> bool:
@@ -166,6 +185,10 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
             },
         )
         assert drive.returncode == 0, drive.stdout + drive.stderr
+        # Mark Memory Superseded's result, read over HTTP while the extension's bridge still holds the workspace.
+        superseded = _memory_over_http(
+            workspace, json.loads(results_file.read_text()).get("supersede", {}).get("topicId")
+        )
     finally:
         os.killpg(server.pid, 15)
         try:
@@ -242,6 +265,18 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
         context
     )
     assert re.search(r"Flowbaby: \d+ memories · \d+ running · \d+ queued · \w+", seen["statusBar"]), context
+
+    # Mark Memory Superseded, picked and confirmed in the browser: the tool's note is Superseded by the caching
+    # decision, with a decision by a person (decidedBy "manual") that getMemory lists.
+    assert results["supersede"]["status"] == "done", context
+    assert [pick.split(" -> ")[1] for pick in seen["picks"]] == ["E2E tool note", "E2E caching decision"], context
+    warning = f'Mark "{results["supersede"]["topicId"]}" as superseded by "e2e-caching"?'
+    assert any(warning in dialog for dialog in seen["dialogs"]), context
+    assert (superseded["latest"]["topic"], superseded["latest"]["status"]) == ("E2E tool note", "Superseded"), context
+    decided = [(e["decision"], e["decidedBy"], e["newer"]["topicId"]) for e in superseded["reconcile"]]
+    assert decided == [("replace", "manual", "e2e-caching")], superseded
+    logged = rf"\[Supersede Memory\] {ISO[:-1]}\.\d{{3}}Z - \S+ superseded by e2e-caching - Status: success"
+    assert re.search(logged, activity), context
 
     # The commands for people and the MCP server definition provider.
     people = results["people"]

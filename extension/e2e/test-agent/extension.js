@@ -76,6 +76,9 @@ exports.activate = async function activate() {
     }
     return { status: "timeout" };
   });
+  // Mark Memory Superseded with no arguments: drive.js picks the tool's note as the older memory, the
+  // caching decision as the newer, and confirms the modal warning; the outcome holds the older topicId.
+  await step("supersede", () => vscode.commands.executeCommand("flowbaby.supersedeMemory"));
   // The commands for people: repair, install for Claude Code / OpenCode, stats + graph view.
   await step("people", async () => {
     await vscode.commands.executeCommand("flowbaby.repairIndex");
