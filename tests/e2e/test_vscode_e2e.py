@@ -211,6 +211,7 @@ def test_extension_in_code_server(tmp_path: Path) -> None:
     seen = json.loads(seen_file.read_text())
     context = f"\nresults: {json.dumps(results)[:4000]}\nseen: {json.dumps(seen)[:3000]}" + context
     assert results["done"] and not results["errors"], context
+    print("test agent steps (ms):", results["stepMs"])
     assert results["vscodeVersion"] == "1.139.1"
 
     # The exported API and validateIngestRequest.

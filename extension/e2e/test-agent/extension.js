@@ -11,14 +11,16 @@ const text = (result) => result.content.map((part) => part.value ?? "").join("")
 exports.activate = async function activate() {
   const folder = vscode.workspace.workspaceFolders[0].uri.fsPath;
   const out = path.join(folder, "e2e-results.json");
-  const results = { vscodeVersion: vscode.version, errors: [], done: false };
+  const results = { vscodeVersion: vscode.version, errors: [], done: false, stepMs: {} };
   const save = () => fs.writeFileSync(out, JSON.stringify(results, null, 2));
   const step = async (name, work) => {
+    const started = Date.now();
     try {
       results[name] = await work();
     } catch (error) {
       results.errors.push(`${name}: ${error && error.stack ? error.stack : error}`);
     }
+    results.stepMs[name] = Date.now() - started;
     save();
   };
   const run = async (command, ...args) => JSON.parse(await vscode.commands.executeCommand(command, ...args));
