@@ -2,7 +2,8 @@
 
 Every stored version is copied as it is: memory id, topic id, version, status (Active,
 Superseded, DecisionRecord), summary fields and timestamps, so supersession and the ids that
-cognee's graph and agents refer to are the same on the server. The graph is not copied (cognee's
+cognee's graph and agents refer to are the same on the server; so are the reconcile decisions of its
+sealed decision log (graph.backends.decision_log), with their undos. The graph is not copied (cognee's
 embedded files are per machine): each copied version goes into the namespace with graph state
 pending, and its build is queued there, OPERATION_SIZE versions per operation, for the namespace's
 server to run. Vectors are not copied either: a server embeds every memory it finds without
@@ -23,6 +24,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from graph.backends.embedded.decision_log import LOG_FILE, FileDecisionLog
 from graph.backends.embedded.memory_store import MemoryStore, check_store_sealed
 from graph.core.contract import ErrorCode, FlowbabyError
 from graph.core.memories import Memory, StoreDamaged
@@ -49,6 +51,8 @@ class CopyReport:
     """Memory ids present in the namespace with other content: left as they are there."""
     queuedOperations: list[str] = field(default_factory=list)
     queuedMemories: int = 0
+    decisions: int = 0
+    """Reconcile decisions copied (those already in the namespace are skipped)."""
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +93,7 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
             operations = [
                 target.queue_operation(waiting[i : i + OPERATION_SIZE]) for i in range(0, len(waiting), OPERATION_SIZE)
             ]
+            decisions = _copy_decisions(paths, url, namespace)
         finally:
             target.close()
     finally:
@@ -103,8 +108,21 @@ def copy_to_namespace(paths: WorkspacePaths, url: str, namespace: str) -> CopyRe
         conflicts=conflicts,
         queuedOperations=operations,
         queuedMemories=len(waiting),
+        decisions=decisions,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def _copy_decisions(paths: WorkspacePaths, url: str, namespace: str) -> int:
+    """The workspace's reconcile decisions (the lines sealed for it only) into the namespace's log."""
+    from graph.backends.team.decision_log import PgDecisionLog
+
+    entries = FileDecisionLog(paths.data / LOG_FILE, paths.root).entries().values()
+    target = PgDecisionLog(url, namespace)
+    try:
+        return target.import_entries(entries)
+    finally:
+        target.close()
 
 
 def migrate_workspace(workspace: str, url: str, namespace: str | None) -> dict[str, Any]:

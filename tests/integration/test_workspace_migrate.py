@@ -94,6 +94,10 @@ def test_migrate_copies_every_version_and_the_namespace_serves_them(
     original = spawn(laptop, env=_env())
     _seed(original)
     assert original.wait_idle(300)["counts"].get("failed", 0) == 0
+    # A person's supersession, undone: a decision and its undo in the sealed log, every status as it was.
+    pair = {"olderTopicId": "deploy-freeze", "newerTopicId": "billing-db", "listed": False}
+    assert original.result("confirmSupersession", pair)["status"] == "Superseded"
+    undone = original.result("restoreMemory", {"topicId": "deploy-freeze"})
     before = _ranked(original)
     url, namespace = postgres.url(), f"mig{uuid.uuid4().hex[:8]}"
 
@@ -105,9 +109,9 @@ def test_migrate_copies_every_version_and_the_namespace_serves_them(
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
     assert (report["memories"], report["copied"], report["skipped"], report["conflicts"]) == (4, 4, 0, [])
-    assert report["queuedMemories"] == 4 and len(report["queuedOperations"]) == 1
+    assert report["queuedMemories"] == 4 and len(report["queuedOperations"]) == 1 and report["decisions"] == 1
     again = json.loads(_migrate(laptop, url, namespace).stdout)
-    assert (again["copied"], again["skipped"], again["queuedOperations"]) == (0, 4, [])
+    assert (again["copied"], again["skipped"], again["queuedOperations"], again["decisions"]) == (0, 4, [], 0)
     assert b"team-secret" not in first.stdout + first.stderr
 
     with sqlite3.connect(laptop / ".flowbaby" / "memories.sqlite") as local:
@@ -130,6 +134,9 @@ def test_migrate_copies_every_version_and_the_namespace_serves_them(
     assert final["counts"].get("completed") == 1 and final["counts"].get("failed", 0) == 0
     assert served.result("health")["memories"] == 4
     assert _ranked(served) == before
+    shown = served.result("getMemory", {"topicId": "deploy-freeze"})["reconcile"]
+    copied_decisions = [(e["id"], e["decidedBy"], e["restoredAt"]) for e in shown]
+    assert copied_decisions == [(undone["id"], "manual", undone["restoredAt"])], shown
     with psycopg.connect(url) as conn:
         states = conn.execute(f'SELECT DISTINCT graph_state FROM "{schema}".memories'.encode()).fetchall()
         vectors = conn.execute(f'SELECT count(DISTINCT memory_id) FROM "{schema}".memory_chunks'.encode()).fetchone()

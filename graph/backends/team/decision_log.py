@@ -12,6 +12,7 @@ either moved (another server's decision, undo or forget).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from graph.backends.decision_log import DecisionLog, Entry, fold, forgotten_marks
@@ -63,6 +64,25 @@ class PgDecisionLog(DecisionLog):
         with self._lock:
             self._cache = ((len(rows), int(rows[-1]["seq"]) if rows else 0), found)
         return found
+
+    def import_entries(self, entries: Iterable[Entry]) -> int:
+        """`flowbaby migrate`: another log's decisions, each with its undo when it was undone, after this
+        one's; a decision whose id is here already is skipped (a second run copies nothing twice). How many
+        decisions were copied."""
+        with self._pool.connection() as conn:
+            here = {row["entry_id"] for row in conn.execute(b"SELECT DISTINCT entry_id FROM reconcile_log")}
+            rows: list[tuple[str, str]] = []
+            copied = 0
+            for entry in entries:
+                if entry.id in here:
+                    continue
+                copied += 1
+                rows.append((entry.id, json.dumps(entry.model_dump(mode="json", exclude={"restoredAt"}))))
+                if entry.restoredAt is not None:
+                    rows.append((entry.id, json.dumps({"id": entry.id, "restoredAt": entry.restoredAt})))
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(b"INSERT INTO reconcile_log (entry_id, record) VALUES (%s, %s)", rows)
+        return copied
 
     def forget(self, topic_ids: set[str], memory_ids: set[str]) -> int:
         marks = forgotten_marks(topic_ids, memory_ids, ascii_only=True)
