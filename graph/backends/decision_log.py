@@ -54,14 +54,15 @@ class Entry(BaseModel):
         return self.model_dump(mode="json")
 
 
-def fold(records: Iterable[Any]) -> dict[str, Entry]:
+def fold(records: Iterable[Any], before: dict[str, Entry] | None = None) -> dict[str, Entry]:
     """Decisions by id, in the records' order, each with its undo time: an undo record sets the
-    `restoredAt` of the decision before it; a record that is neither is skipped."""
-    found: dict[str, Entry] = {}
+    `restoredAt` of the decision before it; a record that is neither is skipped. `before`: the decisions
+    of the records before these (a new dict is made; their entries are not changed)."""
+    found: dict[str, Entry] = dict(before or {})
     for data in records:
         if isinstance(data, dict) and "restoredAt" in data and "decision" not in data:
             if isinstance(data.get("id"), str) and data["id"] in found:
-                found[data["id"]].restoredAt = str(data["restoredAt"])
+                found[data["id"]] = found[data["id"]].model_copy(update={"restoredAt": str(data["restoredAt"])})
             continue
         try:
             entry = Entry.model_validate(data)
