@@ -107,9 +107,22 @@ _PHRASES = (
 """Where a decision names what it sets aside in words of its own, not a name ("replaced the billing ORM
 layer with", "the develop branch is retired", "instead of auto-increment integers")."""
 _TOKEN = re.compile(r"[\w.+#/=?'-]*\w")
-_NUMBERS = {
-    w: str(n) for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
-}
+_NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
+_NUMBERS = {word: str(n) for n, word in enumerate(_NUMBER_WORDS)}
 """A number written as a word is the same value as its digits ("five minutes", "5 minutes")."""
 _PUNCT = re.compile(r"[^\w\s]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#-]*")
@@ -249,7 +262,7 @@ def _without(text: str, names: Sequence[str]) -> str:
 
 
 _MOVED_FROM = re.compile(
-    r"(?i)\b(?:mov|migrat|switch|port)\w*\b[^.;]{0,40}?\bfrom\s+([^.;]{1,40}?)\s+(?:to|onto|into)\b"
+    r"(?i)\b(?:mov|migrat|switch|port)\w*\b(?:[^.;]|\.(?=\w)){0,40}?\bfrom\s+((?:[^.;]|\.(?=\w)){1,40}?)\s+(?:to|onto|into)\b"
 )
 
 
@@ -289,6 +302,7 @@ def _holds(held: frozenset[str], words: frozenset[str]) -> bool:
     return len(words & held) >= max(2, len(words) - 1)
 
 
+@functools.lru_cache(maxsize=4096)
 def stated_values(text: str) -> frozenset[str]:
     """What a text chose, as it is written (lower case): numbers, and names written as names (mixed case,
     code punctuation, or capitalised inside a sentence; a sentence's first word and acronyms are left
@@ -315,6 +329,27 @@ def _values(memory: Memory) -> frozenset[str]:
     return stated_values("\n".join([memory.topic, *(decided or [memory.context])]))
 
 
+def _code_values(memory: Memory) -> frozenset[str]:
+    """The values a memory writes as code (".po", "encoding/json", "created_at"; not a plain number): names
+    the entity extractor, which reads prose, does not give, so what retires them is read as for a name."""
+    return frozenset(v for v in _values(memory) if re.search(r"[./_=?#+]", v) and not re.fullmatch(r"[\d.]+", v))
+
+
+_COUNT = r"(?:\d[\d.,]*|" + "|".join(w for w, n in _NUMBERS.items() if int(n) > 1) + r")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?i)\b" + _COUNT + r"\s+" + _pattern(name) + r"(?![./]\w)")
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether a text mentions a name as a name, not only as what a number (2 and up) counts: "moved from
+    requests to httpx" retires the library, not the "100 requests per minute" of a rate limit ("one
+    requests.Session" is the library)."""
+    return _mentions(text, name) and _mentions(_counted(name).sub(" ", text), name)
+
+
 def change_cue(memory: Memory) -> str:
     """The sentence of the new memory's topic or decisions that says something changed, or ""."""
     for text in [*memory.decisions, memory.topic]:
@@ -339,6 +374,9 @@ def measure(
     for memory in [new, *(m for vs in versions for m in vs)]:
         for name, written in names_of(subject_text(memory)):
             forms.setdefault(name, set()).update(written)
+    for memory in [new, *(m for vs in versions for m in vs)]:
+        for value in _code_values(memory):
+            forms.setdefault(value, {value})
     canonical = {form: name for name, written in forms.items() for form in written}
     names = sorted(canonical, key=len)
     retired = {**_set_aside(new, names), **(_retired_names(new, names[::-1]) if names else {})}
@@ -379,7 +417,7 @@ def measure(
         decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
         for name, sentence in retired.items():
             forms_of = forms.get(canonical.get(name, name), {name})
-            if any(_mentions(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
+            if any(_names(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
                 candidate.retired, candidate.cue = name, sentence
                 break
         candidate.shared = sorted(
@@ -476,5 +514,6 @@ def live_neighbours(
 
 def retires(memory: Memory) -> list[str]:
     """The names a memory retires among those it mentions ("moved from npm to pnpm": npm)."""
-    names = sorted({form for _, forms in names_of(subject_text(memory)) for form in forms}, key=len)
+    written = {form for _, forms in names_of(subject_text(memory)) for form in forms} | _code_values(memory)
+    names = sorted(written, key=len)
     return list({**_set_aside(memory, names), **(_retired_names(memory, names[::-1]) if names else {})})
