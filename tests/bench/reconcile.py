@@ -10,7 +10,9 @@ sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout
   live (Active or DecisionRecord) at the end (target 0 %);
 - `lookalikesReplaced`: look-alikes no longer live, or merged into another subject's topic (target 0);
 - `replacementFirstPct`: the subject's question ranks the replacement's topic first (target >= 95 %);
-- `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes.
+- `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes;
+- `otherSubjectSuperseded`: memories superseded by a decision on another subject's write (target 0; each
+  one also counts as not left current).
 
 Each write's staging time (the reply's duration_ms) is reported as p50 / p95. The state is measured
 once every decision is applied (`decidedAfterReply`: how many came after their write's reply), so it
