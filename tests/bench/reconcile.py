@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,7 +160,7 @@ def score(
     status: dict[tuple[str, int], str],
     firsts: dict[str, str | None],
     everyone: list[Write],
-    crossed: set[str] = frozenset(),  # type: ignore[assignment]
+    crossed: Collection[str] = frozenset(),
 ) -> dict[str, Any]:
     def live(w: Write) -> bool:
         return status.get((w.topic_id, w.version)) in LIVE
