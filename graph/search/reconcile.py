@@ -106,6 +106,24 @@ _PHRASES = (
 )
 """Where a decision names what it sets aside in words of its own, not a name ("replaced the billing ORM
 layer with", "the develop branch is retired", "instead of auto-increment integers")."""
+_TOKEN = re.compile(r"[\w.+#/=?'-]*\w")
+_NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
+_NUMBERS = {word: str(n) for n, word in enumerate(_NUMBER_WORDS)}
+"""A number written as a word is the same value as its digits ("five minutes", "5 minutes")."""
 _PUNCT = re.compile(r"[^\w\s]+")
 _WORD = re.compile(r"[a-z0-9][a-z0-9.+#-]*")
 
@@ -138,6 +156,10 @@ class Candidate:
     word of the phrase is in its topic or decisions)."""
     other_scope: bool = False
     """It and the new memory name parts of the product (SCOPES), none in common: another subject."""
+    same_values: bool = False
+    """Every value the new memory states (stated_values: a number, a name) is one this one states too:
+    nothing else was chosen, so a change cue ("keeps its limit of 100 ... for now") does not make it a
+    replacement; at most a restatement."""
 
     def like(self, other: Candidate) -> float:
         """The best cosine of two candidates' versions: is one a restatement of the other?"""
@@ -240,7 +262,7 @@ def _without(text: str, names: Sequence[str]) -> str:
 
 
 _MOVED_FROM = re.compile(
-    r"(?i)\b(?:mov|migrat|switch|port)\w*\b[^.;]{0,40}?\bfrom\s+([^.;]{1,40}?)\s+(?:to|onto|into)\b"
+    r"(?i)\b(?:mov|migrat|switch|port)\w*\b(?:[^.;]|\.(?=\w)){0,40}?\bfrom\s+((?:[^.;]|\.(?=\w)){1,40}?)\s+(?:to|onto|into)\b"
 )
 
 
@@ -280,6 +302,54 @@ def _holds(held: frozenset[str], words: frozenset[str]) -> bool:
     return len(words & held) >= max(2, len(words) - 1)
 
 
+@functools.lru_cache(maxsize=4096)
+def stated_values(text: str) -> frozenset[str]:
+    """What a text chose, as it is written (lower case): numbers, and names written as names (mixed case,
+    code punctuation, or capitalised inside a sentence; a sentence's first word and acronyms are left
+    out, they are as often what the decision is about: "Help", "API"). A decision names what it is about
+    and what was chosen; a replacement chooses something else for the same subject."""
+    found = set()
+    for sentence in re.split(r"(?<=[.;:!?])\s+|\n+", text):
+        for index, match in enumerate(_TOKEN.finditer(sentence)):
+            token = re.sub(r"'s$", "", match.group(0))
+            if token.lower() in _NUMBERS:
+                found.add(_NUMBERS[token.lower()])
+            elif (
+                any(ch.isdigit() for ch in token)
+                or re.search(r"[./_=?#+]", token)
+                or re.search(r"[a-z][A-Z]", token)
+                or (index > 0 and token[:1].isupper() and not token.isupper())
+            ):
+                found.add(token.lower())
+    return frozenset(found)
+
+
+def _values(memory: Memory) -> frozenset[str]:
+    decided = [d for d in memory.decisions if not is_chatter(d)]
+    return stated_values("\n".join([memory.topic, *(decided or [memory.context])]))
+
+
+def _code_values(memory: Memory) -> frozenset[str]:
+    """The values a memory writes as code (".po", "encoding/json", "created_at"; not a plain number): names
+    the entity extractor, which reads prose, does not give, so what retires them is read as for a name."""
+    return frozenset(v for v in _values(memory) if re.search(r"[./_=?#+]", v) and not re.fullmatch(r"[\d.]+", v))
+
+
+_COUNT = r"(?:\d[\d.,]*|" + "|".join(w for w, n in _NUMBERS.items() if int(n) > 1) + r")"
+
+
+@functools.lru_cache(maxsize=4096)
+def _counted(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?i)\b" + _COUNT + r"\s+" + _pattern(name) + r"(?![./]\w)")
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether a text mentions a name as a name, not only as what a number (2 and up) counts: "moved from
+    requests to httpx" retires the library, not the "100 requests per minute" of a rate limit ("one
+    requests.Session" is the library)."""
+    return _mentions(text, name) and _mentions(_counted(name).sub(" ", text), name)
+
+
 def change_cue(memory: Memory) -> str:
     """The sentence of the new memory's topic or decisions that says something changed, or ""."""
     for text in [*memory.decisions, memory.topic]:
@@ -304,6 +374,9 @@ def measure(
     for memory in [new, *(m for vs in versions for m in vs)]:
         for name, written in names_of(subject_text(memory)):
             forms.setdefault(name, set()).update(written)
+    for memory in [new, *(m for vs in versions for m in vs)]:
+        for value in _code_values(memory):
+            forms.setdefault(value, {value})
     canonical = {form: name for name, written in forms.items() for form in written}
     names = sorted(canonical, key=len)
     retired = {**_set_aside(new, names), **(_retired_names(new, names[::-1]) if names else {})}
@@ -314,7 +387,7 @@ def measure(
     vector_of = dict(zip((id(m) for m in flat), vectors[1:], strict=True))
     words, said = content_words(subject_text(new)), normal(subject_text(new))
     ours, phrases = scopes(subject_text(new)), retired_phrases(new)
-    cue = change_cue(new)
+    cue, values = change_cue(new), _values(new)
     said_by = sorted({*retired.values(), *([cue] if cue else [])})
     cue_vectors = (
         dict(
@@ -339,10 +412,12 @@ def measure(
         candidate.other_scope = bool(ours and theirs and not ours & theirs)
         candidate.long = decided_count(new) > ONE_SUBJECT or any(decided_count(m) > ONE_SUBJECT for m in history)
         candidate.same_words = any(normal(subject_text(m)) == said for m in history)
+        theirs_values = frozenset().union(*(_values(m) for m in history))
+        candidate.same_values = bool(values) and values <= theirs_values
         decided = " ".join(part for m in history for part in [m.topic, *m.decisions])
         for name, sentence in retired.items():
             forms_of = forms.get(canonical.get(name, name), {name})
-            if any(_mentions(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
+            if any(_names(decided, form) for form in forms_of) and not _retired_names(memory, list(forms_of)):
                 candidate.retired, candidate.cue = name, sentence
                 break
         candidate.shared = sorted(
@@ -369,7 +444,7 @@ def _replaced(c: Candidate) -> bool:
         c.cosine >= RETIRED_SUBJECT or (c.cosine >= RETIRED_NEAR and c.cosine + c.overlap >= RETIRED_SCORE)
     ):
         return True
-    return bool(c.cue) and c.cosine >= SAME_SUBJECT and c.cue_cosine >= SAME_SUBJECT
+    return bool(c.cue) and c.cosine >= SAME_SUBJECT and c.cue_cosine >= SAME_SUBJECT and not c.same_values
 
 
 def decide(new: Memory, candidates: list[Candidate]) -> Decision:
@@ -439,5 +514,6 @@ def live_neighbours(
 
 def retires(memory: Memory) -> list[str]:
     """The names a memory retires among those it mentions ("moved from npm to pnpm": npm)."""
-    names = sorted({form for _, forms in names_of(subject_text(memory)) for form in forms}, key=len)
+    written = {form for _, forms in names_of(subject_text(memory)) for form in forms} | _code_values(memory)
+    names = sorted(written, key=len)
     return list({**_set_aside(memory, names), **(_retired_names(memory, names[::-1]) if names else {})})

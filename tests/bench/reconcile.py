@@ -10,7 +10,9 @@ sessions; replacements; the other look-alikes. Then, per split (`tune`, `heldout
   live (Active or DecisionRecord) at the end (target 0 %);
 - `lookalikesReplaced`: look-alikes no longer live, or merged into another subject's topic (target 0);
 - `replacementFirstPct`: the subject's question ranks the replacement's topic first (target >= 95 %);
-- `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes.
+- `duplicatesPer100Writes`: live memories of a subject beyond one, per 100 writes;
+- `otherSubjectSuperseded`: memories superseded by a decision on another subject's write (target 0; each
+  one also counts as not left current).
 
 Each write's staging time (the reply's duration_ms) is reported as p50 / p95. The state is measured
 once every decision is applied (`decidedAfterReply`: how many came after their write's reply), so it
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +111,7 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
                 w.decision = entry.decision if entry else "add"
                 w.target = str((entry.evidence or {}).get("topicId", "")) if entry else ""
             decisions[w.decision] = decisions.get(w.decision, 0) + 1
+        crossed = _crossed(writes, list(service.reconciler.log.entries().values()))
         await service.flush_vectors()
         status = {(m.topic_id, m.version): m.status.value for m in service.store.iter_memories()}
         firsts: dict[str, str | None] = {}
@@ -118,8 +122,8 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
         await service.close()
     result: dict[str, Any] = {"writes": len(writes), "decisions": decisions, "decidedAfterReply": late}
     for split in SPLITS:
-        result[split] = score([w for w in writes if w.split == split], status, firsts, writes)
-    result["all"] = score(writes, status, firsts, writes)
+        result[split] = score([w for w in writes if w.split == split], status, firsts, writes, crossed)
+    result["all"] = score(writes, status, firsts, writes, crossed)
     result["stagingMs"] = {"p50": percentile(staging, 0.5), "p95": percentile(staging, 0.95)}
     kind_of = {w.topic_id: f"{w.subject}/{w.kind}" for w in writes if w.decision != "update"}
     result["trace"] = [
@@ -129,8 +133,34 @@ async def _run(root: Path, data: dict[str, Any], reconciled: bool = True) -> dic
     return result
 
 
+def _crossed(writes: list[Write], entries: list[Any]) -> set[str]:
+    """The writes (memoryIds) a decision on ANOTHER subject's write superseded: a replacement's superseded
+    memories, a skip of a repeat of another subject's memory, the versions an update joined. Each is counted
+    as no longer left current, so this is the precision a replaced look-alike count alone does not show."""
+    subject = {w.memory_id: w.subject for w in writes}
+    in_topic: dict[str, list[Write]] = {}
+    for w in writes:
+        in_topic.setdefault(w.topic_id, []).append(w)
+    crossed: set[str] = set()
+    for entry in entries:
+        if entry.restoredAt is None and entry.newer.memoryId in subject:
+            by = subject[entry.newer.memoryId]
+            crossed.update(r.memoryId for r in entry.superseded if subject.get(r.memoryId, by) != by)
+    for i, w in enumerate(writes):
+        others = [o for o in in_topic.get(w.target or w.topic_id, []) if o is not w and o.subject != w.subject]
+        if w.decision == "skip" and others and not any(o.subject == w.subject for o in in_topic.get(w.target, [])):
+            crossed.add(w.memory_id)
+        if w.decision == "update":
+            crossed.update(o.memory_id for o in others if writes.index(o) < i)
+    return crossed
+
+
 def score(
-    writes: list[Write], status: dict[tuple[str, int], str], firsts: dict[str, str | None], everyone: list[Write]
+    writes: list[Write],
+    status: dict[tuple[str, int], str],
+    firsts: dict[str, str | None],
+    everyone: list[Write],
+    crossed: Collection[str] = frozenset(),
 ) -> dict[str, Any]:
     def live(w: Write) -> bool:
         return status.get((w.topic_id, w.version)) in LIVE
@@ -158,6 +188,8 @@ def score(
             s: named.get(firsts.get(s) or "", firsts.get(s)) for s, ok in zip(replaces, first, strict=True) if not ok
         },
         "duplicatesPer100Writes": round(100 * duplicates / max(1, len(writes)), 1),
+        "otherSubjectSuperseded": sum(w.memory_id in crossed for w in writes),
+        "otherSubjectSupersededIds": [f"{w.subject}/{w.kind}" for w in writes if w.memory_id in crossed],
     }
 
 

@@ -24,6 +24,7 @@ from graph.search.reconcile import (
     decide,
     measure,
     retired_phrases,
+    retires,
     scopes,
 )
 from graph.search.reconcile_llm import ask, parse
@@ -83,6 +84,50 @@ def test_the_same_subject_is_an_update_or_with_a_change_cue_a_replacement() -> N
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True)]).action == "add"
     assert decide(NEW, [_candidate(old, SAME_SUBJECT + 0.1, long=True, **said)]).action == "add"
     assert decide(NEW, [_candidate(old, RETIRED_SUBJECT + 0.2, long=True, retired="Elasticsearch")]).action == "add"
+
+
+def test_a_change_cue_that_chooses_nothing_new_is_a_restatement_not_a_replacement() -> None:
+    """Subject and value: a replacement chooses another value for the same subject. A captured session that
+    says the limit stays 100 "for now" (a change cue) chose nothing the memory had not (tune: rate-limit's
+    session replaced the first memory, and the real raise to 600 then found nothing to replace)."""
+    old = memory("old", topic="API rate limit", decisions=["The public API is limited to 100 requests per minute"])
+    kept = memory(
+        "kept", topic="Rate limit", decisions=["The public API keeps its limit of 100 requests per minute for now"]
+    )
+    raised = memory("raised", topic="Rate limit", decisions=["The public API limit is now 600 requests per minute"])
+    ttl = memory("ttl", topic="Page cache", decisions=["Product pages are cached for 5 minutes"])
+    five = memory("five", topic="Page cache", decisions=["Product pages stay cached for five minutes for now"])
+    cue = {"cue": "for now", "cue_cosine": SAME_SUBJECT + 0.1}
+    same, other = measure(kept, [old], ENCODE)[0], measure(raised, [old], ENCODE)[0]
+    assert same.same_values and not other.same_values
+    assert measure(five, [ttl], ENCODE)[0].same_values  # "five" is the 5 the memory states
+    assert decide(kept, [_candidate(old, SAME_SUBJECT + 0.1, same_values=True, **cue)]).action == "update"
+    assert decide(raised, [_candidate(old, SAME_SUBJECT + 0.1, same_values=False, **cue)]).action == "replace"
+    # a memory that states no value at all ("we now use UTC") is not held back by this rule
+    utc = memory("utc", topic="Timestamps", decisions=["All timestamps are now stored in UTC"])
+    assert not measure(utc, [old], ENCODE)[0].same_values
+
+
+def test_a_value_written_as_code_is_retired_as_a_name_is() -> None:
+    """The entity extractor reads prose: ".po" is no name to it, so "moved from gettext .po files to Fluent"
+    retired the phrase, and the memory that only says ".po catalogs" stayed current (tune: translations)."""
+    new = memory("new", topic="Fluent", decisions=["UI translations moved from gettext .po files to Fluent .ftl files"])
+    po = memory("po", topic="Localization files", decisions=["Translators edit the .po catalogs with Poedit"])
+    django = memory("django", topic="Django admin i18n", decisions=["The Django admin keeps its gettext translations"])
+    found = {c.memory.memory_id: c for c in measure(new, [po, django], ENCODE)}
+    assert found["po"].retired == ".po" and found["django"].retired == ""
+    assert ".po" in retires(new)
+
+
+def test_a_name_only_counted_by_a_number_is_not_held() -> None:
+    """ "Switched from requests to httpx" retires the library; a rate limit of "100 requests per minute"
+    holds no library (tune: http-client's replacement superseded rate-limit's memories with its
+    restatement)."""
+    new = memory("new", topic="httpx", decisions=["Switched outbound HTTP in the services from requests to httpx"])
+    limit = memory("limit", topic="API rate limit", decisions=["The public API allows 100 requests per minute"])
+    client = memory("client", topic="Partner API client", decisions=["Partner calls go through one requests.Session"])
+    found = {c.memory.memory_id: c for c in measure(new, [limit, client], ENCODE)}
+    assert found["client"].retired == "requests" and found["limit"].retired == ""
 
 
 def test_memories_for_different_parts_of_the_product_are_never_merged_nor_replaced() -> None:
