@@ -54,9 +54,7 @@ lint-js: setup
 # Two workers, a test file each (module fixtures stay in one process): most tests wait on
 # their own bridge and cognee worker subprocesses, so two run side by side on two cores. A third worker
 # was slower (tests/integration/test_[i-m]*, alternated -n 2/3/3/2 at load ~3: 89, 97, 116, 91 s; each worker
-# also collects the whole suite, ~11 CPU-s). Files go out longest first (tests/support/file_order.py;
-# --no-loadscope-reorder keeps that order instead of xdist's most-tests-first, which left the long one-test
-# files to the end: one worker ran them ~70 s after the other had finished).
+# also collects the whole suite, ~11 CPU-s).
 # Tests that assert a latency bound (marker `alone`) run afterwards with the machine to themselves; only
 # the files that spell `mark.alone` are collected for them (the whole suite's collection cost ~14 CPU-s;
 # tests/conftest.py refuses an `alone` test whose file does not spell it), without the fuzzing plugins.
@@ -66,7 +64,7 @@ ALONE_FILES = $(shell grep -rlE 'mark\.alone' tests --include='test_*.py')
 # were compiled again in each (bridge start 0.83 -> 0.58 CPU-s; test_cli.py 20.6 -> 14.2 CPU-s).
 test: export PYTHONDONTWRITEBYTECODE =
 test: setup e2e-setup
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder --durations=15 -m "not alone" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone" tests
 	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard -m alone $(ALONE_FILES)
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder, a local Postgres

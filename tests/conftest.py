@@ -13,7 +13,6 @@ import pytest
 
 from bridge.client import BridgeClient
 from graph.core.workspace import WorkspacePaths, resolve_workspace
-from tests.support.file_order import longest_files_first
 from tests.support.postgres import PostgresServer
 
 # A front that leaves with graph work unfinished hands it on to a detached finisher (graph.owner.finisher),
@@ -49,10 +48,7 @@ def summary(topic_id: str = "redis-cache", **overrides: Any) -> dict[str, Any]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """`make test` runs the `alone` tests from the files that spell `mark.alone` (Makefile): a test
-    marked some other way would run in neither of its two steps, so it is refused here. Under xdist the
-    longest files come first (tests/support/file_order.py); a run in one process keeps the files' order."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        longest_files_first(items)
+    marked some other way would run in neither of its two steps, so it is refused here."""
     for item in items:
         if item.get_closest_marker("alone") and "mark.alone" not in item.path.read_text():
             raise pytest.UsageError(f"{item.nodeid}: mark it with pytest.mark.alone in its file (see Makefile: test)")
