@@ -7,7 +7,6 @@ statuses here and nowhere else.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -17,11 +16,12 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Route
 
 from api.browser import browser_routes
 from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
-from api.mcp_tools import build_mcp_server
+from api.mcp_mount import LazyMcp
 from api.table_routes import document_bodies, json_body, table_routes
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from graph import __version__
@@ -117,17 +117,14 @@ def create_app(
         namespaces = NamespaceServices(service, own_namespace(service), team=False)
         tenancy = Tenancy(WorkspaceToken(token), namespaces)
     service = cast(MemoryService, CurrentService(service))
-    mcp = build_mcp_server(service)
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", host=host)
+    mcp = LazyMcp(service, host)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
-            watching = asyncio.create_task(mcp.idioms.watch())  # resources/list_changed when memories change
-            try:
-                yield
-            finally:
-                watching.cancel()
+        try:
+            yield
+        finally:
+            await mcp.close()
 
     # An explicit JSONResponse keeps FastAPI off its pydantic fast path for response models, so
     # bodies are written by json.dumps exactly as the bridge writes them (4.5e-05, not 0.000045).
@@ -140,7 +137,7 @@ def create_app(
         docs_url=None,  # FastAPI's own page loads Swagger UI from a CDN: api/docs_page.py instead
         redoc_url=None,
     )
-    app.router.routes.extend(mcp_app.routes)
+    app.router.routes.append(Route("/mcp", endpoint=mcp))  # an ASGI app: it answers its own methods
     if docs:
         add_docs_page(app)
     app.add_middleware(BodyLimit)  # innermost: a body is read only once the token checked out

@@ -157,14 +157,24 @@ async def _http_session(url: str, token: str, namespace: str | None = None) -> s
         return str(found.content[0].text)  # type: ignore[union-attr]
 
 
+def _imported(log: Path) -> set[str]:
+    """The modules a process started with PYTHONPROFILEIMPORTTIME has imported so far (its stderr)."""
+    lines = log.read_text(errors="replace").splitlines()
+    return {line.split("|")[-1].strip() for line in lines if line.startswith("import time:")}
+
+
 def test_streamable_http_behind_the_token(serve, workspace: Path) -> None:  # noqa: F811
-    server = serve(workspace, env={"FLOWBABY_API_TOKEN": "s3cret", "FLOWBABY_BUILD_GRAPH": "0"})  # reads no graph
+    """/mcp is built at its first authorized request: the SDK's import is a third of a server's start."""
+    env = {"FLOWBABY_API_TOKEN": "s3cret", "FLOWBABY_BUILD_GRAPH": "0", "PYTHONPROFILEIMPORTTIME": "1"}
+    server = serve(workspace, env=env)  # reads no graph
     with httpx2.Client() as http:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
         assert http.post(f"{server.url}/mcp", json=init).status_code == 401
         wrong = http.post(f"{server.url}/mcp", json=init, headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401 and wrong.json()["errorCode"] == "UNAUTHORIZED"
+    assert "api.app" in _imported(server.log) and "mcp" not in _imported(server.log)
     answer = asyncio.run(_http_session(f"{server.url}/mcp", "s3cret"))
+    assert "mcp" in _imported(server.log)
     assert answer.startswith("Flowbaby memory, best first")
     assert {line["agentName"] for line in _audit(workspace)} == {"http-agent"}
 
