@@ -5,8 +5,13 @@
  * one such file, flowbaby's own, current (INGEST_CONTRACT.md 17.6):
  * - it carries MARKER, and a file without it (the user's own) is never written over or removed;
  * - git never sees it: its path goes to the repository's `.git/info/exclude` before it is written;
- * - an empty briefing removes it, and so does `remove()` (the extension's deactivation).
+ * - an empty briefing removes it, and so does `remove()` (the extension's deactivation);
+ * - it is never written or removed through a link: a repository can commit `.github`, its
+ *   `instructions` folder, the file or a staging name as a link to `~/.bashrc`, so each step of the
+ *   path is checked with lstat (a link refuses the update and says which), the new content is
+ *   created exclusively (O_EXCL | O_NOFOLLOW) under a random name, mode 0600, and renamed into place.
  */
+import * as crypto from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 
@@ -14,7 +19,10 @@ export const INSTRUCTIONS_FILE = path.join(".github", "instructions", "flowbaby-
 export const MARKER = "<!-- flowbaby: written by the Flowbaby extension from the workspace memory; removed when it stops. -->";
 const EXCLUDE_COMMENT = "# flowbaby: the Copilot instructions file the Flowbaby extension keeps current";
 
-export type UpdateOutcome = "written" | "unchanged" | "removed" | "absent" | "user-file" | "failed";
+export type UpdateOutcome = "written" | "unchanged" | "removed" | "absent" | "user-file" | "refused" | "failed";
+
+const FILE_MODE = 0o600;
+const NEW_FILE_FLAGS = fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW;
 
 export interface CopilotInstructionsOptions {
   workspace: string;
@@ -38,11 +46,71 @@ export function render(briefing: string): string {
   ].join("\n");
 }
 
-export function isOurs(file: string): boolean {
+/** The file's text, read without following a link; undefined when it cannot be read. */
+function readNoFollow(file: string): string | undefined {
   try {
-    return fs.readFileSync(file, "utf8").includes(MARKER);
+    const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    try {
+      return fs.readFileSync(fd, "utf8");
+    } finally {
+      fs.closeSync(fd);
+    }
   } catch {
-    return false;
+    return undefined;
+  }
+}
+
+export function isOurs(file: string): boolean {
+  return readNoFollow(file)?.includes(MARKER) ?? false;
+}
+
+/** The first step from `workspace` down to the instructions file that is a link (or a non-folder where a
+ * folder belongs), or undefined when the path is safe to write: steps that do not exist yet are. */
+export function plantedLink(workspace: string): string | undefined {
+  const parts = INSTRUCTIONS_FILE.split(path.sep);
+  let at = workspace;
+  for (const [index, part] of parts.entries()) {
+    at = path.join(at, part);
+    let info: fs.Stats;
+    try {
+      info = fs.lstatSync(at);
+    } catch {
+      return undefined; // missing: nothing below it exists either
+    }
+    if (info.isSymbolicLink() || (index < parts.length - 1 && !info.isDirectory())) {
+      return at;
+    }
+  }
+  return undefined;
+}
+
+/** One folder, 0700 if made here; one that exists is checked by plantedLink. */
+function makeFolder(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") {
+      throw error;
+    }
+  }
+}
+
+/** Write `content` to `file` (whose folder is checked free of links): created exclusively under a random
+ * name, mode 0600, never through a link, then renamed over the file. */
+function writePrivate(file: string, content: string): void {
+  const staging = `${file}.${crypto.randomBytes(8).toString("hex")}.tmp`;
+  const fd = fs.openSync(staging, NEW_FILE_FLAGS, FILE_MODE);
+  try {
+    try {
+      fs.fchmodSync(fd, FILE_MODE); // whatever the umask
+      fs.writeFileSync(fd, content);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(staging, file);
+  } catch (error) {
+    fs.rmSync(staging, { force: true });
+    throw error;
   }
 }
 
@@ -88,13 +156,22 @@ export function ensureExcluded(workspace: string): boolean {
   }
   const relative = path.relative(found.root, path.join(workspace, INSTRUCTIONS_FILE)).split(path.sep).join("/");
   const line = `/${relative}*`; // the file and its staging copy
-  const current = fs.existsSync(found.file) ? fs.readFileSync(found.file, "utf8") : "";
+  const current = readNoFollow(found.file) ?? "";
   if (current.split(/\r?\n/).includes(line)) {
     return true;
   }
   fs.mkdirSync(path.dirname(found.file), { recursive: true });
+  if (fs.lstatSync(path.dirname(found.file)).isSymbolicLink()) {
+    throw new Error(`${path.dirname(found.file)} is a symbolic link; flowbaby does not write through it`);
+  }
   const separator = current && !current.endsWith("\n") ? "\n" : "";
-  fs.appendFileSync(found.file, `${separator}${EXCLUDE_COMMENT}\n${line}\n`);
+  const flags = fs.constants.O_WRONLY | fs.constants.O_APPEND | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW;
+  const fd = fs.openSync(found.file, flags, FILE_MODE); // a link at info/exclude fails (ELOOP)
+  try {
+    fs.writeFileSync(fd, `${separator}${EXCLUDE_COMMENT}\n${line}\n`);
+  } finally {
+    fs.closeSync(fd);
+  }
   return true;
 }
 
@@ -104,6 +181,7 @@ export class CopilotInstructions {
   private running: Promise<UpdateOutcome> | undefined;
   private again = false;
   private toldUserFile = false;
+  private toldLink = false;
   private readonly debounceMs: number;
 
   constructor(private readonly opts: CopilotInstructionsOptions) {
@@ -137,7 +215,7 @@ export class CopilotInstructions {
   remove(): boolean {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!isOurs(this.file)) {
+    if (plantedLink(this.opts.workspace) || !isOurs(this.file)) {
       return false;
     }
     fs.rmSync(this.file, { force: true });
@@ -164,6 +242,14 @@ export class CopilotInstructions {
       this.opts.log?.(`Copilot instructions not updated: ${(error as Error).message}`);
       return "failed";
     }
+    const link = plantedLink(this.opts.workspace);
+    if (link) {
+      if (!this.toldLink) {
+        this.toldLink = true;
+        this.opts.log?.(`Copilot instructions not written: ${link} is a symbolic link (a repository can commit one); remove it`);
+      }
+      return "refused";
+    }
     const exists = fs.existsSync(this.file);
     if (exists && !isOurs(this.file)) {
       if (!this.toldUserFile) {
@@ -176,14 +262,22 @@ export class CopilotInstructions {
       return this.remove() ? "removed" : "absent";
     }
     const content = render(briefing);
-    if (exists && fs.readFileSync(this.file, "utf8") === content) {
+    if (exists && readNoFollow(this.file) === content && (fs.lstatSync(this.file).mode & 0o777) === FILE_MODE) {
       return "unchanged";
     }
-    ensureExcluded(this.opts.workspace); // before the file exists, so git never lists it
-    fs.mkdirSync(path.dirname(this.file), { recursive: true });
-    const staging = `${this.file}.${process.pid}.tmp`;
-    fs.writeFileSync(staging, content);
-    fs.renameSync(staging, this.file);
+    try {
+      ensureExcluded(this.opts.workspace); // before the file exists, so git never lists it
+      for (const dir of [path.dirname(path.dirname(this.file)), path.dirname(this.file)]) {
+        makeFolder(dir);
+      }
+      if (plantedLink(this.opts.workspace)) {
+        return "refused"; // appeared since the check above
+      }
+      writePrivate(this.file, content);
+    } catch (error) {
+      this.opts.log?.(`Copilot instructions not written: ${(error as Error).message}`);
+      return "failed";
+    }
     return "written";
   }
 }
