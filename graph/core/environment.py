@@ -74,6 +74,10 @@ class Environment:
         return self._folder("XDG_CACHE_HOME", Path.home() / ".cache")
 
     @property
+    def state_home(self) -> Path:
+        return self._folder("XDG_STATE_HOME", Path.home() / ".local" / "state")
+
+    @property
     def user_store(self) -> Path:
         """The user scope's store (issue 49): a flowbaby store of its own, outside every repository:
         FLOWBABY_USER_STORE, else `$XDG_DATA_HOME/flowbaby/user` (`~/.local/share/flowbaby/user`)."""

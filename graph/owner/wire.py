@@ -71,14 +71,44 @@ def endpoint_file(paths: WorkspacePaths) -> Path:
 
 
 def socket_path(paths: WorkspacePaths) -> Path:
+    """`.flowbaby/owner.sock`, or for a workspace too deep for it this workspace's name in the first
+    runtime folder (runtime_folders) that is a private folder of this user and short enough."""
     preferred = paths.data / "owner.sock"
     if len(str(preferred)) <= SOCKET_PATH_MAX:
         return preferred
-    runtime = Path(Environment.read().runtime_dir or tempfile.gettempdir()) / f"flowbaby-{os.getuid()}"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    if not _private_folder(runtime):
-        raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, f"{runtime} is not a private folder of this user")
-    return runtime / _runtime_name(paths)
+    tried = []
+    for runtime in runtime_folders():
+        path = runtime / _runtime_name(paths)
+        if len(str(path)) > SOCKET_PATH_MAX:
+            tried.append(f"{runtime} (too long a path)")
+        elif _make_private_folder(runtime):
+            return path
+        else:
+            tried.append(f"{runtime} (not a private folder of this user)")
+    message = f"No folder for the owner's socket of {paths.root}: tried {', '.join(tried)}"
+    raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, message)
+
+
+def runtime_folders() -> list[Path]:
+    """Where a deep workspace's socket may go, best first: a `flowbaby-<uid>` folder in
+    $XDG_RUNTIME_DIR (when it is this user's private folder) and in the user's state folder, which
+    only this user can create, then in the shared temporary folder, whose name another local user
+    can take first (that user would stop every front of the workspace, not reach it)."""
+    env, name = Environment.read(), f"flowbaby-{os.getuid()}"
+    folders = [env.state_home / name, Path(tempfile.gettempdir()) / name]
+    if env.runtime_dir and _private_folder(Path(env.runtime_dir)):
+        folders.insert(0, Path(env.runtime_dir) / name)
+    return folders
+
+
+def _make_private_folder(folder: Path) -> bool:
+    """Make `folder` (0700, its parents as needed) unless it exists; whether it is this user's private folder."""
+    try:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return False
+    return _private_folder(folder)
 
 
 def _runtime_name(paths: WorkspacePaths) -> str:
