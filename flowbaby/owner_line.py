@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from flowbaby.hook import OwnerUnavailable, owner_socket, peer_uid
-from graph.core.workspace_root import DATA_DIR, shared_root
+from graph.core.workspace_root import DATA_DIR, shared_root, sharing_note
 
 FROM_ORIGIN = frozenset({"ingest", "store_memory", "retrieve"})
 """The operations that record or read against the caller's folder (its git checkout): sent with the command's."""
@@ -59,6 +59,9 @@ class OwnerLine:
             return None
         conn.settimeout(CALL_TIMEOUT_SEC)
         print(f"flowbaby {front}: working through the workspace's running owner", file=sys.stderr)
+        note = sharing_note(origin, root)
+        if note:
+            print(f"flowbaby {front}: {note}", file=sys.stderr)
         return cls(conn, origin)
 
     def call(self, method: str, **args: Any) -> Any:

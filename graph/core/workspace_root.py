@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,20 +101,45 @@ def shared_root(root: Path) -> Path:
 
 
 def main_checkout(root: Path) -> Path | None:
-    """The main working tree of the repository `root` is a linked worktree of, or None."""
+    """The main working tree of the repository `root` is a linked worktree of, or None. A `.git` file
+    alone proves nothing (an unpacked archive can name any folder as its git dir, with a `commondir`
+    leading to another project's repository): the worktree counts only when git's own back-link,
+    `<common>/worktrees/<name>/gitdir`, names this folder's `.git` file."""
     dot = root / ".git"
     if not dot.is_file():
         return None
     try:
-        line = dot.read_text(encoding="utf-8").strip()
+        line = _small_text(dot)
         git_dir = (root / line.removeprefix("gitdir:").strip()).resolve()
-        common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        common = (git_dir / _small_text(git_dir / "commondir")).resolve()
+        back = (git_dir / _small_text(git_dir / "gitdir")).resolve()
     except (OSError, UnicodeDecodeError):
         return None
     if not line.startswith("gitdir:") or common.name != ".git" or not common.is_dir():
         return None  # a bare repository or a submodule: no main checkout to share
+    if git_dir.parent != common / "worktrees" or back != dot.resolve():
+        return None  # not a worktree git made here: the folder is its own workspace
     main = common.parent
     return main if main != root and main.is_dir() else None
+
+
+def _small_text(path: Path) -> str:
+    """The stripped text of a small regular file, read without following a link or blocking on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return handle.read(4096).decode("utf-8").strip()
+
+
+def sharing_note(folder: Path, root: Path) -> str | None:
+    """What a front says when the folder it was given (resolved) keeps its memory in the workspace
+    `root` that shared_root chose, or None when that is the folder itself."""
+    if root == folder:
+        return None
+    linked = os.path.lexists(folder / DATA_DIR / LINK_FILE)
+    why = "its `flowbaby link`" if linked else "it is a git worktree of that checkout"
+    return f"{folder} keeps its memory in the workspace {root} ({why})"
 
 
 def read_link(root: Path) -> Path | None:

@@ -7,17 +7,20 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from graph.backends.backend import adopt_stores, backend_class
 from graph.core.api_tokens import TokenStore
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.core.settings import load_settings
 from graph.core.workspace import API_TOKEN_PURPOSE, DATA_DIR, LINK_FILE, LINK_PURPOSE, WorkspacePaths, resolve_workspace
+from graph.core.workspace_root import sharing_note
 from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.remote import REMOTE_FRONTS, open_remote_service
+
+_Opened = TypeVar("_Opened", FlowbabyService, OwnerClient)
 
 EXIT_WORKSPACE_UNAVAILABLE = 3
 """Exit code of a front that could not own its workspace (busy, missing, not writable)."""
@@ -53,7 +56,7 @@ async def open_service(
             return remote
     try:
         try:
-            return await own()
+            return _said_where(front, workspace, await own())
         except OSError as exc:  # a full disk or a read-only folder at start-up
             raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, f"Cannot open the workspace: {exc}") from None
     except FlowbabyError as error:
@@ -65,9 +68,19 @@ async def open_service(
                     f"flowbaby {front}: pid {error.details.get('ownerPid')} owns the workspace; working through it",
                     file=sys.stderr,
                 )
-                return client
+                return _said_where(front, workspace, client)
         print(f"flowbaby {front}: {error.code.value}: {error.message}", file=sys.stderr)
         return error
+
+
+def _said_where(front: str, workspace: str | os.PathLike[str] | None, service: _Opened) -> _Opened:
+    """`service`, once stderr says which workspace it opened when that is not the folder given (a worktree's
+    main checkout, a `flowbaby link` target): a person who opened a folder sees whose memory answers."""
+    if workspace is not None:
+        note = sharing_note(Path(os.fspath(workspace)).expanduser().resolve(), service.paths.root)
+        if note:
+            print(f"flowbaby {front}: {note}", file=sys.stderr)
+    return service
 
 
 async def start_watching(service: MemoryService, front: str) -> None:
