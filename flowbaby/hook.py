@@ -8,7 +8,7 @@ only the standard library: it talks to the workspace's running owner over its un
 briefing and the recall start the workspace's service (`flowbaby start`'s command, detached) and
 wait for its answer up to FLOWBABY_HOOK_START_SEC; a capture is handed to a detached process.
 Whatever fails, the hook exits 0 with empty output and logs to .flowbaby/logs/hooks.log (and why
-nothing was injected to .flowbaby/hooks/problems.json, which `flowbaby status` and VS Code show):
+nothing was injected to the user's state folder, which `flowbaby status` and VS Code show):
 the client's session is never blocked or broken.
 """
 
@@ -410,9 +410,20 @@ def _log(workspace: str, text: str) -> None:
         pass
 
 
-PROBLEMS_FILE = "hooks/problems.json"
-"""Why hooks injected nothing, for `flowbaby status` and VS Code (read by graph/core/hook_problems.py)."""
+PROBLEMS_FOLDER = "flowbaby/hook-problems"
+"""Why hooks injected nothing, for `flowbaby status` and VS Code (read by graph/core/hook_problems.py): in the
+user's state folder, where no repository can plant a diagnosis, one file per workspace."""
 MAX_PROBLEMS = 20
+
+
+def _problems_at(workspace: str) -> tuple[HookState, str]:
+    """The state folder's HookState and the workspace's record in it (graph.core.hook_problems.problems_path)."""
+    import hashlib
+
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    os.makedirs(state, 0o700, exist_ok=True)
+    name = f"{hashlib.sha256(os.fsencode(workspace)).hexdigest()[:16]}.json"
+    return HookState(state), f"{PROBLEMS_FOLDER}/{name}"
 
 
 def _problem(workspace: str, event: str, client: str, reason: str) -> None:
@@ -420,23 +431,23 @@ def _problem(workspace: str, event: str, client: str, reason: str) -> None:
     data = os.path.join(workspace, ".flowbaby")
     try:
         if os.path.isdir(data) and not os.path.islink(data):
-            state = HookState(data)
-            record = state._read(PROBLEMS_FILE)
+            state, record_file = _problems_at(workspace)
+            record = state._read(record_file)
             problems = [row for row in record.get("problems") or [] if isinstance(row, dict)][1 - MAX_PROBLEMS :]
             problems.append({"at": _now_iso(), "event": event, "client": client, "reason": reason[:500]})
-            state._write(PROBLEMS_FILE, {**record, "problems": problems})
+            state._write(record_file, {**record, "problems": problems})
     except OSError:
         pass
 
 
 def _answered(data: str) -> None:
     """The owner answered a hook: a problem recorded before is no longer current (one failed open when none was)."""
-    state = HookState(data)
     try:
-        record = state._read(PROBLEMS_FILE)
+        state, record_file = _problems_at(os.path.dirname(data))
+        record = state._read(record_file)
         problems = record.get("problems") or []
         if problems and isinstance(problems[-1], dict) and str(record.get("okAt") or "") < str(problems[-1].get("at")):
-            state._write(PROBLEMS_FILE, {**record, "okAt": _now_iso()})
+            state._write(record_file, {**record, "okAt": _now_iso()})
     except OSError:
         pass
 

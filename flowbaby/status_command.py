@@ -119,7 +119,7 @@ async def _run(args: argparse.Namespace) -> int:
                 f"workspace: {root}\n{_service_text(reply['service'])}\n{_index_text(reply['index'])}\n"
                 f"{_queue_text(reply['background'])}"
             )
-            reply["hooks"] = hook_problems(root / DATA_DIR)
+            reply["hooks"] = hook_problems(root)
             text = "\n".join(filter(None, [text, problems_text(reply["hooks"])]))
     except Exception as exc:
         body = failure_body(exc)

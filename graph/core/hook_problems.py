@@ -1,26 +1,43 @@
 """The client hooks' recent problems, for people: `flowbaby status` and the VS Code status bar (health).
 
 flowbaby/hook.py records each time a hook injected nothing because something was wrong (no owner
-answered, the owner failed, the hook itself failed; never when nothing matched) in
-`.flowbaby/hooks/problems.json`: `{"problems": [{at, event, client, reason}...] (the last 20),
-"okAt": when the owner last answered a hook after a problem}`. A problem is current while the
-owner has answered no hook since. The file may have come with a cloned repository, so it counts
-only as a regular file of this user's, read without following a link, and its text is shown
-stripped of control characters.
+answered, the owner failed, the hook itself failed; never when nothing matched) as
+`{"problems": [{at, event, client, reason}...] (the last 20), "okAt": when the owner last answered a
+hook after a problem}`. A problem is current while the owner has answered no hook since. The record
+is kept where no repository can write, in the user's state folder keyed by the workspace's real path
+(problems_path): a `.flowbaby/hooks/problems.json` that came with a clone is never read. It counts
+only as a private regular file of this user, read without following a link; a date after now (a
+planted or skewed clock's) is dropped; its text is shown stripped of control characters.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
-PROBLEMS_FILE = "hooks/problems.json"
-"""Relative to the workspace's data folder (.flowbaby/)."""
+from graph.core.environment import Environment
+
+PROBLEMS_FOLDER = ("flowbaby", "hook-problems")
+"""Under the user's state folder ($XDG_STATE_HOME, default ~/.local/state); flowbaby/hook.py writes there."""
 SHOWN = 5
 MAX_FILE_BYTES = 256 * 1024
+CLOCK_SKEW_SEC = 300
+"""A recorded date later than now by more than this is not a date a hook of this machine wrote."""
+
+
+def problems_name(root: str) -> str:
+    """The record's file name for the workspace at real path `root` (flowbaby/hook.py makes the same)."""
+    return f"{hashlib.sha256(os.fsencode(root)).hexdigest()[:16]}.json"
+
+
+def problems_path(root: Path) -> Path:
+    """Where the hooks keep the problems of the workspace whose real path is `root`."""
+    return Environment.read().state_home.joinpath(*PROBLEMS_FOLDER, problems_name(str(root)))
 
 
 def _clean(value: Any, limit: int) -> str:
@@ -28,21 +45,12 @@ def _clean(value: Any, limit: int) -> str:
     return text[:limit]
 
 
-def _read(data: Path) -> dict[str, Any]:
-    folder_flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+def _read(path: Path) -> dict[str, Any]:
     try:
-        top = os.open(data, folder_flags)
-        try:
-            folder = os.open("hooks", folder_flags, dir_fd=top)
-        finally:
-            os.close(top)
-        try:
-            fd = os.open("problems.json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
-        finally:
-            os.close(folder)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
                 return {}
             value = json.loads(handle.read(MAX_FILE_BYTES))
     except (OSError, ValueError):
@@ -50,11 +58,13 @@ def _read(data: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def hook_problems(data: Path) -> dict[str, Any]:
-    """`{"current": bool, "problems": [...]}`: the last SHOWN problems, newest last; `current` when no
-    hook answered after the newest."""
-    record = _read(data)
-    rows = [row for row in record.get("problems") or [] if isinstance(row, dict)][-SHOWN:]
+def hook_problems(root: Path) -> dict[str, Any]:
+    """`{"current": bool, "problems": [...]}` for the workspace at real path `root`: the last SHOWN
+    problems, newest last; `current` when no hook answered after the newest."""
+    record = _read(problems_path(root))
+    latest = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() + CLOCK_SKEW_SEC))
+    rows = [row for row in record.get("problems") or [] if isinstance(row, dict) and str(row.get("at")) <= latest]
+    rows = rows[-SHOWN:]
     problems = [
         {
             "at": _clean(row.get("at", ""), 40),
@@ -65,6 +75,7 @@ def hook_problems(data: Path) -> dict[str, Any]:
         for row in rows
     ]
     answered = _clean(record.get("okAt") or "", 40)
+    answered = answered if answered <= latest else ""
     current = bool(problems) and answered < problems[-1]["at"]
     return {"current": current, "problems": problems}
 

@@ -119,5 +119,5 @@ class FlowbabyService(UserScope, Inspection, Sessions):
             uptimeSec=round(time.monotonic() - self.started_at, 3),
             llmSource=self.settings.llm_source,
             graphBuilding=self.settings.build_graph,
-            hookProblems=HookProblems.model_validate(await asyncio.to_thread(hook_problems, self.paths.data)),
+            hookProblems=HookProblems.model_validate(await asyncio.to_thread(hook_problems, self.paths.root)),
         )

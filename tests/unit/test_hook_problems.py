@@ -13,41 +13,50 @@ import pytest
 from flowbaby import hook
 from flowbaby.next_steps import flowbaby_command
 from graph.core.contract import FILTER_CONDITIONS, MemoryFilter
-from graph.core.hook_problems import hook_problems, problems_text
+from graph.core.hook_problems import hook_problems, problems_path, problems_text
 
 
-def _data(tmp_path: Path) -> Path:
+def _data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data = tmp_path / ".flowbaby"
     data.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return data
 
 
-def test_a_recorded_problem_is_current_until_a_hook_answers(tmp_path: Path) -> None:
-    data = _data(tmp_path)
-    assert hook_problems(data) == {"current": False, "problems": []} and problems_text(hook_problems(data)) == ""
+def test_a_recorded_problem_is_current_until_a_hook_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _data(tmp_path, monkeypatch)
+    assert (
+        hook_problems(tmp_path) == {"current": False, "problems": []} and problems_text(hook_problems(tmp_path)) == ""
+    )
     for n in range(25):
         hook._problem(str(tmp_path), "UserPromptSubmit", "opencode", f"nothing injected: try {n}")
-    shown = hook_problems(data)
+    shown = hook_problems(tmp_path)
     assert shown["current"] and [p["reason"] for p in shown["problems"]] == [
         f"nothing injected: try {n}" for n in range(20, 25)
     ]
-    assert len(json.loads((data / "hooks" / "problems.json").read_text())["problems"]) == hook.MAX_PROBLEMS
+    record = problems_path(tmp_path)
+    assert record.is_relative_to(tmp_path / "state") and record.stat().st_mode & 0o777 == 0o600
+    assert len(json.loads(record.read_text())["problems"]) == hook.MAX_PROBLEMS
+    assert not (data / "hooks" / "problems.json").exists()
     assert "current" in problems_text(shown) and "UserPromptSubmit (opencode)" in problems_text(shown)
     hook._answered(str(data))
-    assert not hook_problems(data)["current"]
+    assert not hook_problems(tmp_path)["current"]
 
 
-def test_a_planted_record_is_ignored_or_shown_harmless(tmp_path: Path) -> None:
-    data = _data(tmp_path)
-    (data / "hooks").mkdir(mode=0o700)
+def test_a_planted_record_is_ignored_or_shown_harmless(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _data(tmp_path, monkeypatch)
+    record = problems_path(tmp_path)
+    record.parent.mkdir(mode=0o700, parents=True)
     outside = tmp_path / "elsewhere.json"
     outside.write_text(json.dumps({"problems": [{"at": "9", "event": "x", "client": "y", "reason": "z"}]}))
-    os.symlink(outside, data / "hooks" / "problems.json")
-    assert hook_problems(data)["problems"] == []  # a link is not followed
-    os.unlink(data / "hooks" / "problems.json")
+    os.symlink(outside, record)
+    assert hook_problems(tmp_path)["problems"] == []  # a link is not followed
+    os.unlink(record)
     escape = {"at": "2026", "event": "Stop", "client": "c", "reason": "\x1b]52;c;evil\x07 text"}
-    (data / "hooks" / "problems.json").write_text(json.dumps({"problems": [escape, "not a row"]}))
-    shown = hook_problems(data)["problems"]
+    future = {"at": "2099-01-01T00:00:00.000Z", "event": "Stop", "client": "c", "reason": "from the future"}
+    record.write_text(json.dumps({"problems": [escape, "not a row", future]}))
+    record.chmod(0o600)
+    shown = hook_problems(tmp_path)["problems"]
     assert len(shown) == 1 and "\x1b" not in shown[0]["reason"] and "\x07" not in shown[0]["reason"]
 
 
