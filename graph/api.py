@@ -31,9 +31,9 @@ from graph.core.workspace import (
     link_workspace,
     resolve_workspace,
 )
+from graph.engine.adoption import AdoptQuestion, adopt_workspace
 from graph.engine.opening import (
     EXIT_WORKSPACE_UNAVAILABLE,
-    adopt_workspace,
     agent_forget_enabled,
     open_service,
     open_token_store,
@@ -64,6 +64,7 @@ __all__ = [
     "configured_token",
     "read_private_file",
     "API_TOKEN_PURPOSE",
+    "AdoptQuestion",
     "adopt_workspace",
     "read_sealed_file",
     "write_seal",

@@ -152,8 +152,12 @@ def write_sealed_file(path: Path, purpose: str, folder: Path, text: str) -> None
     write_seal(path, purpose, folder, text.encode())
 
 
-def adopt_file(path: Path, purpose: str, folder: Path, what: str) -> None:
+def adopt_file(path: Path, purpose: str, folder: Path, what: str, expected: str | None = None) -> None:
     """Seal the file at `path` as it is now (`flowbaby adopt`: the user says they made it). It must
-    still be this user's private file: adopting does not lift the mode and owner checks."""
+    still be this user's private file: adopting does not lift the mode and owner checks. `expected`:
+    the content the user was shown and confirmed; a file changed since is refused."""
     text = read_private_file(path, what, "chmod 600 it, or remove it")
+    if expected is not None and text != expected:
+        message = f"Not sealing the {what} {path}: it changed after you confirmed it; run `flowbaby adopt` again"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message)
     write_seal(path, purpose, folder, text.encode())

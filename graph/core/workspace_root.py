@@ -150,11 +150,15 @@ def read_link(root: Path) -> Path | None:
     if not os.path.lexists(path):
         return None
     from graph.core.contract import ErrorCode, FlowbabyError  # only with a link: the engine's models cost start-up
-    from graph.core.seal import read_sealed_file
+    from graph.core.seal import is_sealed, read_private_file, unsealed_message
 
     remedy = f"remove it, or run `flowbaby link TARGET --workspace {root}` again"
     try:
-        text = read_sealed_file(path, LINK_PURPOSE, root, "link file", remedy)
+        text = read_private_file(path, "link file", remedy)
+        if not is_sealed(path, LINK_PURPOSE, root, text.encode()):
+            named = link_target_text(text)
+            says = f"it would keep this folder's memory in {named}; " if named else ""
+            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, unsealed_message("link file", path, root, says + remedy))
         target = Path(json.loads(text)["workspace"])
     except FlowbabyError as error:
         raise FlowbabyError(ErrorCode.INVALID_WORKSPACE_PATH, error.message) from None
@@ -165,3 +169,15 @@ def read_link(root: Path) -> Path | None:
             ErrorCode.INVALID_WORKSPACE_PATH, f"{path} links to {target}, which is not a folder; {remedy}"
         )
     return target.resolve()
+
+
+def link_target_text(text: str) -> str | None:
+    """The folder a link.json's text names, printable, for a person to read (None when it names none):
+    shown before it counts, by the refusal of an unsealed one and by `flowbaby adopt`."""
+    try:
+        value = json.loads(text)["workspace"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(value, str):
+        return None
+    return "".join(c if c.isprintable() else "?" for c in value)[:4096]

@@ -1,5 +1,5 @@
 """How a front gets its workspace's service (own it, work through its owner, or a team server), and the
-workspace-level commands that need no open service (adopt, token store, settings)."""
+workspace-level commands that need no open service (token store, settings; adopt: graph.engine.adoption)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from graph.backends.backend import adopt_stores, backend_class
+from graph.backends.backend import backend_class
 from graph.core.api_tokens import TokenStore
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
 from graph.core.settings import load_settings
-from graph.core.workspace import API_TOKEN_PURPOSE, DATA_DIR, LINK_FILE, LINK_PURPOSE, WorkspacePaths, resolve_workspace
+from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.core.workspace_root import sharing_note
 from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
@@ -90,31 +90,6 @@ async def start_watching(service: MemoryService, front: str) -> None:
         await service.watch_sessions()
     except ContractFailure as error:
         print(f"flowbaby {front}: sessions are not watched: {error.code.value}: {error.message}", file=sys.stderr)
-
-
-def adopt_workspace(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """`flowbaby adopt`: seal, as they are, what flowbaby reads for `folder` (graph.core.seal): its
-    link.json, then in the workspace it resolves to server.json, api_token, the session index and the
-    memory store, each only if present. The user's word that they made them; never run for them."""
-    from graph.core.seal import adopt_file
-    from graph.remote.settings import SERVER_PURPOSE, server_file
-
-    here = Path(folder).expanduser().resolve()
-    sealed: list[str] = []
-    link = here / DATA_DIR / LINK_FILE
-    if os.path.lexists(link):
-        adopt_file(link, LINK_PURPOSE, here, "link file")
-        sealed.append(str(link))
-    paths = resolve_workspace(here)
-    for path, purpose, what in (
-        (server_file(paths), SERVER_PURPOSE, "server settings"),
-        (paths.api_token, API_TOKEN_PURPOSE, "API token file"),
-    ):
-        if os.path.lexists(path):
-            adopt_file(path, purpose, paths.root, what)
-            sealed.append(str(path))
-    stores, memories = adopt_stores(paths)
-    return {"workspace": str(paths.root), "sealed": [*sealed, *stores], "memories": memories}
 
 
 def agent_forget_enabled(paths: object) -> bool:
