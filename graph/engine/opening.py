@@ -12,9 +12,9 @@ from typing import Any
 from graph.backends.backend import adopt_stores, backend_class
 from graph.core.api_tokens import TokenStore
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
+from graph.core.service_protocol import MemoryService
 from graph.core.settings import load_settings
 from graph.core.workspace import API_TOKEN_PURPOSE, DATA_DIR, LINK_FILE, LINK_PURPOSE, WorkspacePaths, resolve_workspace
-from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.remote import REMOTE_FRONTS, open_remote_service
