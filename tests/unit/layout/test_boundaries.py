@@ -222,3 +222,28 @@ def test_backends_import_only_graph_core(module: str) -> None:
         if _within(name, "graph") and not _within(name, "graph.core") and not _within(name, "graph.backends")
     )
     assert not above, f"{module} imports {above}; graph.backends may import only graph.core"
+
+
+SERVICE_CLIENTS = ("graph.owner.client", "graph.remote.client")
+
+
+def _reached_from(module: str) -> set[str]:
+    """The project's modules `module` loads, itself included, through any chain of imports."""
+    reached: set[str] = set()
+    waiting = [module]
+    while waiting:
+        name = waiting.pop()
+        if name in reached or name not in project_modules():
+            continue
+        reached.add(name)
+        waiting.extend(imports_of(name))
+    return reached
+
+
+@pytest.mark.parametrize("module", SERVICE_CLIENTS)
+def test_the_service_clients_never_import_the_engine(module: str) -> None:
+    """The owner's client and a team server's client stand in for the engine behind the same
+    MemoryService Protocol (graph.core.service_protocol): they know the contract, never the engine's
+    inside, directly or through another module, so the engine can be rebuilt without touching them."""
+    engine = sorted(name for name in _reached_from(module) if _within(name, "graph.engine"))
+    assert not engine, f"{module} loads {engine}; take MemoryService from graph.core.service_protocol"
