@@ -22,6 +22,7 @@ from graph.core.files import atomic_writer, write_atomic
 from graph.core.namespaces import namespace_problem
 from graph.core.net import is_loopback
 from graph.core.seal import read_private_file, read_sealed_file, write_seal
+from graph.core.service_protocol import MemoryService
 from graph.core.stdio import take_stdout
 from graph.core.trust import configured_token
 from graph.core.workspace import (
@@ -39,7 +40,6 @@ from graph.engine.opening import (
     open_token_store,
     start_watching,
 )
-from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.inspection.names import EXPORT_FORMATS, TopicNotFound
 from graph.owner import service_record

@@ -1,6 +1,6 @@
 // Flowbaby memory browser: the page (routing, sign-in, start). Plain ES modules, no build step.
 // The one-way imports: app.js -> views.js -> graph.js, and both -> session.js, dom.js, nav.js,
-// which import nothing (tests/unit/test_browser_ui_imports.py fails on a cycle).
+// which import nothing (tests/unit/api/test_browser_ui_imports.py fails on a cycle).
 import { el } from "./dom.js";
 import { go, parseHash, setRouter } from "./nav.js";
 import { KEY_ITEM, api, keepKey, state, timings, whenSessionEnds } from "./session.js";

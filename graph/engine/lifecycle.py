@@ -15,7 +15,7 @@ from graph.backends.vectors import MemoryVectors
 from graph.code.branches import Ancestry
 from graph.core.contract import DATABASE_FAULTS, FlowbabyError
 from graph.core.lexical import LexicalIndex
-from graph.engine.protocol import OperationListener
+from graph.core.service_protocol import OperationListener
 from graph.engine.state import WARM_RETRY_FIRST_SEC, WARM_RETRY_MAX_SEC, EngineState, log
 from graph.search import snapshot
 from graph.search.catalog import Catalog

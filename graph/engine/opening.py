@@ -12,10 +12,10 @@ from typing import TypeVar
 from graph.backends.backend import backend_class
 from graph.core.api_tokens import TokenStore
 from graph.core.contract import ContractFailure, ErrorCode, FlowbabyError
+from graph.core.service_protocol import MemoryService
 from graph.core.settings import load_settings
 from graph.core.workspace import WorkspacePaths, resolve_workspace
 from graph.core.workspace_root import sharing_note
-from graph.engine.protocol import MemoryService
 from graph.engine.service import FlowbabyService
 from graph.owner.client import OwnerClient, OwnerGone
 from graph.remote import REMOTE_FRONTS, open_remote_service

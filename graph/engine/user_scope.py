@@ -57,11 +57,11 @@ from graph.core.contract import (
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
+from graph.core.service_protocol import MemoryService
 from graph.core.workspace import PRIVATE_DIR_MODE, WorkspacePaths, resolve_workspace
 from graph.engine.forget import Forget
 from graph.engine.hooks import Hooks
 from graph.engine.memories import Memories
-from graph.engine.protocol import MemoryService
 from graph.engine.state import log
 from graph.owner.client import OwnerClient
 from graph.search.briefing import GET_MEMORY_HINT

@@ -26,8 +26,8 @@ from pydantic import BaseModel, ValidationError
 from graph.core.contract import ErrorCode, FlowbabyError, OperationStatus, WatchingSessions
 from graph.core.environment import Environment
 from graph.core.methods import OWNER_METHODS
+from graph.core.service_protocol import MemoryService, OperationListener, operation_models
 from graph.core.workspace import WorkspacePaths
-from graph.engine.protocol import MemoryService, OperationListener, operation_models
 from graph.owner.wire import MAX_REPLY_BYTES, encode, failure_from_wire, peer_uid, published_socket
 
 log = logging.getLogger("flowbaby.owner")

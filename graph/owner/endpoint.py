@@ -23,8 +23,8 @@ from pydantic import BaseModel
 from graph.core.contract import ContractFailure, OperationStatus
 from graph.core.files import write_atomic
 from graph.core.methods import OWNER_METHODS, TYPED, request_of
+from graph.core.service_protocol import operation_models
 from graph.core.workspace import WorkspacePaths
-from graph.engine.protocol import operation_models
 from graph.owner.wire import (
     MAX_LINE_BYTES,
     encode,

@@ -60,8 +60,8 @@ from graph.core.contract import (
     WatchingSessions,
 )
 from graph.core.methods import BODY_ROUTES, QUERY_ROUTES, Method
+from graph.core.service_protocol import MemoryService, OperationListener
 from graph.core.workspace import WorkspacePaths
-from graph.engine.protocol import MemoryService, OperationListener
 from graph.remote.settings import ServerSettings
 
 log = logging.getLogger("flowbaby.remote")

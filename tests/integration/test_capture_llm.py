@@ -22,7 +22,7 @@ from graph.core.settings import LLMSettings, Settings  # noqa: E402
 from graph.core.workspace import WorkspaceLock, WorkspacePaths  # noqa: E402
 from graph.engine.service import FlowbabyService  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI  # noqa: E402
-from tests.unit.test_hook_capture import Transcript  # noqa: E402
+from tests.unit.capture.test_hook_capture import Transcript  # noqa: E402
 
 SECRET = "ghp_" + "Q7" * 18
 PRIVATE = "the vault pin is 90417"

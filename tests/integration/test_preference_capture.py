@@ -16,7 +16,7 @@ from typing import Any
 from bridge.client import BridgeClient
 from graph.capture.session_capture import topic_id_for
 from tests.integration.test_service_lifecycle import _hook
-from tests.unit.test_hook_capture import Transcript
+from tests.unit.capture.test_hook_capture import Transcript
 
 PREFERENCE = "I always use uv, never pip."
 STYLE = "Commit messages in the imperative, please."

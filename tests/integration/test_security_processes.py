@@ -19,7 +19,7 @@ from graph.core import jsonwire
 from tests.conftest import summary
 from tests.integration.test_http_api import Server, _free_port
 from tests.support.fake_openai import FakeOpenAI
-from tests.unit.test_hardening_security import HOSTILE
+from tests.unit.api.test_hardening_security import HOSTILE
 
 
 def test_the_bridge_answers_hostile_json_with_strict_json(spawn, workspace: Path) -> None:

@@ -29,7 +29,7 @@ from tests.integration.test_llm_provider import _guarded_env, _no_remote_connect
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.postgres import PostgresServer
 from tests.support.session_fixtures import OpenCodeDb, text, tool
-from tests.unit.test_hook_capture import Transcript
+from tests.unit.capture.test_hook_capture import Transcript
 
 SECRETS = {
     "flag": "Vq7mZr2Lk9Tx",
