@@ -5,6 +5,11 @@ Only `user` and `assistant` records are conversation; the rest (api-request-blob
 system prompts, attachments, queue operations...) is skipped. One assistant message may span
 several records: they are merged by `message.id`. A last line without its newline is still
 being written and is read next time.
+
+Bash mode (`!cmd`) and local slash commands record their output as user records
+(`<bash-stdout>`/`<bash-stderr>`, `<local-command-stdout>`/`<local-command-stderr>`) and the command as
+`<bash-input>`: these are a tool's call and result, not the person's words, so capture never takes a
+command's output for what the person said. An `@file`'s content comes as an `attachment` record (skipped).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
 from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms
 
+CLIENT_OUTPUT = ("<bash-stdout", "<bash-stderr", "<local-command-stdout", "<local-command-stderr")
+"""How Claude Code marks a command's output it recorded as a user record."""
+BASH_INPUT = re.compile(r"\A<bash-input>(.*)</bash-input>\Z", re.DOTALL)
 HEADER_LINES = 200
 """Records read to find a transcript's cwd and title without parsing it whole."""
 
@@ -154,14 +162,14 @@ def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
     message = record.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
-        return [Block("text", content)] if not record.get("isMeta") else []
+        return [_typed(content)] if not record.get("isMeta") else []
     blocks: list[Block] = []
     for item in content or []:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == "text" and not record.get("isMeta"):
-            blocks.append(Block("text", _text(item.get("text"))))
+            blocks.append(_typed(_text(item.get("text"))))
         elif kind == "thinking":
             blocks.append(Block("reasoning", _text(item.get("thinking"))))
         elif kind == "tool_use":
@@ -171,3 +179,12 @@ def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
         elif kind == "tool_result":
             blocks.append(Block("tool_result", _text(item.get("content")), tools.get(str(item.get("tool_use_id")), "")))
     return blocks
+
+
+def _typed(text: str) -> Block:
+    """A user or assistant text, or the command and output the client recorded as one (see the module)."""
+    stripped = text.strip()
+    if stripped.startswith(CLIENT_OUTPUT):
+        return Block("tool_result", stripped, "bash" if stripped.startswith("<bash") else "command")
+    command = BASH_INPUT.match(stripped)
+    return Block("tool_call", command[1][:300], "bash") if command else Block("text", text)
