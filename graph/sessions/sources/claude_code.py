@@ -24,7 +24,7 @@ from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
-from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms
+from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms, whole_lines
 
 CLIENT_OUTPUT = ("<bash-stdout", "<bash-stderr", "<local-command-stdout", "<local-command-stderr")
 """How Claude Code marks a command's output it recorded as a user record."""
@@ -65,20 +65,19 @@ class ClaudeCodeSource(JsonlSessions):
         """cwd, title and message count of a transcript."""
         cwd, title, last = "", "", 0
         keys: set[str] = set()
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle):
-                record = _record(line)
-                if record is None:
-                    continue
-                cwd = cwd or str(record.get("cwd") or "")
-                if record.get("type") in ("summary", "custom-title", "ai-title") and not title:
-                    title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
-                if record.get("type") in ("user", "assistant"):
-                    keys.add(_key(record))
-                    last = max(last, ms(record.get("timestamp")))
-                    if not title and record.get("type") == "user" and number < HEADER_LINES:
-                        first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
-                        title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
+        for number, (_, line) in enumerate(whole_lines(path, self.folder)):
+            record = _record(line) if line is not None else None
+            if record is None:
+                continue
+            cwd = cwd or str(record.get("cwd") or "")
+            if record.get("type") in ("summary", "custom-title", "ai-title") and not title:
+                title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
+            if record.get("type") in ("user", "assistant"):
+                keys.add(_key(record))
+                last = max(last, ms(record.get("timestamp")))
+                if not title and record.get("type") == "user" and number < HEADER_LINES:
+                    first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
+                    title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
         if not cwd:
             return None
         return Header(path.stem, os.path.normpath(cwd), title.strip(), len(keys), last)
@@ -105,31 +104,27 @@ class ClaudeCodeSource(JsonlSessions):
         resume = start
         last_start: dict[str, int] = {}
         last_key: str | None = None
-        with path.open("rb") as handle:
-            handle.seek(start)
-            offset = start
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    break  # cut mid-write: read it next time
-                at, offset = offset, offset + len(line)
-                resume = offset
-                record = _record(line)
-                if record is None or record.get("type") not in ("user", "assistant"):
-                    continue
-                key = _key(record)
-                last_start.setdefault(key, at)
-                blocks = _blocks(record, tools)
-                message = messages.get(key)
-                if message is None:
-                    role = record["type"]
-                    if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
-                        role = "tool"
-                    stamp = ms(record.get("timestamp"))
-                    message = messages[key] = Message(key, role, stamp, stamp)
-                for block in blocks:
-                    if block not in message.blocks:  # a record repeated with the same block
-                        message.blocks.append(block)
-                last_key = key
+        after = start
+        for offset, line in whole_lines(path, self.folder, start):  # a line cut mid-write is read next time
+            at, after = after, offset
+            resume = offset
+            record = _record(line) if line is not None else None
+            if record is None or record.get("type") not in ("user", "assistant"):
+                continue
+            key = _key(record)
+            last_start.setdefault(key, at)
+            blocks = _blocks(record, tools)
+            message = messages.get(key)
+            if message is None:
+                role = record["type"]
+                if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
+                    role = "tool"
+                stamp = ms(record.get("timestamp"))
+                message = messages[key] = Message(key, role, stamp, stamp)
+            for block in blocks:
+                if block not in message.blocks:  # a record repeated with the same block
+                    message.blocks.append(block)
+            last_key = key
         if last_key is not None and messages[last_key].role == "assistant":
             resume = last_start[last_key]
         return resume

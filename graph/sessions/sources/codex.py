@@ -51,7 +51,7 @@ class CodexSource(WholeFileSessions):
         ]
 
     def _parse_header(self, path: Path) -> Header | None:
-        lines = records(path)
+        lines = records(path, self.folder)
         meta = next((r.get("payload") for r in lines if r.get("type") == "session_meta"), None)
         if not isinstance(meta, dict) or not meta.get("cwd") or not meta.get("id"):
             return None

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from graph.core.bounded_read import read_prefix
 from graph.core.environment import Environment
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Block, Message, SessionInfo, within
@@ -52,7 +53,8 @@ class GeminiSource(WholeFileSessions):
     def _list(self, root: Path, workspace: str) -> list[SessionInfo]:
         found: list[SessionInfo] = []
         for marker in root.glob("*/.project_root"):
-            cwd = os.path.normpath(marker.read_text(encoding="utf-8").strip())
+            named = read_prefix(marker, root, 4096)  # a folder's path, not a file to read whole
+            cwd = os.path.normpath((named or b"").decode("utf-8", errors="replace").strip())
             if not os.path.isabs(cwd) or not within(cwd, workspace):
                 continue
             chats = (marker.parent / "chats").glob("session-*.jsonl")
@@ -60,7 +62,7 @@ class GeminiSource(WholeFileSessions):
         return found
 
     def _parse_header(self, path: Path) -> Header | None:
-        lines = records(path)
+        lines = records(path, self.folder)
         if not lines or not lines[0].get("sessionId"):
             return None
         messages = conversation(lines)
