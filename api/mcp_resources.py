@@ -16,11 +16,12 @@ import contextlib
 import logging
 from collections import OrderedDict
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import anyio
 from mcp.server import MCPServer, NotificationOptions
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver.resources import ResourceSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged
 from mcp.shared.exceptions import MCPError
@@ -89,13 +90,17 @@ class Idioms:
             title="Flowbaby memory",
             description="One stored memory, whole (its newest version), by topicId",
             mime_type="text/markdown",
+            # A topicId is a name looked up whole, not a path: `..`, a leading `/` or `C:` are its own text.
+            security=ResourceSecurity(exempt_params={"topicId"}),
         )
         async def read_memory(topicId: str) -> str:
+            # The SDK percent-decodes the URI's topicId once (memory_uri encoded it once): decoding it again
+            # would read `a%2Fb` as `a/b`.
             try:
-                got = await self.service.get_memory(GetMemoryRequest(topicId=unquote(topicId)))
+                got = await self.service.get_memory(GetMemoryRequest(topicId=topicId))
             except ContractFailure as error:
                 code = RESOURCE_NOT_FOUND if error.code.value == "NOT_FOUND" else INVALID_PARAMS
-                raise MCPError(code=code, message=error.message, data={"uri": memory_uri(unquote(topicId))}) from None
+                raise MCPError(code=code, message=error.message, data={"uri": memory_uri(topicId)}) from None
             return memory_whole(got.model_dump(mode="json"))
 
         @server.prompt(

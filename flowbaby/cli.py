@@ -305,6 +305,10 @@ def main(argv: list[str] | None = None) -> None:
     from flowbaby.tokens_command import run_tokens_command
     from flowbaby.ui_command import run_ui_command
 
+    if given[:1] not in (["bridge"], ["mcp"], ["serve"]):  # their stdout carries protocol messages
+        from flowbaby.terminal import guard_output
+
+        guard_output()  # a memory's text is shown, never run by the terminal (flowbaby/terminal.py)
     args = build_parser().parse_args(given)
     if args.command == "ui":
         sys.exit(run_ui_command(args))

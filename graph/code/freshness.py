@@ -9,7 +9,9 @@ comes from ONE `git log -M --name-status` per HEAD over every commit since the o
 about, walked in Python per path (that is `--follow` for every reference at once); outside a repository file
 modification times stand in. Repositories may be hostile (a cloned one): git runs with no
 pager, no hooks, no fsmonitor, no external diff or textconv, no optional locks, and a
-deadline; a git failure degrades to the mtime basis, never to an error.
+deadline; a git failure degrades to the mtime basis, never to an error. A referenced path is looked at only
+when its real path (committed links resolved) lies in the repository (the workspace without one), and a file
+is read for a symbol only up to MAX_READ_BYTES, and only when it is a regular file (graph/core/bounded_read.py).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from graph.core.bounded_read import contained, read_prefix
 from graph.core.contract import CommitInfo, Freshness, ReferenceFreshness, parse_timestamp
 from graph.core.environment import Environment
 
@@ -35,6 +38,8 @@ log = logging.getLogger("flowbaby.freshness")
 GIT_TIMEOUT_SEC = 5.0
 MAX_COMMITS = 5000
 """The newest commits read per HEAD: older changes are not counted (a bound on a huge history)."""
+MAX_READ_BYTES = 2 * 1024 * 1024
+"""The most of one referenced file read to find a symbol in it (2 MiB): a symbol past that is not found."""
 MAX_CACHED_FILES = 20_000
 """Symbol look-ups kept (by file, size and mtime) before the cache starts over."""
 SAFE_GIT = (
@@ -402,7 +407,7 @@ class FreshnessChecker:
         for symbol in wanted:
             last = _symbol_parts(symbol)[-1]
             holding = [f for f in sorted(files.get(last, ())) if self._holds(self._repo_abs(f), symbol)]
-            defining = [f for f in holding if _defines(self._repo_abs(f), last)]
+            defining = [f for f in holding if _defines(self._text(self._repo_abs(f)), last)]
             self._grep[(head, symbol)] = (defining or holding)[0] if holding else None
 
     def _repo_abs(self, repo_path: str) -> Path:
@@ -453,16 +458,15 @@ class FreshnessChecker:
         return _result(ref, state, path, commits=commits, newest=newest, moved_to=moved_to)
 
     def _inside(self, written: str) -> Path | None:
-        """The referenced path, normalised, if it lies in the repository (or the workspace without one)."""
-        if written in self._targets:
-            return self._targets[written]
+        """The referenced path, normalised, if it lies in the repository (or the workspace without one), and so
+        does its real path: a committed link out of it is never looked at (checked on each call, as a checkout
+        may make the path a link later)."""
         base = self.repo.top if self.repo is not None else self.root
-        target: Path | None = Path(os.path.normpath(self.root / written))
-        assert target is not None
-        if not target.is_relative_to(base):
-            target = None
-        self._targets[written] = target
-        return target
+        if written not in self._targets:
+            target = Path(os.path.normpath(self.root / written))
+            self._targets[written] = target if target.is_relative_to(base) else None
+        found = self._targets[written]
+        return found if found is not None and contained(found, base) else None
 
     def _rel(self, target: Path) -> str:
         found = self._relative.get(target)
@@ -509,10 +513,7 @@ class FreshnessChecker:
         key = (str(file), stat.st_mtime_ns, stat.st_size, symbol)
         found = self._symbols.get(key)
         if found is None:
-            try:
-                text = file.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                text = ""
+            text = self._text(file)
             found = all(
                 re.search(rf"(?<![A-Za-z0-9_]){re.escape(p)}(?![A-Za-z0-9_])", text) for p in _symbol_parts(symbol)
             )
@@ -521,16 +522,18 @@ class FreshnessChecker:
             self._symbols[key] = found
         return found
 
+    def _text(self, file: Path) -> str:
+        """The file's first MAX_READ_BYTES as text, if it is a regular file inside the repository; else ""."""
+        base = self.repo.top if self.repo is not None else self.root
+        data = read_prefix(file, base, MAX_READ_BYTES)
+        return data.decode("utf-8", errors="replace") if data else ""
+
 
 def _symbol_parts(symbol: str) -> list[str]:
     return [p for p in re.split(r"\.|::|#", symbol) if p]
 
 
-def _defines(file: Path, name: str) -> bool:
-    try:
-        text = file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+def _defines(text: str, name: str) -> bool:
     return (
         re.search(rf"\b(?:def|class|func|fn|function|interface|struct|type|const|let|var)\s+{re.escape(name)}\b", text)
         is not None

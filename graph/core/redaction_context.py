@@ -47,6 +47,12 @@ _COOKIE = re.compile(
     r"(?P<s>[\w.\-]+=[^\r\n\"'\\]*)"
 )
 """A `Cookie:` or `Set-Cookie:` header (a line's start, or quoted in JSON or code) with name=value pairs."""
+_PAIR = r"[\w.\-]+=(?:[^\s;,\"'\\()]*[^\s;,\"'\\().:!?])?"
+_COOKIE_IN_TEXT = re.compile(
+    r"(?i)(?<![\w\-])(?:set-)?cookie[ \t]*:[ \t]*(?P<s>" + _PAIR + r"(?:[ \t]*;[ \t]*" + _PAIR + r")*)"
+)
+"""The same header quoted inside a sentence ("the smoke test sends Cookie: sessionid=... to staging"): its
+name=value pairs, up to the first space not after a `;`, without a sentence's closing punctuation."""
 _COOKIE_JAR = re.compile(r"(?m)^(?:#HttpOnly_)?\S+\t(?:TRUE|FALSE)\t\S+\t(?:TRUE|FALSE)\t\d+\t\S+\t(?P<s>\S+)[ \t]*$")
 """A line of a Netscape cookie jar (curl's `-c`): domain, flags, path, secure, expiry, name, value."""
 _DOCKER_AUTH = re.compile(r"\\?\"auth\\?\"[ \t]*:[ \t]*\\?\"(?P<s>[A-Za-z0-9+/]{8,}={0,2})\\?\"")
@@ -89,6 +95,7 @@ CONTEXT_RULES: list[tuple[tuple[str, ...], re.Pattern[str], Check | None]] = [
     (("machine", "default"), _NETRC, None),
     ((":",), _PGPASS, lambda m: any(c.isalpha() or c in ".*" for c in m.group("host"))),
     (("cookie",), _COOKIE, None),
+    (("cookie",), _COOKIE_IN_TEXT, None),
     (("\t",), _COOKIE_JAR, None),
     (('auth"', 'auth\\"'), _DOCKER_AUTH, lambda m: _decodes_to_credentials(m.group("s"))),
     (("private-lines",), _PUTTY, None),

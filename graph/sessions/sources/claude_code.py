@@ -5,6 +5,11 @@ Only `user` and `assistant` records are conversation; the rest (api-request-blob
 system prompts, attachments, queue operations...) is skipped. One assistant message may span
 several records: they are merged by `message.id`. A last line without its newline is still
 being written and is read next time.
+
+Bash mode (`!cmd`) and local slash commands record their output as user records
+(`<bash-stdout>`/`<bash-stderr>`, `<local-command-stdout>`/`<local-command-stderr>`) and the command as
+`<bash-input>`: these are a tool's call and result, not the person's words, so capture never takes a
+command's output for what the person said. An `@file`'s content comes as an `attachment` record (skipped).
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ from graph.core.environment import Environment
 from graph.core.redaction import clean
 from graph.sessions.chunking import short_input
 from graph.sessions.model import Batch, Block, Message, SessionInfo, SourceError, within
-from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms
+from graph.sessions.sources.jsonl_files import Header, JsonlSessions, ms, whole_lines
 
+CLIENT_OUTPUT = ("<bash-stdout", "<bash-stderr", "<local-command-stdout", "<local-command-stderr")
+"""How Claude Code marks a command's output it recorded as a user record."""
+BASH_INPUT = re.compile(r"\A<bash-input>(.*)</bash-input>\Z", re.DOTALL)
 HEADER_LINES = 200
 """Records read to find a transcript's cwd and title without parsing it whole."""
 
@@ -57,20 +65,19 @@ class ClaudeCodeSource(JsonlSessions):
         """cwd, title and message count of a transcript."""
         cwd, title, last = "", "", 0
         keys: set[str] = set()
-        with path.open("rb") as handle:
-            for number, line in enumerate(handle):
-                record = _record(line)
-                if record is None:
-                    continue
-                cwd = cwd or str(record.get("cwd") or "")
-                if record.get("type") in ("summary", "custom-title", "ai-title") and not title:
-                    title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
-                if record.get("type") in ("user", "assistant"):
-                    keys.add(_key(record))
-                    last = max(last, ms(record.get("timestamp")))
-                    if not title and record.get("type") == "user" and number < HEADER_LINES:
-                        first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
-                        title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
+        for number, (_, line) in enumerate(whole_lines(path, self.folder)):
+            record = _record(line) if line is not None else None
+            if record is None:
+                continue
+            cwd = cwd or str(record.get("cwd") or "")
+            if record.get("type") in ("summary", "custom-title", "ai-title") and not title:
+                title = str(record.get("summary") or record.get("customTitle") or record.get("title") or "")
+            if record.get("type") in ("user", "assistant"):
+                keys.add(_key(record))
+                last = max(last, ms(record.get("timestamp")))
+                if not title and record.get("type") == "user" and number < HEADER_LINES:
+                    first = next((b.text for b in _blocks(record, {}) if b.kind == "text"), "")
+                    title = clean(first)[0][:80]  # before the cut, which could leave a secret unmatched
         if not cwd:
             return None
         return Header(path.stem, os.path.normpath(cwd), title.strip(), len(keys), last)
@@ -97,31 +104,27 @@ class ClaudeCodeSource(JsonlSessions):
         resume = start
         last_start: dict[str, int] = {}
         last_key: str | None = None
-        with path.open("rb") as handle:
-            handle.seek(start)
-            offset = start
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    break  # cut mid-write: read it next time
-                at, offset = offset, offset + len(line)
-                resume = offset
-                record = _record(line)
-                if record is None or record.get("type") not in ("user", "assistant"):
-                    continue
-                key = _key(record)
-                last_start.setdefault(key, at)
-                blocks = _blocks(record, tools)
-                message = messages.get(key)
-                if message is None:
-                    role = record["type"]
-                    if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
-                        role = "tool"
-                    stamp = ms(record.get("timestamp"))
-                    message = messages[key] = Message(key, role, stamp, stamp)
-                for block in blocks:
-                    if block not in message.blocks:  # a record repeated with the same block
-                        message.blocks.append(block)
-                last_key = key
+        after = start
+        for offset, line in whole_lines(path, self.folder, start):  # a line cut mid-write is read next time
+            at, after = after, offset
+            resume = offset
+            record = _record(line) if line is not None else None
+            if record is None or record.get("type") not in ("user", "assistant"):
+                continue
+            key = _key(record)
+            last_start.setdefault(key, at)
+            blocks = _blocks(record, tools)
+            message = messages.get(key)
+            if message is None:
+                role = record["type"]
+                if role == "user" and blocks and all(b.kind == "tool_result" for b in blocks):
+                    role = "tool"
+                stamp = ms(record.get("timestamp"))
+                message = messages[key] = Message(key, role, stamp, stamp)
+            for block in blocks:
+                if block not in message.blocks:  # a record repeated with the same block
+                    message.blocks.append(block)
+            last_key = key
         if last_key is not None and messages[last_key].role == "assistant":
             resume = last_start[last_key]
         return resume
@@ -154,14 +157,14 @@ def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
     message = record.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
-        return [Block("text", content)] if not record.get("isMeta") else []
+        return [_typed(content)] if not record.get("isMeta") else []
     blocks: list[Block] = []
     for item in content or []:
         if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == "text" and not record.get("isMeta"):
-            blocks.append(Block("text", _text(item.get("text"))))
+            blocks.append(_typed(_text(item.get("text"))))
         elif kind == "thinking":
             blocks.append(Block("reasoning", _text(item.get("thinking"))))
         elif kind == "tool_use":
@@ -171,3 +174,12 @@ def _blocks(record: dict[str, Any], tools: dict[str, str]) -> list[Block]:
         elif kind == "tool_result":
             blocks.append(Block("tool_result", _text(item.get("content")), tools.get(str(item.get("tool_use_id")), "")))
     return blocks
+
+
+def _typed(text: str) -> Block:
+    """A user or assistant text, or the command and output the client recorded as one (see the module)."""
+    stripped = text.strip()
+    if stripped.startswith(CLIENT_OUTPUT):
+        return Block("tool_result", stripped, "bash" if stripped.startswith("<bash") else "command")
+    command = BASH_INPUT.match(stripped)
+    return Block("tool_call", command[1][:300], "bash") if command else Block("text", text)

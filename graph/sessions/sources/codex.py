@@ -6,12 +6,16 @@ tool calls with their outputs, reasoning summaries. Developer messages (system t
 context hooks inject, flowbaby's briefing among it) and the harness's own user blocks
 (`<environment_context>`, AGENTS.md instructions) are skipped. A session is read whole each time
 (its file is small next to the encoder's work); a last line without its newline is left for later.
+A shell command the person ran (`!cmd`) is recorded as a user message (`<user_shell_command>` with its
+`<command>` and `<result>`): it is read as a tool's call and result, so its output is never taken for the
+person's words.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,12 @@ from graph.sessions.model import Block, Message, Role, SessionInfo, within
 from graph.sessions.sources.jsonl_files import Header, WholeFileSessions, first_user_title, ms, records
 
 HARNESS_PREFIXES = ("<environment_context", "<user_instructions", "# AGENTS.md instructions", "<skills_")
+USER_SHELL = re.compile(
+    r"\A<user_shell_command>\s*(?:<command>\n?(?P<command>.*?)\n?</command>)?\s*"
+    r"(?:<result>\n?(?P<result>.*?)\n?</result>)?\s*(?:</user_shell_command>)?\Z",
+    re.DOTALL,
+)
+"""Codex's record of a command the person ran in its shell mode (core/src/user_shell_command.rs)."""
 
 
 def default_folder() -> Path:
@@ -41,7 +51,7 @@ class CodexSource(WholeFileSessions):
         ]
 
     def _parse_header(self, path: Path) -> Header | None:
-        lines = records(path)
+        lines = records(path, self.folder)
         meta = next((r.get("payload") for r in lines if r.get("type") == "session_meta"), None)
         if not isinstance(meta, dict) or not meta.get("cwd") or not meta.get("id"):
             return None
@@ -84,6 +94,13 @@ def conversation(lines: list[dict[str, Any]]) -> list[Message]:
         if kind == "message" and item.get("role") in ("user", "assistant"):
             text = _text(item.get("content")).strip()
             if not text or (item["role"] == "user" and text.startswith(HARNESS_PREFIXES)):
+                continue
+            shell = USER_SHELL.match(text) if item["role"] == "user" else None
+            if shell:
+                key = str(item.get("id") or f"line-{order}")
+                ran = [Block("tool_call", (shell["command"] or "")[:300], "shell")]
+                ran += [Block("tool_result", shell["result"], "shell")] if shell["result"] else []
+                messages.append(Message(key, "tool", order, stamp, ran))
                 continue
             role, block = item["role"], Block("text", text)
         elif kind in ("function_call", "custom_tool_call"):

@@ -2,11 +2,16 @@
 Codex, Gemini CLI): they read whole lines only (the client may be writing the last one), learn a
 file's header (id, folder, title, turn count) once per size and mtime, name a file that cannot be read
 in `problems` rather than failing the listing, and fingerprint a session by its files' size and mtime.
+
+A session file is read only when it is a regular file whose real path lies in the client's folder (a link out
+of it is not followed), at most MAX_READ_BYTES per read and MAX_LINE_BYTES per line (a longer line is passed
+over): a planted file cannot make the reader take the memory of a whole disk.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -14,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from graph.core.bounded_read import open_regular
 from graph.core.redaction import clean
 from graph.sessions.model import Batch, Message, SessionInfo, SourceError
 
@@ -26,19 +32,50 @@ def ms(stamp: Any) -> int:
         return 0
 
 
-def records(path: Path) -> list[dict[str, Any]]:
-    """The file's whole lines as JSON objects (a line being written, or not JSON, is skipped)."""
-    found = []
-    with path.open("rb") as handle:
-        for line in handle:
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The most of one session file read at a time (64 MiB): the whole-file sources see no further; Claude Code's
+reads resume there next time."""
+MAX_LINE_BYTES = 8 * 1024 * 1024
+"""The longest record read (8 MiB); a longer line is passed over."""
+
+
+def whole_lines(path: Path, base: Path, start: int = 0) -> Iterator[tuple[int, bytes | None]]:
+    """(the offset after it, the line) for each whole line of `path` from `start`, up to MAX_READ_BYTES read; a
+    line longer than MAX_LINE_BYTES comes as None, and a last line without its newline (being written) not at
+    all. OSError when `path` is not a regular file whose real path is inside `base`."""
+    fd = open_regular(path, base)
+    if fd is None:
+        raise OSError(f"not a regular file inside {base}")
+    with os.fdopen(fd, "rb") as handle:
+        handle.seek(start)
+        offset, end = start, start + MAX_READ_BYTES
+        while offset < end:
+            line = handle.readline(MAX_LINE_BYTES + 1)
             if not line.endswith(b"\n"):
-                break
-            try:
-                record = json.loads(line)
-            except ValueError:
+                if len(line) <= MAX_LINE_BYTES:
+                    return  # the end, or a line being written
+                while line and not line.endswith(b"\n") and offset < end:  # too long: pass over it
+                    offset += len(line)
+                    line = handle.readline(MAX_LINE_BYTES + 1)
+                if not line.endswith(b"\n"):
+                    return
+                offset += len(line)
+                yield offset, None
                 continue
-            if isinstance(record, dict):
-                found.append(record)
+            offset += len(line)
+            yield offset, line
+
+
+def records(path: Path, base: Path) -> list[dict[str, Any]]:
+    """The file's whole lines as JSON objects (a line being written, too long or not JSON is skipped)."""
+    found = []
+    for _, line in whole_lines(path, base):
+        try:
+            record = json.loads(line) if line is not None else None
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            found.append(record)
     return found
 
 
@@ -141,7 +178,7 @@ class WholeFileSessions(JsonlSessions):
     def read(self, session: SessionInfo, watermark: dict[str, Any] | None) -> Batch:
         path = Path(session.fingerprint.split("|", 1)[0])
         try:
-            messages = self.conversation(records(path))
+            messages = self.conversation(records(path, self.folder))
         except OSError as exc:
             raise SourceError(f"{self.what} {path} cannot be read: {exc}") from None
         return Batch(messages, {"fingerprint": session.fingerprint}, True)
