@@ -15,7 +15,7 @@ from graph.capture.session_capture import topic_id_for
 from tests.integration.test_llm_provider import _guarded_env, _no_remote_connections
 from tests.integration.test_session_secrets import _echo, fake  # noqa: F401  (the fake LLM's fixture)
 from tests.support.fake_openai import FakeOpenAI
-from tests.unit.test_hook_capture import Transcript
+from tests.unit.capture.test_hook_capture import Transcript
 
 SESSION = "Zq8Lm3Rt6Ws1Xv4Bn7"
 CSRF = "Cs2Df5Gh8Jk1Lm4Np7"
