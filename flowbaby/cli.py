@@ -342,27 +342,30 @@ def main(argv: list[str] | None = None) -> None:
     }
     if args.command in runners:
         sys.exit(runners[args.command](args))
+    sys.exit(_run_rest(args))
+
+
+def _run_rest(args: argparse.Namespace) -> int:
+    """install, uninstall, mcp, serve and demo: the commands main() does not dispatch by table."""
     if args.command in ("install", "uninstall"):
         from flowbaby.install import run as run_install
 
         remove = args.command == "uninstall"
         allow = getattr(args, "allow_tools", False)
-        sys.exit(
-            run_install(
-                args.client,
-                args.scope,
-                args.workspace,
-                dry_run=args.dry_run,
-                force=args.force,
-                remove=remove,
-                allow_tools=allow,
-                hooks=not getattr(args, "no_hooks", False),
-            )
+        return run_install(
+            args.client,
+            args.scope,
+            args.workspace,
+            dry_run=args.dry_run,
+            force=args.force,
+            remove=remove,
+            allow_tools=allow,
+            hooks=not getattr(args, "no_hooks", False),
         )
     if args.command == "mcp":
         from api.mcp_stdio import run as run_mcp
 
-        sys.exit(run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace))
+        return run_mcp(args.workspace, args.rate_limit_per_minute, args.shutdown_grace)
     if args.command == "serve":
         import asyncio
 
@@ -379,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
             args.docs,
             args.idle_exit,
         )
-        sys.exit(asyncio.run(server))
+        return asyncio.run(server)
     from flowbaby.demo import run_demo
 
-    sys.exit(run_demo(args.workspace, fresh=args.fresh))
+    return run_demo(args.workspace, fresh=args.fresh)

@@ -20,7 +20,6 @@ TO_BE_SPLIT = {
     "api/browser.py:browser_routes": 82,
     "api/mcp_tools.py:build_mcp_server": 163,
     "flowbaby/cli.py:build_parser": 123,
-    "flowbaby/cli.py:main": 89,
     "graph/engine/retrieval.py:Retrieval.retrieve": 83,
     "graph/engine/state.py:EngineState.__init__": 85,
     "graph/inspection/drawing.py:draw_graph": 82,

@@ -16,7 +16,7 @@ from graph.sessions.sources.claude_code import ClaudeCodeSource, project_folder_
 from graph.sessions.sources.codex import CodexSource
 from graph.sessions.sources.gemini import GeminiSource
 
-FIXTURE = Path(__file__).parents[1] / "support" / "fixtures" / "gemini-0.61.0-file-reference.jsonl"
+FIXTURE = Path(__file__).parents[2] / "support" / "fixtures" / "gemini-0.61.0-file-reference.jsonl"
 README = "We decided to publish every release tag to the mirror at git.mirror-example.net first."
 
 
