@@ -57,6 +57,8 @@ class RecallResponse(BaseModel):
     tokens: int
     abstained: bool
     abstainReason: str | None
+    userNotSearched: str | None = Field(default=None, exclude_if=_absent)
+    """The retrieval's note when the user store was stuck or skipped (docs/contract/21-user-scope.md)."""
 
 
 class CaptureResponse(BaseModel):
