@@ -446,7 +446,7 @@ class UserScope(Hooks, Memories, Forget):
     async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The project's briefing, and after it "Your preferences": the user's newest memories within
         a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
-        preferences = await self._user_read(self._preferences)
+        preferences = None if request.scope == PROJECT else await self._user_read(self._preferences)
         if not preferences:
             return self._items_marked(await super().briefing(request))
         warming = self._warm_task

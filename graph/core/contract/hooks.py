@@ -14,6 +14,8 @@ class BriefingRequest(_Strict):
     since: str | None = None
     """This agent's last session start: memories other agents stored after it are listed."""
     maxTokens: int = Field(default=800, ge=50, le=20_000)
+    scope: Literal["project", "all"] | None = None
+    """`project`: without the user's preferences (a server started with --allow-remote); default both."""
 
     @field_validator("since")
     @classmethod
