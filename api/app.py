@@ -22,6 +22,7 @@ from api.browser import browser_routes
 from api.docs_page import add_docs_page
 from api.guard import BodyLimit, HostGuard, HostRule, InFlightLimit
 from api.mcp_mount import LazyMcp
+from api.project_scope import ProjectOnly
 from api.table_routes import document_bodies, json_body, table_routes
 from api.tenancy import AUTHORIZED, CurrentService, NamespaceRouter, NamespaceServices, Tenancy, WorkspaceToken
 from graph import __version__
@@ -106,13 +107,21 @@ def own_namespace(service: MemoryService) -> str | None:
 
 
 def create_app(
-    service: MemoryService, token: str, host: str = "127.0.0.1", docs: bool = False, tenancy: Tenancy | None = None
+    service: MemoryService,
+    token: str,
+    host: str = "127.0.0.1",
+    docs: bool = False,
+    tenancy: Tenancy | None = None,
+    user_scope: bool = True,
 ) -> FastAPI:
     """The API, with the MCP tools over streamable HTTP at /mcp behind the same token. `host`
     is where it binds: every request's Host and Origin must name it or loopback (DNS rebinding).
     `docs` serves /docs, Swagger UI with its files served from here (api/docs_page.py): off unless asked for.
     `tenancy`: a team server's tokens and namespaces (api/tenancy.py); by default the workspace's
-    token and namespace. Routes and MCP tool calls use the request's namespace's service."""
+    token and namespace. Routes and MCP tool calls use the request's namespace's service. `user_scope=False`
+    (a server started with --allow-remote): the workspace's store only (api/project_scope.py)."""
+    if not user_scope:
+        service = cast(MemoryService, ProjectOnly(service))
     if tenancy is None:
         namespaces = NamespaceServices(service, own_namespace(service), team=False)
         tenancy = Tenancy(WorkspaceToken(token), namespaces)

@@ -140,7 +140,17 @@ async def serve(
             if backend.shared
             else None
         )
-        server = http_server(service, host, port, own_signals=False, tls=tls, docs=docs, team=team, sock=sock)
+        server = http_server(
+            service,
+            host,
+            port,
+            own_signals=False,
+            tls=tls,
+            docs=docs,
+            team=team,
+            sock=sock,
+            user_scope=not allow_remote,
+        )
     except FlowbabyError as error:
         print(f"flowbaby serve: {error.message}", file=sys.stderr)
         sock.close()
@@ -252,11 +262,13 @@ def http_server(
     docs: bool = False,
     team: TeamServer | None = None,
     sock: socket.socket | None = None,
+    user_scope: bool = True,
 ) -> uvicorn.Server:
     """A uvicorn server for this service on `sock` (bound here if not given); it announces its
     URL and token source on stderr once the port is its own. With own_signals=False (inside the
     bridge) the caller keeps SIGTERM/SIGINT. Raises FlowbabyError if the token file is refused or
-    the port cannot be bound. `team`: serve many namespaces (serve only)."""
+    the port cannot be bound. `team`: serve many namespaces (serve only). `user_scope=False` (--allow-remote):
+    the user store is out of reach (api/project_scope.py)."""
     token, source = resolve_token(service.paths)
     if sock is None:
         try:
@@ -270,7 +282,9 @@ def http_server(
     install_log_limits()
     raise_descriptor_limit()
     config = uvicorn.Config(
-        create_app(service, token, host, docs=docs, tenancy=team.tenancy(token) if team else None),
+        create_app(
+            service, token, host, docs=docs, tenancy=team.tenancy(token) if team else None, user_scope=user_scope
+        ),
         host=host,
         port=port,
         log_level="warning",

@@ -140,7 +140,9 @@ def run_bridge(args: argparse.Namespace) -> int:
         if refusal:
             print(f"flowbaby bridge: {refusal}", file=sys.stderr)
             return 2
-        http = partial(http_server, host=args.host, port=args.port, own_signals=False, tls=tls)
+        http = partial(
+            http_server, host=args.host, port=args.port, own_signals=False, tls=tls, user_scope=not args.allow_remote
+        )
 
     code = asyncio.run(
         serve(args.workspace, args.request_timeout, args.shutdown_grace, args.rate_limit_per_minute, http)

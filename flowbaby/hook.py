@@ -102,6 +102,15 @@ class NoOwner(OwnerUnavailable):
     """No owner runs: no endpoint published, or nothing listens on it."""
 
 
+class ServiceRefused(OwnerUnavailable):
+    """The service this hook started exited with an error: `refusal` is the line it gave (the workspace
+    refused, section 9.1), shown to the person rather than left in service.log."""
+
+    def __init__(self, message: str, refusal: str) -> None:
+        super().__init__(message)
+        self.refusal = refusal
+
+
 def call_owner(data: str, method: str, params: dict[str, Any], timeout: float, cold: float | None = None) -> Any:
     """One call on the owner's socket: {"id","method","args"} out, the line with our id back. `cold`: the
     wait allowed instead of `timeout` when the owner started less than COLD_OWNER_SEC ago."""
@@ -300,13 +309,36 @@ def _without_hook_context(prompt: str) -> str:
     return prompt
 
 
-def output(text: str, client: str, payload: dict[str, Any]) -> str:
+def output(text: str, client: str, payload: dict[str, Any], notice: bool = False) -> str:
     """What to print: the text itself (Claude Code and Codex CLI give plain stdout to the model), or for
-    Gemini CLI, which shows plain stdout to the user only, its JSON with `additionalContext`."""
-    if client != "gemini":
+    Gemini CLI, which shows plain stdout to the user only, its JSON with `additionalContext`. A `notice`
+    (the service refused) is for the person too: Claude Code and Gemini CLI show a `systemMessage` to them."""
+    if client != "gemini" and not (notice and client == "claude-code"):
         return text
     event = str(payload.get("hook_event_name") or "")
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+    reply: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return json.dumps({"systemMessage": text, **reply} if notice else reply)
+
+
+REFUSAL_NOTICE = (
+    "Flowbaby loaded no memories for this session: the workspace's service refused to start. {refusal} "
+    "(`flowbaby status` and the VS Code status bar show this too.)"
+)
+
+
+def _refusal_notice(workspace: str, event: str, session_id: str, refusal: str) -> str:
+    """The refusal, told at SessionStart and at the first prompt of a session that was not told it yet."""
+    if event not in ("SessionStart", "UserPromptSubmit"):
+        return ""
+    if session_id:
+        state = HookState(os.path.join(workspace, ".flowbaby"))
+        session = state.session(session_id)
+        if event == "UserPromptSubmit" and session.get("refusalShown") == refusal:
+            return ""
+        session["refusalShown"] = refusal
+        with contextlib.suppress(OSError):
+            state.save_session(session_id, session)
+    return REFUSAL_NOTICE.format(refusal=refusal)
 
 
 def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: float) -> Any:
@@ -325,10 +357,9 @@ def ask_owner(workspace: str, method: str, params: dict[str, Any], timeout: floa
         except NoOwner as exc:
             if not started:
                 service, started = _start_service(workspace, str(exc)), True
-            if service is not None and service.poll() not in (None, 0):  # 0: another service runs
-                raise OwnerUnavailable(
-                    f"{exc}; the service exited with {service.returncode}: see service.log"
-                ) from None
+            if service is not None and service[0].poll() not in (None, 0):  # 0: another service runs
+                refusal = _service_said(data, service[1]) or f"it exited with {service[0].returncode}"
+                raise ServiceRefused(f"{exc}; the workspace's service did not start: {refusal}", refusal) from None
             if time.monotonic() >= deadline:
                 raise OwnerUnavailable(f"{exc}; no owner answered within {bound:g} s") from None
             time.sleep(0.05)
@@ -353,17 +384,30 @@ def _service_starting(data: str) -> bool:
     return True
 
 
-def _start_service(workspace: str, why: str) -> Any:
+def _start_service(workspace: str, why: str) -> tuple[Any, int] | None:
     """Start the workspace's service (graph/owner/service_record.py's command: `flowbaby serve --port 0
     --idle-exit SEC`), unless one is starting (None then); a second one started at the same moment
-    leaves at once. The process started, to see whether it failed."""
+    leaves at once. The process started, to see whether it failed, and where its output begins in service.log."""
     if _service_starting(os.path.join(workspace, ".flowbaby")):
         return None
     idle = _float_env(IDLE_EXIT_ENV, DEFAULT_IDLE_EXIT_SEC)
     args = ["-m", "flowbaby", "serve", "--workspace", workspace, "--port", "0", "--idle-exit", str(idle)]
-    child = _detached(workspace, args, "logs/service.log")
+    started = _detached(workspace, args, "logs/service.log")
     _log(workspace, f"{why}: started the workspace's service")
-    return child
+    return started
+
+
+def _service_said(data: str, offset: int) -> str:
+    """The last line the service wrote to service.log after `offset` (its refusal: `flowbaby serve: CODE:
+    message`), control characters dropped, at most 500 characters; "" when it wrote none."""
+    try:
+        with open(_open_file(data, "logs/service.log", os.O_RDONLY), "rb") as handle:
+            handle.seek(max(offset, os.fstat(handle.fileno()).st_size - 8192))
+            tail = handle.read(8192).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line for line in tail.splitlines() if line.strip()]
+    return "".join(c for c in lines[-1] if c.isprintable())[:500] if lines else ""
 
 
 def _remember(state: HookState, session_id: str, topic_ids: list[str]) -> None:
@@ -379,17 +423,19 @@ def _capture_detached(workspace: str, params: dict[str, Any]) -> None:
     _detached(workspace, ["-m", "flowbaby.capture_command", workspace, json.dumps(params)], "logs/capture.log")
 
 
-def _detached(workspace: str, args: list[str], log_name: str) -> Any:
+def _detached(workspace: str, args: list[str], log_name: str) -> tuple[Any, int]:
     """`python -P args` in a session of its own, its output appended to .flowbaby/`log_name`, nothing else
-    inherited. -P and flowbaby's own source root first on PYTHONPATH, as graph.core.child_python starts
-    every child (this module imports nothing of flowbaby's): the workspace's own files are never imported."""
+    inherited: the process, and the log's size before it. -P and flowbaby's own source root first on
+    PYTHONPATH, as graph.core.child_python starts every child (this module imports nothing of flowbaby's):
+    the workspace's own files are never imported."""
     import subprocess
 
     source_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     inherited = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(entry)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys([source_root, *inherited]))}
     with open(_append(os.path.join(workspace, ".flowbaby"), log_name), "ab") as log:
-        return subprocess.Popen(
+        offset = os.fstat(log.fileno()).st_size
+        child = subprocess.Popen(
             [sys.executable, "-P", *args],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -398,6 +444,7 @@ def _detached(workspace: str, args: list[str], log_name: str) -> Any:
             cwd=workspace,
             env=env,
         )
+    return child, offset
 
 
 def _log(workspace: str, text: str) -> None:
@@ -474,8 +521,15 @@ def main(argv: list[str]) -> int:
         return 0
     started = time.perf_counter()
     client = client or "claude-code"
+    notice = False
     try:
         text = handle(event, payload, workspace, client)
+    except ServiceRefused as exc:
+        _log(workspace, f"{event}: nothing injected ({exc})")
+        _problem(workspace, event, client, f"nothing injected: the workspace's service refused to start: {exc.refusal}")
+        session_id = str(payload.get("session_id") or payload.get("sessionID") or "")
+        text = _refusal_notice(workspace, event, session_id, exc.refusal)
+        notice = bool(text)
     except OwnerUnavailable as exc:
         _log(workspace, f"{event}: nothing injected ({exc})")
         _problem(workspace, event, client, f"nothing injected: {exc}")
@@ -487,7 +541,7 @@ def main(argv: list[str]) -> int:
         _problem(workspace, event, client, f"failed: {type(exc).__name__}: {exc}")
         text = ""
     if text:
-        sys.stdout.write(output(text, client, payload) + "\n")
+        sys.stdout.write(output(text, client, {"hook_event_name": event, **payload}, notice) + "\n")
         sys.stdout.flush()
     if os.environ.get("FLOWBABY_HOOK_TRACE"):
         _log(workspace, f"{event}: {len(text)} chars in {(time.perf_counter() - started) * 1000:.1f} ms")

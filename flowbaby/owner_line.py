@@ -124,8 +124,17 @@ def _contract_failure(method: str, reply: dict[str, Any]) -> Exception:
 
 async def open_for(front: str, workspace: str, *, build_graph: bool = False) -> Any:
     """The running owner over its socket; else graph.api.open_service's answer (this process owns
-    the workspace, or works through an owner that started meanwhile, or the FlowbabyError why not)."""
-    line = OwnerLine.reach(workspace, front)
+    the workspace, or works through an owner that started meanwhile, or the FlowbabyError why not, said
+    on stderr as open_service says it: a refused `link.json` or worktree is refused before either)."""
+    try:
+        line = OwnerLine.reach(workspace, front)
+    except Exception as exc:
+        from graph.core.contract import FlowbabyError
+
+        if not isinstance(exc, FlowbabyError):
+            raise
+        print(f"flowbaby {front}: {exc.code.value}: {exc.message}", file=sys.stderr)
+        return exc
     if line is not None:
         return line
     from graph.api import open_service

@@ -70,6 +70,8 @@ def as_text(reply: dict[str, Any]) -> str:
     lines: list[str] = []
     if reply.get("sessionsNotSearched"):
         lines.append(f"sessions not searched: {reply['sessionsNotSearched']}")
+    if reply.get("userNotSearched"):
+        lines.append(f"user store not searched: {reply['userNotSearched']}")
     if reply.get("abstained"):
         lines.append(f"nothing found: {reply.get('abstainReason')}")
         weak = reply.get("weakCandidates") or []

@@ -38,7 +38,7 @@ def describe(record: dict[str, Any]) -> str:
 
 
 def run_service_command(args: argparse.Namespace) -> int:
-    from graph.api import resolve_workspace, service_record
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, resolve_workspace, service_record
     from graph.core.contract import FlowbabyError  # the engine only when a command runs (--help stays fast)
 
     try:
@@ -57,7 +57,11 @@ def run_service_command(args: argparse.Namespace) -> int:
         print(f"stopped the service of {paths.root} (pid {record['pid']})")
         return 0
     idle = service_record.idle_exit_sec() if args.idle_exit is None else max(0.0, args.idle_exit)
-    record, started = service_record.ensure(paths, idle)
+    try:
+        record, started = service_record.ensure(paths, idle)
+    except service_record.ServiceFailed as failed:
+        print(f"flowbaby start: the service did not start: {failed.said}", file=sys.stderr)
+        return failed.code if failed.code == EXIT_WORKSPACE_UNAVAILABLE else 1
     if record is None:
         log = paths.logs / "service.log"
         print(f"flowbaby start: the service did not start; see {log}", file=sys.stderr)

@@ -51,7 +51,7 @@ def proves_identity(base: str, port: int, token: str) -> bool:
 
 def run_ui_command(args: argparse.Namespace) -> int:
     from api.auth import resolve_token
-    from graph.api import resolve_workspace, service_record
+    from graph.api import EXIT_WORKSPACE_UNAVAILABLE, resolve_workspace, service_record
     from graph.core.contract import FlowbabyError
 
     try:
@@ -60,7 +60,11 @@ def run_ui_command(args: argparse.Namespace) -> int:
     except FlowbabyError as error:
         print(f"flowbaby ui: {error.message}", file=sys.stderr)
         return 3
-    record, started = service_record.ensure(paths, service_record.idle_exit_sec())
+    try:
+        record, started = service_record.ensure(paths, service_record.idle_exit_sec())
+    except service_record.ServiceFailed as failed:
+        print(f"flowbaby ui: the service did not start: {failed.said}", file=sys.stderr)
+        return failed.code if failed.code == EXIT_WORKSPACE_UNAVAILABLE else 1
     if record is None:
         print(f"flowbaby ui: the service did not start; see {paths.logs / 'service.log'}", file=sys.stderr)
         return 1

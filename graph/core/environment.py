@@ -13,6 +13,7 @@ Standard library only: the command line reads it before loading the engine.
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,19 @@ class Environment:
         return self._folder("XDG_STATE_HOME", Path.home() / ".local" / "state")
 
     @property
+    def seal_key(self) -> Path:
+        """This user's seal key (graph.core.seal): FLOWBABY_SEAL_KEY, else `.local/share/flowbaby/seal.key`
+        under the real uid's home in the password database. Not $XDG_DATA_HOME nor $HOME: a Flatpak or
+        Snap client, or one launched with isolated XDG folders, sets those to folders of its own, and the
+        service it started would then refuse every store the person sealed (docs/contract/09-workspace-files.md)."""
+        return self._folder("FLOWBABY_SEAL_KEY", account_home() / ".local" / "share" / "flowbaby" / "seal.key")
+
+    @property
+    def legacy_seal_key(self) -> Path:
+        """Where the seal key was kept before (`$XDG_DATA_HOME/flowbaby/seal.key`): migrated from."""
+        return self.data_home / "flowbaby" / "seal.key"
+
+    @property
     def user_store(self) -> Path:
         """The user scope's store (issue 49): a flowbaby store of its own, outside every repository:
         FLOWBABY_USER_STORE, else `$XDG_DATA_HOME/flowbaby/user` (`~/.local/share/flowbaby/user`)."""
@@ -115,6 +129,15 @@ class Environment:
     def without(self, prefix: str) -> dict[str, str]:
         """A copy for a child process, without the variables that start with `prefix`."""
         return {key: value for key, value in self.values.items() if not key.startswith(prefix)}
+
+
+def account_home() -> Path:
+    """The real uid's home folder in the password database (the environment's HOME where the uid has no
+    entry there, as in some containers)."""
+    try:
+        return Path(pwd.getpwuid(os.getuid()).pw_dir)
+    except KeyError:
+        return Path.home()
 
 
 def export(values: Mapping[str, str], *, keep_set: bool = False) -> None:

@@ -2,8 +2,9 @@
 
 A cloned repository or an unpacked archive can supply any file there, and under `umask 077` git
 writes it 0600 and owned by the user, so mode and owner prove nothing about who chose the content.
-Flowbaby keeps one secret key per user outside every repository (`$XDG_DATA_HOME/flowbaby/seal.key`,
-default `~/.local/share/flowbaby/seal.key`, 0600 in a 0700 folder, made on first need) and writes
+Flowbaby keeps one secret key per user outside every repository (`~/.local/share/flowbaby/seal.key`
+under the home the password database gives the real uid, or FLOWBABY_SEAL_KEY; 0600 in a 0700 folder,
+made on first need: graph.core.environment.Environment.seal_key says why not $XDG_DATA_HOME) and writes
 beside each file it must trust (`server.json`, `api_token`, `link.json`, the memory store) a
 `<name>.seal`: HMAC-SHA256 of the purpose, the folder's real path and the content (for the store,
 its random id). Whoever wrote a repository does not know the key, so cannot make a seal; a folder
@@ -35,10 +36,6 @@ ADOPT_HINT = (
 _VERSION = b"flowbaby-seal-1"
 
 
-def key_path() -> Path:
-    return Environment.read().data_home / "flowbaby" / "seal.key"
-
-
 def read_private_file(path: Path, what: str, remedy: str = "chmod 600 it") -> str:
     """The text of `path`, which must be a regular file of this user's, mode 0600, not a symlink:
     one that anyone else could read or have written is refused (FlowbabyError)."""
@@ -64,29 +61,12 @@ def read_private_file(path: Path, what: str, remedy: str = "chmod 600 it") -> st
 
 
 def _key() -> bytes:
-    """This user's seal key, made exclusively on first need (a second process that races reads the
-    winner's: the key appears whole, by link(2), or not at all)."""
-    path = key_path()
+    """This user's seal key, made on first need; a key kept where it was before (`$XDG_DATA_HOME/flowbaby`)
+    becomes it, so what was sealed with that one keeps verifying."""
+    environment = Environment.read()
+    path = environment.seal_key
     if not os.path.lexists(path):
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = path.parent.lstat()
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-            message = f"Refusing {path.parent}: it must be a folder of this user's that no one else can write"
-            raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message)
-        staging = path.with_name(f".seal.key.{os.getpid()}.tmp")
-        with contextlib.suppress(FileNotFoundError):
-            staging.unlink()
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(secrets.token_hex(32) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(staging, path)
-        except FileExistsError:
-            pass
-        finally:
-            staging.unlink()
+        _create_key(path, _key_at(environment.legacy_seal_key, path) or secrets.token_hex(32))
     remedy = "delete it to make a new one, then seal each workspace again with `flowbaby adopt`"
     text = read_private_file(path, "seal key", remedy).strip()
     if len(text) < 32:
@@ -94,10 +74,53 @@ def _key() -> bytes:
     return text.encode()
 
 
-def seal_of(purpose: str, folder: Path, content: bytes) -> str:
+def _key_at(legacy: Path, path: Path) -> str | None:
+    """The key kept at `legacy`, when that is another file than `path` and a usable private key of this user."""
+    if legacy == path or not os.path.lexists(legacy):
+        return None
+    try:
+        text = read_private_file(legacy, "seal key").strip()
+    except FlowbabyError:
+        return None
+    return text if len(text) >= 32 else None
+
+
+def _create_key(path: Path, text: str) -> None:
+    """Write the key `text` at `path` exclusively (a second process that races reads the winner's: the
+    key appears whole, by link(2), or not at all)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.parent.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        message = f"Refusing {path.parent}: it must be a folder of this user's that no one else can write"
+        raise FlowbabyError(ErrorCode.FLOWBABY_ERROR, message)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        staging.unlink()
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    try:
+        os.link(staging, path)
+    except FileExistsError:
+        pass
+    finally:
+        staging.unlink()
+
+
+def _other_key() -> bytes | None:
+    """The key this environment kept at the old place when it is not the user's key: what a client with
+    folders of its own sealed before keeps verifying there (it is sealed again with the user's key when rewritten)."""
+    environment = Environment.read()
+    text = _key_at(environment.legacy_seal_key, environment.seal_key)
+    return text.encode() if text and text.encode() != _key() else None
+
+
+def seal_of(purpose: str, folder: Path, content: bytes, key: bytes | None = None) -> str:
     """The seal of `content` for `purpose` in `folder` (its real path: a link to it seals the same)."""
     message = b"\0".join([_VERSION, purpose.encode(), os.fsencode(folder.resolve()), content])
-    return hmac.new(_key(), message, hashlib.sha256).hexdigest()
+    return hmac.new(key or _key(), message, hashlib.sha256).hexdigest()
 
 
 def sealer(purpose: str, folder: Path, *, resolve: bool = True) -> Callable[[bytes], str]:
@@ -127,7 +150,10 @@ def is_sealed(path: Path, purpose: str, folder: Path, content: bytes) -> bool:
             found = handle.read(200).strip()
     except OSError:
         return False
-    return hmac.compare_digest(found, seal_of(purpose, folder, content).encode())
+    if hmac.compare_digest(found, seal_of(purpose, folder, content).encode()):
+        return True
+    other = _other_key()
+    return other is not None and hmac.compare_digest(found, seal_of(purpose, folder, content, other).encode())
 
 
 def unsealed_message(what: str, path: Path, folder: Path, remedy: str) -> str:

@@ -87,12 +87,14 @@ class Hooks(Retrieval, Ingest):
                 "tokens": 0,
                 "abstained": True,
                 "abstainReason": found.abstainReason,
+                "userNotSearched": found.userNotSearched,
             }
             return RecallResponse.model_validate(abstained)
         entries = [entry.model_dump(mode="json") for entry in found.entries]
         reply = compact_recall(entries, set(request.exclude), request.maxTokens, request.maxResults)
         await asyncio.to_thread(self._recalls.add, reply["topicIds"])
-        return RecallResponse.model_validate({**reply, "abstained": False, "abstainReason": None})
+        done = {"abstained": False, "abstainReason": None, "userNotSearched": found.userNotSearched}
+        return RecallResponse.model_validate({**reply, **done})
 
     async def capture(self, request: CaptureRequest) -> CaptureResponse:
         """Distil an agent session's turns since its last capture into a new version of the

@@ -144,6 +144,10 @@ class Retrieval(Lifecycle):
                             f"Sessions were not searched: their index did not answer within "
                             f"{self.settings.retrieval_timeout_sec:g}s (it may still be loading); retry shortly."
                         )
+                    except FlowbabyError as error:  # a refused or unreadable session index (section 9.1)
+                        if error.code in DATABASE_FAULTS:
+                            raise
+                        sessions_note = f"Sessions were not searched: {error.message}"
                     else:
                         entries, used = merge(entries, turns, request.maxResults, request.maxTokens)
                         if abstained and turns:

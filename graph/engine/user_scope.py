@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,6 +78,13 @@ ScopedRequest = TypeVar("ScopedRequest", bound=Scoped)
 USER_WAIT_SEC = 10.0
 """The longest a read waits for the user store (opened, or reached through its owner); past it the
 project's answer goes out alone (logged)."""
+USER_SKIP_ENV = "FLOWBABY_USER_SKIP_SEC"
+DEFAULT_USER_SKIP_SEC = 30.0
+MAX_USER_SKIP_SEC = 300.0
+"""After a read that waited USER_WAIT_SEC in vain, the user store is not asked for FLOWBABY_USER_SKIP_SEC
+(30 s); each later try that times out again doubles that, up to 300 s; an answer ends it. A stuck owner
+of the user store (stopped, swapping) would otherwise hold every retrieval, recall and briefing of every
+project for USER_WAIT_SEC."""
 WARM_WAIT_SEC = 3.0
 """How long a briefing waits for this project's search to load, to tell which preferences it overrides."""
 MAX_PREFERENCES = 12
@@ -107,6 +115,9 @@ class UserScope(Hooks, Memories, Forget):
     _user_encoder: CachedEncoder | None = None
 
     _scope: Scope | None = None
+    _user_skip_until: float = 0.0
+    _user_skip_sec: float = 0.0
+    """The back-off's current length (0: the user store answered last, or was never stuck)."""
 
     @property
     def scope(self) -> Scope:
@@ -308,18 +319,44 @@ class UserScope(Hooks, Memories, Forget):
 
     # -- reading both stores ------------------------------------------------------------------------
     async def _user_read(self, call: Any) -> Any:
-        """A read of the user store, bounded; None when there is none or it failed (logged)."""
+        """A read of the user store, bounded; None when there is none, it failed (logged) or is skipped."""
+        return (await self._user_read_noted(call))[0]
+
+    async def _user_read_noted(self, call: Any) -> tuple[Any, str | None]:
+        """_user_read, and why the user store was not read when it is stuck (timed out now, or skipped
+        while its back-off runs: USER_SKIP_ENV)."""
+        if self._user_skip_sec and time.monotonic() < self._user_skip_until:
+            return None, self._skipped_note()
         try:
             # shielded: a slow open is never cancelled half-way (it holds the store's lock); the next read uses it
             service = await asyncio.wait_for(asyncio.shield(self._user_service(create=False)), USER_WAIT_SEC)
-            if service is None:
-                return None
-            return await asyncio.wait_for(call(service), USER_WAIT_SEC)
+            found = None if service is None else await asyncio.wait_for(call(service), USER_WAIT_SEC)
+        except TimeoutError:
+            self._user_skip_sec = min(MAX_USER_SKIP_SEC, 2 * self._user_skip_sec or self._first_skip_sec())
+            self._user_skip_until = time.monotonic() + self._user_skip_sec
+            log.warning("the user store did not answer within %gs; skipped for %gs", USER_WAIT_SEC, self._user_skip_sec)
+            return None, self._skipped_note()
         except Exception as exc:  # the project's answer never waits on, or fails with, the user store
             log.warning(
                 "the user store did not answer (%s: %s); the project's answer goes alone", type(exc).__name__, exc
             )
-            return None
+            return None, None
+        self._user_skip_sec = 0.0
+        return found, None
+
+    @staticmethod
+    def _first_skip_sec() -> float:
+        try:
+            return max(0.0, Environment.read().seconds(USER_SKIP_ENV, DEFAULT_USER_SKIP_SEC))
+        except ValueError:
+            return DEFAULT_USER_SKIP_SEC
+
+    def _skipped_note(self) -> str:
+        left = max(0.0, self._user_skip_until - time.monotonic())
+        return (
+            f"Your user store was not searched: it did not answer within {USER_WAIT_SEC:g}s (its owner may be "
+            f"stuck); it is skipped for {left:.0f}s more, then asked again."
+        )
 
     def _overrides(self, user: list[dict[str, Any]]) -> dict[str, str]:
         retriever, index = self._retriever, self._vectors
@@ -344,13 +381,13 @@ class UserScope(Hooks, Memories, Forget):
         if scope == PROJECT or not self._has_user_scope():
             return self._entries_marked(await super().retrieve(request, markdown=markdown, **options), self.scope)
         mine = request.model_copy(update={"includeSessions": False})
-        answered, found = await asyncio.gather(
+        answered, (found, skipped) = await asyncio.gather(
             super().retrieve(request, markdown=markdown, **options),  # audited as the command it is
-            self._user_read(lambda service: service.retrieve(mine, agent_name=agent_name)),
+            self._user_read_noted(lambda service: service.retrieve(mine, agent_name=agent_name)),
         )
         marked = self._entries_marked(answered, PROJECT)
         if found is None:
-            return marked
+            return self._user_skipped(marked, skipped)
         project = marked.model_dump(mode="json")
         user = self._entries_marked(found, USER).model_dump(mode="json")
         candidates = [*user["entries"], *user["weakCandidates"]]
@@ -380,6 +417,15 @@ class UserScope(Hooks, Memories, Forget):
         return self._finished(answer, markdown)
 
     @staticmethod
+    def _user_skipped(reply: RetrievalReply, note: str | None) -> RetrievalReply:
+        """The project's answer with `userNotSearched` (and, with markdown, the note as its first line)."""
+        if note is None:
+            return reply
+        if isinstance(reply, RetrieveMemoryResponse):
+            return reply.model_copy(update={"userNotSearched": note, "markdown": f"> {note}\n\n{reply.markdown}"})
+        return reply.model_copy(update={"userNotSearched": note})
+
+    @staticmethod
     def _entries_marked(reply: RetrievalReply, scope: Scope) -> RetrievalReply:
         def marked(entries: list[RetrievalEntry]) -> list[RetrievalEntry]:
             return [entry.model_copy(update={"scope": scope}) for entry in entries]
@@ -400,7 +446,7 @@ class UserScope(Hooks, Memories, Forget):
     async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The project's briefing, and after it "Your preferences": the user's newest memories within
         a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
-        preferences = await self._user_read(self._preferences)
+        preferences = None if request.scope == PROJECT else await self._user_read(self._preferences)
         if not preferences:
             return self._items_marked(await super().briefing(request))
         warming = self._warm_task

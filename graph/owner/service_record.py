@@ -43,6 +43,15 @@ def server_proof(token: str, port: int, challenge: str) -> str:
     return hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
 
 
+class ServiceFailed(Exception):
+    """The service this process started exited with an error before it answered: `said` is the last line
+    it wrote to service.log (a refusal: `flowbaby serve: CODE: message`), `code` its exit code."""
+
+    def __init__(self, said: str, code: int) -> None:
+        super().__init__(said)
+        self.said, self.code = said, code
+
+
 def lock_file(paths: WorkspacePaths) -> Path:
     return paths.data / "service.lock"
 
@@ -138,12 +147,14 @@ def command(root: Path, idle_sec: float) -> list[str]:
     return module_command("flowbaby", "serve", "--workspace", str(root), "--port", "0", "--idle-exit", str(idle_sec))
 
 
-def spawn(paths: WorkspacePaths, idle_sec: float) -> subprocess.Popen[bytes]:
+def spawn(paths: WorkspacePaths, idle_sec: float) -> tuple[subprocess.Popen[bytes], int]:
     """Start the service detached (a session of its own, nothing inherited but its log), isolated from
-    the working folder like every child; its output goes to .flowbaby/logs/service.log."""
+    the working folder like every child; its output goes to .flowbaby/logs/service.log. The process,
+    and the log's size before it (where its own lines begin)."""
     paths.logs.mkdir(mode=0o700, parents=True, exist_ok=True)
     log = os.open(paths.logs / "service.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
+        offset = os.fstat(log).st_size
         child = subprocess.Popen(
             command(paths.root, idle_sec),
             stdin=subprocess.DEVNULL,
@@ -156,7 +167,19 @@ def spawn(paths: WorkspacePaths, idle_sec: float) -> subprocess.Popen[bytes]:
         )
     finally:
         os.close(log)
-    return child
+    return child, offset
+
+
+def last_line(paths: WorkspacePaths, offset: int) -> str:
+    """The last line written to service.log after `offset`, printable characters only, at most 500; "" for none."""
+    try:
+        fd = os.open(paths.logs / "service.log", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as handle:
+        handle.seek(max(offset, os.fstat(fd).st_size - 8192))
+        lines = [line for line in handle.read(8192).decode("utf-8", "replace").splitlines() if line.strip()]
+    return "".join(c for c in lines[-1] if c.isprintable())[:500] if lines else ""
 
 
 def wait_running(
@@ -180,12 +203,15 @@ def ensure(
     paths: WorkspacePaths, idle_sec: float, timeout: float = START_WAIT_SEC
 ) -> tuple[dict[str, Any] | None, bool]:
     """The running service's record, starting one first if none runs: (record or None, whether this
-    call started it). None when the one started failed or did not answer within `timeout`."""
+    call started it). None when it did not answer within `timeout`; ServiceFailed when the one started
+    exited with an error (its refusal, for the caller to print rather than a pointer to the log)."""
     record = running(paths)
     if record is not None:
         return record, False
-    child = spawn(paths, idle_sec)
+    child, offset = spawn(paths, idle_sec)
     record = wait_running(paths, timeout, lambda: child.poll() not in (None, 0))
+    if record is None and child.poll() not in (None, 0):
+        raise ServiceFailed(last_line(paths, offset) or f"it exited with {child.returncode}", child.returncode)
     return record, record is not None and record["pid"] == child.pid
 
 

@@ -177,7 +177,7 @@ def _attackers_store(tmp_path: Path) -> Path:
     folder = tmp_path / "upstream"
     folder.mkdir()
     # No graph: only memories.sqlite is committed, and closing would wait ~30 s for cognee to build one.
-    env = _env(XDG_DATA_HOME=str(tmp_path / "attacker-data"), FLOWBABY_BUILD_GRAPH="0")
+    env = _env(FLOWBABY_SEAL_KEY=str(tmp_path / "attacker-data" / "seal.key"), FLOWBABY_BUILD_GRAPH="0")
     client = BridgeClient(folder, env=env)
     try:
         planted = summary("setup-ritual", topic="Project setup ritual", decisions=[PLANTED])

@@ -14,6 +14,8 @@ class BriefingRequest(_Strict):
     since: str | None = None
     """This agent's last session start: memories other agents stored after it are listed."""
     maxTokens: int = Field(default=800, ge=50, le=20_000)
+    scope: Literal["project", "all"] | None = None
+    """`project`: without the user's preferences (a server started with --allow-remote); default both."""
 
     @field_validator("since")
     @classmethod
@@ -57,6 +59,8 @@ class RecallResponse(BaseModel):
     tokens: int
     abstained: bool
     abstainReason: str | None
+    userNotSearched: str | None = Field(default=None, exclude_if=_absent)
+    """The retrieval's note when the user store was stuck or skipped (docs/contract/21-user-scope.md)."""
 
 
 class CaptureResponse(BaseModel):

@@ -234,6 +234,8 @@ class _Notes(BaseModel):
     indexing: dict[str, Any] | None = Field(default=None, exclude_if=_absent)
     """Stored memories not searchable yet (section 4)."""
     sessionsNotSearched: str | None = Field(default=None, exclude_if=_absent)
+    userNotSearched: str | None = Field(default=None, exclude_if=_absent)
+    """The user store was stuck or skipped (docs/contract/21-user-scope.md): the answer is the project's."""
 
 
 class FlowbabyContextResponse(_Notes, _Answer):

@@ -244,7 +244,7 @@ def test_apply_logs_the_decision_and_restore_gives_the_status_back_once(tmp_path
 def test_a_damaged_forged_or_foreign_log_line_is_skipped_and_restore_touches_only_held_memories(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the seal key
+    monkeypatch.setenv("FLOWBABY_SEAL_KEY", str(tmp_path / "data" / "seal.key"))
     path = tmp_path / "ws" / ".flowbaby" / "reconcile.jsonl"
     log = DecisionLog(path, tmp_path / "ws")
     foreign = {
