@@ -111,6 +111,14 @@ def _user_store_of_the_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _state_folder_of_the_tests(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The hooks' problem records and deep workspaces' socket folders live in the user's state folder
+    (docs/contract/17-client-hooks.md, 09-workspace-files.md): the suite's own, never the developer's
+    ~/.local/state; a test may name another."""
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _no_service_outlives_the_tests(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A client's hook may start a workspace's service (INGEST_CONTRACT.md 9.2), which stays up to its
     idle time: at the end of the session every `flowbaby serve` of a workspace under this session's
