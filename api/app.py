@@ -106,6 +106,43 @@ def own_namespace(service: MemoryService) -> str | None:
         return None
 
 
+def _answer_failures_in_json(app: FastAPI) -> None:
+    """Every refusal and failure, the framework's own included, in the contract's JSON shape."""
+
+    @app.exception_handler(ContractFailure)
+    async def contract_failure(request: Request, error: ContractFailure) -> JSONResponse:
+        return _failure(error.to_response())
+
+    @app.exception_handler(RequestValidationError)
+    async def parameter_failure(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
+        message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
+        return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
+
+    @app.exception_handler(HTTPException)
+    async def framework_failure(request: Request, error: HTTPException) -> JSONResponse:
+        """The framework's own refusals (no such route, a method the route does not take) in the
+        contract's shape, with their status and headers (Allow) kept."""
+        route = f"{request.method} {request.url.path}"
+        if error.status_code == 404:
+            failure = FlowbabyError(ErrorCode.NOT_FOUND, f"No route {route}")
+        elif error.status_code == 405:
+            allowed = (error.headers or {}).get("Allow", "")
+            failure = FlowbabyError(ErrorCode.METHOD_NOT_ALLOWED, f"{route} is not allowed; the route takes {allowed}")
+        else:
+            code = ErrorCode.INVALID_PAYLOAD if error.status_code < 500 else ErrorCode.FLOWBABY_ERROR
+            failure = FlowbabyError(code, f"{route} failed: {error.detail}")
+        return JSONResponse(failure.to_response(), status_code=error.status_code, headers=error.headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        """Even a failure nothing foresaw is answered in JSON, never a plain-text 500."""
+        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(error).__name__, error)
+        message = f"{request.url.path} failed: {type(error).__name__}"
+        return _failure(FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
+
+
 def create_app(
     service: MemoryService,
     token: str,
@@ -155,38 +192,7 @@ def create_app(
     app.add_middleware(InFlightLimit)
     app.add_middleware(HostGuard, rule=HostRule(host))
 
-    @app.exception_handler(ContractFailure)
-    async def contract_failure(request: Request, error: ContractFailure) -> JSONResponse:
-        return _failure(error.to_response())
-
-    @app.exception_handler(RequestValidationError)
-    async def parameter_failure(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
-        message = f'Parameter "{field}": {first.get("msg", "is invalid")}'
-        return _failure(RetrievalError(RetrievalErrorCode.INVALID_REQUEST, message, fields=[field]).to_response())
-
-    @app.exception_handler(HTTPException)
-    async def framework_failure(request: Request, error: HTTPException) -> JSONResponse:
-        """The framework's own refusals (no such route, a method the route does not take) in the
-        contract's shape, with their status and headers (Allow) kept."""
-        route = f"{request.method} {request.url.path}"
-        if error.status_code == 404:
-            failure = FlowbabyError(ErrorCode.NOT_FOUND, f"No route {route}")
-        elif error.status_code == 405:
-            allowed = (error.headers or {}).get("Allow", "")
-            failure = FlowbabyError(ErrorCode.METHOD_NOT_ALLOWED, f"{route} is not allowed; the route takes {allowed}")
-        else:
-            code = ErrorCode.INVALID_PAYLOAD if error.status_code < 500 else ErrorCode.FLOWBABY_ERROR
-            failure = FlowbabyError(code, f"{route} failed: {error.detail}")
-        return JSONResponse(failure.to_response(), status_code=error.status_code, headers=error.headers)
-
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, error: Exception) -> JSONResponse:
-        """Even a failure nothing foresaw is answered in JSON, never a plain-text 500."""
-        log.error("%s %s failed: %s: %s", request.method, request.url.path, type(error).__name__, error)
-        message = f"{request.url.path} failed: {type(error).__name__}"
-        return _failure(FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
+    _answer_failures_in_json(app)
 
     @app.get("/api/health", response_model=HealthResponse | PublicHealthResponse)
     async def health(

@@ -19,6 +19,7 @@ from graph.core.contract import (
     FlowbabyError,
     IndexStatusResponse,
     RepairResponse,
+    RetrievalEntry,
     RetrievalError,
     RetrievalErrorCode,
     RetrievalReply,
@@ -132,23 +133,8 @@ class Retrieval(Lifecycle):
                     ) from None
                 sessions_note: str | None = None
                 if request.includeSessions:
-                    try:  # the memories' answer stands when the sessions cannot be searched in time
-                        turns, weak_turns, _ = await asyncio.wait_for(
-                            self.session_memory.turns(
-                                request.query, request.maxResults, request.abstain, request.maxTokens
-                            ),
-                            self.settings.retrieval_timeout_sec,
-                        )
-                    except TimeoutError:
-                        sessions_note = (
-                            f"Sessions were not searched: their index did not answer within "
-                            f"{self.settings.retrieval_timeout_sec:g}s (it may still be loading); retry shortly."
-                        )
-                    except FlowbabyError as error:  # a refused or unreadable session index (section 9.1)
-                        if error.code in DATABASE_FAULTS:
-                            raise
-                        sessions_note = f"Sessions were not searched: {error.message}"
-                    else:
+                    turns, weak_turns, sessions_note = await self._session_turns(request)
+                    if sessions_note is None:
                         entries, used = merge(entries, turns, request.maxResults, request.maxTokens)
                         if abstained and turns:
                             abstained = None  # the sessions have what the memories lack
@@ -184,6 +170,31 @@ class Retrieval(Lifecycle):
         if sessions_note:
             text = f"> {sessions_note}\n\n{text}"
         return RetrieveMemoryResponse(**dict(answer), markdown=text)
+
+    async def _session_turns(
+        self, request: FlowbabyContextRequest
+    ) -> tuple[list[RetrievalEntry], list[RetrievalEntry], str | None]:
+        """The session turns for a retrieval with includeSessions, or the note saying why none were
+        searched: the memories' answer stands when the session index is slow or refused (section 9.1)."""
+        try:
+            turns, weak_turns, _ = await asyncio.wait_for(
+                self.session_memory.turns(request.query, request.maxResults, request.abstain, request.maxTokens),
+                self.settings.retrieval_timeout_sec,
+            )
+        except TimeoutError:
+            return (
+                [],
+                [],
+                (
+                    f"Sessions were not searched: their index did not answer within "
+                    f"{self.settings.retrieval_timeout_sec:g}s (it may still be loading); retry shortly."
+                ),
+            )
+        except FlowbabyError as error:  # a refused or unreadable session index
+            if error.code in DATABASE_FAULTS:
+                raise
+            return [], [], f"Sessions were not searched: {error.message}"
+        return turns, weak_turns, None
 
     async def search_chunks(self, request: ChunkSearchRequest) -> ChunkSearchResponse:
         """Raw nearest chunks with cosine distance (lower is better), throttled like retrieval."""

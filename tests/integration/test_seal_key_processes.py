@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bridge.client import PROJECT_ROOT, BridgeClient
+from graph.core.hook_problems import PROBLEMS_FOLDER, problems_name
 from tests.support.commands import run_flowbaby, serve_pids
 
 pytestmark = pytest.mark.slow
@@ -120,7 +121,8 @@ def test_a_refused_store_reaches_the_hook_output_status_and_start(workspace: Pat
     assert said in done.stdout and not done.stdout.startswith("{"), done.stdout  # Codex: plain text
     status = run_flowbaby("status", "--workspace", str(workspace), env=env, timeout=120)
     assert status.returncode == 3 and said in status.stderr, (status.stdout, status.stderr)
-    problems = json.loads((workspace / ".flowbaby" / "hooks" / "problems.json").read_text())["problems"]
+    record = Path(env["HOME"], ".local", "state", *PROBLEMS_FOLDER, problems_name(os.path.realpath(workspace)))
+    problems = json.loads(record.read_text())["problems"]  # the hooks' record in the state folder (17)
     assert said in problems[-1]["reason"], problems  # what `status` lists and health.hookProblems carries to VS Code
     start = run_flowbaby("start", "--workspace", str(workspace), env=env, timeout=120)
     assert start.returncode == 3, (start.stdout, start.stderr)
