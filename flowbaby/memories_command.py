@@ -16,6 +16,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, call_json, failure_body, open_for
+from flowbaby.proposals_command import add_proposal_commands, run_proposal
 from flowbaby.scope_option import scope_argument, scoped
 from graph.core.filter_conditions import FILTER_CONDITIONS
 
@@ -29,7 +30,7 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
         action="append",
-        choices=("Active", "Superseded", "DecisionRecord"),
+        choices=("Active", "Superseded", "DecisionRecord", "Proposed"),
         help="only this status (repeat for several)",
     )
     parser.add_argument("--topic-prefix", dest="topicIdPrefix", help="topicIds that start with this")
@@ -52,7 +53,7 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_memories_command(commands: Any) -> None:
     parser = commands.add_parser(
-        "memories", help="list, show, edit, supersede, restore and forget a workspace's memories"
+        "memories", help="list, show, edit, supersede, restore, forget, accept and dismiss a workspace's memories"
     )
     actions = parser.add_subparsers(dest="memories_command", required=True)
     listing = actions.add_parser("list", help="one page of memories, newest first")
@@ -95,6 +96,7 @@ def add_memories_command(commands: Any) -> None:
         "need seconds to start); without it they finish in the owner and the reply lists them in pending",
     )
     add_correction_commands(actions)
+    add_proposal_commands(actions)
 
 
 def forget_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -142,6 +144,8 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         return await _forget(args, service)
     if args.memories_command in ("edit", "supersede"):
         return await run_correction(args, service)
+    if args.memories_command in ("accept", "dismiss"):
+        return await run_proposal(args, service)
     if args.memories_command == "list":
         params = filter_params(args)
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")
@@ -152,7 +156,8 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         fields: dict[str, Any] = {"topic": args.topic, "context": args.context, "decisions": args.decision}
         if args.topic_id:
             fields["metadata"] = {"topicId": args.topic_id}
-        return await call_json(service, "store_memory", scoped(args, {**fields, "agentName": "flowbaby-cli"}))
+        params = scoped(args, {**fields, "agentName": "flowbaby-cli"})
+        return await call_json(service, "store_memory", params, writer="person")
     if args.memories_command == "restore":
         return await call_json(service, "restore_memory", scoped(args, {"topicId": args.topic_id}))
     shown = {"topicId": args.topic_id}

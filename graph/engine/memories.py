@@ -44,6 +44,7 @@ from graph.engine.records import (
     provenance_fields,
     same_version,
     version_fields,
+    written_fields,
 )
 from graph.engine.retrieval import Retrieval
 from graph.engine.state import log
@@ -135,6 +136,7 @@ class Memories(Retrieval):
                         **provenance_fields(m),
                         "graphState": m.graph_state,
                         "charCount": m.char_count,
+                        **written_fields(m),
                         **({"context": m.context, "decisions": m.decisions} if request.withContent else {}),
                     }
                     for m in rows
@@ -196,6 +198,7 @@ class Memories(Retrieval):
                     "stagedAt": latest.staged_at,
                     "operationId": latest.operation_id,
                     "graphState": latest.graph_state,
+                    **written_fields(latest),
                 },
                 "reconcile": [entry.shown() for entry in self.reconciler.log.for_topic(topic_id)],
             }

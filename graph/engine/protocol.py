@@ -57,6 +57,7 @@ from graph.core.contract import (
     StoreMemoryResponse,
     Succeeded,
     WatchingSessions,
+    Writer,
 )
 from graph.core.workspace import WorkspacePaths
 
@@ -73,10 +74,21 @@ class MemoryService(Protocol):
     def add_operation_listener(self, listener: OperationListener) -> None: ...
     async def health(self) -> HealthResponse: ...
     async def ingest(
-        self, request: FlowbabyIngestRequest, *, bulk: bool = ..., origin: str | None = ...
+        self,
+        request: FlowbabyIngestRequest,
+        *,
+        bulk: bool = ...,
+        origin: str | None = ...,
+        writer: Writer | None = ...,
+        project: str | None = ...,
     ) -> FlowbabyIngestResponse: ...
     async def store_memory(
-        self, request: FlowbabyIngestRequest, *, origin: str | None = ...
+        self,
+        request: FlowbabyIngestRequest,
+        *,
+        origin: str | None = ...,
+        writer: Writer | None = ...,
+        project: str | None = ...,
     ) -> StoreMemoryResponse: ...
     async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def background_status(

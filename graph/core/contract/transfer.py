@@ -46,7 +46,7 @@ class ExportedMemory(SummaryFields):
     @field_validator("status", mode="before")
     @classmethod
     def _status(cls, value: Any) -> Any:
-        return _memory_status(value)
+        return _memory_status(value, proposed=True)
 
     @field_validator("createdAt", "updatedAt", "stagedAt")
     @classmethod
