@@ -102,7 +102,8 @@ def test_an_agents_user_write_is_a_proposal_the_person_accepts_or_dismisses(
     line = next(line for line in text.splitlines() if MINE in line)
     assert f"stored by you in a on {mine_day(env, b)}" in line, line
     assert "2 agent proposal(s) wait for you" in text, text
-    waiting = flowbaby(env, "memories", "list", "--workspace", str(b), "--json", "--scope", "user", "--status", "Proposed")
+    listing = ("memories", "list", "--workspace", str(b), "--json", "--scope", "user", "--status", "Proposed")
+    waiting = flowbaby(env, *listing)
     assert {(m["topicId"], m["writtenBy"], m["agentName"], m["writtenIn"]) for m in waiting["memories"]} == {
         (topic, "agent", "probe-agent", str(b)) for topic in (proposal, other)
     }
