@@ -300,11 +300,13 @@ class UserScope(Hooks, Memories, Forget):
             return await user.export_memories(request)
         return await super().export_memories(request)
 
-    async def import_memories(self, request: ImportMemoriesRequest) -> ImportMemoriesResponse:
+    async def import_memories(
+        self, request: ImportMemoriesRequest, *, retire_person: bool = False
+    ) -> ImportMemoriesResponse:
         user, request = await self._routed_request(request)
         if user is not None:
-            return self._model_marked(await user.import_memories(request), USER)
-        return self._model_marked(await super().import_memories(request))
+            return self._model_marked(await user.import_memories(request, retire_person=retire_person), USER)
+        return self._model_marked(await super().import_memories(request, retire_person=retire_person))
 
     async def restore_memory(self, request: RestoreMemoryRequest) -> RestoreMemoryResponse:
         user, request = await self._routed_request(request)
