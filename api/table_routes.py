@@ -24,8 +24,8 @@ BODIES: dict[str, type[BaseModel]] = {
 """Bodies are parsed by the service or the row's parse (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models (the method table's `body`)."""
 
-WRITES = frozenset({"ingest", "store_memory"})
-"""The operations that record who wrote what they store."""
+WRITES = frozenset({"ingest", "store_memory", "confirm_supersession"})
+"""The operations that record who made the change (graph.core.provenance)."""
 
 _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 

@@ -103,6 +103,6 @@ async def run_correction(args: argparse.Namespace, service: Any) -> dict[str, An
     """edit: the new version's ingest reply; supersede: confirmSupersession's reply."""
     if args.memories_command == "supersede":
         params = {"olderTopicId": args.older, "newerTopicId": args.newer, "listed": False}
-        return await call_json(service, "confirm_supersession", params)
+        return await call_json(service, "confirm_supersession", params, writer="person")
     latest = (await call_json(service, "get_memory", scoped(args, {"topicId": args.topic_id})))["latest"]
     return await call_json(service, "ingest", scoped(args, edit_params(args, latest, args.topic_id)), writer="person")

@@ -23,6 +23,7 @@ from graph.core.contract import (
     MemoryVersionsResponse,
     RefusedRequest,
     Succeeded,
+    Writer,
     format_timestamp,
     utc_now,
     validate_request,
@@ -42,7 +43,9 @@ COMPARED = ("topic", "context", "decisions", "rationale", "openQuestions", "next
 class Importer(Protocol):
     """The service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
 
-    async def ingest(self, request: FlowbabyIngestRequest, *, bulk: bool = ...) -> FlowbabyIngestResponse: ...
+    async def ingest(
+        self, request: FlowbabyIngestRequest, *, bulk: bool = ..., writer: Writer | None = ...
+    ) -> FlowbabyIngestResponse: ...
     async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse: ...
 

@@ -12,6 +12,7 @@ from graph.core.contract import (
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
     IMPORT,
+    PERSON,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
     ErrorCode,
@@ -33,10 +34,12 @@ from graph.core.contract import (
     RestoreMemoryResponse,
     RetrievalError,
     RetrievalErrorCode,
+    Writer,
     utc_now,
 )
 from graph.core.memories import Memory, memory_uuid
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
+from graph.core.provenance import person_wrote
 from graph.engine.import_guard import decision_retirements, refuse_future, version_retirements
 from graph.engine.records import (
     IMPORT_OPERATION_SIZE,
@@ -380,9 +383,12 @@ class Memories(Retrieval):
         ]
         return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)})
 
-    async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> ConfirmSupersessionResponse:
+    async def confirm_supersession(
+        self, request: ConfirmSupersessionRequest, *, writer: Writer | None = None
+    ) -> ConfirmSupersessionResponse:
         """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
-        becomes Superseded, logged as a `manual` replace (getMemory shows it, restoreMemory undoes it)."""
+        becomes Superseded, logged as a `manual` replace (getMemory shows it, restoreMemory undoes it).
+        `writer`: who asks (None: an agent); only the person retires a memory the person wrote."""
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
         by_id = retriever.catalog.by_id
@@ -405,6 +411,13 @@ class Memories(Retrieval):
         else:
             older, newer = await asyncio.to_thread(named_pair, self.store.topic_versions, request)
             reason, evidence = "marked superseded by a person", None
+        if writer != PERSON and person_wrote(older):
+            raise FlowbabyError(
+                ErrorCode.PERSON_WRITTEN,
+                f'"{older.topic_id}" was written by the person: only the person marks it superseded '
+                f"(flowbaby memories supersede {older.topic_id} {newer.topic_id}).",
+                topicId=older.topic_id,
+            )
         was = dataclasses.replace(older)  # its status before, which restoreMemory gives back
         await asyncio.to_thread(self.store.set_status, older.memory_id, MemoryStatus.SUPERSEDED)
         if older.memory_id in retriever.catalog.by_id:

@@ -77,9 +77,6 @@ def test_an_agents_user_write_is_a_proposal_the_person_accepts_or_dismisses(
         )
         async with Client(params, client_info=Implementation(name="probe-agent", version="1.0")) as client:
             tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            annotations = tools[STORE].annotations
-            assert annotations is not None and annotations.destructive_hint is True  # it can supersede
-            assert "never changed (PERSON_WRITTEN)" in (tools[STORE].description or "")
             fields = {"topic": "Python packages", "context": "How Python packages are installed.", "scope": "user"}
             over = await client.call_tool(STORE, {**fields, "decisions": [HOSTILE], "metadata": {"topicId": "pkg"}})
             assert over.is_error and "PERSON_WRITTEN" in over.content[0].text, over  # type: ignore[union-attr]
@@ -91,6 +88,9 @@ def test_an_agents_user_write_is_a_proposal_the_person_accepts_or_dismisses(
                 topics.append(stored.structured_content["summary_id"])
             found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
             assert HOSTILE not in found.content[0].text  # type: ignore[union-attr]
+            annotations = tools[STORE].annotations  # what the store can change, said to clients that auto-approve
+            assert annotations is not None and annotations.destructive_hint is True
+            assert "never changed (PERSON_WRITTEN)" in (tools[STORE].description or "")
             return topics
 
     proposal, other = asyncio.run(agent())
@@ -133,7 +133,7 @@ def test_an_agent_over_http_never_replaces_the_persons_project_memory(
 ) -> None:
     """The person's memory (the command line, through the running server) is left current: the agent's
     replacement is stored beside it with the person's memory as a suggestion; naming its topicId is
-    PERSON_WRITTEN (409); the agent's own earlier memory is still replaced as before."""
+    PERSON_WRITTEN (409), and so is confirming a supersession of it with the agent's token."""
     _, b, env = setup
     server = serve(b, "--rate-limit-per-minute", "0", env={k: env[k] for k in env if k.startswith("FLOWBABY_")})
     headers = {"Authorization": f"Bearer {(b / '.flowbaby' / 'api_token').read_text().strip()}"}
@@ -162,3 +162,7 @@ def test_an_agent_over_http_never_replaces_the_persons_project_memory(
     refused = call("/api/agent/memories", named, 409)
     assert (refused["errorCode"], refused["topicId"]) == ("PERSON_WRITTEN", logs["summary_id"])
     assert flowbaby(env, "memories", "show", logs["summary_id"], "--workspace", str(b))["versions"][-1]["version"] == 1
+    pair = {"olderTopicId": logs["summary_id"], "newerTopicId": reply["summary_id"], "listed": False}
+    refused = call("/api/agent/supersessions/confirm", pair, 409)  # hiding it by hand is the person's alone
+    assert (refused["errorCode"], refused["topicId"]) == ("PERSON_WRITTEN", logs["summary_id"])
+    assert flowbaby(env, "memories", "show", logs["summary_id"], "--workspace", str(b))["latest"]["status"] == "Active"
