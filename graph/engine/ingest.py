@@ -145,8 +145,8 @@ class Ingest(EngineState):
             if not bulk:
                 self.operations.check_backlog()
             if written[0] != PERSON:
-                versions = self.store.topic_versions(meta["topicId"])
-                check_topic(versions[-1] if versions else None, written[0], self._proposes(written[0]))
+                newest = self.store.newest_version(meta["topicId"])
+                check_topic(newest, written[0], self._proposes(written[0]))
             return self._insert(fields, meta, bulk, origin, written)
 
     def _insert(
