@@ -63,6 +63,7 @@ STATUS: dict[str, int] = {
         (ErrorCode.NAMESPACE_FORBIDDEN, 403),
         (ErrorCode.NOT_FOUND, 404),
         (ErrorCode.METHOD_NOT_ALLOWED, 405),
+        (ErrorCode.PERSON_WRITTEN, 409),
         (ErrorCode.BACKLOG, 429),
         (RetrievalErrorCode.RATE_LIMIT_EXCEEDED, 429),
         (RetrievalErrorCode.QUEUE_FULL, 429),

@@ -28,6 +28,7 @@ from api.mcp_resources import Idioms
 from graph import __version__
 from graph.api import MemoryService, agent_forget_enabled, answer_index, memory_whole
 from graph.core.contract import (
+    AGENT,
     MAX_GET_TOPICS,
     ContractFailure,
     ErrorCode,
@@ -72,7 +73,10 @@ STORE_DESCRIPTION = (
     "context of 300-1,500 characters and 0-5 decision bullets, with their rationale, open questions "
     "and next steps. Reuse metadata.topicId to replace an earlier summary of the same topic. The "
     "memory is staged at once and becomes searchable after background processing (seconds to a "
-    f"minute or two); poll {BACKGROUND} with the returned operationId if you must wait."
+    f"minute or two); poll {BACKGROUND} with the returned operationId if you must wait. What it can "
+    "change: a new version of a topic, or a summary that replaces one on the same subject, supersedes "
+    "(never deletes) an earlier memory an agent, a capture or an import wrote; a memory the person wrote "
+    "is never changed (PERSON_WRITTEN), and scope user stores a proposal the person accepts or dismisses."
 )
 
 RETRIEVE_DESCRIPTION = (
@@ -160,8 +164,8 @@ class StoreMetadata(BaseModel):
     ] = None
     planId: Annotated[str | None, Field(max_length=256, description="Plan or project id")] = None
     status: Annotated[
-        Literal["Active", "Superseded", "DecisionRecord"] | None,
-        Field(description="Active (default), Superseded or DecisionRecord"),
+        Literal["Active", "DecisionRecord"] | None,
+        Field(description="Active (default) or DecisionRecord; to retire a memory, store what replaces it"),
     ] = None
 
 
@@ -251,7 +255,7 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     async def store_raw(params: dict[str, Any], agent: str | None) -> CallToolResult:
         async def call() -> CallToolResult:
             request = await request_of(service, STORE_ROW, {**params, "agentName": agent})
-            return success(await service.store_memory(request))
+            return success(await service.store_memory(request, writer=AGENT))
 
         return await framed(STORE, call)
 
@@ -309,7 +313,8 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     if agent_forget:
         handlers[FORGET] = forget_raw
     server = FlowbabyMCP(handlers, service)
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+    # destructive: a store may supersede (not delete) an agent's, a capture's or an import's memory (STORE_DESCRIPTION)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(name=STORE, title="Store Memory in Flowbaby", description=STORE_DESCRIPTION, annotations=writes)

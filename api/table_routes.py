@@ -13,8 +13,9 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
 import graph.core.jsonwire as jsonwire
+from api.tenancy import BROWSER
 from graph.api import MemoryService
-from graph.core.contract import ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
+from graph.core.contract import AGENT, PERSON, ErrorCode, FlowbabyError, RetrievalError, RetrievalErrorCode
 from graph.core.methods import BODY_ROUTES, METHODS, QUERY_ROUTES, Method, request_of
 
 BODIES: dict[str, type[BaseModel]] = {
@@ -22,6 +23,9 @@ BODIES: dict[str, type[BaseModel]] = {
 }
 """Bodies are parsed by the service or the row's parse (so errors read as in the bridge), not by FastAPI;
 the OpenAPI document still names their contract models (the method table's `body`)."""
+
+WRITES = frozenset({"ingest", "store_memory", "confirm_supersession"})
+"""The operations that record who made the change (graph.core.provenance)."""
 
 _BOOLEANS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 
@@ -46,7 +50,10 @@ async def _call(service: MemoryService, method: Method, params: Any) -> Any:
     """The service's reply; a contract model is serialised by pydantic directly (FastAPI's own encoding of
     a 2,000-node graph snapshot took ~70 ms), the row's `response` still documenting it."""
     request = await request_of(service, method, params) if method.parse is not None else params
-    reply = await getattr(service, method.service)(*method.args, request, **method.kwargs)
+    kwargs = dict(method.kwargs)
+    if method.service in WRITES:  # the person's page, or an agent's token (graph.core.provenance)
+        kwargs["writer"] = PERSON if BROWSER.get() else AGENT
+    reply = await getattr(service, method.service)(*method.args, request, **kwargs)
     if isinstance(reply, BaseModel):
         return Response(reply.model_dump_json(), status_code=method.status, media_type="application/json")
     return reply

@@ -208,6 +208,9 @@ class NamespaceServices:
 CURRENT: ContextVar[MemoryService | None] = ContextVar("flowbaby_namespace_service", default=None)
 AUTHORIZED: ContextVar[bool] = ContextVar("flowbaby_authorized", default=False)
 """Whether the request's token may use its namespace (public health answers in full only then)."""
+BROWSER: ContextVar[bool] = ContextVar("flowbaby_browser", default=False)
+"""Whether the request came with a browser session (the person's page), not a bearer token (an agent's):
+its writes are recorded as the person's (graph.core.provenance)."""
 
 
 class CurrentService:
@@ -264,6 +267,7 @@ class NamespaceRouter:
             message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
             return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
         public = needs_no_token(path)
+        browser = False
         session = browser_session(scope) if authorization is None and path.startswith("/api/") else None
         if session is not None:
             forged = same_origin_problem(scope.get("headers", ()), scope.get("scheme", "http"))
@@ -272,6 +276,7 @@ class NamespaceRouter:
                 return await refuse(send, 403, failure.to_response())
             try:
                 session, caller = await session_caller(self.tenancy, scope)
+                browser = caller is not None
             except Exception as exc:  # the token database is unreachable
                 message = f"Tokens cannot be checked now: {type(exc).__name__}; retry shortly"
                 return await refuse(send, 503, FlowbabyError(ErrorCode.FLOWBABY_ERROR, message).to_response())
@@ -304,15 +309,24 @@ class NamespaceRouter:
             status = 404 if error.code is ErrorCode.NOT_FOUND else 503
             headers = {"Retry-After": "5"} if status == 503 else None
             return await refuse(send, status, error.to_response(), headers)
-        await self._call(scope, receive, send, service, caller.user, True)
+        await self._call(scope, receive, send, service, caller.user, True, browser)
 
     async def _call(
-        self, scope: Scope, receive: Receive, send: Send, service: MemoryService, user: str | None, authorized: bool
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        service: MemoryService,
+        user: str | None,
+        authorized: bool,
+        browser: bool = False,
     ) -> None:
         tokens = (CURRENT.set(service), AUTHORIZED.set(authorized), AUDIT_USER.set(user))
+        by_browser = BROWSER.set(browser)
         try:
             await self.app(scope, receive, send)
         finally:
+            BROWSER.reset(by_browser)
             AUDIT_USER.reset(tokens[2])
             AUTHORIZED.reset(tokens[1])
             CURRENT.reset(tokens[0])

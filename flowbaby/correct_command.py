@@ -64,7 +64,7 @@ def edit_params(args: argparse.Namespace, latest: dict[str, Any], topic_id: str)
         "context": latest["context"],
         **{field: list(latest[field]) for field in LIST_FLAGS.values()},
     }
-    status = latest["status"] if latest["status"] != "Superseded" else "Active"
+    status = latest["status"] if latest["status"] not in ("Superseded", "Proposed") else "Active"
     given = _json_fields(args.json_file) if args.json_file else {}
     status = given.pop("status", status)
     fields.update(given)
@@ -103,6 +103,6 @@ async def run_correction(args: argparse.Namespace, service: Any) -> dict[str, An
     """edit: the new version's ingest reply; supersede: confirmSupersession's reply."""
     if args.memories_command == "supersede":
         params = {"olderTopicId": args.older, "newerTopicId": args.newer, "listed": False}
-        return await call_json(service, "confirm_supersession", params)
+        return await call_json(service, "confirm_supersession", params, writer="person")
     latest = (await call_json(service, "get_memory", scoped(args, {"topicId": args.topic_id})))["latest"]
-    return await call_json(service, "ingest", scoped(args, edit_params(args, latest, args.topic_id)))
+    return await call_json(service, "ingest", scoped(args, edit_params(args, latest, args.topic_id)), writer="person")

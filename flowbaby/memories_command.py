@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from flowbaby.correct_command import add_correction_commands, run_correction
 from flowbaby.owner_line import OwnerLine, call_json, failure_body, open_for
+from flowbaby.proposals_command import add_proposal_commands, run_proposal
 from flowbaby.scope_option import scope_argument, scoped
 from graph.core.filter_conditions import FILTER_CONDITIONS
 
@@ -29,7 +31,7 @@ def filter_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--status",
         action="append",
-        choices=("Active", "Superseded", "DecisionRecord"),
+        choices=("Active", "Superseded", "DecisionRecord", "Proposed"),
         help="only this status (repeat for several)",
     )
     parser.add_argument("--topic-prefix", dest="topicIdPrefix", help="topicIds that start with this")
@@ -52,7 +54,7 @@ def filter_params(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_memories_command(commands: Any) -> None:
     parser = commands.add_parser(
-        "memories", help="list, show, edit, supersede, restore and forget a workspace's memories"
+        "memories", help="list, show, edit, supersede, restore, forget, accept and dismiss a workspace's memories"
     )
     actions = parser.add_subparsers(dest="memories_command", required=True)
     listing = actions.add_parser("list", help="one page of memories, newest first")
@@ -95,6 +97,7 @@ def add_memories_command(commands: Any) -> None:
         "need seconds to start); without it they finish in the owner and the reply lists them in pending",
     )
     add_correction_commands(actions)
+    add_proposal_commands(actions)
 
 
 def forget_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -142,6 +145,8 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         return await _forget(args, service)
     if args.memories_command in ("edit", "supersede"):
         return await run_correction(args, service)
+    if args.memories_command in ("accept", "dismiss"):
+        return await run_proposal(args, service)
     if args.memories_command == "list":
         params = filter_params(args)
         params.update(limit=args.limit, order="oldest" if args.oldest_first else "newest")
@@ -152,7 +157,8 @@ async def _call(args: argparse.Namespace, service: MemoryService) -> dict[str, A
         fields: dict[str, Any] = {"topic": args.topic, "context": args.context, "decisions": args.decision}
         if args.topic_id:
             fields["metadata"] = {"topicId": args.topic_id}
-        return await call_json(service, "store_memory", scoped(args, {**fields, "agentName": "flowbaby-cli"}))
+        params = scoped(args, {**fields, "agentName": "flowbaby-cli"})
+        return await call_json(service, "store_memory", params, writer="person")
     if args.memories_command == "restore":
         return await call_json(service, "restore_memory", scoped(args, {"topicId": args.topic_id}))
     shown = {"topicId": args.topic_id}
@@ -221,6 +227,12 @@ def add_import_file_command(actions: Any) -> None:
     load = actions.add_parser("file", help="read an export file into the workspace: every line or none")
     load.add_argument("file", help="a file written by flowbaby export")
     load.add_argument("--workspace", default=".", help="workspace folder (default: the current folder)")
+    load.add_argument(
+        "--retire-mine",
+        dest="retire_mine",
+        action="store_true",
+        help="let the file's memories retire ones you wrote yourself (default: they stay current, as suggestions)",
+    )
     scope_argument(load)
 
 
@@ -292,26 +304,38 @@ def read_export(path: Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str]
 
 
 async def import_from(
-    service: MemoryService, records: list[tuple[int, dict[str, Any]]], scope: str = "project"
+    service: MemoryService, records: list[tuple[int, dict[str, Any]]], scope: str = "project", retire_mine: bool = False
 ) -> dict[str, Any]:
-    """A dry run of every batch first (conflicts, ids), then the import into the `scope`'s store; faults
-    name the line."""
+    """A dry run of every batch first (conflicts, ids, dates, the person's memories), then the import into the
+    `scope`'s store; faults name the line. `retire_mine`: the person lets it retire memories they wrote."""
     given = {} if scope == "project" else {"scope": scope}
     from graph.core.contract import MAX_IMPORT_BATCH, FlowbabyError
 
     batches = [records[i : i + MAX_IMPORT_BATCH] for i in range(0, len(records), MAX_IMPORT_BATCH)]
-    totals = {"imported": 0, "skipped": 0, "queuedOperations": 0}
+    totals = {"imported": 0, "skipped": 0, "queuedOperations": 0, "undecided": 0}
+    retired: list[dict[str, Any]] = []
     for dry_run in (True, False):
         for batch in batches:
             try:
                 params = {**given, "memories": [r for _, r in batch], "dryRun": dry_run}
-                reply = await call_json(service, "import_memories", params)
+                reply = await call_json(service, "import_memories", params, retire_person=retire_mine)
             except FlowbabyError as error:
                 raise ImportRefused(_line_of(error, batch)) from None
             if not dry_run:
                 for key in totals:
-                    totals[key] += reply[key]
-    return {"success": True, "versions": len(records), **totals}
+                    totals[key] += reply.get(key, 0)
+                retired += reply.get("retired", [])
+    return {"success": True, "versions": len(records), **totals, "retired": retired}
+
+
+def undo_command(retired: dict[str, Any], workspace: str, scope: str) -> str:
+    """The command that gives a memory an import retired its place back (INGEST_CONTRACT.md 20.5)."""
+    where = f" --workspace {shlex.quote(workspace)}" + ("" if scope == "project" else f" --scope {scope}")
+    undo = retired["undo"]
+    if "restore" in undo:
+        return f"flowbaby memories restore {shlex.quote(undo['restore'])}{where}"
+    topic = shlex.quote(undo["forget"])
+    return " && ".join(f"flowbaby memories forget {topic} --version {v} --yes{where}" for v in undo["versions"])
 
 
 class ImportRefused(Exception):
@@ -352,10 +376,16 @@ async def _transfer(args: argparse.Namespace) -> int:
             print(f"flowbaby export: {count} versions", file=sys.stderr)
             return 0
         try:
-            reply = await import_from(service, records, args.scope)
+            reply = await import_from(service, records, args.scope, args.retire_mine)
         except ImportRefused as refused:
             print(f"{refused}\nflowbaby import: nothing imported", file=sys.stderr)
             return 1
+        for gone in reply["retired"]:
+            print(
+                f"flowbaby import: retired {gone['topicId']} ({gone.get('topic') or ''}), replaced by {gone['by']}; "
+                f"undo: {undo_command(gone, args.workspace, args.scope)}",
+                file=sys.stderr,
+            )
         print(json.dumps(reply, indent=2))
         return 0
     except ContractFailure as error:

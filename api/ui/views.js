@@ -4,7 +4,7 @@ import { drawGraph, sortByName } from "./graph.js";
 import { go } from "./nav.js";
 import { api, timings } from "./session.js";
 
-const STATUSES = ["Active", "DecisionRecord", "Superseded"];
+const STATUSES = ["Active", "DecisionRecord", "Superseded", "Proposed"];
 
 function status(value) {
   return el("span", { class: `status status-${value}` }, value);

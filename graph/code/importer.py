@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from graph.code.adr import OutsideRepository, inside, read_adrs, read_text_file, relative_path
 from graph.code.design_docs import parse_doc
 from graph.core.contract import (
+    IMPORT,
     ContractFailure,
     ErrorCode,
     FlowbabyError,
@@ -22,6 +23,7 @@ from graph.core.contract import (
     MemoryVersionsResponse,
     RefusedRequest,
     Succeeded,
+    Writer,
     format_timestamp,
     utc_now,
     validate_request,
@@ -41,7 +43,9 @@ COMPARED = ("topic", "context", "decisions", "rationale", "openQuestions", "next
 class Importer(Protocol):
     """The service calls an import needs (FlowbabyService, OwnerClient or a remote service)."""
 
-    async def ingest(self, request: FlowbabyIngestRequest, *, bulk: bool = ...) -> FlowbabyIngestResponse: ...
+    async def ingest(
+        self, request: FlowbabyIngestRequest, *, bulk: bool = ..., writer: Writer | None = ...
+    ) -> FlowbabyIngestResponse: ...
     async def audit_refused(self, refusal: RefusedRequest) -> Succeeded: ...
     async def memory_versions(self, topic_id: str) -> MemoryVersionsResponse: ...
 
@@ -84,7 +88,7 @@ async def _stage(service: Importer, payload: dict[str, Any]) -> str:
     for attempt in range(BACKLOG_RETRIES + 1):
         try:
             request = await request_of(service, INGEST, payload)
-            await service.ingest(request, bulk=True)  # a user's import is not an agent's burst
+            await service.ingest(request, bulk=True, writer=IMPORT)  # a user's import is not an agent's burst
             break
         except ContractFailure as failure:
             if failure.code.value != ErrorCode.BACKLOG.value or attempt == BACKLOG_RETRIES:

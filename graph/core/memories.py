@@ -47,6 +47,12 @@ class Memory:
     """The git branch the memory was made on (null: detached HEAD, or not in a repository)."""
     commit: str | None = None
     """The commit checked out when it was made: retrieval marks it unmerged when the caller's HEAD lacks it."""
+    written_by: str | None = None
+    """Who wrote the version (graph.core.contract.Writer: person, agent, capture, import; None: stored before
+    flowbaby recorded it). Set by the front that took the write, never by the request: it decides what an
+    agent, a capture or an import may change (docs/contract/21-user-scope.md, 07-reconcile-on-write.md)."""
+    written_in: str | None = None
+    """The folder of the project the write came from (a user-scope memory's project, which its briefing names)."""
 
     def sections(self) -> list[tuple[str, list[str]]]:
         """The summary's text, field by field, in reading order."""
@@ -104,6 +110,8 @@ def row_to_memory(row: Row) -> Memory:
         operation_id=row["operation_id"],
         branch=_optional(row, "git_branch"),
         commit=_optional(row, "git_commit"),
+        written_by=_optional(row, "written_by"),
+        written_in=_optional(row, "written_in"),
     )
 
 
@@ -118,7 +126,7 @@ def _optional(row: Row, key: str) -> Any:
 MEMORY_COLUMNS = (
     "memory_id, topic_id, version, status, topic, context, decisions, rationale, open_questions, next_steps, "
     "refs, time_scope, agent_name, session_id, plan_id, created_at, updated_at, staged_at, char_count, "
-    "operation_id, git_branch, git_commit"
+    "operation_id, git_branch, git_commit, written_by, written_in"
 )
 """The memories table's columns that memory_values fills, in its order (a bulk COPY names them too)."""
 
@@ -155,6 +163,8 @@ def memory_values(memory: Memory, operation_id: str | None) -> tuple[Any, ...]:
         operation_id,
         memory.branch,
         memory.commit,
+        memory.written_by,
+        memory.written_in,
     )
 
 

@@ -13,6 +13,7 @@ from graph.capture.llm_distil import distil_session
 from graph.capture.preference import split_preferences, without_preferences
 from graph.capture.session_capture import capture_enabled, plan_capture, read_session, stored_in, topic_id_for
 from graph.core.contract import (
+    CAPTURE,
     USER,
     BriefingRequest,
     BriefingResponse,
@@ -176,7 +177,7 @@ class Hooks(Retrieval, Ingest):
                 "scope": USER,
             }
             try:
-                reply = await self.store_memory(await request_of(self, STORE, summary))
+                reply = await self.store_memory(await request_of(self, STORE, summary), writer=CAPTURE)
             except FlowbabyError as error:
                 return {"stored": stored, "reason": error.message}
             stored.append({"topicId": reply.summary_id, "decision": (reply.reconcile or {}).get("decision", "add")})

@@ -11,6 +11,8 @@ from typing import Any
 from graph.core.contract import (
     EXPORT_FORMAT,
     EXPORT_FORMAT_VERSION,
+    IMPORT,
+    PERSON,
     ConfirmSupersessionRequest,
     ConfirmSupersessionResponse,
     ErrorCode,
@@ -32,10 +34,13 @@ from graph.core.contract import (
     RestoreMemoryResponse,
     RetrievalError,
     RetrievalErrorCode,
+    Writer,
     utc_now,
 )
 from graph.core.memories import Memory, memory_uuid
 from graph.core.memory_query import Page, decode_cursor, encode_cursor
+from graph.core.provenance import person_wrote
+from graph.engine.import_guard import decision_retirements, refuse_future, version_retirements
 from graph.engine.records import (
     IMPORT_OPERATION_SIZE,
     PREVIEW_CHARS,
@@ -44,11 +49,16 @@ from graph.engine.records import (
     provenance_fields,
     same_version,
     version_fields,
+    written_fields,
 )
 from graph.engine.retrieval import Retrieval
 from graph.engine.state import log
 from graph.search.corrections import named_pair
 from graph.search.supersession import LIVE
+
+IMPORT_DECISIONS_WAIT_SEC = 30.0
+"""How long an import's reply waits for the reconcile decisions on what it imported (to list what they
+retired); decisions still running are applied after it, and counted in the reply's `undecided`."""
 
 
 class Memories(Retrieval):
@@ -135,6 +145,7 @@ class Memories(Retrieval):
                         **provenance_fields(m),
                         "graphState": m.graph_state,
                         "charCount": m.char_count,
+                        **written_fields(m),
                         **({"context": m.context, "decisions": m.decisions} if request.withContent else {}),
                     }
                     for m in rows
@@ -196,6 +207,7 @@ class Memories(Retrieval):
                     "stagedAt": latest.staged_at,
                     "operationId": latest.operation_id,
                     "graphState": latest.graph_state,
+                    **written_fields(latest),
                 },
                 "reconcile": [entry.shown() for entry in self.reconciler.log.for_topic(topic_id)],
             }
@@ -225,13 +237,20 @@ class Memories(Retrieval):
             }
         )
 
-    async def import_memories(self, request: ImportMemoriesRequest) -> ImportMemoriesResponse:
+    async def import_memories(
+        self, request: ImportMemoriesRequest, *, retire_person: bool = False
+    ) -> ImportMemoriesResponse:
         """importMemories: up to 500 exported versions, all or none. Each is checked (the ingest
-        validation, its memoryId against topicId and version, no stored version with other content),
-        redacted as at ingest, then inserted as it was (ids, versions, statuses, timestamps); a version
-        already stored is skipped, so importing a file twice adds nothing. New ones are embedded and
-        their graph queued."""
+        validation, its memoryId against topicId and version, no stored version with other content, no date
+        after this run), redacted as at ingest, then inserted as it was (ids, versions, statuses,
+        timestamps), written by `import`; a version already stored is skipped, so importing a file twice adds
+        nothing. New ones are embedded and their graph queued. It never retires what the person wrote unless
+        `retire_person` (the person's `flowbaby import --retire-mine`, never a request field); the reply lists
+        what it retired, with the undo (graph.engine.import_guard)."""
+        refuse_future(request.memories, utc_now())
         memories = [imported(self.redactor.summary(record)[0]) for record in request.memories]
+        for memory in memories:
+            memory.written_by, memory.written_in = IMPORT, str(self.origin)
         seen: set[str] = set()
         for index, (record, memory) in enumerate(zip(request.memories, memories, strict=True)):
             if record.memoryId != memory_uuid(record.topicId, record.version):
@@ -246,39 +265,64 @@ class Memories(Retrieval):
                 raise FlowbabyError(ErrorCode.INVALID_PAYLOAD, f'Field "{field}" repeats a version', fields=[field])
             seen.add(memory.memory_id)
         since = self.reconciler.last_staged
-        reply, added, new_topics = await asyncio.to_thread(self._import, memories, request.dryRun)
+        reply, added, new_topics = await asyncio.to_thread(self._import, memories, request.dryRun, retire_person)
         self.reconciler.staged(added)
         for memory in added:
             self._embed_queue.put_nowait(memory)
         if added:
             self.operations.notify()
-            await self._reconcile_imported(added, new_topics, since)
+            retired, undecided = await self._reconcile_imported(added, new_topics, since, retire_person)
+            both = [*reply.retired, *retired]
+            reply = reply.model_copy(update={"retired": both, "undecided": undecided})
         return reply
 
-    async def _reconcile_imported(self, added: list[Memory], new_topics: set[str], since: int) -> None:
+    async def _reconcile_imported(
+        self, added: list[Memory], new_topics: set[str], since: int, retire_person: bool
+    ) -> tuple[list[dict[str, Any]], int]:
         """Reconcile (section 7.1) the newest live version of each imported topic the store did not hold,
         against the memories stored before the import only: an export imported into an empty store, or
-        into the store it came from, changes nothing. Applied after the reply, each decision logged."""
+        into the store it came from, changes nothing. Each decision logged; the memories they retired, as
+        far as they are applied within IMPORT_DECISIONS_WAIT_SEC, and how many are not yet."""
         latest: dict[str, Memory] = {}
         for memory in added:
             if memory.topic_id in new_topics and memory.version > getattr(latest.get(memory.topic_id), "version", 0):
                 latest[memory.topic_id] = memory
         chosen = [m for m in latest.values() if m.status in LIVE]
         if not chosen:
-            return
+            return [], 0
         try:
             retriever = await self._ready_retriever()
             index = await self.vectors()
         except Exception:  # search is not loaded: the memories stay as imported
             log.warning("imported memories not reconciled: the search index is not loaded")
-            return
+            return [], 0
+        retired: list[dict[str, Any]] = []
+        applied: list[asyncio.Future[None]] = []
+        loop = asyncio.get_running_loop()
         for memory in chosen:
-            decide = functools.partial(self.reconciler.decide_import, memory, retriever, index)
+            decide = functools.partial(
+                self.reconciler.decide_import, memory, retriever, index, retire_person=retire_person
+            )
             turn = self.reconciler.begin(decide, since)
+            done: asyncio.Future[None] = loop.create_future()
             audit = functools.partial(self._late_audit, {"agentName": memory.agent_name}, memory.topic)
-            self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, audit)
 
-    def _import(self, memories: list[Memory], dry_run: bool) -> tuple[ImportMemoriesResponse, list[Memory], set[str]]:
+            def on_applied(
+                reply: dict[str, Any], audit: Any = audit, topic: str = memory.topic_id, done: Any = done
+            ) -> None:
+                audit(reply)
+                retired.extend(decision_retirements(reply, topic))
+                if not done.done():
+                    done.set_result(None)
+
+            applied.append(done)
+            self.reconciler.apply_later(turn, memory, self.store, retriever.catalog, on_applied)
+        await asyncio.wait(applied, timeout=IMPORT_DECISIONS_WAIT_SEC)
+        return list(retired), sum(not f.done() for f in applied)
+
+    def _import(
+        self, memories: list[Memory], dry_run: bool, retire_person: bool = False
+    ) -> tuple[ImportMemoriesResponse, list[Memory], set[str]]:
         """The reply, the versions inserted, and the topics the store held no version of before."""
         stored = {m.memory_id: m for m in self.store.get_memories([m.memory_id for m in memories])}
         for index, memory in enumerate(memories):
@@ -291,7 +335,9 @@ class Memories(Retrieval):
                     fields=[field],
                 )
         fresh = [m for m in memories if m.memory_id not in stored]
-        reply = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
+        retired = version_retirements(fresh, self.store.topic_versions, retire_person)
+        reply: dict[str, Any] = {"dryRun": dry_run, "imported": len(fresh), "skipped": len(memories) - len(fresh)}
+        reply["retired"] = retired
         if dry_run or not fresh:
             return ImportMemoriesResponse.model_validate({**reply, "queuedOperations": 0}), [], set()
         with self._stage_lock:
@@ -337,9 +383,12 @@ class Memories(Retrieval):
         ]
         return ImpliedSupersessionsResponse.model_validate({"pairs": listed, "count": len(listed)})
 
-    async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> ConfirmSupersessionResponse:
+    async def confirm_supersession(
+        self, request: ConfirmSupersessionRequest, *, writer: Writer | None = None
+    ) -> ConfirmSupersessionResponse:
         """A person confirms a listed pair (or, `listed: false`, names any): the older memory's version
-        becomes Superseded, logged as a `manual` replace (getMemory shows it, restoreMemory undoes it)."""
+        becomes Superseded, logged as a `manual` replace (getMemory shows it, restoreMemory undoes it).
+        `writer`: who asks (None: an agent); only the person retires a memory the person wrote."""
         retriever = await self._ready_retriever()
         pairs = await asyncio.to_thread(retriever.supersession_pairs)
         by_id = retriever.catalog.by_id
@@ -362,6 +411,13 @@ class Memories(Retrieval):
         else:
             older, newer = await asyncio.to_thread(named_pair, self.store.topic_versions, request)
             reason, evidence = "marked superseded by a person", None
+        if writer != PERSON and person_wrote(older):
+            raise FlowbabyError(
+                ErrorCode.PERSON_WRITTEN,
+                f'"{older.topic_id}" was written by the person: only the person marks it superseded '
+                f"(flowbaby memories supersede {older.topic_id} {newer.topic_id}).",
+                topicId=older.topic_id,
+            )
         was = dataclasses.replace(older)  # its status before, which restoreMemory gives back
         await asyncio.to_thread(self.store.set_status, older.memory_id, MemoryStatus.SUPERSEDED)
         if older.memory_id in retriever.catalog.by_id:

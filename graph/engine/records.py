@@ -48,6 +48,11 @@ def provenance_fields(m: Memory) -> dict[str, Any]:
     return {name: getattr(m, attribute) for name, attribute in PROVENANCE.items()}
 
 
+def written_fields(m: Memory) -> dict[str, Any]:
+    """Who wrote a version and the project it came from (graph.core.provenance), as the replies name them."""
+    return {"writtenBy": m.written_by, "writtenIn": m.written_in}
+
+
 def exported(m: Memory) -> dict[str, Any]:
     """One stored version as a line of the export file."""
     return {
@@ -104,4 +109,5 @@ def version_fields(m: Memory) -> dict[str, Any]:
         "createdAt": m.created_at,
         "updatedAt": m.updated_at,
         "graphState": m.graph_state,
+        **written_fields(m),
     }

@@ -22,6 +22,8 @@ from pydantic import BaseModel
 
 from graph.backends.backend import backend_for
 from graph.core.contract import (
+    AGENT,
+    CAPTURE,
     PROJECT,
     USER,
     BackgroundStatusRequest,
@@ -45,6 +47,7 @@ from graph.core.contract import (
     ListMemoriesRequest,
     ListMemoriesResponse,
     MemoryContextResponse,
+    MemoryStatus,
     MemoryVersionsResponse,
     RestoreMemoryRequest,
     RestoreMemoryResponse,
@@ -55,6 +58,7 @@ from graph.core.contract import (
     Scoped,
     StoreMemoryResponse,
     UnknownOperation,
+    Writer,
 )
 from graph.core.environment import Environment
 from graph.core.memory_query import encode_cursor
@@ -69,7 +73,7 @@ from graph.search.briefing import GET_MEMORY_HINT
 from graph.search.markdown import render_markdown
 from graph.search.reconciler import CachedEncoder
 from graph.search.token_budget import count_tokens
-from graph.search.user_scope import budget, fuse, overriding, preferences_section
+from graph.search.user_scope import PREFERENCES_TITLE, budget, fuse, overriding, preferences_section, proposals_line
 
 Model = TypeVar("Model", bound=BaseModel)
 """A typed operation's reply (a contract model)."""
@@ -196,19 +200,46 @@ class UserScope(Hooks, Memories, Forget):
         return reply.model_copy(update={"scope": scope or self.scope})
 
     # -- writes and single memories ------------------------------------------------------------
+    def _proposes(self, writer: Writer) -> bool:
+        """The user store keeps an agent's writes as proposals until the person accepts them."""
+        return self.scope == USER and writer == AGENT
+
+    def _project(self, project: str | None) -> str:
+        """The project a user-scope write came from (its briefing line names it)."""
+        return project or str(self.origin)
+
     async def ingest(
-        self, request: FlowbabyIngestRequest, *, bulk: bool = False, origin: str | None = None, capture: bool = False
+        self,
+        request: FlowbabyIngestRequest,
+        *,
+        bulk: bool = False,
+        origin: str | None = None,
+        capture: bool = False,
+        writer: Writer | None = None,
+        project: str | None = None,
     ) -> FlowbabyIngestResponse:
         user, request = await self._routed_request(request)
         if user is not None:
-            return self._model_marked(await user.ingest(request, bulk=bulk), USER)
-        return self._model_marked(await super().ingest(request, bulk=bulk, origin=origin, capture=capture))
+            who = writer or (CAPTURE if capture else AGENT)
+            reply = await user.ingest(request, bulk=bulk, writer=who, project=self._project(project or origin))
+            return self._model_marked(reply, USER)
+        return self._model_marked(
+            await super().ingest(request, bulk=bulk, origin=origin, capture=capture, writer=writer, project=project)
+        )
 
-    async def store_memory(self, request: FlowbabyIngestRequest, *, origin: str | None = None) -> StoreMemoryResponse:
+    async def store_memory(
+        self,
+        request: FlowbabyIngestRequest,
+        *,
+        origin: str | None = None,
+        writer: Writer | None = None,
+        project: str | None = None,
+    ) -> StoreMemoryResponse:
         user, request = await self._routed_request(request)
         if user is not None:
-            return self._model_marked(await user.store_memory(request), USER)
-        return self._model_marked(await super().store_memory(request, origin=origin))
+            reply = await user.store_memory(request, writer=writer or AGENT, project=self._project(project or origin))
+            return self._model_marked(reply, USER)
+        return self._model_marked(await super().store_memory(request, origin=origin, writer=writer, project=project))
 
     async def get_memory(self, request: GetMemoryRequest) -> GetMemoryResponse:
         """A topicId without `scope` is looked up in the project, then in the user store."""
@@ -280,11 +311,13 @@ class UserScope(Hooks, Memories, Forget):
             return await user.export_memories(request)
         return await super().export_memories(request)
 
-    async def import_memories(self, request: ImportMemoriesRequest) -> ImportMemoriesResponse:
+    async def import_memories(
+        self, request: ImportMemoriesRequest, *, retire_person: bool = False
+    ) -> ImportMemoriesResponse:
         user, request = await self._routed_request(request)
         if user is not None:
-            return self._model_marked(await user.import_memories(request), USER)
-        return self._model_marked(await super().import_memories(request))
+            return self._model_marked(await user.import_memories(request, retire_person=retire_person), USER)
+        return self._model_marked(await super().import_memories(request, retire_person=retire_person))
 
     async def restore_memory(self, request: RestoreMemoryRequest) -> RestoreMemoryResponse:
         user, request = await self._routed_request(request)
@@ -446,8 +479,10 @@ class UserScope(Hooks, Memories, Forget):
     async def briefing(self, request: BriefingRequest) -> BriefingResponse:
         """The project's briefing, and after it "Your preferences": the user's newest memories within
         a quarter of the budget (budget()), each overridden one naming the project memory that wins."""
-        preferences = None if request.scope == PROJECT else await self._user_read(self._preferences)
-        if not preferences:
+        listed = [] if request.scope == PROJECT else await self._user_read(self._preferences) or []
+        preferences = [p for p in listed if p["status"] != MemoryStatus.PROPOSED.value]
+        waiting = len(listed) - len(preferences)
+        if not preferences and not waiting:
             return self._items_marked(await super().briefing(request))
         warming = self._warm_task
         if self._retriever is None and warming is not None and not warming.done():
@@ -455,6 +490,9 @@ class UserScope(Hooks, Memories, Forget):
                 await asyncio.wait_for(asyncio.shield(warming), WARM_WAIT_SEC)
         overridden = await asyncio.to_thread(self._overrides, preferences)
         lines, items, used = preferences_section(preferences, overridden, budget(request.maxTokens))
+        if waiting:  # proposals are never listed as the person's: only counted, with how to see them
+            lines = [*(lines or [PREFERENCES_TITLE]), proposals_line(waiting)]
+            used += count_tokens(lines[-1]) + 1
         rest = request.model_copy(update={"maxTokens": max(50, request.maxTokens - used)})
         project = self._items_marked(await super().briefing(rest))
         if not lines:
@@ -466,9 +504,9 @@ class UserScope(Hooks, Memories, Forget):
         )
 
     async def _preferences(self, service: MemoryService) -> list[dict[str, Any]]:
-        """The user's newest live memories, each with its topic, decisions and context."""
+        """The user's newest live memories and agents' proposals, each with its topic, decisions and context."""
         live = ListMemoriesRequest.model_validate(
-            {"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord"], "withContent": True}
+            {"limit": MAX_PREFERENCES, "status": ["Active", "DecisionRecord", "Proposed"], "withContent": True}
         )
         return [item.model_dump(mode="json") for item in (await service.list_memories(live)).memories]
 

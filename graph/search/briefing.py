@@ -68,13 +68,13 @@ def score(memory: Memory, now: datetime, recalls: int) -> float:
 
 
 def current_memories(memories: Iterable[Memory]) -> list[Memory]:
-    """The newest version of every topic, unless that topic is superseded."""
+    """The newest version of every topic, unless that topic is superseded (or an agent's proposal)."""
     newest: dict[str, Memory] = {}
     for memory in memories:
         kept = newest.get(memory.topic_id)
         if kept is None or memory.version > kept.version:
             newest[memory.topic_id] = memory
-    return [m for m in newest.values() if m.status is not MemoryStatus.SUPERSEDED]
+    return [m for m in newest.values() if m.status not in (MemoryStatus.SUPERSEDED, MemoryStatus.PROPOSED)]
 
 
 def build_briefing(

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from graph.backends.decision_log import DecisionLog
-from graph.core.contract import ErrorCode, FlowbabyError, MemoryStatus, SummaryFields
+from graph.core.contract import AGENT, IMPORT, PERSON, ErrorCode, FlowbabyError, MemoryStatus, SummaryFields, Writer
 from graph.core.environment import Environment
 from graph.core.memories import Memory
+from graph.core.provenance import person_wrote
 from graph.core.settings import LLMSettings
 from graph.search.catalog import Catalog
 from graph.search.reconcile import Decision, decide, live_neighbours, measure, subject_text
@@ -121,6 +122,24 @@ def draft(fields: SummaryFields, topic_id: str, created_at: str) -> Memory:
     )
 
 
+def spare_person(decision: Decision, writer: Writer) -> Decision:
+    """A write that is not the person's never updates nor replaces a memory the person wrote (issue 58
+    item 4): such a decision becomes an add, the person's memory a suggestion they may act on
+    (`flowbaby memories supersede`); other memories it would also supersede are left out."""
+    if writer == PERSON:
+        return decision
+    decision.also = [c for c in decision.also if not person_wrote(c.memory)]
+    target = decision.target
+    if decision.action not in ("update", "replace") or target is None or not person_wrote(target.memory):
+        return decision
+    kept = Decision(
+        "add", None, f"{decision.reason}, but the person wrote it: left as a suggestion", decision.decided_by
+    )
+    kept.suggestions = [target, *(c for c in decision.suggestions if c is not target)][:3]
+    kept.candidates = decision.candidates
+    return kept
+
+
 def _ref(memory: Memory) -> dict[str, str]:
     return {"topicId": memory.topic_id, "memoryId": memory.memory_id, "status": memory.status.value}
 
@@ -163,16 +182,18 @@ class Reconciler:
         since: int | None = None,
         *,
         capture: bool,
+        writer: Writer = AGENT,
     ) -> Decision:
         """The decision for a write whose turn began at `since` (only memories staged before it are
         compared; None: all): offline, or the LLM's when it is on (offline on any failure). A capture
-        keeps its session's topic: what would join another topic is left as a suggestion."""
+        keeps its session's topic: what would join another topic is left as a suggestion. A write that is
+        not the person's leaves what the person wrote as it is (spare_person)."""
         decision = self.decide_memory(draft(fields, meta["topicId"], meta["createdAt"]), retriever, index, since)
         if capture and decision.action == "update" and decision.target is not None:
             kept = Decision("add", None, "a capture keeps its session's topic", decision.decided_by)
             kept.suggestions, kept.candidates = [decision.target], decision.candidates
             return kept
-        return decision
+        return spare_person(decision, writer)
 
     def decide_memory(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int | None) -> Decision:
         encode = functools.partial(self._encoder.encode, encode=retriever.embedder.encode)
@@ -190,11 +211,16 @@ class Reconciler:
             decision = ask(new, decision, self.llm)
         return decision
 
-    def decide_import(self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int) -> Decision:
+    def decide_import(
+        self, new: Memory, retriever: Retriever, index: ChunkIndex, since: int, *, retire_person: bool = False
+    ) -> Decision:
         """An imported memory's decision (a topic the store did not hold): it keeps its ids, so an update
         is applied as a replacement that continues the topic; it never replaces a memory made after it
-        (that one is left as a suggestion)."""
+        (that one is left as a suggestion), nor one the person wrote unless the person said so
+        (`retire_person`: `flowbaby import --retire-mine`)."""
         decision = self.decide_memory(new, retriever, index, since)
+        if not retire_person:
+            decision = spare_person(decision, IMPORT)
         target = decision.target
         if (
             decision.action in ("update", "replace")

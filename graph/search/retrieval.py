@@ -309,6 +309,7 @@ class Retriever:
 
         include_superseded = request.includeSuperseded
         superseded = MemoryStatus.SUPERSEDED
+        proposed = MemoryStatus.PROPOSED  # an agent's user-scope proposal is no one's memory until accepted
         links = None if include_superseded or self._replaced_by is None else self._replaced_by()
         heir = None if links is None else heirs(links, by_id, self.catalog.newest)
 
@@ -318,7 +319,7 @@ class Retriever:
             # _candidate inlined: about a thousand lane hits a query at 10k memories
             for memory_id, value in scores.items():
                 memory = by_id.get(memory_id)
-                if memory is None or value <= 0:
+                if memory is None or value <= 0 or memory.status is proposed:
                     continue
                 if memory.status is superseded and not include_superseded:
                     # its match counts for the live memory that replaced it, if any (supersession.heirs)
@@ -497,7 +498,9 @@ class Retriever:
         order = sorted(usable, key=lambda kv: (-(kv[1].score + TIE_BREAK * best_chunk.get(kv[0], 0.0)), kv[0]))
         for memory_id, hop in order:
             memory = by_id.get(memory_id)
-            if memory is None or (memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates):
+            if memory is None or memory.status is MemoryStatus.PROPOSED:
+                continue
+            if memory.status is MemoryStatus.SUPERSEDED and memory_id not in candidates:
                 continue
             near = best_chunk.get(memory_id, 0.0) >= EXPANSION_GATE or not has_vector
             strong = hop.score >= STRONG_LINK and placed[hop.source] < STRONG_PER_SEED

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from pathlib import PurePath
 from typing import Any
 
 from graph.core.contract import MemoryStatus
@@ -104,6 +105,29 @@ def budget(max_tokens: int) -> int:
     return min(max_tokens // 2, max(MIN_TOKENS, max_tokens // PREFERENCES_SHARE))
 
 
+WHO = {"person": "you", "agent": "agent {agent}", "capture": "captured from {agent}", "import": "an import"}
+"""How a preference's line names who wrote it (graph.core.contract.Writer)."""
+
+
+def proposals_line(count: int) -> str:
+    """The briefing's one line about agents' proposals waiting in the user store (never their text)."""
+    return (
+        f"- {count} agent proposal(s) wait for you, not shown as yours: flowbaby memories list --scope user "
+        "--status Proposed; flowbaby memories accept|dismiss <topicId>"
+    )
+
+
+def stored_by(fields: Mapping[str, Any]) -> str:
+    """Who stored a user memory, from which project and when (its stagedAt, which no writer sets): what a
+    briefing line says of every preference, so that no agent's text reads as the person's own."""
+    agent = str(fields.get("agentName") or "unknown client")
+    written = fields.get("writtenBy")
+    who = WHO[written].format(agent=agent) if written in WHO else f"{agent} (writer not recorded)"
+    where = PurePath(str(fields.get("writtenIn") or "")).name
+    when = str(fields.get("stagedAt") or "")[:10]
+    return f"stored by {who}" + (f" in {where}" if where else "") + (f" on {when}" if when else "")
+
+
 def preferences_section(
     preferences: Sequence[Mapping[str, Any]], overridden: Mapping[str, str], max_tokens: int
 ) -> tuple[list[str], list[dict[str, Any]], int]:
@@ -118,7 +142,7 @@ def preferences_section(
         gist = "; ".join(fields.get("decisions") or []) or str(fields.get("context") or "")
         winner = overridden.get(topic_id)
         note = f" (overridden in this project by topicId {winner})" if winner else ""
-        suffix = " " + inline(f"{note} [topicId {topic_id}, user scope]")
+        suffix = " " + inline(f"{note} [topicId {topic_id}, user scope; {stored_by(fields)}]")
         line = truncate_to_tokens(f"- {inline(str(fields.get('topic') or ''))}: {inline(gist)}", LINE_TOKENS) + suffix
         cost = count_tokens(line) + 1
         if used + cost > max_tokens:

@@ -194,8 +194,9 @@ def test_a_team_server_never_receives_user_memories(spawn, serve, tmp_path: Path
 
 
 def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str, str]]) -> None:
-    """flowbaby_storeMemory's `scope` (its schema offers it), then the retrieval index and getMemory say
-    the memory is the user's; a wrong scope is the contract's INVALID_PAYLOAD."""
+    """flowbaby_storeMemory's `scope` (its schema offers it): the agent's user memory is a proposal (issue 58
+    item 4), which getMemory shows in the user's store and retrieval leaves out until the person accepts it;
+    a wrong scope is the contract's INVALID_PAYLOAD."""
     a, _, env = setup
 
     async def session() -> None:
@@ -220,9 +221,9 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
             operation = stored.structured_content["operationId"]
             status = await client.call_tool("flowbaby_backgroundStatus", {"operationId": operation})
             assert status.structured_content["status"] != "unknown", status  # type: ignore[index]
+            assert "flowbaby memories accept" in stored.structured_content["proposed"]
             found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
-            assert f"[topicId {topic_id}, Active, " in found.content[0].text  # type: ignore[union-attr]
-            assert ", user scope]" in found.content[0].text  # type: ignore[union-attr]
+            assert topic_id not in found.content[0].text  # type: ignore[union-attr]
             shown = await client.call_tool("flowbaby_getMemory", {"topicIds": [topic_id]})
             assert "user scope (your own memory, every project)" in shown.content[0].text  # type: ignore[union-attr]
             wrong = await client.call_tool("flowbaby_storeMemory", {**preference, "scope": "team"})
@@ -237,7 +238,8 @@ def test_an_agent_stores_a_preference_over_mcp(setup: tuple[Path, Path, dict[str
 
 def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, str]]) -> None:  # noqa: F811
     """The routes the memory browser and the VS Code extension call: store, list, show, retrieve and forget
-    with `scope` (each reply's models carry it, so the routes' response validation passes)."""
+    with `scope` (each reply's models carry it, so the routes' response validation passes). With the bearer
+    token the caller is an agent: its user-scope memory is a proposal, which retrieval leaves out."""
     _, b, env = setup
     server = serve(
         b, "--rate-limit-per-minute", "0", env={k: env[k] for k in ("FLOWBABY_USER_STORE", "FLOWBABY_BUILD_GRAPH")}
@@ -258,10 +260,11 @@ def test_the_http_api_names_the_scope(serve, setup: tuple[Path, Path, dict[str, 
     assert {m["topicId"]: m["scope"] for m in listed} == {mine["summary_id"]: "user", ours["summary_id"]: "project"}
     shown = call("GET", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
     assert shown["scope"] == "user" and shown["latest"]["topic"] == "Commits"
+    assert (shown["latest"]["status"], shown["latest"]["writtenBy"]) == ("Proposed", "agent")
     around = call("GET", f"/api/agent/memories/{mine['summary_id']}/context")  # the memory page, by its topicId
     assert around["memory"]["topic"] == "Commits"
     found = call("POST", "/api/agent/retrieve", json={"query": "commit message mood", "maxResults": 5})
-    assert {e["topicId"]: e["scope"] for e in found["entries"]}.get(mine["summary_id"]) == "user", found
+    assert mine["summary_id"] not in {e["topicId"] for e in found["entries"]}, found
     gone = call("DELETE", f"/api/agent/memories/{mine['summary_id']}", params={"scope": "user"})
     assert gone["scope"] == "user" and gone["versions"] == 1
     assert call("GET", "/api/agent/memories", params={"scope": "user"})["memories"] == []

@@ -120,6 +120,14 @@ class PostgresMemoryStore:
         by_id = {row["memory_id"]: row_to_memory(row) for row in rows}
         return [by_id[m] for m in memory_ids if m in by_id]
 
+    def newest_version(self, topic_id: str) -> Memory | None:
+        """The topic's newest version alone (what a write checks before it stages: graph.core.provenance)."""
+        with self._cursor() as cur:
+            row = cur.execute(
+                "SELECT * FROM memories WHERE topic_id = %s ORDER BY version DESC LIMIT 1", (topic_id,)
+            ).fetchone()
+        return None if row is None else row_to_memory(row)
+
     def topic_versions(self, topic_id: str) -> list[Memory]:
         with self._cursor() as cur:
             rows = cur.execute("SELECT * FROM memories WHERE topic_id = %s ORDER BY version", (topic_id,)).fetchall()

@@ -315,6 +315,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX reconcile_log_entry ON reconcile_log (entry_id);
         """,
     ),
+    (
+        13,
+        "who wrote each memory (person, agent, capture, import) and the project it came from",
+        """
+        ALTER TABLE memories ADD COLUMN written_by TEXT, ADD COLUMN written_in TEXT;
+        """,
+    ),
 ]
 """(version, name, SQL) in order. Append only: an applied migration is never edited."""
 

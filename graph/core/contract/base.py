@@ -44,6 +44,9 @@ class ErrorCode(str, Enum):
     """HTTP front only: a valid token used on a namespace outside its scope."""
     NAMESPACE_UNAVAILABLE = "NAMESPACE_UNAVAILABLE"
     """HTTP front only: the team server could not open the namespace (e.g. served elsewhere)."""
+    PERSON_WRITTEN = "PERSON_WRITTEN"
+    """A write by an agent, a capture or an import would change a memory the person wrote (or a user-scope
+    memory the person holds): nothing was stored; the person changes it, or it is stored under a new topicId."""
 
 
 DATABASE_FAULTS = (ErrorCode.DATABASE_UNAVAILABLE, ErrorCode.DATABASE_BUSY)
@@ -86,6 +89,21 @@ class MemoryStatus(str, Enum):
     ACTIVE = "Active"
     SUPERSEDED = "Superseded"
     DECISION_RECORD = "DecisionRecord"
+    PROPOSED = "Proposed"
+    """An agent's user-scope write, waiting for the person to accept or dismiss it: no retrieval, recall or
+    briefing shows it as theirs (docs/contract/21-user-scope.md). Set by the engine, never by a write."""
+
+
+Writer = Literal["person", "agent", "capture", "import"]
+"""Who wrote a memory, as the front that took the write knows it (never the request's word): the person
+(the CLI, the browser page), an agent (MCP, the HTTP agent routes, the bridge), a session capture (hooks),
+an import (`flowbaby import`, importMemories, ADRs and design documents)."""
+PERSON: Writer = "person"
+AGENT: Writer = "agent"
+CAPTURE: Writer = "capture"
+IMPORT: Writer = "import"
+AGENT_STATUSES = (MemoryStatus.ACTIVE, MemoryStatus.DECISION_RECORD)
+"""The statuses a write that is not the person's may give (a Superseded one would hide a topic unforgotten)."""
 
 
 def parse_timestamp(value: str) -> datetime:
@@ -139,8 +157,9 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
 
 
-def _memory_status(value: Any) -> MemoryStatus:
-    allowed = [s.value for s in MemoryStatus]
+def _memory_status(value: Any, *, proposed: bool = False) -> MemoryStatus:
+    """A request's status; `Proposed` only where a stored version is carried as it was (an export line)."""
+    allowed = [s.value for s in MemoryStatus if proposed or s is not MemoryStatus.PROPOSED]
     if value not in allowed:
         raise ValueError(f"must be one of {', '.join(allowed)}")
     return MemoryStatus(value)

@@ -156,6 +156,9 @@ class FlowbabyIngestResponse(Succeeded):
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
     scope: Scope = PROJECT
     """The store written (docs/contract/21-user-scope.md)."""
+    proposed: str | None = Field(default=None, exclude_if=_absent)
+    """An agent's user-scope write is stored as a proposal (status Proposed): what the person runs to accept
+    or dismiss it; absent otherwise (docs/contract/21-user-scope.md)."""
 
 
 class StoreMemoryResponse(Succeeded):
@@ -169,6 +172,9 @@ class StoreMemoryResponse(Succeeded):
     """What reconcile on write decided (section 7.1); absent for a write that named its topicId."""
     scope: Scope = PROJECT
     """The store written (docs/contract/21-user-scope.md)."""
+    proposed: str | None = Field(default=None, exclude_if=_absent)
+    """An agent's user-scope write is stored as a proposal (status Proposed): what the person runs to accept
+    or dismiss it; absent otherwise (docs/contract/21-user-scope.md)."""
 
 
 OperationState = Literal["pending", "running", "completed", "failed", "terminated", "unknown"]

@@ -126,6 +126,10 @@ class MemoryVersion(_Reply):
     createdAt: str
     updatedAt: str
     graphState: GraphState
+    writtenBy: str | None = None
+    """Who wrote the version: person, agent, capture or import (null: stored before flowbaby recorded it)."""
+    writtenIn: str | None = None
+    """The folder of the project the write came from."""
 
 
 class MemoryVersionsResponse(_Succeeded):

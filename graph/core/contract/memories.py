@@ -29,7 +29,7 @@ def _statuses(value: Any) -> Any:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list):
         raise ValueError("must be a status or an array of statuses")
-    return [_memory_status(item) for item in items]
+    return [_memory_status(item, proposed=True) for item in items]
 
 
 class MemoryFilter(_Strict):
@@ -101,6 +101,10 @@ class MemoryListItem(_Reply):
     stagedAt: str
     graphState: GraphState
     charCount: int
+    writtenBy: str | None = None
+    """Who wrote it: person, agent, capture or import (null: stored before flowbaby recorded it)."""
+    writtenIn: str | None = None
+    """The folder of the project the write came from."""
     scope: Scope = PROJECT
     """The store that holds it: the project's or the user's (docs/contract/21-user-scope.md)."""
     context: str | None = Field(default=None, exclude_if=lambda value: value is None)
@@ -147,6 +151,8 @@ class MemoryProvenance(_Reply):
     stagedAt: str
     operationId: str | None
     graphState: GraphState
+    writtenBy: str | None = None
+    writtenIn: str | None = None
 
 
 class GetMemoryResponse(MemoryVersionsResponse):

@@ -46,7 +46,7 @@ class ExportedMemory(SummaryFields):
     @field_validator("status", mode="before")
     @classmethod
     def _status(cls, value: Any) -> Any:
-        return _memory_status(value)
+        return _memory_status(value, proposed=True)
 
     @field_validator("createdAt", "updatedAt", "stagedAt")
     @classmethod
@@ -80,6 +80,12 @@ class ImportMemoriesResponse(_Succeeded):
     queuedOperations: int
     scope: Scope = PROJECT
     """The store imported into (docs/contract/21-user-scope.md)."""
+    retired: list[dict[str, Any]] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """Each live memory the import retired (a newer version of its topic, or a reconcile replacement), with
+    `undo`: `{"restore": topicId}` (flowbaby memories restore) or `{"forget": topicId, "versions": [...]}`
+    (forget those imported versions); absent when it retired none (INGEST_CONTRACT.md 20.5)."""
+    undecided: int = Field(default=0, exclude_if=lambda value: not value)
+    """Reconcile decisions on imported memories not applied when the reply was sent (applied after it)."""
 
 
 def export_json_schema() -> dict[str, Any]:

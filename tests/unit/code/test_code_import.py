@@ -113,8 +113,11 @@ class Store:
         self.refusals = refusals
         """Backlog refusals to answer first, as a team server does (it keeps its limit for imports)."""
 
-    async def ingest(self, request: FlowbabyIngestRequest, *, bulk: bool = False) -> dict[str, Any]:
+    async def ingest(
+        self, request: FlowbabyIngestRequest, *, bulk: bool = False, writer: str | None = None
+    ) -> dict[str, Any]:
         assert bulk  # an import is not held to the agents' backlog limit
+        assert writer == "import"  # an import's memories are recorded as an import's
         if self.refusals:
             self.refusals -= 1
             raise FlowbabyError(ErrorCode.BACKLOG, "Background queue full (5 operations max).", retryAfterSec=30)

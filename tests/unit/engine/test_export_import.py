@@ -184,7 +184,8 @@ def test_a_file_with_bad_lines_imports_nothing_and_names_each(
     path = tmp_path / "broken.jsonl"
     path.write_text("\n".join(broken) + "\n")
     records, errors = read_export(path)
-    assert errors[0] == 'line 2: INVALID_PAYLOAD: Field "status" must be one of Active, Superseded, DecisionRecord'
+    statuses = "Active, Superseded, DecisionRecord, Proposed"
+    assert errors[0] == f'line 2: INVALID_PAYLOAD: Field "status" must be one of {statuses}'
     assert errors[1].startswith("line 3: INVALID_PAYLOAD: not JSON")
     assert errors[2] == 'line 4: INVALID_PAYLOAD: Field "topic" is required and must be a non-empty string'
     assert len(errors) == 3

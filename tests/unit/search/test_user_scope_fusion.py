@@ -94,10 +94,10 @@ def test_the_briefings_preferences_are_read_in_one_call(make_service: Callable[[
         for i in range(4):
             fields = {"topic": f"Habit {i}", "context": f"Habit {i} in full.", "decisions": [f"Use tool {i}"]}
             await user.store_memory(
-                FlowbabyIngestRequest.model_validate({**fields, "metadata": {"topicId": f"habit-{i}"}})
+                FlowbabyIngestRequest.model_validate({**fields, "metadata": {"topicId": f"habit-{i}"}}), writer="person"
             )
         old = {"topic": "Old", "context": "Gone.", "metadata": {"topicId": "old", "status": "Superseded"}}
-        await user.store_memory(FlowbabyIngestRequest.model_validate(old))
+        await user.store_memory(FlowbabyIngestRequest.model_validate(old), writer="person")
         return await project._preferences(Counted())  # type: ignore[arg-type]
 
     found = run(briefed)
