@@ -308,8 +308,8 @@ class Retriever:
             self.graph.refresh()
 
         include_superseded = request.includeSuperseded
-        superseded = MemoryStatus.SUPERSEDED
-        proposed = MemoryStatus.PROPOSED  # an agent's user-scope proposal is no one's memory until accepted
+        # an agent's user-scope proposal is no one's memory until the person accepts it
+        superseded, proposed = MemoryStatus.SUPERSEDED, MemoryStatus.PROPOSED
         links = None if include_superseded or self._replaced_by is None else self._replaced_by()
         heir = None if links is None else heirs(links, by_id, self.catalog.newest)
 
