@@ -33,7 +33,7 @@ class _Service:
     async def implied_supersessions(self) -> dict[str, Any]:
         return {"success": True, "pairs": [], "count": 0}
 
-    async def confirm_supersession(self, request: ConfirmSupersessionRequest) -> dict[str, Any]:
+    async def confirm_supersession(self, request: ConfirmSupersessionRequest, *, writer: Any = None) -> dict[str, Any]:
         self.confirmed.append(request)
         return {"success": True, "topicId": "a", "memoryId": "m", "status": "Superseded", "supersededBy": "b"}
 
