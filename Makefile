@@ -4,21 +4,34 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup install uninstall demo demo-team check lint-js test test-unit test-fast bench clean vsix e2e-setup
+.PHONY: setup install uninstall demo demo-team check lint-js test test-unit test-fast bench clean vsix e2e-setup dist wheel
 
 setup: $(STAMP)
 
-# One pip call against the pinned set (constraints.txt): installing in steps resolves
-# versions that conflict (docs/cognee.md). torch is pinned to the local CPU build.
-# Then MiniLM is exported to ONNX once (user cache, keyed by the model's content), and the
-# session encoder's int8 graph derived from it (graph/sessions/encoder.py), so the
-# first start does not pay for it.
+# The contributor's venv: one pip call against the pinned set (constraints.txt): installing in steps
+# resolves versions that conflict (docs/cognee.md). The `export` extra brings torch, pinned to the CPU
+# build, to export MiniLM to ONNX once (user cache, keyed by the model's content) and derive the
+# session encoder's int8 graph from it (graph/sessions/encoder.py), so the first start does not pay
+# for it. pip prints a line per package (several minutes on 2 cores), each step its own heading.
 $(STAMP): pyproject.toml constraints.txt
+	@echo "make setup [1/3]: the pinned packages into $(VENV) (about 300 packages, 2.8 GB; several minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,notebook]'
+	$(PY) -m pip install --disable-pip-version-check --progress-bar off -c constraints.txt -e '.[dev,notebook,export]'
+	@echo "make setup [2/3]: MiniLM exported to ONNX (once per machine, ~1 min)"
 	$(PY) -m graph.search.onnx_export
+	@echo "make setup [3/3]: the session encoder's int8 graph (once per machine, ~1 min)"
 	$(PY) -m graph.sessions.encoder >/dev/null
 	touch $(STAMP)
+	@echo "make setup: done"
+
+# What a person installs: dist/flowbaby-<version>-py3-none-any.whl (`uv tool install dist/flowbaby-*.whl`
+# or `pipx install ...`), its MiniLM shipped as ONNX (release/wheel.py): no torch at run time; and the
+# VS Code extension's dist/flowbaby-<version>.vsix (`make vsix`).
+dist: wheel vsix
+	cp extension/flowbaby-*.vsix dist/
+
+wheel: setup
+	$(PY) -m release.wheel --out dist
 
 # `flowbaby` on your PATH: a link $(BINDIR)/flowbaby -> this checkout's .venv/bin/flowbaby
 # (flowbaby/path_install.py). Idempotent; a file of that name it did not make is left alone (exit 2).
@@ -88,7 +101,7 @@ bench: setup
 	$(PY) -m tests.bench.run --out bench-results.json
 
 clean:
-	rm -rf .flowbaby-demo bench-results.json
+	rm -rf .flowbaby-demo bench-results.json dist
 
 # The VS Code extension (extension/): pinned npm tools in its ignored node_modules, then
 # extension/flowbaby-<version>.vsix (@vscode/vsce 3, offline).

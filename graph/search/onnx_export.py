@@ -6,6 +6,8 @@ normalisation) with torch's TorchScript exporter, so the graph is the library's 
 re-implementation. Torch only ever runs in a child process (`python -m graph.search.onnx_export`),
 at `make setup` or lazily at first use, so the owning process never loads it. The cache key is the
 folder's content hash, so an edited or different folder gets its own file; nothing is downloaded.
+A folder that carries its own export in `onnx/` (the wheel's bundled MiniLM, built by `make dist`)
+is used as it is: an installed flowbaby needs neither torch nor this exporter (the `export` extra).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ EXPORT_VERSION = "2"
 OPSET = 17
 WEIGHTS = "model.onnx.data"
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+SHIPPED = "onnx"
+"""The sub-folder of a model folder holding its own export (meta.json, model.onnx and its weights)."""
 
 
 def cache_root() -> Path:
@@ -70,9 +74,30 @@ def cached_dir(model_path: str) -> Path:
     return cache_root() / key
 
 
+def shipped_export(model_path: str) -> Path | None:
+    """The folder's own export (`onnx/`) when it is of this EXPORT_VERSION, else None."""
+    folder = Path(model_path) / SHIPPED
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return folder if meta.get("export_version") == EXPORT_VERSION else None
+
+
+def export_key(folder: Path) -> str:
+    """The export's name for the vectors it makes: its cache key (a shipped export records the key of
+    the folder it was exported from, so both give the same name)."""
+    key = json.loads((folder / "meta.json").read_text()).get("key")
+    return str(key) if key else folder.name
+
+
 def ensure_exported(model_path: str) -> Path:
-    """The cache folder holding model.onnx and meta.json, exporting in a child process if missing.
+    """The folder holding model.onnx and meta.json: the model folder's own export, else its cache
+    folder, exporting in a child process if missing (torch: the `export` extra).
     A folder without config.json fails here: the child would import torch (~10 CPU-s) to find that."""
+    shipped = shipped_export(model_path)
+    if shipped is not None:
+        return shipped
     if not (Path(model_path) / "config.json").is_file():
         raise RuntimeError(f"ONNX export of {model_path} failed: no config.json: not a transformers model folder")
     target = cached_dir(model_path)
@@ -89,9 +114,15 @@ def ensure_exported(model_path: str) -> Path:
 def export(model_path: str, target: Path) -> None:
     """Trace the sentence-transformers pipeline to target/model.onnx (+ its weights file);
     meta.json, written last, marks the export complete."""
-    import onnx
-    import torch
-    from sentence_transformers import SentenceTransformer
+    try:
+        import onnx
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ModuleNotFoundError as missing:  # an installed flowbaby has no exporter: say which extra holds it
+        raise SystemExit(
+            f"exporting {model_path} to ONNX needs {missing.name}: install flowbaby's `export` extra "
+            "(make setup does, with torch's CPU build)"
+        ) from None
 
     model = SentenceTransformer(model_path, device="cpu", local_files_only=True).eval()
     sample = model.preprocess(["export sample", "a second, longer sample sentence"])

@@ -29,7 +29,7 @@ from graph.core.child_python import run_module
 from graph.core.environment import Environment
 from graph.core.files import write_atomic
 from graph.search.embedder import Embedder
-from graph.search.onnx_export import ensure_exported
+from graph.search.onnx_export import ensure_exported, export_key
 
 DERIVE_VERSION = "1"
 """Bump when the derived file changes (fusion, quantisation settings, probes)."""
@@ -124,7 +124,7 @@ class SessionEncoder:
     @property
     def variant(self) -> str:
         path, meta = derived(self.model_path)
-        return f"{path.parent.name}/{path.name}@{meta['derive_version']}:short{SHORT_TOKENS}"
+        return f"{export_key(path.parent)}/{path.name}@{meta['derive_version']}:short{SHORT_TOKENS}"
 
     def encode(self, texts: list[str]) -> list[list[float]]:
         counter = self.fp32.tokenizer
