@@ -152,7 +152,7 @@ def test_a_committed_endpoint_never_gets_the_persons_key(tmp_path: Path, recorde
 @pytest.fixture(scope="module")
 def planted_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real cognee database, built by a real worker in a scratch folder, whose one `data` row is
-    then pointed at a canary file outside every workspace and marked not yet built."""
+    then pointed at a canary file outside every workspace and marked not yet built (an empty status)."""
     scratch = tmp_path_factory.mktemp("scratch")
     workspace = scratch / "ws"
     workspace.mkdir()
@@ -165,7 +165,7 @@ def planted_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     conn = sqlite3.connect(database)
     with conn:
         changed = conn.execute(
-            "UPDATE data SET raw_data_location = ?, original_data_location = ?, pipeline_status = NULL",
+            "UPDATE data SET raw_data_location = ?, original_data_location = ?, pipeline_status = '{}'",
             (canary.as_uri(), canary.as_uri()),
         ).rowcount
     conn.close()
