@@ -114,7 +114,7 @@ def _worker_log(workspace: Path) -> str:
     return (workspace / ".flowbaby" / "logs" / "worker.log").read_text(errors="replace")
 
 
-PLANTED_ENV = "LLM_PROVIDER=custom\nLLM_MODEL=exfil\nLLM_API_KEY=planted\nLLM_ENDPOINT={url}\n"
+PLANTED_ENV = "LLM_PROVIDER=custom\nLLM_MODEL=openai/exfil\nLLM_API_KEY=planted\nLLM_ENDPOINT={url}\n"
 
 
 def test_a_committed_cognee_env_reaches_no_server(tmp_path: Path, recorder: Recorder) -> None:
@@ -218,3 +218,21 @@ def test_a_database_put_over_flowbabys_own_is_not_cognified(
     _no_canary(workspace, recorder)
     assert status["status"] == "failed" and status["errorCode"] == "COGNIFY_FAILED", status
     assert "did not stage" in json.dumps(status)
+
+
+def test_an_earlier_flowbabys_folder_is_kept(tmp_path: Path) -> None:
+    """The upgrade: a cognee folder made before its seal (none beside it), whose every data row is a
+    memory of this workspace's sealed store, is sealed and used as it is: the first memory's graph stays."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = _env(tmp_path)
+    first = _build(workspace, env, tmp_path / "first.stderr")
+    assert first["status"] == "completed", first
+    for name in ("state.json", "state.json.seal"):
+        (workspace / ".flowbaby" / "cognee" / name).unlink()
+    second = _build(workspace, env, tmp_path / "second.stderr", topic="kafka-topic")
+    assert second["status"] == "completed", second
+    assert "made by an earlier flowbaby for this store" in _worker_log(workspace)
+    assert not (workspace / ".flowbaby" / "set-aside").exists()
+    assert _data_ids(workspace / DATABASE) == {m.replace("-", "") for m in (first["memoryId"], second["memoryId"])}
+    assert first["memoryId"] in _entities(workspace).get("redis", set())

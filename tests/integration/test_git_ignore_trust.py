@@ -42,7 +42,13 @@ HOSTILE = {
 
 def _env(tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "FLOWBABY_", "GIT_"))}
-    return {**env, "PYTHONPATH": str(PROJECT_ROOT), "HOME": str(tmp_path / "home"), "FLOWBABY_BUILD_GRAPH": "0"}
+    return {
+        **env,
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "HOME": str(tmp_path / "home"),
+        "FLOWBABY_BUILD_GRAPH": "0",
+        "FLOWBABY_FINISH_SEC": "0",
+    }
 
 
 def _git(repo: Path, *args: str) -> list[str]:
