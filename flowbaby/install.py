@@ -404,8 +404,9 @@ def run(
 
 def _keep_data_out_of_git(root: Path) -> None:
     """Create the workspace's .flowbaby/ now, with the .gitignore that keeps it out of git, so the
-    first `git add -A` after install cannot take the token, memories or transcripts."""
-    from graph.api import resolve_workspace
+    first `git add -A` after install cannot take the token, memories or transcripts; then say what
+    git itself answers for those files (`git check-ignore`), never what the file was meant to do."""
+    from graph.api import data_files_git_takes, resolve_workspace
     from graph.core.contract import FlowbabyError
 
     try:
@@ -413,4 +414,13 @@ def _keep_data_out_of_git(root: Path) -> None:
     except FlowbabyError as error:  # the client config is written; the first start tries again
         print(f"flowbaby install: {error.message}", file=sys.stderr)
         return
-    print(f"ignored by git: {paths.data}/ (through {paths.git_ignore.name} inside it)")
+    report = data_files_git_takes(paths)
+    if not report.repository:
+        print(f"not in a git work tree: {paths.data}/ (its {paths.git_ignore.name} keeps it out of one made later)")
+    elif not report.taken:
+        print(f"ignored by git: {paths.data}/ (git check-ignore: all {report.checked} of its data files)")
+    else:
+        print(f"flowbaby install: git would commit {len(report.taken)} of flowbaby's data files:", file=sys.stderr)
+        for name in report.taken:
+            print(f"  NOT ignored by git: {name}", file=sys.stderr)
+        print("  tracked, or git could not tell: `git rm --cached -r .flowbaby` untracks them", file=sys.stderr)

@@ -15,6 +15,7 @@ from graph.backends.backend import (
     team_database_url,
 )
 from graph.backends.migrate import migrate_workspace
+from graph.code.git_ignore import data_files_git_takes
 from graph.code.importer import import_adrs, import_docs, within_repository
 from graph.core.api_tokens import GrantCache, TokenStore, digest, issue, token_id_of, verify
 from graph.core.audit import AUDIT_USER
@@ -71,6 +72,7 @@ __all__ = [
     "resolve_workspace",
     "service_record",
     "connect_workspace",
+    "data_files_git_takes",
     "is_loopback",
     "migrate_workspace",
     "open_service",

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from graph.core.contract import ErrorCode, FlowbabyError
+from graph.core.files import write_atomic
 from graph.core.seal import seal_path, write_sealed_file
 from graph.core.workspace_root import (  # noqa: F401 (re-exported)
     DATA_DIR,
@@ -36,8 +37,8 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 """Memories, logs and the audit trail are the user's alone, whatever the umask (INGEST_CONTRACT.md 9)."""
 GIT_IGNORE = (
-    "# Written by flowbaby: nothing here belongs in git (the API token, the memories, the indexed\n"
-    "# agent transcripts). Delete this file only if you mean to commit them.\n*\n"
+    "# Written by flowbaby, and again at each start: nothing here belongs in git (the API token, the\n"
+    "# memories, the indexed agent transcripts). To commit an export, write it outside this folder.\n*\n"
 )
 
 
@@ -154,11 +155,20 @@ def link_workspace(folder: str | os.PathLike[str], target: str | os.PathLike[str
 
 def keep_out_of_git(paths: WorkspacePaths) -> None:
     """`.flowbaby/.gitignore` ignoring everything in the folder, so `git add -A` in the project never
-    takes the token or the memories; a file of the user's own at that path is left as it is."""
-    with contextlib.suppress(FileExistsError):
-        fd = os.open(paths.git_ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(GIT_IGNORE)
+    takes the token or the memories. The file is flowbaby's: any other content (a repository's, whose
+    `!` lines re-include the store, or a link) is replaced, atomically, at every open. The deepest
+    `.gitignore` wins in git, and `*` here also keeps git out of every subfolder's own `.gitignore`."""
+    try:
+        fd = os.open(paths.git_ignore, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if (
+                stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+                and handle.read(len(GIT_IGNORE) + 1) == GIT_IGNORE.encode()
+            ):
+                return
+    except OSError:
+        pass  # none yet, a link (ELOOP) or no regular file: replaced below
+    write_atomic(paths.git_ignore, GIT_IGNORE)
 
 
 def open_no_follow(path: str, flags: int) -> int:

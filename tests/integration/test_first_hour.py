@@ -55,12 +55,13 @@ def test_flowbaby_data_stays_out_of_git(spawn, workspace: Path) -> None:
     assert any("app.py" in line for line in listed) and any(".mcp.json" in line for line in listed)
 
 
-def test_a_users_own_gitignore_in_the_data_folder_is_kept(spawn, workspace: Path) -> None:
+def test_the_data_folders_gitignore_is_flowbabys(spawn, workspace: Path) -> None:
+    """Any other `.flowbaby/.gitignore` (one a repository committed) is replaced: issue 58 item 3."""
     data = workspace / ".flowbaby"
     data.mkdir()
     (data / ".gitignore").write_text("logs/\n")
     spawn(workspace).close()
-    assert (data / ".gitignore").read_text() == "logs/\n"
+    assert (data / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 # -- short agent sessions ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from graph.search.embedder import Embedder
 if TYPE_CHECKING:
     from graph.cognify.worker.offline_llm import OfflineExtractorLLM
 from graph.backends.backend import Backend
+from graph.cognify.worker.cognee_state import claim_cognee_folder
 from graph.core.llm_routes import llm_environment
 from graph.core.settings import Settings
 from graph.core.workspace import WorkspacePaths
@@ -34,13 +35,17 @@ def configure_environment(paths: WorkspacePaths, settings: Settings, backend: Ba
     spec = importlib.util.find_spec("litellm")  # located, not imported
     assert spec is not None and spec.origin is not None, "litellm is a dependency"
     litellm_dir = Path(spec.origin).parent
-    paths.cognee_env.parent.mkdir(parents=True, exist_ok=True)
-    paths.cognee_env.touch()
+    claim_cognee_folder(paths, backend)  # a folder a repository shipped is set aside, never read
     tiktoken_dir = litellm_dir / "litellm_core_utils" / "tokenizers"
     env = {
         "TELEMETRY_DISABLED": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        # litellm's import loads the first `.env` above its own package in "DEV" mode (its default):
+        # one in a project whose virtualenv lives inside it. Settings come from the trusted `.env` only.
+        "LITELLM_MODE": "PRODUCTION",
         "TIKTOKEN_CACHE_DIR": str(tiktoken_dir),
+        # cognee loads this file over the environment, and searches the cwd's folders for a `.env`
+        # when it is unset: it names the empty file claim_cognee_folder just made.
         "COGNEE_ENV_FILE": str(paths.cognee_env),
         "SYSTEM_ROOT_DIRECTORY": str(paths.cognee_system),
         "DATA_ROOT_DIRECTORY": str(paths.cognee_data),

@@ -185,6 +185,7 @@ class CogneeWorker:
             running_before = asyncio.all_tasks()
             try:
                 await cognee.add(items, dataset_name=self.dataset, data_per_batch=per_batch)
+                await self._check_unfinished(store)
                 added = time.perf_counter()
                 await cognee.cognify(datasets=[self.dataset], data_per_batch=per_batch, chunks_per_batch=per_batch)
             except Exception:
@@ -205,6 +206,33 @@ class CogneeWorker:
             "graphNodes": projection.number_of_nodes(),
             "graphEdges": projection.number_of_edges(),
         }
+
+    async def _check_unfinished(self, store: Any) -> None:
+        """Refuse to cognify a row flowbaby did not stage: cognify reads the file of every row of the
+        dataset not yet built, so each must be a memory of this store whose text lies in cognee's own
+        data folder. cognee_state keeps a shipped database out at start; this also holds for one put in
+        place later (a `git pull` writes over ignored files)."""
+        import cognee
+        from cognee.modules.pipelines.models import is_data_item_completed
+
+        from graph.cognify.worker.cognee_state import unstaged_row
+
+        folders = {self.paths.cognee_data, self.paths.cognee_data.resolve()}
+        problems: list[str] = []
+        for dataset in [d for d in await cognee.datasets.list_datasets() if d.name == self.dataset]:
+            for data in await cognee.datasets.list_data(dataset.id):
+                status = ((data.pipeline_status or {}).get("cognify_pipeline") or {}).get(str(dataset.id))
+                if is_data_item_completed(status):
+                    continue
+                reasons = [unstaged_row(data.raw_data_location, folder) for folder in folders]
+                why = None if None in reasons else reasons[0]
+                if why is None and not store.get_memories([str(data.id)]):
+                    why = "it is no memory of this store"
+                if why is not None:
+                    problems.append(f"data row {data.id}: {why}")
+        if problems:
+            listed = "; ".join(problems[:5])
+            raise RuntimeError(f"cognee holds data flowbaby did not stage; nothing was built: {listed}")
 
     async def build(self, memory_ids: list[str]) -> BatchOutcome:
         """Build under the namespace's build lock on the team backend (build_lock: one cognee
