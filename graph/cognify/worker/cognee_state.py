@@ -6,8 +6,11 @@ it loads over the process environment (the LLM endpoint and key), and a relation
 worker starts cognee only on a folder that carries flowbaby's seal (graph.core.seal, `state.json`);
 any other is moved to `.flowbaby/set-aside/` and a new one made (INGEST_CONTRACT.md 9.1).
 
-A folder an earlier flowbaby made has no seal: it is kept (and sealed) only when every row of its
-database is a memory of this workspace's own sealed store, ids a repository cannot know.
+A folder an earlier flowbaby made has no seal, and one in a workspace moved or copied (then adopted)
+has the old folder's: it is kept (and sealed again) only when every row of its database is a memory
+of this workspace's own sealed store (or one forgotten whose graph step is pending). Memory ids
+derive from topicId and version, so a repository could guess one: what cognee may read is
+checked again before each cognify (unstaged_row), and cognee.env is made anew whatever the folder.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def claim_cognee_folder(paths: WorkspacePaths, backend: Backend) -> Path | None:
     if not _is_sealed(folder, paths) and not _empty(folder):
         reason = _legacy_refusal(folder, paths, backend)
         if reason is None:
-            print(f"flowbaby: sealed {folder}, made by an earlier flowbaby for this store", file=sys.stderr)
+            print(f"flowbaby: sealed {folder}, made by flowbaby for this store (earlier, or moved)", file=sys.stderr)
         else:
             moved = _set_aside(folder, paths)
             print(f"flowbaby: set aside {folder} ({reason}) to {moved}; cognee starts empty", file=sys.stderr)
@@ -82,8 +85,6 @@ def _legacy_refusal(folder: Path, paths: WorkspacePaths, backend: Backend) -> st
     """Why an unsealed folder is not an earlier flowbaby's for this store; None when it is: every
     row of its database is a memory of the workspace's sealed store (on the team backend cognee's
     rows live in the namespace's schema, and the folder must hold no database of its own)."""
-    if os.path.lexists(folder / STATE_FILE):
-        return "its state.json has no valid seal for this folder"
     database = folder / RELATIONAL_DB
     if not database.is_file():
         return "it holds no cognee database of this store" if not backend.shared or _has_databases(folder) else None
@@ -94,8 +95,9 @@ def _legacy_refusal(folder: Path, paths: WorkspacePaths, backend: Backend) -> st
     if not ids:
         return "its database holds no memory of this store"
     store = backend.memory_store(owner=False)
-    try:
+    try:  # a memory forgotten since, whose graph step is still to run, counts as the store's
         known = {m.memory_id for m in store.get_memories(sorted(ids))}
+        known |= {m for entry in store.forget_journal() for m in entry.memory_ids}
     finally:
         store.close()
     strangers = ids - known
