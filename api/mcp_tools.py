@@ -313,8 +313,10 @@ def build_mcp_server(service: MemoryService, *, agent_forget: bool | None = None
     if agent_forget:
         handlers[FORGET] = forget_raw
     server = FlowbabyMCP(handlers, service)
-    # destructive: a store may supersede (not delete) an agent's, a capture's or an import's memory (STORE_DESCRIPTION)
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+    # Additive (MCP's destructiveHint false): a store adds a version; a supersession it causes keeps the older
+    # version, is listed and undone by restoreMemory, and never touches a memory the person wrote (STORE_DESCRIPTION).
+    # Clients that run a destructive tool only after a prompt (Codex exec: "requires approval") could not store.
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(name=STORE, title="Store Memory in Flowbaby", description=STORE_DESCRIPTION, annotations=writes)

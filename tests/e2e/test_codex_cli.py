@@ -82,7 +82,9 @@ def test_a_scripted_tool_call_stores_a_memory(codex: tuple[Codex, Server, dict[s
     client.exec("Store our decision about the ledger export cadence in flowbaby.")
     names = [json.dumps(body.get("tools")) for body in client.model.requests[start:]]
     assert any("flowbaby_storeMemory" in tools for tools in names), "flowbaby's tools were offered"
-    assert any("operationId" in output for output in client.model.tool_outputs()), "the store answered the model"
+    assert any("operationId" in output for output in client.model.tool_outputs()), (
+        client.model.tool_outputs()
+    )  # answered
     until_stored(server, headers, f"the memory the tool call stored is retrieved: {client.model.tool_outputs()}")
 
 

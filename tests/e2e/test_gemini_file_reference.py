@@ -31,16 +31,21 @@ TYPED_PREFERENCE = "I always write docstrings in British English."
 
 @pytest.fixture(scope="module")
 def gemini(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gemini, Server, dict[str, str]]]:
-    saved = os.environ.get("FLOWBABY_CAPTURE_USER_PREFERENCES")
-    os.environ["FLOWBABY_CAPTURE_USER_PREFERENCES"] = "1"  # the served owner's environment (Server copies ours)
+    """The served owner's environment (Server copies ours) turns preference capture on, with a user store
+    of this module's own: the preferences it captures must not reach the suite's shared user store."""
+    names = ("FLOWBABY_CAPTURE_USER_PREFERENCES", "FLOWBABY_USER_STORE")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ["FLOWBABY_CAPTURE_USER_PREFERENCES"] = "1"
+    os.environ["FLOWBABY_USER_STORE"] = str(tmp_path_factory.mktemp("gemini-user") / "user")
     try:
         with Gemini.serving(tmp_path_factory.mktemp("gemini-ref"), "--client", "gemini") as running:
             yield running
     finally:
-        if saved is None:
-            os.environ.pop("FLOWBABY_CAPTURE_USER_PREFERENCES", None)
-        else:
-            os.environ["FLOWBABY_CAPTURE_USER_PREFERENCES"] = saved
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _user_decisions(client: Gemini) -> list[str]:

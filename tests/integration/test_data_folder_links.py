@@ -82,5 +82,8 @@ def test_a_hook_never_writes_through_a_link(workspace: Path, tmp_path: Path) -> 
             timeout=60,
             check=False,
         )
-        assert done.returncode == 0 and done.stdout == b"", done.stderr[-2000:]
+        assert done.returncode == 0, done.stderr[-2000:]
+        if done.stdout:  # what the person sees is the refusal itself (section 9.2), nothing else
+            said = json.loads(done.stdout)["systemMessage"]
+            assert "Refusing the workspace's data folder" in said, said
     _untouched(bashrc, config)

@@ -89,7 +89,7 @@ def test_an_agents_user_write_is_a_proposal_the_person_accepts_or_dismisses(
             found = await client.call_tool("flowbaby_retrieveMemory", {"query": "how do I install python packages"})
             assert HOSTILE not in found.content[0].text  # type: ignore[union-attr]
             annotations = tools[STORE].annotations  # what the store can change, said to clients that auto-approve
-            assert annotations is not None and annotations.destructive_hint is True
+            assert annotations is not None and annotations.destructive_hint is False  # additive: versions are kept
             assert "never changed (PERSON_WRITTEN)" in (tools[STORE].description or "")
             return topics
 
